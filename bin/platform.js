@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// The `platform` command. TypeScript runs through tsx's loader, so there is no build step to forget.
+import { register } from 'tsx/esm/api';
+register();
+await import('../infra/cli/main.ts');

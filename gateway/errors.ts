@@ -1,0 +1,54 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import type { FieldError } from '../domain/shared/errors';
+import { commonErrors, DomainError, isDomainError } from '../domain/shared/errors';
+import { instanceOf, sendProblem, toProblem } from '../infra/http/problem';
+
+/**
+ * The one place where anything thrown becomes an RFC 9457 problem (DESIGN.md mechanism 7):
+ * DomainErrors keep their status and suffix, framework errors get the spec's suffixes, and
+ * anything unexpected is logged and answered as 500 internal-error without leaking details.
+ */
+export const toDomainError = (error: unknown, bodyLimit: number): { domain: DomainError; unexpected: boolean } => {
+  if (isDomainError(error)) return { domain: error, unexpected: false };
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    return { domain: commonErrors.validation(error.validation.map((v) => fieldError(v, error.validationContext))), unexpected: false };
+  }
+  if (isResponseSerializationError(error)) return { domain: commonErrors.internal(), unexpected: true };
+  const e = error as FastifyError;
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { domain: commonErrors.payloadTooLarge(bodyLimit), unexpected: false };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { domain: commonErrors.unsupportedMediaType(undefined), unexpected: false };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { domain: malformed(e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The JSON body is empty.' : 'The body is not valid JSON.'), unexpected: false };
+    default:
+      break;
+  }
+  if (e instanceof SyntaxError || e.statusCode === 400) return { domain: malformed('The body is not valid JSON.'), unexpected: false };
+  if (e.statusCode === 413) return { domain: commonErrors.payloadTooLarge(bodyLimit), unexpected: false };
+  if (e.statusCode === 415) return { domain: commonErrors.unsupportedMediaType(undefined), unexpected: false };
+  return { domain: commonErrors.internal(), unexpected: true };
+};
+
+const malformed = (detail: string) => commonErrors.validation([{ field: 'body', message: detail, code: 'MALFORMED_JSON' }], detail);
+
+type ZodIssueLike = { instancePath?: string; message?: string; keyword?: string; params?: Record<string, unknown> };
+
+const fieldError = (v: ZodIssueLike, context: string | undefined): FieldError => {
+  const path = (v.instancePath ?? '').split('/').filter(Boolean).join('.');
+  const issue = (v.params as { issue?: { code?: string; path?: unknown[] } } | undefined)?.issue;
+  const field = path || (context === 'body' ? 'body' : context ?? 'request');
+  return { field, message: v.message ?? 'invalid value', code: (issue?.code ?? v.keyword ?? 'invalid').toUpperCase() };
+};
+
+export const problemHandler = (problemsBaseUrl: string, bodyLimit: number) =>
+  (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { domain, unexpected } = toDomainError(error, bodyLimit);
+    if (unexpected) request.log.error({ err: error }, 'unexpected error');
+    else if (domain.status >= 500) request.log.warn({ err: error }, domain.detail);
+    return sendProblem(reply, toProblem(domain, problemsBaseUrl, instanceOf(request), request.id), domain.headers);
+  };

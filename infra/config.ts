@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * All configuration comes from the environment, validated once at start. A bad value stops the
+ * process with one line per problem, naming the variable and what it expects.
+ */
+const optionalUrl = z.string().url().optional();
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+
+export const ConfigSchema = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: int(8080).pipe(z.number().max(65535)),
+  DATA_DIR: z.string().default('./.data'),
+  ROOT_URL: optionalUrl,
+  PROBLEMS_BASE_URL: optionalUrl,
+  PLATFORM_ENV: z.enum(['development', 'staging', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  DATABASE_URL: optionalUrl,
+  DATABASE_POOL_SIZE: int(20, 1),
+  KAFKA_BROKERS: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'a comma-separated list of host:port').optional(),
+  KAFKA_CLIENT_ID: z.string().default('platform'),
+  KAFKA_PARTITIONS: int(3, 1),
+  KAFKA_RETENTION_HOURS: int(168, 1),
+  CLICKHOUSE_URL: optionalUrl,
+  REDIS_URL: optionalUrl,
+  S3_ENDPOINT: optionalUrl,
+  S3_ACCESS_KEY: z.string().optional(),
+  S3_SECRET_KEY: z.string().optional(),
+  S3_BUCKET: z.string().default('platform'),
+  S3_REGION: z.string().default('us-east-1'),
+  SMTP_URL: optionalUrl,
+  MAIL_FROM: z.string().default('platform@localhost'),
+  CLAMD_HOST: z.string().optional(),
+  CLAMD_PORT: int(3310, 1),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+
+  BODY_LIMIT_BYTES: int(1_048_576, 1024),
+  IDEMPOTENCY_TTL_HOURS: int(168, 1),
+  SHUTDOWN_GRACE_MS: int(10_000, 0),
+  CORS_ALLOWED_ORIGINS: z.string().default(''),
+}).superRefine((c, ctx) => {
+  if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
+    ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
+  }
+});
+
+export type Config = z.infer<typeof ConfigSchema> & { rootUrl: string; problemsBaseUrl: string };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
+  const relevant = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+  const parsed = ConfigSchema.safeParse(relevant);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}${i.path[0] && env[String(i.path[0])] !== undefined ? ` (got "${env[String(i.path[0])]}")` : ''}`));
+  }
+  const c = parsed.data;
+  const rootUrl = (c.ROOT_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
+  return { ...c, rootUrl, problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
+};
+
+/** the real engines a split role needs; refuses to start a role against embedded defaults */
+export const requireReal = (config: Config, names: (keyof Config)[]): void => {
+  const missing = names.filter((n) => !config[n]);
+  if (missing.length) throw new ConfigError(missing.map((n) => `${String(n)}: required to run this role against real engines`));
+};

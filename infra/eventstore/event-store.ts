@@ -1,0 +1,211 @@
+import type { NewEvent, StoredEvent } from '../../domain/shared/event';
+import type { Queryable, Tx } from '../postgres/db';
+import { pgErrorCode, PgCode } from '../postgres/db';
+import type { Clock, IdGenerator } from '../runtime/clock';
+import { StreamVersionConflict } from './errors';
+import { UpcasterRegistry } from './upcasters';
+
+/** Who caused the events, copied into every envelope. */
+export interface CausationMeta {
+  tenantId: string;
+  actorId: string | null;
+  traceId: string | null;
+  correlationId: string | null;
+  causationId: string | null;
+}
+
+/** The expected version of a stream: a number (0 = the stream must not exist yet) or 'any'. */
+export type ExpectedVersion = number | 'any';
+
+export interface AppendRequest {
+  streamId: string;
+  expectedVersion: ExpectedVersion;
+  events: NewEvent[];
+  /** the aggregate state after these events, stored beside the stream (mechanism 2) */
+  state?: { value: unknown; schema: string };
+}
+
+export interface StreamHead {
+  version: number;
+  state: unknown;
+  stateSchema: string | null;
+}
+
+/** A position in the global log: commit order is (transactionId, position). */
+export interface LogCheckpoint {
+  transactionId: bigint;
+  position: bigint;
+}
+export const LOG_START: LogCheckpoint = { transactionId: 0n, position: 0n };
+
+interface EventRow {
+  position: string;
+  transaction_id: string;
+  stream_id: string;
+  stream_version: number;
+  event_id: string;
+  type: string;
+  schema_version: number;
+  tenant_id: string;
+  actor_id: string | null;
+  trace_id: string | null;
+  causation_id: string | null;
+  correlation_id: string | null;
+  occurred_at: Date;
+  data: Record<string, unknown>;
+}
+
+const EVENT_COLUMNS = `position, transaction_id::text AS transaction_id, stream_id, stream_version, event_id, type, schema_version,
+  tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data`;
+
+export class EventStore {
+  constructor(
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+    readonly upcasters = new UpcasterRegistry(),
+  ) {}
+
+  /**
+   * Appends events to one or more streams inside the caller's transaction. Each stream's version is
+   * checked and advanced with a single guarded statement: concurrent appends at the same expected
+   * version serialize on the stream row, and all but the first see a changed version and fail with
+   * StreamVersionConflict.
+   */
+  async append(tx: Tx, requests: AppendRequest[], meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
+    const occurredAt = this.clock.now();
+    const columns = {
+      stream_id: [] as string[], stream_version: [] as number[], event_id: [] as string[], type: [] as string[],
+      schema_version: [] as number[], data: [] as string[],
+    };
+    for (const request of requests) {
+      const base = await this.advanceStream(tx, request, meta.tenantId);
+      request.events.forEach((event, i) => {
+        columns.stream_id.push(request.streamId);
+        columns.stream_version.push(base + i + 1);
+        columns.event_id.push(this.ids.next());
+        columns.type.push(event.type);
+        columns.schema_version.push(this.upcasters.versionOf(event.type));
+        columns.data.push(JSON.stringify(event.data, bigintReplacer));
+      });
+    }
+    if (columns.event_id.length === 0) return [];
+    const { rows } = await tx.query<EventRow>(
+      `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
+       SELECT s, v, e, t, sv, $7, $8, $9, $10, $11, $12, d::jsonb
+       FROM unnest($1::text[], $2::int[], $3::uuid[], $4::text[], $5::int[], $6::text[]) AS x(s, v, e, t, sv, d)
+       RETURNING ${EVENT_COLUMNS}`,
+      [columns.stream_id, columns.stream_version, columns.event_id, columns.type, columns.schema_version, columns.data,
+        meta.tenantId, meta.actorId, meta.traceId, meta.causationId, meta.correlationId, occurredAt],
+    );
+    return rows.map((row) => this.toStored(row));
+  }
+
+  /** the stream's version and stored state, or null when it does not exist */
+  async head(q: Queryable, streamId: string, lock = false): Promise<StreamHead | null> {
+    const { rows } = await q.query<{ version: number; state: unknown; state_schema: string | null }>(
+      `SELECT version, state, state_schema FROM es.streams WHERE stream_id = $1${lock ? ' FOR UPDATE' : ''}`, [streamId],
+    );
+    const row = rows[0];
+    return row ? { version: row.version, state: row.state, stateSchema: row.state_schema } : null;
+  }
+
+  async readStream(q: Queryable, streamId: string, fromVersion = 1): Promise<StoredEvent<Record<string, unknown>>[]> {
+    const { rows } = await q.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM es.events WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version`, [streamId, fromVersion],
+    );
+    return rows.map((row) => this.toStored(row));
+  }
+
+  /**
+   * Reads the global log after a checkpoint, in commit order, without gaps: only events of
+   * transactions older than every transaction still running are visible, so an event that commits
+   * late can never appear behind a checkpoint that a reader already passed (mechanism 1).
+   */
+  async readAll(q: Queryable, after: LogCheckpoint, limit: number, filter: { tenantId?: string; types?: string[] } = {}): Promise<StoredEvent<Record<string, unknown>>[]> {
+    const params: unknown[] = [after.transactionId.toString(), after.position.toString(), limit];
+    let where = '';
+    if (filter.tenantId) { params.push(filter.tenantId); where += ` AND tenant_id = $${params.length}`; }
+    if (filter.types) { params.push(filter.types); where += ` AND type = ANY($${params.length}::text[])`; }
+    const { rows } = await q.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM es.events
+       WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
+         AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())${where}
+       ORDER BY transaction_id, position LIMIT $3`,
+      params,
+    );
+    return rows.map((row) => this.toStored(row));
+  }
+
+  /** the checkpoint of the newest event visible to readAll: the head of the global log */
+  async headCheckpoint(q: Queryable): Promise<LogCheckpoint> {
+    const { rows } = await q.query<{ transaction_id: string; position: string }>(
+      `SELECT transaction_id::text AS transaction_id, position FROM es.events
+       WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY transaction_id DESC, position DESC LIMIT 1`,
+    );
+    const row = rows[0];
+    return row ? { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) } : LOG_START;
+  }
+
+  /** number of visible events after a checkpoint (lag) */
+  async countAfter(q: Queryable, after: LogCheckpoint): Promise<number> {
+    const { rows } = await q.query<{ n: string }>(
+      `SELECT count(*) AS n FROM es.events WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
+         AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())`,
+      [after.transactionId.toString(), after.position.toString()],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  private async advanceStream(tx: Tx, request: AppendRequest, tenantId: string): Promise<number> {
+    const count = request.events.length;
+    const state = request.state ? JSON.stringify(request.state.value, bigintReplacer) : null;
+    const schema = request.state?.schema ?? null;
+    if (request.expectedVersion === 0) {
+      const inserted = await tx.query(
+        `INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $2, $3, $4::jsonb, $5)
+         ON CONFLICT (stream_id) DO NOTHING`,
+        [request.streamId, tenantId, count, state, schema],
+      );
+      if (inserted.rowCount === 1) return 0;
+      throw new StreamVersionConflict(request.streamId, 'none', (await this.head(tx, request.streamId))?.version ?? null);
+    }
+    if (request.expectedVersion === 'any') {
+      const { rows } = await tx.query<{ version: number }>(
+        `INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $2, $3, $4::jsonb, $5)
+         ON CONFLICT (stream_id) DO UPDATE SET version = es.streams.version + $3, state = COALESCE($4::jsonb, es.streams.state),
+           state_schema = COALESCE($5, es.streams.state_schema), updated_at = now()
+         WHERE es.streams.tenant_id = $2
+         RETURNING version`,
+        [request.streamId, tenantId, count, state, schema],
+      );
+      if (!rows[0]) throw new StreamVersionConflict(request.streamId, 'none', null);
+      return rows[0].version - count;
+    }
+    const updated = await tx.query(
+      `UPDATE es.streams SET version = version + $3, state = $4::jsonb, state_schema = $5, updated_at = now()
+       WHERE stream_id = $1 AND version = $2 AND tenant_id = $6`,
+      [request.streamId, request.expectedVersion, count, state, schema, tenantId],
+    );
+    if (updated.rowCount === 1) return request.expectedVersion;
+    throw new StreamVersionConflict(request.streamId, request.expectedVersion, (await this.head(tx, request.streamId))?.version ?? null);
+  }
+
+  toStored(row: EventRow): StoredEvent<Record<string, unknown>> {
+    const { version, data } = this.upcasters.upcast(row.type, row.schema_version, row.data);
+    return {
+      eventId: row.event_id, type: row.type, schemaVersion: version, tenantId: row.tenant_id, actorId: row.actor_id,
+      traceId: row.trace_id, causationId: row.causation_id, correlationId: row.correlation_id,
+      occurredAt: row.occurred_at.toISOString(), streamId: row.stream_id, streamVersion: row.stream_version,
+      position: BigInt(row.position), transactionId: BigInt(row.transaction_id), data,
+    };
+  }
+}
+
+export const checkpointOf = (event: Pick<StoredEvent, 'transactionId' | 'position'>): LogCheckpoint =>
+  ({ transactionId: event.transactionId, position: event.position });
+
+/** JSON has no bigint; amounts and counters travel as decimal strings. */
+export const bigintReplacer = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? value.toString() : value);
+
+export const isUniqueViolation = (error: unknown): boolean => pgErrorCode(error) === PgCode.uniqueViolation;

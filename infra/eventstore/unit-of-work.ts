@@ -1,0 +1,71 @@
+import type { NewEvent, StoredEvent } from '../../domain/shared/event';
+import { fold } from '../../domain/shared/decider';
+import type { Db, Tx } from '../postgres/db';
+import type { ProjectionEngine } from '../projections/engine';
+import type { AggregateType } from './aggregate';
+import type { AppendRequest, CausationMeta, EventStore } from './event-store';
+
+export interface Loaded<S> {
+  streamId: string;
+  state: S;
+  /** 0 when the stream does not exist */
+  version: number;
+}
+
+/**
+ * One command's transaction: load aggregates, record their new events, then commit events, stored
+ * states, inline projections and the idempotency record together.
+ */
+export class UnitOfWork {
+  private readonly pending: AppendRequest[] = [];
+  private appended: StoredEvent<Record<string, unknown>>[] = [];
+
+  constructor(readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore) {}
+
+  /**
+   * Loads an aggregate from its stored state (one row), falling back to folding its events when
+   * there is no stored state of the current shape. `lock` takes the stream row for update, for
+   * commands that must serialize on it (money), at the cost of waiting instead of retrying.
+   */
+  async load<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, streamId: string, options: { lock?: boolean } = {}): Promise<Loaded<S>> {
+    const head = await this.store.head(this.tx, streamId, options.lock);
+    if (!head) return { streamId, state: type.decider.initialState(), version: 0 };
+    if (head.stateSchema === type.stateSchema && head.state !== null) {
+      return { streamId, state: type.decode ? type.decode(head.state) : (head.state as S), version: head.version };
+    }
+    const events = await this.store.readStream(this.tx, streamId);
+    const toEvent = type.toEvent ?? ((e: { type: string; data: Record<string, unknown> }) => e as unknown as E);
+    return { streamId, state: fold(type.decider, events.map((e) => toEvent({ type: e.type, data: e.data as Record<string, unknown> }))), version: head.version };
+  }
+
+  /** decides a command against a loaded aggregate and records the resulting events; returns them */
+  decide<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, loaded: Loaded<S>, command: C): { events: E[]; state: S } {
+    const events = type.decider.decide(command, loaded.state);
+    const state = fold(type.decider, events, loaded.state);
+    this.record(type, loaded, events, state);
+    return { events, state };
+  }
+
+  record<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, loaded: Loaded<S>, events: E[], state: S): void {
+    if (events.length === 0) return;
+    this.pending.push({
+      streamId: loaded.streamId, expectedVersion: loaded.version, events,
+      state: { value: type.encode ? type.encode(state) : state, schema: type.stateSchema },
+    });
+  }
+
+  /** events appended so far by flush() */
+  get events(): StoredEvent<Record<string, unknown>>[] {
+    return this.appended;
+  }
+
+  async flush(projections: ProjectionEngine | null): Promise<StoredEvent<Record<string, unknown>>[]> {
+    if (this.pending.length === 0) return [];
+    const stored = await this.store.append(this.tx, this.pending.splice(0), this.meta) as StoredEvent<Record<string, unknown>>[];
+    if (projections) await projections.applyInline(this.tx, stored);
+    this.appended = [...this.appended, ...stored];
+    return stored;
+  }
+}
+
+export type UnitOfWorkFactory = (db: Db) => UnitOfWork;

@@ -1,0 +1,73 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { commonErrors } from '../../domain/shared/errors';
+import type { CausationMeta } from '../eventstore/event-store';
+import { bigintReplacer } from '../eventstore/event-store';
+import type { StoredResponse } from '../eventstore/command-runner';
+import { hashRequest } from '../eventstore/command-runner';
+import type { UnitOfWork } from '../eventstore/unit-of-work';
+import type { Kernel } from '../kernel';
+import { instanceOf, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
+
+/** UUID v4 or v7, as the spec requires of Idempotency-Key */
+const IDEMPOTENCY_KEY = /^[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** The envelope of the events a request causes: tenant and actor from the verified token only. */
+export const requestMeta = (request: FastifyRequest): CausationMeta => {
+  const principal = request.principal;
+  if (!principal) throw commonErrors.unauthorized();
+  const correlation = request.headers['x-correlation-id'];
+  return {
+    tenantId: principal.tenantId,
+    actorId: principal.impersonatorId ? `${principal.userId} (by ${principal.impersonatorId})` : principal.userId,
+    traceId: request.id,
+    correlationId: typeof correlation === 'string' && correlation.length <= 128 ? correlation : request.id,
+    causationId: null,
+  };
+};
+
+export interface CommandRouteOptions {
+  /** HTTP status of a success (200 by default) */
+  status?: number;
+  /** required: Idempotency-Key must be sent; optional: honoured when sent */
+  idempotency?: 'required' | 'optional';
+}
+
+const json = (status: number, body: unknown): StoredResponse =>
+  ({ status, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify(body, bigintReplacer)) });
+
+/**
+ * Runs a route's command in one transaction. With an Idempotency-Key the response is stored with
+ * the events and replayed byte for byte for the same request; deterministic refusals (4xx other
+ * than 409 and 429) are remembered too, so a retry cannot turn a refusal into an execution.
+ */
+export const executeCommand = async <T>(
+  kernel: Kernel, request: FastifyRequest, reply: FastifyReply, options: CommandRouteOptions,
+  fn: (uow: UnitOfWork) => Promise<T>,
+): Promise<void> => {
+  const meta = requestMeta(request);
+  const status = options.status ?? 200;
+  const header = request.headers['idempotency-key'];
+  const key = typeof header === 'string' ? header : undefined;
+  if (options.idempotency === 'required' && !key) {
+    throw commonErrors.validation([{ field: 'Idempotency-Key', message: 'the Idempotency-Key header is required', code: 'REQUIRED' }], 'The Idempotency-Key header is required.');
+  }
+  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+    throw commonErrors.validation([{ field: 'Idempotency-Key', message: 'the Idempotency-Key must be a UUID v4 or v7', code: 'INVALID_FORMAT' }], 'The Idempotency-Key header must be a UUID v4 or v7.');
+  }
+  if (!key || !options.idempotency) {
+    const result = await kernel.commands.run(meta, fn);
+    reply.code(status).send(result);
+    return;
+  }
+  const route = request.routeOptions.url ?? request.url;
+  const stored = await kernel.commands.runIdempotent(meta, {
+    key,
+    requestHash: hashRequest(request.method, `${route} ${JSON.stringify(request.params)}`, request.body ?? null),
+    render: (result) => json(status, result),
+    renderError: (error) => (error.status >= 400 && error.status < 500 && error.status !== 409 && error.status !== 429
+      ? { status: error.status, contentType: PROBLEM_CONTENT_TYPE, body: Buffer.from(JSON.stringify(toProblem(error, kernel.config.problemsBaseUrl, instanceOf(request), request.id))) }
+      : null),
+  }, fn);
+  if (stored.replayed) reply.header('Idempotent-Replayed', 'true');
+  reply.code(stored.status).type(stored.contentType).send(stored.body);
+};

@@ -1,0 +1,121 @@
+import type { Config } from './config';
+import type { CausationMeta } from './eventstore/event-store';
+import { EventStore } from './eventstore/event-store';
+import { CommandRunner, defaultRunnerOptions } from './eventstore/command-runner';
+import { HealthRegistry } from './health';
+import type { Authenticator } from './http/auth';
+import { noAuthenticator } from './http/auth';
+import type { LogPort } from './log/port';
+import type { Logger } from './observability/logger';
+import type { Db } from './postgres/db';
+import { ProjectionEngine } from './projections/engine';
+import type { Clock, IdGenerator } from './runtime/clock';
+import { systemClock, uuidV7Ids } from './runtime/clock';
+import type { ServiceModules } from './modules';
+
+export const PLATFORM_VERSION = '0.1.0';
+
+/** What must be true before the process reports ready. */
+export interface Readiness {
+  migrations: boolean;
+  log: boolean;
+  projections: boolean;
+}
+
+/** Permissions registered by modules; system.* and platform.* are reserved (spec 000). */
+export class PermissionRegistry {
+  private readonly entries = new Map<string, { key: string; description: string; module: string }>();
+
+  register(module: string, permissions: Record<string, string>): void {
+    for (const [key, description] of Object.entries(permissions)) {
+      if (/^(system|platform)\./.test(key)) throw new Error(`module ${module} may not register reserved permission ${key}`);
+      if (!/^[a-z][a-z0-9_-]*(\.[a-z0-9_*-]+)+$/.test(key)) throw new Error(`permission ${key} of module ${module} is not a dotted key`);
+      this.entries.set(key, { key, description, module });
+    }
+  }
+
+  list(): { key: string; description: string; module: string }[] {
+    return [...this.entries.values()].sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+}
+
+export interface KernelParts {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  log: LogPort;
+  modules: ServiceModules;
+  clock?: Clock;
+  ids?: IdGenerator;
+}
+
+/**
+ * The services every context stands on, wired once per process. Routes, handlers and workers
+ * receive it instead of reaching for globals.
+ */
+export class Kernel {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly db: Db;
+  readonly log: LogPort;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly store: EventStore;
+  readonly projections: ProjectionEngine;
+  readonly commands: CommandRunner;
+  readonly health = new HealthRegistry(PLATFORM_VERSION);
+  readonly permissions = new PermissionRegistry();
+  readonly modules: ServiceModules;
+  readonly readiness: Readiness = { migrations: false, log: false, projections: false };
+  /** replaced by the identity service when it is installed */
+  authenticator: Authenticator = noAuthenticator;
+  /** named resources that close on shutdown, in reverse order of registration */
+  private readonly closers: { name: string; close: () => Promise<void> }[] = [];
+
+  constructor(parts: KernelParts) {
+    this.config = parts.config;
+    this.logger = parts.logger;
+    this.db = parts.db;
+    this.log = parts.log;
+    this.modules = parts.modules;
+    this.clock = parts.clock ?? systemClock;
+    this.ids = parts.ids ?? uuidV7Ids;
+    this.store = new EventStore(this.clock, this.ids);
+    this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections);
+    this.commands = new CommandRunner(this.db, this.store, this.projections, {
+      ...defaultRunnerOptions, idempotencyTtlMs: parts.config.IDEMPOTENCY_TTL_HOURS * 3600_000,
+    });
+    for (const plugin of [...parts.modules.write, ...parts.modules.read]) {
+      if (plugin.permissions) this.permissions.register(plugin.namespace, plugin.permissions);
+    }
+  }
+
+  get ready(): boolean {
+    return this.readiness.migrations && this.readiness.log && this.readiness.projections;
+  }
+
+  /** the first readiness condition not yet met, for GET /ready */
+  get notReadyReason(): string | null {
+    if (!this.readiness.migrations) return 'migrations have not run yet';
+    if (!this.readiness.log) return 'the log is not reachable';
+    if (!this.readiness.projections) return 'projections are being prepared';
+    return null;
+  }
+
+  onClose(name: string, close: () => Promise<void>): void {
+    this.closers.push({ name, close });
+  }
+
+  async close(): Promise<void> {
+    for (const { name, close } of this.closers.splice(0).reverse()) {
+      await close().catch((error: unknown) => this.logger.error({ err: error }, `closing ${name} failed`));
+    }
+  }
+}
+
+export const systemMeta = (tenantId: string, traceId: string | null = null): CausationMeta =>
+  ({ tenantId, actorId: 'system', traceId, correlationId: traceId, causationId: null });

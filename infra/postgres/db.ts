@@ -1,0 +1,49 @@
+import pg from 'pg';
+
+// bigint columns (positions, amounts, xid8) arrive as strings; callers convert where they need numbers.
+export type Db = pg.Pool;
+export type Tx = pg.PoolClient;
+/** Anything that can run a query: the pool or a transaction's client. */
+export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+export const createPool = (connectionString: string, options: { max?: number; applicationName?: string } = {}): Db => {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 20,
+    application_name: options.applicationName ?? 'platform',
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 10_000,
+  });
+  // An idle client that loses its server must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return pool;
+};
+
+export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
+
+/** Runs fn in a transaction on one client; commits when it resolves, rolls back when it throws. */
+export const inTransaction = async <T>(db: Db, fn: (tx: Tx) => Promise<T>, isolation: Isolation = 'read committed'): Promise<T> => {
+  const client = await db.connect();
+  try {
+    await client.query(isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`);
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+};
+
+/** Postgres error codes the kernel reacts to. */
+export const PgCode = {
+  uniqueViolation: '23505',
+  serializationFailure: '40001',
+  deadlockDetected: '40P01',
+  lockNotAvailable: '55P03',
+} as const;
+
+export const pgErrorCode = (error: unknown): string | undefined =>
+  typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;

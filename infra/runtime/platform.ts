@@ -1,0 +1,150 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../gateway/app';
+import { OutboxRelay } from '../../workers/outbox-relay';
+import { ProjectorWorker } from '../../workers/projector';
+import { MaintenanceWorker } from '../../workers/maintenance';
+import type { Config } from '../config';
+import { loadConfig, requireReal } from '../config';
+import { startEmbeddedPostgres } from '../embedded/postgres';
+import { Kernel } from '../kernel';
+import { createLog } from '../log';
+import type { ServiceModules } from '../modules';
+import { discoverModules } from '../modules';
+import type { Logger } from '../observability/logger';
+import { createLogger } from '../observability/logger';
+import { startTelemetry, stopTelemetry } from '../observability/telemetry';
+import { createPool } from '../postgres/db';
+import { migrate } from '../postgres/migrate';
+import type { Clock, IdGenerator } from './clock';
+
+/** What a process runs. `all` is `platform start`: every role in one process. */
+export type Role = 'all' | 'gateway' | 'write-api' | 'read-api' | 'workers' | 'projector';
+
+export interface PlatformOptions {
+  role: Role;
+  /** for role projector: the projection it runs */
+  projection?: string;
+  config?: Config;
+  logger?: Logger;
+  /** defaults to the modules discovered in write-api/, read-api/ and projections/ */
+  modules?: ServiceModules;
+  clock?: Clock;
+  ids?: IdGenerator;
+  /** listen on the configured HOST:PORT (default true) */
+  listen?: boolean;
+}
+
+export interface RunningPlatform {
+  kernel: Kernel;
+  app: FastifyInstance;
+  /** the address the HTTP server listens on */
+  url: string;
+  stop(): Promise<void>;
+}
+
+const serves = (role: Role) => ({
+  write: role === 'all' || role === 'gateway' || role === 'write-api',
+  read: role === 'all' || role === 'gateway' || role === 'read-api',
+  relay: role === 'all' || role === 'workers',
+  projectors: role === 'all' || role === 'workers',
+});
+
+/**
+ * Starts a platform process: configuration, engines (embedded or real), migrations, projections,
+ * HTTP and workers. /ready answers 200 only once migrations, the log and the projections are
+ * ready; stop() drains requests, stops workers (committing their positions) and closes engines.
+ */
+export const startPlatform = async (options: PlatformOptions): Promise<RunningPlatform> => {
+  const config = options.config ?? loadConfig();
+  const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
+  const role = options.role;
+  if (role !== 'all') requireReal(config, ['DATABASE_URL']);
+  await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+
+  const kernel = await openKernel({ config, logger, role, modules: options.modules, clock: options.clock, ids: options.ids });
+  const { db, log } = kernel;
+
+  const what = serves(role);
+  const app = await buildApp(kernel, { write: what.write, read: what.read });
+  const listen = options.listen ?? true;
+  const url = listen ? await app.listen({ host: config.HOST, port: config.PORT }) : 'http://in-process';
+  logger.info({ role, url, log: log.kind }, 'platform listening; preparing');
+
+  try {
+    await migrate(db, { onProgress: (p) => logger.info(p, 'migration applied') });
+    kernel.readiness.migrations = true;
+    await log.ping();
+    await log.ensureTopics(platformTopics(config));
+    kernel.readiness.log = true;
+    await kernel.projections.prepare((p) => logger.info(p, 'projection rebuild'));
+    kernel.readiness.projections = true;
+  } catch (error) {
+    await app.close();
+    await kernel.close();
+    throw error;
+  }
+
+  const workers: { stop(): Promise<void> }[] = [];
+  if (what.relay) {
+    const relay = new OutboxRelay(db, kernel.store, log, logger);
+    relay.start();
+    workers.push(relay);
+    workers.push(new MaintenanceWorker(kernel).start());
+  }
+  if (what.projectors || role === 'projector') {
+    const names = role === 'projector' ? [options.projection ?? ''] : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
+    for (const name of names) workers.push(new ProjectorWorker(kernel, kernel.projections.get(name).name).start());
+  }
+  logger.info({ role }, 'platform ready');
+
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      logger.info('draining requests and stopping workers');
+      await app.close();
+      await Promise.all(workers.map((w) => w.stop()));
+      await kernel.close();
+    })();
+    return stopping;
+  };
+  return { kernel, app, url, stop };
+};
+
+/**
+ * Engines and kernel without HTTP or workers: what the CLI commands and the roles share. Uses the
+ * engines the environment names and embedded ones for the rest (PostgreSQL, the PostgreSQL log).
+ */
+export const openKernel = async (options: { config: Config; logger: Logger; role?: Role; modules?: ServiceModules; clock?: Clock; ids?: IdGenerator }): Promise<Kernel> => {
+  const { config, logger } = options;
+  const cleanup: (() => Promise<void>)[] = [];
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger);
+    databaseUrl = embedded.url;
+    cleanup.push(embedded.stop);
+  }
+  const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, applicationName: `platform-${options.role ?? 'cli'}` });
+  const log = await createLog(config, db, logger);
+  const modules = options.modules ?? (await discoverModules());
+  const kernel = new Kernel({ config, logger, db, log, modules, clock: options.clock, ids: options.ids });
+  kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
+  if (log.kind === 'kafka') kernel.health.register('kafka', () => log.ping());
+  kernel.onClose('engines', async () => {
+    await log.close();
+    await db.end();
+    for (const step of cleanup.reverse()) await step();
+    await stopTelemetry();
+  });
+  return kernel;
+};
+
+/** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */
+export const platformTopics = (config: Config) => {
+  const hours = config.KAFKA_RETENTION_HOURS;
+  const domains = ['auth', 'module', 'money', 'files', 'notify', 'audit', 'billing', 'data'];
+  return domains.map((d) => ({
+    name: `platform.${d}.events`, partitions: config.KAFKA_PARTITIONS,
+    // the audit topic keeps 720 h (spec 002, Limits)
+    retentionMs: (d === 'audit' ? Math.max(720, hours) : hours) * 3600_000,
+  }));
+};

@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createPool, type Db } from '../../infra/postgres/db';
+import { migrate } from '../../infra/postgres/migrate';
+import { requireEnv } from './env';
+
+export interface TestDatabase {
+  url: string;
+  db: Db;
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database of its own for one test file, on the test PostgreSQL server. */
+export const createTestDatabase = async (prefix = 't'): Promise<TestDatabase> => {
+  const serverUrl = requireEnv('TEST_DATABASE_URL');
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const db = createPool(url.toString(), { max: 30 });
+  await migrate(db);
+  return {
+    url: url.toString(),
+    db,
+    drop: async () => {
+      await db.end();
+      const c = new pg.Client({ connectionString: serverUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+};

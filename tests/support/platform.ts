@@ -1,0 +1,49 @@
+import { loadConfig } from '../../infra/config';
+import type { ServiceModules } from '../../infra/modules';
+import { mergeModules } from '../../infra/modules';
+import { silentLogger } from '../../infra/observability/logger';
+import type { RunningPlatform, Role } from '../../infra/runtime/platform';
+import { startPlatform } from '../../infra/runtime/platform';
+import { testAuthenticator } from './auth';
+import type { TestDatabase } from './db';
+import { createTestDatabase } from './db';
+import { requireEnv } from './env';
+import tally from './tally/projections';
+import { tallyRead, tallyWrite } from './tally/routes';
+
+export const tallyModules: ServiceModules = mergeModules({ write: [tallyWrite], read: [tallyRead], projections: tally.projections });
+
+export interface TestPlatform extends RunningPlatform {
+  database: TestDatabase;
+  /** fetch relative to the server */
+  http(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/**
+ * A platform process for a test: its own fresh database, the test authenticator, the sample
+ * tally context, listening on a free port. `kafka: true` uses the test Kafka instead of the
+ * PostgreSQL log.
+ */
+export const startTestPlatform = async (options: { role?: Role; modules?: ServiceModules; env?: Record<string, string>; kafka?: boolean } = {}): Promise<TestPlatform> => {
+  const database = await createTestDatabase('p');
+  const config = loadConfig({
+    PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url,
+    ...(options.kafka ? { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS') } : {}),
+    ...options.env,
+  });
+  const running = await startPlatform({ role: options.role ?? 'all', config, logger: silentLogger(), modules: options.modules ?? tallyModules });
+  running.kernel.authenticator = testAuthenticator;
+  const address = running.app.server.address();
+  const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
+  return {
+    ...running,
+    url,
+    database,
+    http: (path, init) => fetch(`${url}${path}`, init),
+    close: async () => {
+      await running.stop();
+      await database.drop();
+    },
+  };
+};
