@@ -34,6 +34,7 @@ export const ConfigSchema = z.object({
   CLAMD_HOST: z.string().optional(),
   CLAMD_PORT: int(3310, 1),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  PLATFORM_SECRET_KEY: z.string().regex(/^[A-Za-z0-9+/]{43,}={0,2}$/, 'base64 of at least 32 random bytes').optional(),
 
   BODY_LIMIT_BYTES: int(1_048_576, 1024),
   IDEMPOTENCY_TTL_HOURS: int(168, 1),

@@ -12,6 +12,12 @@ import { ProjectionEngine } from './projections/engine';
 import type { Clock, IdGenerator } from './runtime/clock';
 import { systemClock, uuidV7Ids } from './runtime/clock';
 import type { ServiceModules } from './modules';
+import type { KeyValueCache } from './cache';
+import type { AnalyticsStore } from './clickhouse';
+import type { Mailer } from './mail';
+import type { ObjectStore } from './objects';
+import type { VirusScanner } from './scan';
+import type { PlatformSecrets } from './secrets';
 
 export const PLATFORM_VERSION = '0.1.0';
 
@@ -43,11 +49,24 @@ export class PermissionRegistry {
   }
 }
 
+/** The engines beyond PostgreSQL and the log, each real or embedded as configured (DESIGN.md, Engines). */
+export interface Engines {
+  cache: KeyValueCache;
+  mail: Mailer;
+  objects: ObjectStore;
+  /** ClickHouse or chdb, opened on first use (the embedded engine is large) */
+  analytics: () => Promise<AnalyticsStore>;
+  /** clamd when configured */
+  scanner: VirusScanner | null;
+  secrets: PlatformSecrets;
+}
+
 export interface KernelParts {
   config: Config;
   logger: Logger;
   db: Db;
   log: LogPort;
+  engines: Engines;
   modules: ServiceModules;
   clock?: Clock;
   ids?: IdGenerator;
@@ -62,6 +81,7 @@ export class Kernel {
   readonly logger: Logger;
   readonly db: Db;
   readonly log: LogPort;
+  readonly engines: Engines;
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly store: EventStore;
@@ -81,6 +101,7 @@ export class Kernel {
     this.logger = parts.logger;
     this.db = parts.db;
     this.log = parts.log;
+    this.engines = parts.engines;
     this.modules = parts.modules;
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;

@@ -6,7 +6,15 @@ import { MaintenanceWorker } from '../../workers/maintenance';
 import type { Config } from '../config';
 import { loadConfig, requireReal } from '../config';
 import { startEmbeddedPostgres } from '../embedded/postgres';
+import type { Engines } from '../kernel';
 import { Kernel } from '../kernel';
+import { openKeyValueCache } from '../cache';
+import type { AnalyticsStore } from '../clickhouse';
+import { openAnalyticsStore } from '../clickhouse';
+import { createMailer } from '../mail';
+import { createObjectStore } from '../objects';
+import { createVirusScanner } from '../scan';
+import { loadSecrets } from '../secrets';
 import { createLog } from '../log';
 import type { ServiceModules } from '../modules';
 import { discoverModules } from '../modules';
@@ -125,17 +133,46 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
+  const engines = await openEngines(config, options.role ?? 'cli');
   const modules = options.modules ?? (await discoverModules());
-  const kernel = new Kernel({ config, logger, db, log, modules, clock: options.clock, ids: options.ids });
+  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids });
   kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
   if (log.kind === 'kafka') kernel.health.register('kafka', () => log.ping());
+  if (config.REDIS_URL) kernel.health.register('valkey', () => engines.cache.ping());
+  if (config.S3_ENDPOINT) kernel.health.register('s3', () => engines.objects.ping());
+  if (config.CLICKHOUSE_URL) kernel.health.register('clickhouse', async () => (await engines.analytics()).ping());
+  if (engines.scanner) kernel.health.register('clamav', () => engines.scanner!.ping());
   kernel.onClose('engines', async () => {
     await log.close();
+    await engines.cache.close();
+    if (analyticsOpened) await (await engines.analytics()).close();
     await db.end();
     for (const step of cleanup.reverse()) await step();
     await stopTelemetry();
   });
   return kernel;
+};
+
+let analyticsOpened = false;
+
+const openEngines = async (config: Config, role: string): Promise<Engines> => {
+  const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
+  let analytics: Promise<AnalyticsStore> | null = null;
+  return {
+    secrets,
+    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: 'platform:' }),
+    mail: createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }),
+    objects: createObjectStore({
+      dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
+      s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
+    }),
+    analytics: () => {
+      analyticsOpened = true;
+      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR });
+      return analytics;
+    },
+    scanner: createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT }),
+  };
 };
 
 /** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */

@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../../infra/config';
 import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
@@ -28,7 +30,7 @@ export interface TestPlatform extends RunningPlatform {
 export const startTestPlatform = async (options: { role?: Role; modules?: ServiceModules; env?: Record<string, string>; kafka?: boolean } = {}): Promise<TestPlatform> => {
   const database = await createTestDatabase('p');
   const config = loadConfig({
-    PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url,
+    PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
     ...(options.kafka ? { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS') } : {}),
     ...options.env,
   });

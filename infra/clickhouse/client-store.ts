@@ -1,0 +1,42 @@
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import type { AnalyticsStore } from './port';
+
+/**
+ * Settings pinned on every call so the server and chdb answer alike: their defaults differ
+ * (chdb prints 64-bit integers as JSON numbers, the server quotes them), and event envelopes
+ * carry ISO-8601 timestamps that the strict default parser would refuse.
+ */
+export const sharedSettings: ClickHouseSettings = {
+  output_format_json_quote_64bit_integers: 1,
+  date_time_input_format: 'best_effort',
+};
+
+// Table names are ours, never a caller's, but they are spliced into SQL: keep them plain identifiers.
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
+
+export const storeOverClient = (client: ClickHouseClient, kind: AnalyticsStore['kind']): AnalyticsStore => ({
+  kind,
+  async command(sql) {
+    await client.command({ query: sql, clickhouse_settings: sharedSettings });
+  },
+  async insert(table, rows) {
+    if (!TABLE_NAME.test(table)) throw new Error(`invalid table name: ${table}`);
+    if (rows.length === 0) return;
+    await client.insert({ table, values: rows, format: 'JSONEachRow', clickhouse_settings: sharedSettings });
+  },
+  async query<T>(sql: string, params?: Record<string, unknown>) {
+    const result = await client.query({
+      query: sql,
+      query_params: params ?? {},
+      format: 'JSONEachRow',
+      clickhouse_settings: sharedSettings,
+    });
+    return result.json<T>();
+  },
+  async ping() {
+    // The client reports a failed ping as a value, not an exception; health checks want a throw.
+    const result = await client.ping();
+    if (!result.success) throw result.error;
+  },
+  close: () => client.close(),
+});

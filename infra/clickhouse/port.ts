@@ -1,0 +1,20 @@
+/**
+ * Audit views live in ClickHouse. One port, two adapters that share every line of query code:
+ * both are an `@clickhouse/client` — over HTTP to a server in production, over chdb's in-process
+ * engine (`chdb/connection`) for `npm start` and tests — so what passes embedded passes in production.
+ */
+export interface AnalyticsStore {
+  readonly kind: 'http' | 'embedded';
+  /** DDL and other statements without a result */
+  command(sql: string): Promise<void>;
+  /** rows as JSON objects (JSONEachRow); 64-bit integers must be given as strings or bigint-free numbers */
+  insert(table: string, rows: object[]): Promise<void>;
+  /**
+   * Reads rows. Values travel as ClickHouse query parameters, written `{name:Type}` in the SQL,
+   * never spliced into the text. 64-bit integers come back as strings (no precision loss).
+   */
+  query<T>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
+  /** throws when the engine cannot be reached */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,173 @@
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { Clock } from '../runtime/clock';
+import { systemClock } from '../runtime/clock';
+import { assertObjectKey, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectStore } from './port';
+
+export interface S3ObjectStoreOptions {
+  /** S3_ENDPOINT; path-style addressing, so MinIO, S3Proxy, R2 and AWS all work */
+  endpoint: string;
+  region?: string;
+  /** S3_ACCESS_KEY / S3_SECRET_KEY */
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** S3_BUCKET; it must exist */
+  bucket: string;
+  clock?: Clock;
+  /** a streamed body is sent in parts of this size (S3's minimum is 5 MiB) */
+  partSize?: number;
+}
+
+const isNotFound = (error: unknown) => {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === 'NoSuchKey' || e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404;
+};
+
+/** Reads up to `size` bytes; fewer means the stream has ended. */
+const readUpTo = async (source: AsyncIterator<Buffer>, carry: Buffer[], size: number): Promise<{ chunk: Buffer; ended: boolean }> => {
+  let length = carry.reduce((n, b) => n + b.length, 0);
+  while (length < size) {
+    const next = await source.next();
+    if (next.done) {
+      const chunk = Buffer.concat(carry.splice(0));
+      return { chunk, ended: true };
+    }
+    const buffer = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
+    carry.push(buffer);
+    length += buffer.length;
+  }
+  const all = Buffer.concat(carry.splice(0));
+  carry.push(all.subarray(size));
+  return { chunk: all.subarray(0, size), ended: false };
+};
+
+/**
+ * Production: S3 or any S3-compatible store. A Buffer goes up in one PUT. A stream is read in parts:
+ * one that ends within the first part goes up in one PUT too, a longer one as a multipart upload,
+ * so memory stays at one part whatever the size, and S3 never needs the length up front.
+ */
+export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore => {
+  const clock = options.clock ?? systemClock;
+  const Bucket = options.bucket;
+  const partSize = options.partSize ?? 8 * 1024 * 1024;
+  const client = new S3Client({
+    endpoint: options.endpoint,
+    region: options.region ?? 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey },
+    // The SDK's default CRC checksums (aws-chunked uploads, x-amz-checksum-*) are AWS extensions that
+    // S3-compatible stores do not all speak; send them only where an operation requires one.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+
+  const putStream = async (Key: string, body: Readable, ContentType: string) => {
+    const source = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const carry: Buffer[] = [];
+    const first = await readUpTo(source, carry, partSize);
+    if (first.ended) {
+      await client.send(new PutObjectCommand({ Bucket, Key, Body: first.chunk, ContentType }));
+      return;
+    }
+    const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket, Key, ContentType }));
+    try {
+      const parts: { ETag: string | undefined; PartNumber: number }[] = [];
+      let part = first;
+      for (let PartNumber = 1; ; PartNumber++) {
+        const { ETag } = await client.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }));
+        parts.push({ ETag, PartNumber });
+        if (part.ended) break;
+        part = await readUpTo(source, carry, partSize);
+        if (part.ended && part.chunk.length === 0) break;
+      }
+      await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));
+    } catch (error) {
+      // An abandoned upload keeps its parts (and its cost) until aborted.
+      await client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
+      throw error;
+    }
+  };
+
+  return {
+    kind: 's3',
+    async put(key, body, { contentType }) {
+      assertObjectKey(key);
+      if (Buffer.isBuffer(body)) await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType }));
+      else await putStream(key, body, contentType);
+    },
+    async get(key) {
+      assertObjectKey(key);
+      try {
+        const { Body } = await client.send(new GetObjectCommand({ Bucket, Key: key }));
+        return Body as Readable; // in Node the SDK hands back the response stream
+      } catch (error) {
+        if (isNotFound(error)) throw new ObjectNotFoundError(key);
+        throw error;
+      }
+    },
+    async head(key) {
+      assertObjectKey(key);
+      try {
+        const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }));
+        return {
+          key,
+          size: out.ContentLength ?? 0,
+          contentType: out.ContentType ?? 'application/octet-stream',
+          etag: out.ETag ?? '',
+          lastModified: out.LastModified ?? new Date(0),
+        };
+      } catch (error) {
+        if (isNotFound(error)) return null;
+        throw error;
+      }
+    },
+    async delete(key) {
+      assertObjectKey(key);
+      await client.send(new DeleteObjectCommand({ Bucket, Key: key }));
+    },
+    async copy(fromKey, toKey) {
+      assertObjectKey(fromKey);
+      assertObjectKey(toKey);
+      try {
+        await client.send(new CopyObjectCommand({ Bucket, Key: toKey, CopySource: `${Bucket}/${encodeKeyPath(fromKey)}` }));
+      } catch (error) {
+        if (isNotFound(error)) throw new ObjectNotFoundError(fromKey);
+        throw error;
+      }
+    },
+    async presignGet(key, ttlSeconds) {
+      assertObjectKey(key);
+      assertTtlSeconds(ttlSeconds);
+      return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), { expiresIn: ttlSeconds, signingDate: clock.now() });
+    },
+    async presignPut(key, ttlSeconds, contentType) {
+      assertObjectKey(key);
+      assertTtlSeconds(ttlSeconds);
+      // Content-Type is signed as a header, so the uploader must send exactly this type.
+      return getSignedUrl(client, new PutObjectCommand({ Bucket, Key: key, ContentType: contentType }), {
+        expiresIn: ttlSeconds,
+        signingDate: clock.now(),
+        signableHeaders: new Set(['content-type']),
+      });
+    },
+    async ping() {
+      await client.send(new HeadBucketCommand({ Bucket }));
+    },
+    async close() {
+      client.destroy();
+    },
+  };
+};

@@ -1,0 +1,98 @@
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+export interface CapturedMail {
+  /** SMTP envelope: MAIL FROM and every RCPT TO, as the client sent them */
+  envelope: { from: string | null; to: string[] };
+  /** user name of the AUTH the client did, if any */
+  authUser: string | null;
+  raw: Buffer;
+  parsed: ParsedMail;
+}
+
+export interface SmtpCapture {
+  /** smtp://user:pass@127.0.0.1:<port>: plain SMTP, any credentials accepted */
+  url: string;
+  port: number;
+  readonly messages: readonly CapturedMail[];
+  /** resolves with the first captured message (past or future) matching, rejects after timeoutMs */
+  waitFor(predicate: (mail: CapturedMail) => boolean, timeoutMs?: number): Promise<CapturedMail>;
+  close(): Promise<void>;
+}
+
+/**
+ * An in-process SMTP server that keeps what it receives, for tests of code that sends mail.
+ * A real SMTP conversation (smtp-server) and a real MIME parse (mailparser): what a test sees
+ * is what a mail server would have received. No TLS: STARTTLS is not offered, AUTH works in plain.
+ */
+export const startSmtpCapture = async (): Promise<SmtpCapture> => {
+  const messages: CapturedMail[] = [];
+  const waiters = new Set<() => void>();
+
+  const server = new SMTPServer({
+    authOptional: true,
+    allowInsecureAuth: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onAuth(auth, _session, callback) {
+      callback(null, { user: auth.username });
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('error', callback);
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        simpleParser(raw).then(
+          (parsed) => {
+            const from = session.envelope.mailFrom;
+            messages.push({
+              envelope: { from: from ? from.address : null, to: session.envelope.rcptTo.map((r) => r.address) },
+              authUser: typeof session.user === 'string' ? session.user : null,
+              raw,
+              parsed,
+            });
+            for (const wake of waiters) wake();
+            callback();
+          },
+          (error: Error) => callback(error),
+        );
+      });
+    },
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.server.address() as AddressInfo;
+
+  const waitFor: SmtpCapture['waitFor'] = (predicate, timeoutMs = 5_000) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const found = messages.find(predicate);
+        if (!found) return;
+        finish();
+        resolve(found);
+      };
+      const timer = setTimeout(() => {
+        finish();
+        reject(new Error(`no matching mail within ${timeoutMs} ms (${messages.length} captured)`));
+      }, timeoutMs);
+      const finish = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+      };
+      waiters.add(check);
+      check();
+    });
+
+  return {
+    url: `smtp://capture:secret@127.0.0.1:${port}`,
+    port,
+    messages,
+    waitFor,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+};
