@@ -19,6 +19,23 @@ export interface RoutePlugin {
   /** permissions this context registers (key → description) */
   permissions?: Record<string, string>;
   register(app: FastifyInstance, kernel: Kernel): void | Promise<void>;
+  /**
+   * runs once per process after migrations and projections are ready and before the process
+   * reports ready (load keys, install the authenticator, warm caches); must be idempotent
+   */
+  start?(kernel: Kernel): Promise<void>;
+}
+
+/** A long-running loop of a context (hold expiry, fallback replay, delivery). */
+export interface Worker {
+  name: string;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** workers/<context>/index.ts → default export WorkerSet; run by the workers role (and `platform start`) */
+export interface WorkerSet {
+  workers(kernel: Kernel): Worker[];
 }
 
 export interface ProjectionSet {
@@ -27,11 +44,13 @@ export interface ProjectionSet {
 
 export const defineRoutes = (plugin: RoutePlugin): RoutePlugin => plugin;
 export const defineProjections = (set: ProjectionSet): ProjectionSet => set;
+export const defineWorkers = (set: WorkerSet): WorkerSet => set;
 
 export interface ServiceModules {
   write: RoutePlugin[];
   read: RoutePlugin[];
   projections: AnyProjection[];
+  workers: WorkerSet[];
 }
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -51,14 +70,15 @@ const discover = async <T>(folder: string): Promise<T[]> => {
 };
 
 export const discoverModules = async (): Promise<ServiceModules> => {
-  const [write, read, sets] = await Promise.all([
-    discover<RoutePlugin>('write-api'), discover<RoutePlugin>('read-api'), discover<ProjectionSet>('projections'),
+  const [write, read, sets, workers] = await Promise.all([
+    discover<RoutePlugin>('write-api'), discover<RoutePlugin>('read-api'), discover<ProjectionSet>('projections'), discover<WorkerSet>('workers'),
   ]);
-  return { write, read, projections: sets.flatMap((s) => s.projections) };
+  return { write, read, projections: sets.flatMap((s) => s.projections), workers };
 };
 
 export const mergeModules = (...parts: Partial<ServiceModules>[]): ServiceModules => ({
   write: parts.flatMap((p) => p.write ?? []),
   read: parts.flatMap((p) => p.read ?? []),
   projections: parts.flatMap((p) => p.projections ?? []),
+  workers: parts.flatMap((p) => p.workers ?? []),
 });

@@ -85,6 +85,8 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
     await kernel.projections.prepare((p) => logger.info(p, 'projection rebuild'));
+    const mounted = [...(what.write ? kernel.modules.write : []), ...(what.read ? kernel.modules.read : [])];
+    for (const plugin of mounted) await plugin.start?.(kernel);
     kernel.readiness.projections = true;
   } catch (error) {
     await app.close();
@@ -98,6 +100,12 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     relay.start();
     workers.push(relay);
     workers.push(new MaintenanceWorker(kernel).start());
+    for (const set of kernel.modules.workers) {
+      for (const worker of set.workers(kernel)) {
+        worker.start();
+        workers.push(worker);
+      }
+    }
   }
   if (what.projectors || role === 'projector') {
     const names = role === 'projector' ? [options.projection ?? ''] : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
