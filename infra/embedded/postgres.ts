@@ -32,6 +32,8 @@ export const startEmbeddedPostgres = async (dataDir: string, logger: Logger): Pr
   const secretFile = join(root, 'postgres.secret');
   await mkdir(root, { recursive: true });
   const isRoot = userInfo().uid === 0;
+  // the postgres user must be able to reach its folder inside ours
+  if (isRoot) await chmod(root, 0o755);
   const password = await readFile(secretFile, 'utf8').catch(async () => {
     const made = randomBytes(24).toString('base64url');
     await writeFile(secretFile, made, { mode: 0o600 });
@@ -52,7 +54,6 @@ export const startEmbeddedPostgres = async (dataDir: string, logger: Logger): Pr
     logger.info({ databaseDir }, 'initialising embedded PostgreSQL');
     await pg.initialise();
   }
-  if (isRoot) await chmod(root, 0o755);
   if (isRoot) await ensureOwned(databaseDir);
   await pg.start();
   logger.info({ port }, 'embedded PostgreSQL is up');

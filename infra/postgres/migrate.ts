@@ -26,7 +26,7 @@ export const loadMigrations = async (dir = MIGRATIONS_DIR): Promise<MigrationFil
   );
 };
 
-export type MigrationProgress = (event: { applied: number; total: number; name: string }) => void;
+export type MigrationProgress = (event: { applied: number; total: number; migration: string }) => void;
 
 /**
  * Applies the migrations not yet applied, each in its own transaction, in file-name order.
@@ -57,7 +57,7 @@ export const migrate = async (db: Db, options: { onProgress?: MigrationProgress;
         await tx.query('INSERT INTO public.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [m.version, m.name, m.checksum]);
       });
       count += 1;
-      options.onProgress?.({ applied: count, total: pending.length, name: m.name });
+      options.onProgress?.({ applied: count, total: pending.length, migration: m.name });
     }
     return count;
   } finally {

@@ -1,0 +1,64 @@
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { userInfo, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, runPlatform, waitFor } from '../support/process';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+// The environment of the test runner may name real engines; `npm start` must not need them.
+const embedded = { DATA_DIR: dataDir, HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '', CLICKHOUSE_URL: '', S3_ENDPOINT: '', SMTP_URL: '', CLAMD_HOST: '' };
+
+describe('`platform start` on an empty data folder', () => {
+  it('becomes ready on embedded engines (also as root), answers /live and /ready, and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const p = runPlatform(['start'], embedded, port);
+    try {
+      const ready = await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => { throw new Error(`${e.message}\n${p.output().slice(-3000)}`); });
+      expect(await ready.json()).toEqual({ status: 'ready' });
+      expect(await (await fetch(`${p.url}/live`)).json()).toEqual({ status: 'ok' });
+      const notFound = await fetch(`${p.url}/v1/nothing`);
+      expect(notFound.status).toBe(404);
+      expect(notFound.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      if (userInfo().uid === 0) {
+        // PostgreSQL refuses root: the embedded server runs as the unprivileged postgres user
+        expect(statSync(join(dataDir, 'postgres')).uid).not.toBe(0);
+      }
+    } finally {
+      p.child.kill('SIGTERM');
+    }
+    expect(await p.exited).toBe(0);
+    expect(p.output()).toContain('draining requests');
+  }, 180_000);
+
+  it('starts again on the same folder with its data and migrations in place', async () => {
+    const port = await freePort();
+    const p = runPlatform(['start'], embedded, port);
+    try {
+      await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => { throw new Error(`${e.message}\n${p.output().slice(-3000)}`); });
+      expect(p.output()).not.toContain('migration applied');
+      expect(readdirSync(dataDir)).toEqual(expect.arrayContaining(['postgres', 'platform.secret']));
+    } finally {
+      p.child.kill('SIGTERM');
+    }
+    expect(await p.exited).toBe(0);
+  }, 180_000);
+});
+
+describe('`platform serve` with a bad configuration', () => {
+  it('refuses to start and names the variable and what it expects', async () => {
+    const port = await freePort();
+    const p = runPlatform(['serve', 'write-api'], { DATABASE_URL: 'not a url', KAFKA_BROKERS: 'nope' }, port);
+    expect(await p.exited).toBe(2);
+    expect(p.output()).toMatch(/DATABASE_URL: .*(url|URL)/);
+    expect(p.output()).toMatch(/KAFKA_BROKERS: a comma-separated list of host:port/);
+  });
+
+  it('refuses to run a split role without DATABASE_URL', async () => {
+    const port = await freePort();
+    const p = runPlatform(['serve', 'read-api'], { DATABASE_URL: '' }, port);
+    expect(await p.exited).toBe(2);
+    expect(p.output()).toContain('DATABASE_URL: required to run this role against real engines');
+  });
+});
