@@ -360,6 +360,7 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         expect(await log.offsetsForTime(topic, t0 + 1000)).toEqual({ 0: 1 });
         expect(await log.offsetsForTime(topic, t0 + 1500)).toEqual({ 0: 2 });
         expect(await log.offsetsForTime(topic, t0 + 10_000)).toEqual({ 0: 4 });
+        expect(await log.offsetsForTime(topic, Number.MAX_SAFE_INTEGER)).toEqual({ 0: 4 });
       });
     });
 

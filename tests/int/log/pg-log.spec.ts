@@ -12,6 +12,13 @@ const logger = createLogger({ name: 'pg-log-test', level: process.env.LOG_LEVEL 
 const fastOptions = { pollIntervalMs: 50, rebalanceIntervalMs: 250, logger };
 
 let database: TestDatabase | undefined;
+const waitFor = async (condition: () => Promise<boolean>): Promise<void> => {
+  for (let tries = 0; !(await condition()); tries++) {
+    if (tries > 500) throw new Error('condition not met within 10 s');
+    await sleep(20);
+  }
+};
+
 const openDatabase = async (): Promise<TestDatabase> => (database ??= await createTestDatabase('log_test'));
 afterAll(async () => {
   await database?.drop();
@@ -70,6 +77,31 @@ describe('the postgres log, beyond the contract', () => {
 
       expect(whileHeld).toBe(0);
       expect(survivor.ids()).toEqual(['0:3', '0:4', '0:5']);
+    });
+  });
+
+  describe('a member whose own connection drops', () => {
+    it('reports it, reconnects and carries on after its last commit', async () => {
+      const failures: string[] = [];
+      const recording = { ...logger, error: (_: object, msg?: string) => void failures.push(msg ?? '') };
+      const resilient = new PgLog(db, { ...fastOptions, logger: recording });
+      const topic = await newTopic(resilient, 1);
+      const group = uniqueName('group');
+      const member = await join(resilient, group, [topic]);
+      await resilient.publish(topic, [0, 1, 2].map((seq) => event('k', seq)));
+      await member.until(3);
+      await waitFor(async () => (await resilient.positions(group, topic))[0]?.currentOffset === 3);
+
+      await db.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity
+          where datname = current_database() and application_name like '%/log-member'`,
+      );
+      await resilient.publish(topic, [3, 4, 5].map((seq) => event('k', seq)));
+      await member.until(6);
+      await resilient.close();
+
+      expect(member.ids()).toEqual(['0:0', '0:1', '0:2', '0:3', '0:4', '0:5']);
+      expect(failures).toContain('log subscription failed; retrying from the committed offsets');
     });
   });
 
