@@ -13,9 +13,11 @@ export interface RelayOptions {
   batchSize: number;
   idleMs: number;
   name: string;
+  /** partitions and retention of a topic the relay meets for the first time */
+  topicDefaults: { partitions: number; retentionMs: number };
 }
 
-const defaults: RelayOptions = { batchSize: 2000, idleMs: 20, name: 'outbox-relay' };
+const defaults: RelayOptions = { batchSize: 2000, idleMs: 20, name: 'outbox-relay', topicDefaults: { partitions: 3, retentionMs: 168 * 3600_000 } };
 
 /** The wire form of an event on platform.<domain>.events. */
 export const toLogRecord = (e: StoredEvent): OutgoingRecord => ({
@@ -39,6 +41,7 @@ export class OutboxRelay {
   private readonly options: RelayOptions;
   private loop: Loop | null = null;
   private leader: Tx | null = null;
+  private readonly knownTopics = new Set<string>();
 
   constructor(private readonly db: Db, private readonly store: EventStore, private readonly log: LogPort, private readonly logger: Logger, options: Partial<RelayOptions> = {}) {
     this.options = { ...defaults, ...options };
@@ -58,6 +61,11 @@ export class OutboxRelay {
         byTopic.set(topic, records);
       }
       // Topics are independent streams; within one, the records keep commit order.
+      const unknown = [...byTopic.keys()].filter((t) => !this.knownTopics.has(t));
+      if (unknown.length) {
+        await this.log.ensureTopics(unknown.map((name) => ({ name, ...this.options.topicDefaults })));
+        for (const t of unknown) this.knownTopics.add(t);
+      }
       for (const [topic, records] of byTopic) await this.log.publish(topic, records);
       await this.save(checkpointOf(events[events.length - 1]!));
     });

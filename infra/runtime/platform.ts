@@ -58,6 +58,17 @@ const serves = (role: Role) => ({
 });
 
 /**
+ * The edge runs where clients arrive: the all-in-one process, or the gateway role, which proxies to
+ * write-api and read-api when WRITE_API_URL and READ_API_URL are set (and mounts the plugins
+ * in-process otherwise). write-api and read-api take the principal only from the gateway.
+ */
+const edgeOf = (role: Role, config: Config) => {
+  if (role === 'write-api' || role === 'read-api') return { edge: false, principalFrom: 'gateway' as const };
+  if (role === 'gateway' && config.WRITE_API_URL && config.READ_API_URL) return { proxy: { writeUrl: config.WRITE_API_URL, readUrl: config.READ_API_URL } };
+  return {};
+};
+
+/**
  * Starts a platform process: configuration, engines (embedded or real), migrations, projections,
  * HTTP and workers. /ready answers 200 only once migrations, the log and the projections are
  * ready; stop() drains requests, stops workers (committing their positions) and closes engines.
@@ -73,7 +84,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   const { db, log } = kernel;
 
   const what = serves(role);
-  const app = await buildApp(kernel, { write: what.write, read: what.read });
+  const app = await buildApp(kernel, { write: what.write, read: what.read, ...edgeOf(role, config) });
   const listen = options.listen ?? true;
   const url = listen ? await app.listen({ host: config.HOST, port: config.PORT }) : 'http://in-process';
   logger.info({ role, url, log: log.kind }, 'platform listening; preparing');
@@ -96,7 +107,9 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
 
   const workers: { stop(): Promise<void> }[] = [];
   if (what.relay) {
-    const relay = new OutboxRelay(db, kernel.store, log, logger);
+    const relay = new OutboxRelay(db, kernel.store, log, logger, {
+      topicDefaults: { partitions: config.KAFKA_PARTITIONS, retentionMs: config.KAFKA_RETENTION_HOURS * 3600_000 },
+    });
     relay.start();
     workers.push(relay);
     workers.push(new MaintenanceWorker(kernel).start());
