@@ -39,10 +39,33 @@ export const ConfigSchema = z.object({
   BODY_LIMIT_BYTES: int(1_048_576, 1024),
   IDEMPOTENCY_TTL_HOURS: int(168, 1),
   SHUTDOWN_GRACE_MS: int(10_000, 0),
-  CORS_ALLOWED_ORIGINS: z.string().default(''),
+  CORS_ALLOWED_ORIGINS: z.string().refine((v) => !v.split(',').some((o) => o.trim() === '*'), 'a comma-separated list of origins, no wildcard (spec 000 rule 10)').default(''),
+
+  // Gateway (spec 000: rate limits, upstream protection, split deployment, versioning)
+  RATE_LIMIT_USER_PER_MIN: int(1000, 1),
+  RATE_LIMIT_ADMIN_PER_MIN: int(5000, 1),
+  RATE_LIMIT_ANONYMOUS_PER_MIN: int(300, 1),
+  /** the per-tenant ceiling until billing provides one per plan */
+  RATE_LIMIT_TENANT_PER_MIN: int(20_000, 1),
+  GRPC_CALL_TIMEOUT_MS: int(5000, 1),
+  /** split deployment: the gateway role proxies mutations here */
+  WRITE_API_URL: optionalUrl,
+  /** split deployment: the gateway role proxies queries here */
+  READ_API_URL: optionalUrl,
+  UPSTREAM_MAX_SOCKETS: int(128, 1),
+  /** RFC 9745 Deprecation of /v1: an ISO date or HTTP-date */
+  API_DEPRECATION: z.string().refine((v) => !Number.isNaN(Date.parse(v)), 'a date').optional(),
+  /** RFC 8594 Sunset of /v1: an ISO date or HTTP-date */
+  API_SUNSET: z.string().refine((v) => !Number.isNaN(Date.parse(v)), 'a date').optional(),
+  AUDIT_REPLAY_INTERVAL_MS: int(30_000, 10),
+  /** where the OpenAPI snapshots of deprecated versions live (default docs/api-snapshots) */
+  API_SNAPSHOT_DIR: z.string().optional(),
 }).superRefine((c, ctx) => {
   if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
     ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
+  }
+  if (Boolean(c.WRITE_API_URL) !== Boolean(c.READ_API_URL)) {
+    ctx.addIssue({ code: 'custom', path: [c.WRITE_API_URL ? 'READ_API_URL' : 'WRITE_API_URL'], message: 'WRITE_API_URL and READ_API_URL are set together (split deployment)' });
   }
 });
 

@@ -17,6 +17,7 @@ Usage:
   platform projections list                        projections and their mode and version
   platform projections status                      position and lag of each projection
   platform projections rebuild <name> [--tenant <id>]
+  platform owner create --email <e> --password <p>  create the first platform owner (identity)
   platform replay --topic <t> (--from-offset <n> | --from-time <iso>) [--to <offset|iso>] --into <consumer group|projection>
 
 Configuration comes from the environment; see README.md.`;
@@ -100,6 +101,17 @@ const main = async (argv: string[]) => {
         }
         return fail(`projections needs list, status or rebuild\n\n${USAGE}`);
       });
+    case 'owner': {
+      const { values } = parseArgs({ args: rest, options: { email: { type: 'string' }, password: { type: 'string' } } });
+      if (sub !== 'create' || !values.email || !values.password) return fail(`owner create needs --email and --password\n\n${USAGE}`);
+      return withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        await kernel.projections.prepare();
+        const { createPlatformOwner } = await import('../../commands/identity/accounts');
+        const { userId, created } = await createPlatformOwner(kernel, { email: values.email!, password: values.password! });
+        console.log(`${created ? 'created' : 'promoted'} platform owner ${values.email} (${userId})`);
+      });
+    }
     case 'replay': {
       const { values } = parseArgs({
         args: argv.slice(1),

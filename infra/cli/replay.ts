@@ -2,6 +2,7 @@ import type { StoredEvent } from '../../domain/shared/event';
 import type { Kernel } from '../kernel';
 import type { LogRecord } from '../log/port';
 import { inTransaction } from '../postgres/db';
+import { executeBatch } from '../projections/batch';
 import { relationsFor } from '../projections/projection';
 import { progressBar } from './progress';
 
@@ -52,14 +53,9 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
     for (;;) {
       const records = await log.read(o.topic, partition, offset, 500);
       const due = records.filter((r) => !o.to || ('offset' in o.to ? r.offset < o.to.offset : r.timestamp < o.to.time));
-      await inTransaction(kernel.db, async (tx) => {
-        for (const r of due) {
-          const event = fromRecord(r);
-          if (!handled.has(event.type)) continue;
-          for (const s of projection.evolve(event, relations)) await tx.query(s.text, s.values);
-          applied += 1;
-        }
-      });
+      const events = due.map(fromRecord).filter((e) => handled.has(e.type));
+      await inTransaction(kernel.db, (tx) => executeBatch(tx, events.flatMap((e) => projection.evolve(e, relations))));
+      applied += events.length;
       seen += records.length;
       bar.update(seen, Math.max(total, seen));
       if (records.length < 500 || due.length < records.length) break;

@@ -73,31 +73,25 @@ export class EventStore {
    */
   async append(tx: Tx, requests: AppendRequest[], meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
     const occurredAt = this.clock.now();
-    const columns = {
-      stream_id: [] as string[], stream_version: [] as number[], event_id: [] as string[], type: [] as string[],
-      schema_version: [] as number[], data: [] as string[],
-    };
+    const stored: StoredEvent<Record<string, unknown>>[] = [];
     for (const request of requests) {
-      const base = await this.advanceStream(tx, request, meta.tenantId);
-      request.events.forEach((event, i) => {
-        columns.stream_id.push(request.streamId);
-        columns.stream_version.push(base + i + 1);
-        columns.event_id.push(this.ids.next());
-        columns.type.push(event.type);
-        columns.schema_version.push(this.upcasters.versionOf(event.type));
-        columns.data.push(JSON.stringify(event.data, bigintReplacer));
-      });
+      if (request.events.length === 0) continue;
+      // One round trip per stream: the guarded version bump and the insert of its events.
+      const { rows } = await tx.query<EventRow>(appendSql(request.expectedVersion), [
+        request.streamId, request.expectedVersion === 'any' ? 0 : request.expectedVersion, request.events.length,
+        request.state ? JSON.stringify(request.state.value, bigintReplacer) : null, request.state?.schema ?? null,
+        meta.tenantId, meta.actorId, meta.traceId, meta.causationId, meta.correlationId, occurredAt,
+        request.events.map(() => this.ids.next()), request.events.map((e) => e.type),
+        request.events.map((e) => this.upcasters.versionOf(e.type)), request.events.map((e) => JSON.stringify(e.data, bigintReplacer)),
+      ]);
+      if (rows.length === 0) {
+        const expected = request.expectedVersion === 'any' ? 'none' : request.expectedVersion === 0 ? 'none' : request.expectedVersion;
+        throw new StreamVersionConflict(request.streamId, expected, (await this.head(tx, request.streamId))?.version ?? null);
+      }
+      rows.sort((a, b) => a.stream_version - b.stream_version);
+      for (const row of rows) stored.push(this.toStored(row));
     }
-    if (columns.event_id.length === 0) return [];
-    const { rows } = await tx.query<EventRow>(
-      `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
-       SELECT s, v, e, t, sv, $7, $8, $9, $10, $11, $12, d::jsonb
-       FROM unnest($1::text[], $2::int[], $3::uuid[], $4::text[], $5::int[], $6::text[]) AS x(s, v, e, t, sv, d)
-       RETURNING ${EVENT_COLUMNS}`,
-      [columns.stream_id, columns.stream_version, columns.event_id, columns.type, columns.schema_version, columns.data,
-        meta.tenantId, meta.actorId, meta.traceId, meta.causationId, meta.correlationId, occurredAt],
-    );
-    return rows.map((row) => this.toStored(row));
+    return stored;
   }
 
   /** the stream's version and stored state, or null when it does not exist */
@@ -157,40 +151,6 @@ export class EventStore {
     return Number(rows[0]?.n ?? 0);
   }
 
-  private async advanceStream(tx: Tx, request: AppendRequest, tenantId: string): Promise<number> {
-    const count = request.events.length;
-    const state = request.state ? JSON.stringify(request.state.value, bigintReplacer) : null;
-    const schema = request.state?.schema ?? null;
-    if (request.expectedVersion === 0) {
-      const inserted = await tx.query(
-        `INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $2, $3, $4::jsonb, $5)
-         ON CONFLICT (stream_id) DO NOTHING`,
-        [request.streamId, tenantId, count, state, schema],
-      );
-      if (inserted.rowCount === 1) return 0;
-      throw new StreamVersionConflict(request.streamId, 'none', (await this.head(tx, request.streamId))?.version ?? null);
-    }
-    if (request.expectedVersion === 'any') {
-      const { rows } = await tx.query<{ version: number }>(
-        `INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $2, $3, $4::jsonb, $5)
-         ON CONFLICT (stream_id) DO UPDATE SET version = es.streams.version + $3, state = COALESCE($4::jsonb, es.streams.state),
-           state_schema = COALESCE($5, es.streams.state_schema), updated_at = now()
-         WHERE es.streams.tenant_id = $2
-         RETURNING version`,
-        [request.streamId, tenantId, count, state, schema],
-      );
-      if (!rows[0]) throw new StreamVersionConflict(request.streamId, 'none', null);
-      return rows[0].version - count;
-    }
-    const updated = await tx.query(
-      `UPDATE es.streams SET version = version + $3, state = $4::jsonb, state_schema = $5, updated_at = now()
-       WHERE stream_id = $1 AND version = $2 AND tenant_id = $6`,
-      [request.streamId, request.expectedVersion, count, state, schema, tenantId],
-    );
-    if (updated.rowCount === 1) return request.expectedVersion;
-    throw new StreamVersionConflict(request.streamId, request.expectedVersion, (await this.head(tx, request.streamId))?.version ?? null);
-  }
-
   toStored(row: EventRow): StoredEvent<Record<string, unknown>> {
     const { version, data } = this.upcasters.upcast(row.type, row.schema_version, row.data);
     return {
@@ -201,6 +161,32 @@ export class EventStore {
     };
   }
 }
+
+/**
+ * The append statement for one stream: a CTE advances the stream row only when its version is the
+ * expected one (or creates it, for 0), and the events are inserted only when it did. No row back
+ * means a conflict. $1 stream, $2 expected, $3 count, $4 state, $5 state schema, $6 tenant,
+ * $7-$11 envelope, $12-$15 per-event arrays. ($2 * 0 keeps $2 typed in the variants that do not
+ * compare versions, so all three take the same parameter list.)
+ */
+const INSERT_EVENTS = `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
+  SELECT $1, s.base + x.ord, x.e, x.t, x.sv, $6, $7, $8, $9, $10, $11, x.d::jsonb
+  FROM s, unnest($12::uuid[], $13::text[], $14::int[], $15::text[]) WITH ORDINALITY AS x(e, t, sv, d, ord)
+  RETURNING ${EVENT_COLUMNS}`;
+
+const ADVANCE = {
+  none: `WITH s AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $6, $3 + $2 * 0, $4::jsonb, $5)
+           ON CONFLICT (stream_id) DO NOTHING RETURNING 0 AS base) ${INSERT_EVENTS}`,
+  any: `WITH s AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $6, $3 + $2 * 0, $4::jsonb, $5)
+          ON CONFLICT (stream_id) DO UPDATE SET version = es.streams.version + EXCLUDED.version, state = COALESCE(EXCLUDED.state, es.streams.state),
+            state_schema = COALESCE(EXCLUDED.state_schema, es.streams.state_schema), updated_at = now()
+          WHERE es.streams.tenant_id = $6
+          RETURNING version - $3 AS base) ${INSERT_EVENTS}`,
+  version: `WITH s AS (UPDATE es.streams SET version = version + $3, state = $4::jsonb, state_schema = $5, updated_at = now()
+              WHERE stream_id = $1 AND version = $2 AND tenant_id = $6 RETURNING version - $3 AS base) ${INSERT_EVENTS}`,
+};
+
+const appendSql = (expected: ExpectedVersion): string => (expected === 'any' ? ADVANCE.any : expected === 0 ? ADVANCE.none : ADVANCE.version);
 
 export const checkpointOf = (event: Pick<StoredEvent, 'transactionId' | 'position'>): LogCheckpoint =>
   ({ transactionId: event.transactionId, position: event.position });

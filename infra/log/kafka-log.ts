@@ -122,11 +122,15 @@ export class KafkaLog implements LogPort {
     if (records.length === 0) return;
     const producer = await this.producer.get();
     const now = Date.now();
-    await producer.send({
-      topic,
-      acks: -1,
-      messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: String(r.timestamp ?? now) })),
-    });
+    // A partition's record batch must stay under the broker's message.max.bytes (1 MiB by
+    // default): large publishes go out as consecutive sends of at most ~512 KiB, in order.
+    for (const chunk of chunksBySize(records, 512 * 1024)) {
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: chunk.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: String(r.timestamp ?? now) })),
+      });
+    }
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -238,4 +242,23 @@ const routeLogsTo = (logger: Logger): logCreator => () => ({ namespace, level, l
   else if (level === KafkaLogLevel.WARN) logger.warn(entry, message);
   else if (level === KafkaLogLevel.INFO) logger.info(entry, message);
   else logger.debug(entry, message);
+};
+
+/** splits records into consecutive chunks of at most maxBytes (approximate: key + value + headers) */
+export const chunksBySize = (records: OutgoingRecord[], maxBytes: number): OutgoingRecord[][] => {
+  const chunks: OutgoingRecord[][] = [];
+  let current: OutgoingRecord[] = [];
+  let size = 0;
+  for (const r of records) {
+    const bytes = Buffer.byteLength(r.key) + Buffer.byteLength(r.value) + Object.entries(r.headers ?? {}).reduce((n, [k, v]) => n + k.length + v.length, 0) + 64;
+    if (current.length > 0 && size + bytes > maxBytes) {
+      chunks.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(r);
+    size += bytes;
+  }
+  if (current.length) chunks.push(current);
+  return chunks;
 };

@@ -3,6 +3,7 @@ import type { Db, Queryable, Tx } from '../postgres/db';
 import { inTransaction } from '../postgres/db';
 import type { EventStore, LogCheckpoint } from '../eventstore/event-store';
 import { checkpointOf, LOG_START } from '../eventstore/event-store';
+import { executeBatch } from './batch';
 import type { AnyProjection } from './projection';
 import { generationTable, relationsFor, viewName } from './projection';
 
@@ -150,7 +151,7 @@ export class ProjectionEngine {
       for (;;) {
         const events = await this.readCommitted(tx, after, BATCH, tenantId, p.handles);
         const due = until ? events.filter((e) => compare(checkpointOf(e), until) <= 0) : events;
-        for (const e of due) for (const s of p.evolve(e, relations)) await tx.query(s.text, s.values);
+        await executeBatch(tx, due.flatMap((e) => p.evolve(e, relations)));
         applied += due.length;
         onProgress?.({ name, applied, total: applied });
         if (events.length < BATCH || due.length < events.length) break;
@@ -206,10 +207,7 @@ export class ProjectionEngine {
     if (events.length === 0) return 0;
     const relations = relationsFor(p, generation);
     const handled = new Set(p.handles);
-    for (const e of events) {
-      if (!handled.has(e.type)) continue;
-      for (const s of p.evolve(e, relations)) await tx.query(s.text, s.values);
-    }
+    await executeBatch(tx, events.filter((e) => handled.has(e.type)).flatMap((e) => p.evolve(e, relations)));
     const last = checkpointOf(events[events.length - 1]!);
     await tx.query('UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now() WHERE name = $1',
       [name, last.transactionId.toString(), last.position.toString()]);
