@@ -1,5 +1,4 @@
 import type { Kernel } from '../infra/kernel';
-import { withSpan } from '../infra/observability/tracing';
 import type { Loop } from './loop';
 import { startLoop } from './loop';
 
@@ -11,7 +10,7 @@ export class ProjectorWorker {
 
   start(): this {
     this.loop = startLoop(
-      async () => (await withSpan('projection.batch', { projection: this.name }, () => this.kernel.projections.runBatch(this.name))) > 0,
+      async () => (await this.kernel.projections.runBatch(this.name)) > 0,
       {
         idleMs: this.idleMs,
         onError: (error, n) => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DomainError, defineErrors } from '../../domain/shared/errors';
+import { withSpan } from '../observability/tracing';
 import type { Db, Tx } from '../postgres/db';
 import { PgCode, pgErrorCode } from '../postgres/db';
 import type { ProjectionEngine } from '../projections/engine';
@@ -68,12 +69,14 @@ export class CommandRunner {
 
   /** runs fn in a unit of work and commits; retries the whole of fn on conflicts */
   async run<T>(meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
-    const client = await this.db.connect();
-    try {
-      return (await this.attempt(client, meta, fn, null)) as T;
-    } finally {
-      client.release();
-    }
+    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' }, async () => {
+      const client = await this.db.connect();
+      try {
+        return (await this.attempt(client, meta, fn, null)) as T;
+      } finally {
+        client.release();
+      }
+    });
   }
 
   /**
@@ -82,6 +85,10 @@ export class CommandRunner {
    * answers the stored response; the record is committed in the command's own transaction.
    */
   async runIdempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<StoredResponse & { replayed: boolean }> {
+    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '', idempotent: true }, () => this.idempotent(meta, idem, fn));
+  }
+
+  private async idempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<StoredResponse & { replayed: boolean }> {
     const client = await this.db.connect();
     const lockKey = `${meta.tenantId}:${idem.key}`;
     try {

@@ -1,6 +1,7 @@
 import type { NewEvent, StoredEvent } from '../../domain/shared/event';
 import { fold } from '../../domain/shared/decider';
 import type { Db, Tx } from '../postgres/db';
+import { withSpan } from '../observability/tracing';
 import type { ProjectionEngine } from '../projections/engine';
 import type { AggregateType } from './aggregate';
 import type { AppendRequest, CausationMeta, EventStore } from './event-store';
@@ -61,7 +62,9 @@ export class UnitOfWork {
 
   async flush(projections: ProjectionEngine | null): Promise<StoredEvent<Record<string, unknown>>[]> {
     if (this.pending.length === 0) return [];
-    const stored = await this.store.append(this.tx, this.pending.splice(0), this.meta) as StoredEvent<Record<string, unknown>>[];
+    const requests = this.pending.splice(0);
+    const stored = await withSpan('eventstore.append', { streams: requests.length, events: requests.reduce((n, r) => n + r.events.length, 0) },
+      () => this.store.append(this.tx, requests, this.meta));
     if (projections) await projections.applyInline(this.tx, stored);
     this.appended = [...this.appended, ...stored];
     return stored;

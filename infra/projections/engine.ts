@@ -3,6 +3,7 @@ import type { Db, Queryable, Tx } from '../postgres/db';
 import { inTransaction } from '../postgres/db';
 import type { EventStore, LogCheckpoint } from '../eventstore/event-store';
 import { checkpointOf, LOG_START } from '../eventstore/event-store';
+import { withSpan } from '../observability/tracing';
 import { executeBatch } from './batch';
 import type { AnyProjection } from './projection';
 import { generationTable, relationsFor, viewName } from './projection';
@@ -207,7 +208,8 @@ export class ProjectionEngine {
     if (events.length === 0) return 0;
     const relations = relationsFor(p, generation);
     const handled = new Set(p.handles);
-    await executeBatch(tx, events.filter((e) => handled.has(e.type)).flatMap((e) => p.evolve(e, relations)));
+    await withSpan('projection.batch', { projection: p.name, generation, events: events.length },
+      () => executeBatch(tx, events.filter((e) => handled.has(e.type)).flatMap((e) => p.evolve(e, relations))));
     const last = checkpointOf(events[events.length - 1]!);
     await tx.query('UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now() WHERE name = $1',
       [name, last.transactionId.toString(), last.position.toString()]);
