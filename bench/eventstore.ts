@@ -31,6 +31,15 @@ try {
   const s1 = summarize(single.latencies);
   console.log(`single-event appends, 8 concurrent writers: ${Math.round(single.calls / single.seconds)} events/s; p50 ${s1.p50.toFixed(2)} ms, p99 ${s1.p99.toFixed(2)} ms (aim ≥ 5,000/s)`);
 
+  progress('bench', `single-event appends as one autocommit statement, 8 writers, ${seconds} s`);
+  const aversions = new Array(8).fill(0);
+  const auto = await load(8, seconds, async (w) => {
+    await store.appendOne(db, { streamId: `bench:a${w}`, expectedVersion: aversions[w]!, events: [event(aversions[w]!)] }, meta);
+    aversions[w] += 1;
+  });
+  const s0 = summarize(auto.latencies);
+  console.log(`single-event appends, 8 concurrent writers, one statement each (no BEGIN/COMMIT): ${Math.round(auto.calls / auto.seconds)} events/s; p50 ${s0.p50.toFixed(2)} ms, p99 ${s0.p99.toFixed(2)} ms`);
+
   progress('bench', `batches of 100, 8 writers, ${seconds} s`);
   const bversions = new Array(8).fill(0);
   const batches = await load(8, seconds, async (w) => {

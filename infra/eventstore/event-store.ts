@@ -71,6 +71,15 @@ export class EventStore {
    * version serialize on the stream row, and all but the first see a changed version and fail with
    * StreamVersionConflict.
    */
+  /**
+   * Appends to one stream with a single statement, outside any transaction of the caller (the
+   * statement is atomic on its own): one round trip, for writers that need no read or projection
+   * in the same transaction.
+   */
+  async appendOne(q: Queryable, request: AppendRequest, meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
+    return this.append(q as Tx, [request], meta);
+  }
+
   async append(tx: Tx, requests: AppendRequest[], meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
     const occurredAt = this.clock.now();
     const stored: StoredEvent<Record<string, unknown>>[] = [];
