@@ -1,0 +1,276 @@
+import { LIFETIMES, OWNER_ROLE, PLATFORM_OWNER_ROLE, PLATFORM_TENANT_ID, RECOVERY } from '../../domain/identity/constants';
+import { identityErrors } from '../../domain/identity/errors';
+import { recoveryLockRemaining } from '../../domain/identity/mfa';
+import { commonErrors } from '../../domain/shared/errors';
+import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
+import type { Kernel } from '../../infra/kernel';
+import type { Queryable } from '../../infra/postgres/db';
+import { PgCode, pgErrorCode } from '../../infra/postgres/db';
+import { checkPasswordPolicy, dummyVerify, hashPassword, verifyPassword } from '../../infra/security/passwords';
+import { verifyTotp } from '../../infra/security/totp';
+import type { TenantChoice } from '../../projections/identity/queries';
+import { findAccount, findTenantBySlug, ownerEmails, tenantsOfUser } from '../../projections/identity/queries';
+import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, Mfa, mfaStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
+import { link, sendLater } from './mail';
+import { identity } from './runtime';
+import type { IssuedTokens } from './tokens';
+import { consumeOneTimeToken, createOneTimeToken, issueTokens, peekOneTimeToken } from './tokens';
+
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+export const assertPasswordPolicy = (password: string): void => {
+  const errors = checkPasswordPolicy(password);
+  if (errors.length) throw identityErrors.passwordPolicy(errors);
+};
+
+/** claims the email for a new account in the command's transaction; a taken email is 409 */
+export const claimEmail = async (q: Queryable, userId: string, email: string, passwordHash: string | null): Promise<void> => {
+  try {
+    await q.query('INSERT INTO identity.credentials (user_id, email, password_hash) VALUES ($1, $2, $3)', [userId, email, passwordHash]);
+  } catch (error) {
+    if (pgErrorCode(error) === PgCode.uniqueViolation) throw identityErrors.emailTaken();
+    throw error;
+  }
+};
+
+interface Credentials { user_id: string; email: string; password_hash: string | null; remembered_tenant_id: string | null }
+export const credentialsByEmail = async (q: Queryable, email: string): Promise<Credentials | null> =>
+  (await q.query<Credentials>('SELECT user_id, email, password_hash, remembered_tenant_id FROM identity.credentials WHERE email = $1', [normalizeEmail(email)])).rows[0] ?? null;
+export const credentialsOf = async (q: Queryable, userId: string): Promise<Credentials | null> =>
+  (await q.query<Credentials>('SELECT user_id, email, password_hash, remembered_tenant_id FROM identity.credentials WHERE user_id = $1', [userId])).rows[0] ?? null;
+
+/** creates a tenant, its built-in role and the owner's membership in the unit of work */
+export const createTenant = async (kernel: Kernel, uow: UnitOfWork, o: { tenantId: string; name: string; slug: string; ownerId: string; roleName: string; permissions: string[] }) => {
+  const roleId = kernel.ids.next();
+  uow.decide(Tenant, await uow.load(Tenant, tenantStream(o.tenantId)), { type: 'CreateTenant', tenantId: o.tenantId, name: o.name, slug: o.slug, ownerId: o.ownerId, ownerRoleId: roleId });
+  uow.decide(Role, await uow.load(Role, roleStream(o.tenantId, roleId)), {
+    type: 'CreateRole', roleId, tenantId: o.tenantId, name: o.roleName, description: `Built-in role: ${o.roleName}`, permissions: o.permissions, builtIn: true, createdBy: o.ownerId,
+  });
+  uow.decide(Membership, await uow.load(Membership, memberStream(o.tenantId, o.ownerId)), { type: 'AddMember', userId: o.ownerId, tenantId: o.tenantId, roleIds: [roleId], via: 'register' });
+  return roleId;
+};
+
+const slugify = (name: string): string => name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'tenant';
+
+export interface RegisterInput { email: string; password: string; firstName?: string; lastName?: string; tenantName?: string; tenantSlug?: string }
+
+/** Register: a user, a tenant and its Owner role (every non-platform permission), then a first session. */
+export const register = async (kernel: Kernel, traceId: string, input: RegisterInput) => {
+  assertPasswordPolicy(input.password);
+  const email = normalizeEmail(input.email);
+  const passwordHash = await hashPassword(input.password);
+  const userId = kernel.ids.next();
+  const tenantId = kernel.ids.next();
+  const tenantName = input.tenantName ?? `${input.firstName ?? email.split('@')[0]}'s workspace`;
+  const slug = input.tenantSlug ?? `${slugify(tenantName)}-${tenantId.slice(-8)}`;
+  await kernel.commands.run(anonymousMeta(tenantId, traceId, userId), async (uow) => {
+    if (await findTenantBySlug(uow.tx, slug)) throw identityErrors.slugTaken();
+    await claimEmail(uow.tx, userId, email, passwordHash);
+    const p = platformUnit(kernel, uow);
+    p.decide(Account, await p.load(Account, accountStream(userId)), {
+      type: 'CreateAccount', userId, tenantId, email, firstName: input.firstName ?? '', lastName: input.lastName ?? '', emailVerified: false, hasPassword: true, via: 'register',
+    });
+    await flushPlatform(kernel, uow, p);
+    await createTenant(kernel, uow, { tenantId, name: tenantName, slug, ownerId: userId, roleName: OWNER_ROLE, permissions: kernel.permissions.list().map((x) => x.key) });
+  });
+  await sendVerificationMail(kernel, userId, email);
+  const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId });
+  await recordLogin(kernel, traceId, userId, tenantId, 'register');
+  return { tokens, tenant: { id: tenantId, name: tenantName, slug } };
+};
+
+export const sendVerificationMail = async (kernel: Kernel, userId: string, email: string): Promise<void> => {
+  const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'verify-email', ttlMs: LIFETIMES.verifyEmailMs, userId, email });
+  sendLater(kernel, {
+    to: email, subject: 'Verify your email address', headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'verify-email' },
+    text: `Confirm your address: ${link(kernel, '/verify-email', token)}\nThe link is valid for 24 hours.`,
+  });
+};
+
+export const recordLogin = async (kernel: Kernel, traceId: string, userId: string, tenantId: string, method: string): Promise<void> => {
+  await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow) => {
+    uow.decide(Account, await uow.load(Account, accountStream(userId)), { type: 'RecordLogin', tenantId, method });
+  });
+};
+
+export type SessionOutcome =
+  | { kind: 'tokens'; tokens: IssuedTokens }
+  | { kind: 'select'; sessionToken: string; tenants: TenantChoice[] };
+
+/**
+ * After the credentials are proven: one tenant (or the remembered one) gives tokens at once;
+ * several give a 5-minute session token and the choice.
+ */
+export const openSession = async (kernel: Kernel, traceId: string, userId: string, method: string): Promise<SessionOutcome> => {
+  const tenants = await tenantsOfUser(kernel.db, userId);
+  if (tenants.length === 0) throw identityErrors.invalidCredentials();
+  const remembered = (await credentialsOf(kernel.db, userId))?.remembered_tenant_id;
+  const chosen = tenants.length === 1 ? tenants[0] : tenants.find((t) => t.id === remembered);
+  if (chosen) {
+    const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId: chosen.id });
+    await recordLogin(kernel, traceId, userId, chosen.id, method);
+    return { kind: 'tokens', tokens };
+  }
+  const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'session', ttlMs: LIFETIMES.sessionTokenMs, userId, payload: { method } });
+  return { kind: 'select', sessionToken: token, tenants };
+};
+
+/** the 1-hour recovery lock and the account lock both stop a login */
+const assertNotLocked = async (kernel: Kernel, userId: string): Promise<void> => {
+  const account = await findAccount(kernel.db, userId);
+  if (!account || account.status === 'locked') throw identityErrors.accountLocked();
+  const { rows } = await kernel.db.query<{ state: unknown }>('SELECT state FROM es.streams WHERE stream_id = $1', [mfaStream(userId)]);
+  const mfa = rows[0]?.state as Parameters<typeof recoveryLockRemaining>[0] | undefined;
+  if (mfa && recoveryLockRemaining(mfa, kernel.clock.now().getTime()) > 0) throw identityErrors.accountLocked('Too many failed recovery attempts; the account is locked for an hour.');
+};
+
+/** a TOTP code of the user, each accepted once (replay cache, 90 s, shared through Redis when configured) */
+export const checkTotp = async (kernel: Kernel, userId: string, code: string): Promise<boolean> => {
+  const { rows } = await kernel.db.query<{ sealed_secret: string }>('SELECT sealed_secret FROM identity.mfa_secrets WHERE user_id = $1', [userId]);
+  const sealed = rows[0]?.sealed_secret;
+  if (!sealed) return false;
+  const secret = identity(kernel).box.openString(sealed, `totp:${userId}`);
+  const counter = verifyTotp(secret, code, Math.floor(kernel.clock.now().getTime() / 1000));
+  if (counter === null) return false;
+  return kernel.engines.cache.setIfAbsent(`identity:totp:${userId}:${counter}`, '1', 90_000);
+};
+
+export const login = async (kernel: Kernel, traceId: string, input: { email: string; password: string; mfaCode?: string }): Promise<SessionOutcome> => {
+  const creds = await credentialsByEmail(kernel.db, input.email);
+  if (!creds?.password_hash) {
+    await dummyVerify(input.password);
+    throw identityErrors.invalidCredentials();
+  }
+  const check = await verifyPassword(creds.password_hash, input.password);
+  if (!check.ok) throw identityErrors.invalidCredentials();
+  if (check.needsRehash) {
+    await kernel.db.query('UPDATE identity.credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [creds.user_id, await hashPassword(input.password)]);
+  }
+  await assertNotLocked(kernel, creds.user_id);
+  const account = await findAccount(kernel.db, creds.user_id);
+  if (account?.mfa_enabled) {
+    if (input.mfaCode === undefined || input.mfaCode === '') {
+      const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'mfa', ttlMs: LIFETIMES.mfaTokenMs, userId: creds.user_id });
+      throw identityErrors.mfaRequired(token);
+    }
+    if (!(await checkTotp(kernel, creds.user_id, input.mfaCode))) throw identityErrors.mfaInvalid();
+  }
+  return openSession(kernel, traceId, creds.user_id, 'password');
+};
+
+/** the second step of an MFA login: {mfa_token, code} → snake_case pair (or tenant selection) */
+export const completeMfaLogin = async (kernel: Kernel, traceId: string, mfaToken: string, code: string): Promise<SessionOutcome> => {
+  const row = await peekOneTimeToken(kernel, kernel.db, 'mfa', mfaToken, 'mfa_token');
+  if (!(await checkTotp(kernel, row.user_id!, code))) throw identityErrors.mfaInvalid();
+  await consumeOneTimeToken(kernel, kernel.db, 'mfa', mfaToken, 'mfa_token');
+  await assertNotLocked(kernel, row.user_id!);
+  return openSession(kernel, traceId, row.user_id!, 'password+totp');
+};
+
+export const selectTenant = async (kernel: Kernel, traceId: string, input: { sessionToken: string; tenantId: string; rememberChoice?: boolean }): Promise<IssuedTokens> => {
+  const row = await peekOneTimeToken(kernel, kernel.db, 'session', input.sessionToken, 'session token');
+  const userId = row.user_id!;
+  const tenants = await tenantsOfUser(kernel.db, userId);
+  if (!tenants.some((t) => t.id === input.tenantId)) throw commonErrors.notFound('The tenant does not exist.');
+  await consumeOneTimeToken(kernel, kernel.db, 'session', input.sessionToken, 'session token');
+  if (input.rememberChoice !== undefined) {
+    await kernel.db.query('UPDATE identity.credentials SET remembered_tenant_id = $2, updated_at = now() WHERE user_id = $1', [userId, input.rememberChoice ? input.tenantId : null]);
+  }
+  const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId: input.tenantId });
+  await recordLogin(kernel, traceId, userId, input.tenantId, String(row.payload.method ?? 'password'));
+  return tokens;
+};
+
+export const switchTenant = async (kernel: Kernel, userId: string, tenantId: string, impersonatorId?: string): Promise<IssuedTokens> => {
+  if (impersonatorId) throw commonErrors.forbidden('An impersonation session cannot switch tenants.');
+  const tenants = await tenantsOfUser(kernel.db, userId);
+  if (!tenants.some((t) => t.id === tenantId)) throw commonErrors.notFound('The tenant does not exist.');
+  return issueTokens(kernel, kernel.db, { userId, tenantId });
+};
+
+/**
+ * Recovery login with a single-use code. The MFA stream is locked for the check, so of 20
+ * concurrent uses of one code exactly one succeeds. Failures are recorded (and committed) before
+ * the refusal: 5 in 15 minutes lock recovery for an hour and alert the tenant owners; the third
+ * lockout locks the account and alerts the platform owner.
+ */
+export const recoveryLogin = async (kernel: Kernel, traceId: string, input: { email: string; recoveryCode: string }): Promise<SessionOutcome> => {
+  const creds = await credentialsByEmail(kernel.db, input.email);
+  if (!creds) throw commonErrors.unauthorized('The recovery code is not valid.');
+  const userId = creds.user_id;
+  const rt = identity(kernel);
+  const now = kernel.clock.now().getTime();
+  const result = await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow): Promise<{ ok: boolean; locked: boolean; events: string[] }> => {
+    const mfa = await uow.load(Mfa, mfaStream(userId), { lock: true });
+    if (recoveryLockRemaining(mfa.state, now) > 0) return { ok: false, locked: true, events: [] };
+    const account = await uow.load(Account, accountStream(userId));
+    if (account.state.status === 'locked') return { ok: false, locked: true, events: [] };
+    const { rows } = await uow.tx.query<{ code_hash: string }>('SELECT code_hash FROM identity.recovery_codes WHERE user_id = $1', [userId]);
+    const index = mfa.state.status === 'enabled' ? rt.recovery.verify(userId, input.recoveryCode, rows.map((r) => r.code_hash)) : -1;
+    const consumed = index >= 0
+      ? (await uow.tx.query('DELETE FROM identity.recovery_codes WHERE user_id = $1 AND code_hash = $2 RETURNING 1', [userId, rows[index]!.code_hash])).rowCount === 1
+      : false;
+    if (consumed) {
+      uow.decide(Mfa, mfa, { type: 'UseRecoveryCode', userId, remaining: rows.length - 1, now });
+      return { ok: true, locked: false, events: [] };
+    }
+    const { events, state } = uow.decide(Mfa, mfa, { type: 'FailRecovery', userId, now });
+    const lockEvent = events.find((e) => e.type === 'auth.mfa.recovery_locked');
+    if (lockEvent && lockEvent.type === 'auth.mfa.recovery_locked' && lockEvent.data.accountLocked) {
+      uow.decide(Account, account, { type: 'LockAccount', reason: `${state.lockouts} recovery lockouts` });
+    }
+    return { ok: false, locked: false, events: events.map((e) => (e.type === 'auth.mfa.recovery_locked' ? (e.data.accountLocked ? 'account-locked' : 'recovery-locked') : e.type)) };
+  });
+  if (result.events.includes('recovery-locked') || result.events.includes('account-locked')) alertLockout(kernel, userId, creds.email, result.events.includes('account-locked'));
+  if (result.locked) throw identityErrors.accountLocked('Too many failed recovery attempts; the account is locked.');
+  // the attempt that triggers a lock is still answered as a wrong code; the next ones get 403
+  if (!result.ok) throw commonErrors.unauthorized('The recovery code is not valid.');
+  sendLater(kernel, { to: creds.email, subject: 'A recovery code was used', text: `A recovery code was used to sign in to your account at ${new Date(now).toISOString()}. If this was not you, reset your password and regenerate your codes.` });
+  return openSession(kernel, traceId, userId, 'recovery-code');
+};
+
+const alertLockout = (kernel: Kernel, userId: string, email: string, accountLocked: boolean): void => {
+  sendLater(kernel, async () => {
+    const tenants = await tenantsOfUser(kernel.db, userId);
+    const owners = await ownerEmails(kernel.db, tenants.map((t) => t.id).filter((t) => t !== PLATFORM_TENANT_ID));
+    const mails = owners.length ? [{
+      to: owners, subject: 'Security alert: recovery attempts locked an account', headers: { 'X-Platform-Alert': 'recovery-lockout' },
+      text: `${RECOVERY.maxAttempts} failed recovery-code attempts within 15 minutes locked recovery for ${email} for one hour.`,
+    }] : [];
+    if (accountLocked) {
+      const platformOwners = await ownerEmails(kernel.db, [PLATFORM_TENANT_ID]);
+      if (platformOwners.length) {
+        mails.push({ to: platformOwners, subject: 'Security alert: an account was locked', headers: { 'X-Platform-Alert': 'account-locked' },
+          text: `The account ${email} (${userId}) is locked after ${RECOVERY.lockoutsBeforeLock} recovery lockouts (${RECOVERY.lockoutsBeforeLock * RECOVERY.maxAttempts} failed attempts).` });
+      }
+    }
+    return mails;
+  });
+};
+
+/** `platform owner create`: the platform tenant and its Platform Owner role (platform.*) on first use, then the owner's membership */
+export const createPlatformOwner = async (kernel: Kernel, input: { email: string; password: string }): Promise<{ userId: string; created: boolean }> => {
+  const email = normalizeEmail(input.email);
+  const existing = await credentialsByEmail(kernel.db, email);
+  if (!existing) assertPasswordPolicy(input.password);
+  const passwordHash = existing ? null : await hashPassword(input.password);
+  const userId = existing?.user_id ?? kernel.ids.next();
+  await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, 'cli', 'cli'), async (uow) => {
+    const tenant = await uow.load(Tenant, tenantStream(PLATFORM_TENANT_ID));
+    if (!existing) {
+      await claimEmail(uow.tx, userId, email, passwordHash);
+      uow.decide(Account, await uow.load(Account, accountStream(userId)), {
+        type: 'CreateAccount', userId, tenantId: PLATFORM_TENANT_ID, email, firstName: 'Platform', lastName: 'Owner', emailVerified: true, hasPassword: true, via: 'cli',
+      });
+    }
+    if (tenant.state.status === 'none') {
+      await createTenant(kernel, uow, { tenantId: PLATFORM_TENANT_ID, name: 'Platform', slug: 'platform', ownerId: userId, roleName: PLATFORM_OWNER_ROLE, permissions: ['platform.*'] });
+      return;
+    }
+    const ownerRoleId = tenant.state.ownerRoleId;
+    const member = await uow.load(Membership, memberStream(PLATFORM_TENANT_ID, userId));
+    if (member.state.status === 'none') uow.decide(Membership, member, { type: 'AddMember', userId, tenantId: PLATFORM_TENANT_ID, roleIds: [ownerRoleId], via: 'cli' });
+    else uow.decide(Membership, member, { type: 'AssignRole', roleId: ownerRoleId, roleName: PLATFORM_OWNER_ROLE });
+  });
+  return { userId, created: !existing };
+};

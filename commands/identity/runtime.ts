@@ -1,0 +1,176 @@
+import { commonErrors } from '../../domain/shared/errors';
+import { OWNER_ROLE, PLATFORM_TENANT_ID, LIFETIMES } from '../../domain/identity/constants';
+import type { Authenticator, Principal } from '../../infra/http/auth';
+import type { Kernel } from '../../infra/kernel';
+import type { Queryable } from '../../infra/postgres/db';
+import { inTransaction } from '../../infra/postgres/db';
+import type { KeyRing, PersistedSigningKey } from '../../infra/security/jwt';
+import { exportKeyRing, importKeyRing, KeyRing as Ring } from '../../infra/security/jwt';
+import { RecoveryCodeHasher } from '../../infra/security/recovery-codes';
+import { SecretBox } from '../../infra/security/secret-box';
+
+/**
+ * What the identity service keeps per process: the signing-key ring (persisted sealed in
+ * identity.signing_keys), the secret boxes, the recovery-code hasher, and a short cache of the
+ * access (roles, permissions, status) of user+tenant pairs, invalidated locally on role changes.
+ */
+export interface IdentityRuntime {
+  ring: KeyRing;
+  jwtBox: SecretBox;
+  /** TOTP secrets and the sealed successor pairs of refresh tokens */
+  box: SecretBox;
+  recovery: RecoveryCodeHasher;
+  issuer: string;
+  audience: string;
+  /** refresh grace window; tests may shorten it */
+  graceMs: number;
+  invalidate(userId?: string, tenantId?: string): void;
+  resolveAccess(userId: string, tenantId: string): Promise<Access | null>;
+}
+
+export interface Access {
+  userId: string;
+  tenantId: string;
+  email: string;
+  emailVerified: boolean;
+  roles: string[];
+  permissions: Set<string>;
+}
+
+const ACCESS_CACHE_MS = 5_000;
+const RING_RELOAD_MS = 60_000;
+const KEY_MAX_AGE_S = 90 * 24 * 3600;
+const SIGNING_KEYS_LOCK = 7_303_100;
+
+const runtimes = new WeakMap<Kernel, Promise<IdentityRuntime>>();
+const started = new WeakMap<Kernel, IdentityRuntime>();
+
+/** the runtime of a started identity service */
+export const identity = (kernel: Kernel): IdentityRuntime => {
+  const rt = started.get(kernel);
+  if (!rt) throw commonErrors.serviceUnavailable('The identity service is starting.');
+  return rt;
+};
+
+/** idempotent: the write and read plugins both call it from their start hooks */
+export const startIdentity = (kernel: Kernel): Promise<IdentityRuntime> => {
+  let pending = runtimes.get(kernel);
+  if (!pending) {
+    pending = build(kernel);
+    runtimes.set(kernel, pending);
+  }
+  return pending;
+};
+
+const ringOptions = (kernel: Kernel) => ({
+  issuer: `${kernel.config.rootUrl}/v1`, audience: 'platform', maxTokenLifetimeSeconds: LIFETIMES.impersonationSeconds,
+  now: () => kernel.clock.now().getTime(),
+});
+
+const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
+  const jwtBox = new SecretBox([{ id: 'k1', key: kernel.engines.secrets.key('identity.jwt.v1') }]);
+  const box = new SecretBox([{ id: 'k1', key: kernel.engines.secrets.key('identity.secrets.v1') }]);
+  const recovery = new RecoveryCodeHasher([{ id: 'k1', key: kernel.engines.secrets.key('identity.recovery-codes.v1') }]);
+  let ring = await loadRing(kernel, jwtBox);
+  const cache = new Map<string, { at: number; access: Access | null }>();
+  const rt: IdentityRuntime = {
+    get ring() { return ring; },
+    jwtBox, box, recovery,
+    issuer: ringOptions(kernel).issuer,
+    audience: 'platform',
+    graceMs: LIFETIMES.refreshGraceMs,
+    invalidate(userId, tenantId) {
+      for (const key of [...cache.keys()]) {
+        const [u, t] = key.split('|');
+        if ((userId === undefined || u === userId) && (tenantId === undefined || t === tenantId)) cache.delete(key);
+      }
+    },
+    async resolveAccess(userId, tenantId) {
+      const key = `${userId}|${tenantId}`;
+      const now = Date.now();
+      const hit = cache.get(key);
+      if (hit && now - hit.at < ACCESS_CACHE_MS) return hit.access;
+      const access = await loadAccess(kernel, kernel.db, userId, tenantId);
+      cache.set(key, { at: now, access });
+      if (cache.size > 50_000) cache.delete(cache.keys().next().value!);
+      return access;
+    },
+  };
+  const timer = setInterval(() => {
+    loadRing(kernel, jwtBox).then((r) => { ring = r; }, (error: unknown) => kernel.logger.warn({ err: error }, 'reloading the signing keys failed'));
+  }, RING_RELOAD_MS);
+  timer.unref();
+  kernel.onClose('identity', async () => clearInterval(timer));
+  kernel.authenticator = authenticator(rt);
+  started.set(kernel, rt);
+  return rt;
+};
+
+/** Loads the ring; creates the first key when there is none and rotates a key older than 90 days (one process at a time). */
+const loadRing = async (kernel: Kernel, jwtBox: SecretBox): Promise<KeyRing> => inTransaction(kernel.db, async (tx) => {
+  await tx.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_KEYS_LOCK]);
+  const { rows } = await tx.query<{ kid: string; created_at: string; activates_at: string; retired_at: string | null; public_jwk: PersistedSigningKey['publicJwk']; sealed_private_jwk: string }>(
+    'SELECT kid, created_at, activates_at, retired_at, public_jwk, sealed_private_jwk FROM identity.signing_keys ORDER BY activates_at');
+  const options = ringOptions(kernel);
+  const ring = rows.length === 0 ? await Ring.generate(options) : await importKeyRing(rows.map((r) => ({
+    kid: r.kid, createdAt: Number(r.created_at), activatesAt: Number(r.activates_at), retiredAt: r.retired_at === null ? null : Number(r.retired_at),
+    publicJwk: r.public_jwk, sealedPrivateJwk: r.sealed_private_jwk,
+  })), jwtBox, options);
+  const newest = ring.entries().at(-1);
+  const nowS = Math.floor(kernel.clock.now().getTime() / 1000);
+  let changed = rows.length === 0;
+  if (newest && nowS - newest.createdAt > KEY_MAX_AGE_S) {
+    // published at once, signing after two reload intervals so every instance knows it first
+    await ring.rotate({ activateAfterSeconds: Math.ceil((2 * RING_RELOAD_MS) / 1000) });
+    changed = true;
+  }
+  const pruned = ring.prune();
+  if (pruned.length) await tx.query('DELETE FROM identity.signing_keys WHERE kid = ANY($1)', [pruned]);
+  if (changed) await saveRing(tx, ring, jwtBox);
+  return ring;
+});
+
+export const saveRing = async (q: Queryable, ring: KeyRing, jwtBox: SecretBox): Promise<void> => {
+  for (const k of await exportKeyRing(ring, jwtBox)) {
+    await q.query(`INSERT INTO identity.signing_keys (kid, created_at, activates_at, retired_at, public_jwk, sealed_private_jwk) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (kid) DO UPDATE SET retired_at = EXCLUDED.retired_at`, [k.kid, k.createdAt, k.activatesAt, k.retiredAt, JSON.stringify(k.publicJwk), k.sealedPrivateJwk]);
+  }
+};
+
+/**
+ * The access of a user in a tenant: active account, active membership, the roles held and the
+ * union of their permissions. The built-in Owner role holds every registered permission, also
+ * those of modules installed after the tenant was created. null: no access.
+ */
+export const loadAccess = async (kernel: Kernel, q: Queryable, userId: string, tenantId: string): Promise<Access | null> => {
+  const { rows } = await q.query<{ email: string; email_verified: boolean; account_status: string; member_status: string; name: string | null; permissions: string[] | null; built_in: boolean | null }>(
+    `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in
+       FROM rm.iam_members m
+       JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
+       LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)
+      WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId, PLATFORM_TENANT_ID]);
+  const first = rows[0];
+  if (!first || first.account_status !== 'active' || first.member_status !== 'active') return null;
+  const permissions = new Set<string>();
+  const roles: string[] = [];
+  for (const row of rows) {
+    if (row.name === null) continue;
+    roles.push(row.name);
+    const granted = row.built_in && row.name === OWNER_ROLE ? kernel.permissions.list().map((p) => p.key) : row.permissions ?? [];
+    for (const p of granted) permissions.add(p);
+  }
+  return { userId, tenantId, email: first.email, emailVerified: first.email_verified, roles: roles.sort(), permissions };
+};
+
+const authenticator = (rt: IdentityRuntime): Authenticator => ({
+  async authenticate(token) {
+    const claims = await rt.ring.verify(token);
+    const access = await rt.resolveAccess(claims.sub, claims.tenantId);
+    if (!access) throw commonErrors.unauthorized();
+    const principal: Principal = {
+      userId: claims.sub, tenantId: claims.tenantId, email: access.email, roles: access.roles, permissions: access.permissions,
+      emailVerified: access.emailVerified, ...(claims.act ? { impersonatorId: claims.act.sub } : {}),
+    };
+    return principal;
+  },
+});
