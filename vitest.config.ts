@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// Three suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), e2e (the running server over HTTP).
+// Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), serial (tests that stop
+// shared servers, one file at a time), e2e (the program as an operator runs it).
 export default defineConfig({
   test: {
     maxWorkers: 2,
@@ -10,6 +11,13 @@ export default defineConfig({
         test: {
           name: 'int', include: ['tests/int/**/*.spec.ts'], environment: 'node',
           testTimeout: 120_000, hookTimeout: 120_000, pool: 'forks',
+        },
+      },
+      {
+        // tests that stop or restart a shared server (Kafka, Redis): one file at a time, after int
+        test: {
+          name: 'serial', include: ['tests/serial/**/*.spec.ts'], environment: 'node',
+          testTimeout: 240_000, hookTimeout: 120_000, pool: 'forks', fileParallelism: false,
         },
       },
       {

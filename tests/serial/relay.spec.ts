@@ -1,17 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandRunner } from '../../../infra/eventstore/command-runner';
-import { EventStore } from '../../../infra/eventstore/event-store';
-import { KafkaLog } from '../../../infra/log/kafka-log';
-import type { LogRecord, Subscription } from '../../../infra/log/port';
-import { silentLogger } from '../../../infra/observability/logger';
-import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
-import { OutboxRelay } from '../../../workers/outbox-relay';
-import type { TestDatabase } from '../../support/db';
-import { createTestDatabase } from '../../support/db';
-import { requireEnv } from '../../support/env';
-import { handleTally } from '../../support/tally/commands';
+import { CommandRunner } from '../../infra/eventstore/command-runner';
+import { EventStore } from '../../infra/eventstore/event-store';
+import { KafkaLog } from '../../infra/log/kafka-log';
+import type { LogRecord, Subscription } from '../../infra/log/port';
+import { silentLogger } from '../../infra/observability/logger';
+import { systemClock, uuidV7Ids } from '../../infra/runtime/clock';
+import { OutboxRelay } from '../../workers/outbox-relay';
+import type { TestDatabase } from '../support/db';
+import { createTestDatabase } from '../support/db';
+import { requireEnv } from '../support/env';
+import { handleTally } from '../support/tally/commands';
 
 const TOPIC = 'platform.tally.events';
 let t: TestDatabase;
