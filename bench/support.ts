@@ -1,9 +1,6 @@
 import { cpus, totalmem } from 'node:os';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { createPool, type Db } from '../infra/postgres/db';
-import { migrate } from '../infra/postgres/migrate';
-import '../tests/support/env';
+import type { TestDatabase } from '../tests/support/db';
+import { createTestDatabase } from '../tests/support/db';
 
 /** the machine line every BENCHMARKS.md entry carries */
 export const machine = (): string =>
@@ -16,30 +13,9 @@ export const summarize = (latenciesMs: number[]) => {
   return { p50: percentile(s, 50), p99: percentile(s, 99), n: s.length };
 };
 
-/** a fresh, migrated database on the PostgreSQL of scripts/test-infra.sh (TEST_DATABASE_URL) */
-export const benchDatabase = async (): Promise<{ db: Db; url: string; drop: () => Promise<void> }> => {
-  const server = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
-  if (!server) throw new Error('run scripts/test-infra.sh first (or set BENCH_DATABASE_URL)');
-  const name = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  const db = createPool(url.toString(), { max: 40 });
-  await migrate(db);
-  return {
-    db, url: url.toString(),
-    drop: async () => {
-      await db.end();
-      const c = new pg.Client({ connectionString: server });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-};
+/** a fresh, migrated database on the PostgreSQL of scripts/test-infra.sh (or BENCH_DATABASE_URL's server) */
+export const benchDatabase = (): Promise<TestDatabase> =>
+  createTestDatabase('bench', { serverUrl: process.env.BENCH_DATABASE_URL, poolSize: 40 });
 
 /** runs fn repeatedly on `workers` concurrent loops for `seconds`, collecting per-call latencies */
 export const load = async (workers: number, seconds: number, fn: (worker: number, i: number) => Promise<void>) => {

@@ -11,8 +11,8 @@ export interface TestDatabase {
 }
 
 /** A fresh, migrated database of its own for one test file, on the test PostgreSQL server. */
-export const createTestDatabase = async (prefix = 't'): Promise<TestDatabase> => {
-  const serverUrl = requireEnv('TEST_DATABASE_URL');
+export const createTestDatabase = async (prefix = 't', options: { serverUrl?: string; poolSize?: number } = {}): Promise<TestDatabase> => {
+  const serverUrl = options.serverUrl ?? requireEnv('TEST_DATABASE_URL');
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
@@ -20,7 +20,7 @@ export const createTestDatabase = async (prefix = 't'): Promise<TestDatabase> =>
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const db = createPool(url.toString(), { max: 30 });
+  const db = createPool(url.toString(), { max: options.poolSize ?? 30 });
   await migrate(db);
   return {
     url: url.toString(),
