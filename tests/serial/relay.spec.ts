@@ -9,7 +9,7 @@ import { silentLogger } from '../../infra/observability/logger';
 import { systemClock, uuidV7Ids } from '../../infra/runtime/clock';
 import { OutboxRelay } from '../../workers/outbox-relay';
 import type { TestDatabase } from '../support/db';
-import { createTestDatabase } from '../support/db';
+import { createTestDatabase, waitForVisibleLog } from '../support/db';
 import { requireEnv } from '../support/env';
 import { handleTally } from '../support/tally/commands';
 
@@ -120,6 +120,7 @@ describe('a relay that dies between publishing and saving its checkpoint', () =>
     const crashing = new OutboxRelay(t.db, store, dying, silentLogger(), { name, batchSize: 10 });
     await expect(crashing.runOnce()).rejects.toThrow('killed');
     const second = new OutboxRelay(t.db, store, log, silentLogger(), { name, batchSize: 10 });
+    await waitForVisibleLog(t.db);
     while ((await second.runOnce()) > 0) { /* drain */ }
     const consumer = await consume(tenant);
     await waitUntil(() => consumer.unique().size >= total, 60_000);

@@ -34,3 +34,19 @@ export const createTestDatabase = async (prefix = 't', options: { serverUrl?: st
     },
   };
 };
+
+/**
+ * Waits until every event committed so far is visible to log readers: a transaction still running
+ * anywhere on the server (another test file's) holds back pg_snapshot_xmin, and with it what the
+ * relay and the projectors may read (DESIGN.md mechanism 1). Call it before draining them.
+ */
+export const waitForVisibleLog = async (db: Db, timeoutMs = 30_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ settled: boolean }>(
+      `SELECT coalesce((SELECT transaction_id FROM es.events ORDER BY transaction_id DESC LIMIT 1) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled`);
+    if (rows[0]?.settled) return;
+    if (Date.now() > deadline) throw new Error('the log did not settle: a transaction is still running on the server');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};

@@ -4,7 +4,7 @@ import { CommandRunner } from '../../../infra/eventstore/command-runner';
 import { ProjectionEngine } from '../../../infra/projections/engine';
 import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
 import type { TestDatabase } from '../../support/db';
-import { createTestDatabase } from '../../support/db';
+import { createTestDatabase, waitForVisibleLog } from '../../support/db';
 import { handleTally } from '../../support/tally/commands';
 import { counters, totals } from '../../support/tally/projections';
 
@@ -17,7 +17,10 @@ const meta = (tenantId: string) => ({ tenantId, actorId: 'u', traceId: null, cor
 const checksum = async (relation: string) =>
   (await t.db.query<{ sum: string }>(`SELECT md5(string_agg(r::text, '|' ORDER BY r::text)) AS sum FROM ${relation} r`)).rows[0]!.sum;
 
-const catchUp = async () => { while ((await engine.runBatch('tally.totals')) > 0) { /* until caught up */ } };
+const catchUp = async () => {
+  await waitForVisibleLog(t.db);
+  while ((await engine.runBatch('tally.totals')) > 0) { /* until caught up */ }
+};
 
 beforeAll(async () => {
   t = await createTestDatabase('proj');

@@ -6,7 +6,7 @@ import { silentLogger } from '../../../infra/observability/logger';
 import { openKernel } from '../../../infra/runtime/platform';
 import { OutboxRelay } from '../../../workers/outbox-relay';
 import type { TestDatabase } from '../../support/db';
-import { createTestDatabase } from '../../support/db';
+import { createTestDatabase, waitForVisibleLog } from '../../support/db';
 import { tallyModules } from '../../support/platform';
 import { handleTally } from '../../support/tally/commands';
 
@@ -22,6 +22,7 @@ beforeAll(async () => {
   await kernel.projections.prepare();
   await kernel.commands.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: 'c', name: 'c' }));
   for (let i = 1; i <= 30; i += 1) await kernel.commands.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'c', by: i }));
+  await waitForVisibleLog(kernel.db);
   const relay = new OutboxRelay(kernel.db, kernel.store, kernel.log, silentLogger());
   while ((await relay.runOnce()) > 0) { /* publish everything */ }
   while ((await kernel.projections.runBatch('tally.totals')) > 0) { /* catch up */ }
