@@ -17,7 +17,7 @@ export default defineConfig({
         // tests that stop or restart a shared server (Kafka, Redis): one file at a time, after int
         test: {
           name: 'serial', include: ['tests/serial/**/*.spec.ts'], environment: 'node',
-          testTimeout: 240_000, hookTimeout: 120_000, pool: 'forks', fileParallelism: false,
+          testTimeout: 240_000, hookTimeout: 120_000, pool: 'forks', poolOptions: { forks: { singleFork: true } },
         },
       },
       {

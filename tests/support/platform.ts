@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { loadConfig } from '../../infra/config';
 import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
+import type { Logger } from '../../infra/observability/logger';
 import { silentLogger } from '../../infra/observability/logger';
+import type { Clock } from '../../infra/runtime/clock';
 import type { RunningPlatform, Role } from '../../infra/runtime/platform';
 import { startPlatform } from '../../infra/runtime/platform';
 import { testAuthenticator } from './auth';
@@ -27,14 +29,15 @@ export interface TestPlatform extends RunningPlatform {
  * tally context, listening on a free port. `kafka: true` uses the test Kafka instead of the
  * PostgreSQL log.
  */
-export const startTestPlatform = async (options: { role?: Role; modules?: ServiceModules; env?: Record<string, string>; kafka?: boolean } = {}): Promise<TestPlatform> => {
-  const database = await createTestDatabase('p');
+export const startTestPlatform = async (options: { role?: Role; modules?: ServiceModules; env?: Record<string, string>; kafka?: boolean; clock?: Clock; logger?: Logger; database?: TestDatabase } = {}): Promise<TestPlatform> => {
+  const database = options.database ?? (await createTestDatabase('p'));
+  const ownsDatabase = !options.database;
   const config = loadConfig({
     PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
     ...(options.kafka ? { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS') } : {}),
     ...options.env,
   });
-  const running = await startPlatform({ role: options.role ?? 'all', config, logger: silentLogger(), modules: options.modules ?? tallyModules });
+  const running = await startPlatform({ role: options.role ?? 'all', config, logger: options.logger ?? silentLogger(), modules: options.modules ?? tallyModules, clock: options.clock });
   running.kernel.authenticator = testAuthenticator;
   const address = running.app.server.address();
   const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
@@ -45,7 +48,7 @@ export const startTestPlatform = async (options: { role?: Role; modules?: Servic
     http: (path, init) => fetch(`${url}${path}`, init),
     close: async () => {
       await running.stop();
-      await database.drop();
+      if (ownsDatabase) await database.drop();
     },
   };
 };

@@ -1,0 +1,77 @@
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { moneyErrors } from '../../domain/money/errors';
+import { BalanceView, TransactionView, WalletView } from '../../domain/money/views';
+import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
+import { defineRoutes } from '../../infra/modules';
+import { findTransactionView, findWallet, listTransactions, listWallets, transactionOf, walletOf } from '../../projections/money/queries';
+
+const Id = z.uuid({ message: 'must be a UUID' });
+const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+const readWallets = { access: 'permission', permission: 'money.wallets.read' } as const;
+const readTransactions = { access: 'permission', permission: 'money.transactions.read' } as const;
+
+export default defineRoutes({
+  namespace: 'money',
+  register(app, kernel) {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
+
+    r.get('/wallets', {
+      config: readWallets,
+      schema: { querystring: z.object({ ...pageQuery, userId: z.string().min(1).max(128).optional(), currency: z.string().regex(/^[A-Z]{3}$/).optional() }), response: { 200: pageEnvelope(WalletView) } },
+    }, async (request) => {
+      const after = decodeCursor(request.query.page_token, ['id']);
+      const rows = await listWallets(kernel.db, tenantOf(request), { userId: request.query.userId, currency: request.query.currency, afterId: after ? String(after.id) : undefined, limit: request.query.page_size + 1 });
+      return toPage(rows, request.query.page_size, walletOf, (row) => ({ id: row.id }));
+    });
+
+    r.get('/wallets/:id', {
+      config: readWallets,
+      schema: { params: z.object({ id: Id }), response: { 200: WalletView } },
+    }, async (request) => {
+      const wallet = await findWallet(kernel.db, tenantOf(request), request.params.id);
+      if (!wallet) throw moneyErrors.walletNotFound();
+      return wallet;
+    });
+
+    r.get('/wallets/:id/balance', {
+      config: readWallets,
+      schema: { params: z.object({ id: Id }), response: { 200: BalanceView } },
+    }, async (request) => {
+      const wallet = await findWallet(kernel.db, tenantOf(request), request.params.id);
+      if (!wallet) throw moneyErrors.walletNotFound();
+      return wallet.balance;
+    });
+
+    r.get('/transactions', {
+      config: readTransactions,
+      schema: {
+        querystring: z.object({
+          ...pageQuery, walletId: Id.optional(), type: TransactionView.shape.type.optional(), status: TransactionView.shape.status.optional(),
+          since: Instant.optional().describe('inclusive'), until: Instant.optional().describe('exclusive'),
+        }),
+        response: { 200: pageEnvelope(TransactionView) },
+      },
+    }, async (request) => {
+      const q = request.query;
+      const tenantId = tenantOf(request);
+      if (q.walletId && !(await findWallet(kernel.db, tenantId, q.walletId))) throw moneyErrors.walletNotFound();
+      const after = decodeCursor(q.page_token, ['c', 'id']);
+      const rows = await listTransactions(kernel.db, tenantId, {
+        walletId: q.walletId, type: q.type, status: q.status, since: q.since, until: q.until,
+        after: after ? { createdAt: String(after.c), id: String(after.id) } : undefined, limit: q.page_size + 1,
+      });
+      return toPage(rows, q.page_size, transactionOf, (row) => ({ c: row.created_at.toISOString(), id: row.id }));
+    });
+
+    r.get('/transactions/:id', {
+      config: readTransactions,
+      schema: { params: z.object({ id: Id }), response: { 200: TransactionView } },
+    }, async (request) => {
+      const found = await findTransactionView(kernel.db, tenantOf(request), request.params.id);
+      if (!found) throw moneyErrors.transactionNotFound();
+      return found;
+    });
+  },
+});

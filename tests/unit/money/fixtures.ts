@@ -1,0 +1,62 @@
+import { expect } from 'vitest';
+import { fold } from '../../../domain/shared/decider';
+import { isDomainError } from '../../../domain/shared/errors';
+import type { WalletEvent } from '../../../domain/money/events';
+import type { PlanLimits } from '../../../domain/money/limits';
+import { DEFAULT_PLAN_LIMITS } from '../../../domain/money/limits';
+import type { Wallet, WalletCommand } from '../../../domain/money/wallet';
+import { walletDecider } from '../../../domain/money/wallet';
+
+export const W = 'w-1';
+export const T0 = '2025-01-01T00:00:00.000Z';
+export const limits: PlanLimits = DEFAULT_PLAN_LIMITS;
+
+let seq = 0;
+const txId = () => `tx-${++seq}`;
+
+/** the events of a wallet history, built by deciding commands (so fixtures are always valid) */
+export const history = (...commands: WalletCommand[]): WalletEvent[] => {
+  const events: WalletEvent[] = [];
+  for (const c of commands) events.push(...walletDecider.decide(c, fold(walletDecider, events)));
+  return events;
+};
+
+export const opened = (currency = 'USD', walletId = W): WalletCommand => ({ type: 'OpenWallet', walletId, userId: 'u-1', currency, label: 'main', now: T0, ownerHasWallet: false });
+const movement = (amount: bigint, currency = 'USD') => ({ walletId: W, transactionId: txId(), amount, currency, reason: '', meta: {}, idempotencyKey: null, now: T0, limits });
+export const credit = (amount: bigint, currency = 'USD'): WalletCommand => ({ type: 'Credit', ...movement(amount, currency) });
+export const debit = (amount: bigint, currency = 'USD'): WalletCommand => ({ type: 'Debit', ...movement(amount, currency) });
+export const hold = (amount: bigint, id = txId(), expiresAt = '2025-01-02T00:00:00.000Z', maxHolds = 100): WalletCommand =>
+  ({ type: 'PlaceHold', ...movement(amount), transactionId: id, expiresAt, maxHolds });
+export const confirm = (holdId: string, now = T0, previously: 'confirmed' | 'canceled' | 'expired' | null = null): WalletCommand =>
+  ({ type: 'ConfirmHold', walletId: W, holdId, transactionId: txId(), reason: '', meta: {}, idempotencyKey: null, now, previously });
+export const cancel = (holdId: string, now = T0, previously: 'confirmed' | 'canceled' | 'expired' | null = null): WalletCommand =>
+  ({ type: 'CancelHold', walletId: W, holdId, transactionId: txId(), reason: '', meta: {}, idempotencyKey: null, now, previously });
+export const expire = (holdId: string, now: string): WalletCommand => ({ type: 'ExpireHold', walletId: W, holdId, transactionId: txId(), now, tenantId: 't-1' });
+
+/** given / when / then over the wallet decider */
+export const given = (...commands: WalletCommand[]) => {
+  const state: Wallet = fold(walletDecider, history(...commands));
+  return {
+    state,
+    when: (command: WalletCommand) => {
+      const run = () => walletDecider.decide(command, state);
+      return {
+        then: (check: (events: WalletEvent[], after: Wallet) => void) => {
+          const events = run();
+          check(events, fold(walletDecider, events, state));
+        },
+        thenFails: (suffix: string, status?: number) => {
+          try {
+            run();
+          } catch (error) {
+            if (!isDomainError(error)) throw error;
+            expect(error.suffix).toBe(suffix);
+            if (status !== undefined) expect(error.status).toBe(status);
+            return;
+          }
+          throw new Error(`expected a refusal ${suffix}, got events`);
+        },
+      };
+    },
+  };
+};
