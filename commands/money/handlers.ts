@@ -42,9 +42,8 @@ const lockWallet = (uow: UnitOfWork, walletId: string): Promise<Loaded<Wallet>> 
 
 /** locks wallets in ascending id order (spec 002 rule 5), so two transactions never wait on each other in a cycle */
 const lockWallets = async (uow: UnitOfWork, walletIds: string[]): Promise<Map<string, Loaded<Wallet>>> => {
-  const loaded = new Map<string, Loaded<Wallet>>();
-  for (const id of [...new Set(walletIds)].sort()) loaded.set(id, await lockWallet(uow, id));
-  return loaded;
+  const byStream = await uow.loadMany(WalletAggregate, walletIds.map((id) => walletStream(uow.meta.tenantId, id)), { lock: true });
+  return new Map(walletIds.map((id) => [id, byStream.get(walletStream(uow.meta.tenantId, id))!]));
 };
 
 export const walletView = (w: Wallet, tenantId: string, updatedAt: string): WalletView => {

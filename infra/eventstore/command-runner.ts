@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { DomainError, defineErrors } from '../../domain/shared/errors';
 import { withSpan } from '../observability/tracing';
+import pgUtils from 'pg/lib/utils.js';
 import type { Db, Tx } from '../postgres/db';
 import { PgCode, pgErrorCode } from '../postgres/db';
 import type { ProjectionEngine } from '../projections/engine';
@@ -53,6 +54,7 @@ export const defaultRunnerOptions: CommandRunnerOptions = {
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const { escapeLiteral } = pgUtils;
 
 /**
  * Executes commands: one transaction per attempt, holding the appended events, the aggregates'
@@ -72,7 +74,13 @@ export class CommandRunner {
     return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' }, async () => {
       const client = await this.db.connect();
       try {
-        return (await this.attempt(client, meta, fn, null)) as T;
+        await client.query('BEGIN; SAVEPOINT command');
+        const result = await this.attempt(client, meta, fn);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
       } finally {
         client.release();
       }
@@ -80,9 +88,11 @@ export class CommandRunner {
   }
 
   /**
-   * Runs a command under an idempotency key (mechanism 3): a session advisory lock on the key
-   * makes a concurrent duplicate answer 409 at once instead of executing twice; a finished one
-   * answers the stored response; the record is committed in the command's own transaction.
+   * Runs a command under an idempotency key (mechanism 3), in one transaction: a transaction-level
+   * advisory lock on the key makes a concurrent duplicate answer 409 at once instead of waiting or
+   * executing twice; a finished one answers the stored response; the new record commits with the
+   * events. The key's lock, its lookup and the transaction's start travel in one round trip, and
+   * so do the record and the commit.
    */
   async runIdempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<StoredResponse & { replayed: boolean }> {
     return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '', idempotent: true }, () => this.idempotent(meta, idem, fn));
@@ -90,86 +100,85 @@ export class CommandRunner {
 
   private async idempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<StoredResponse & { replayed: boolean }> {
     const client = await this.db.connect();
-    const lockKey = `${meta.tenantId}:${idem.key}`;
     try {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 7)) AS locked', [lockKey]);
-      if (!rows[0]?.locked) throw idempotencyErrors.inProgress();
-      try {
-        const stored = await this.storedResponse(client, meta.tenantId, idem);
-        if (stored) return { ...stored, replayed: true };
-        try {
-          const response = (await this.attempt(client, meta, fn, idem)) as StoredResponse;
-          return { ...response, replayed: false };
-        } catch (error) {
-          const refusal = error instanceof DomainError ? idem.renderError(error) : null;
-          if (!refusal) throw error;
-          await this.insertRecord(client, meta.tenantId, idem, refusal);
-          return { ...refusal, replayed: false };
-        }
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 7))', [lockKey]).catch(() => undefined);
+      const stored = await this.beginKeyed(client, meta.tenantId, idem);
+      if (stored) {
+        await client.query('ROLLBACK');
+        return { ...stored, replayed: true };
       }
+      let response: StoredResponse;
+      try {
+        response = idem.render(await this.attempt(client, meta, fn));
+      } catch (error) {
+        const refusal = error instanceof DomainError ? idem.renderError(error) : null;
+        if (!refusal) throw error;
+        await client.query('ROLLBACK TO SAVEPOINT command');
+        response = refusal;
+      }
+      await client.query(`${recordSql(meta.tenantId, idem, response, this.options.idempotencyTtlMs)}; COMMIT`);
+      return { ...response, replayed: false };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
     } finally {
       client.release();
     }
   }
 
-  /** one transaction per try; returns fn's result, or the rendered response when idem is given */
-  private async attempt(client: Tx, meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<unknown>, idem: IdempotencyRequest | null): Promise<unknown> {
-    let conflicts = 0;
-    let deadlocks = 0;
-    for (;;) {
-      await client.query('BEGIN');
-      try {
-        const uow = new UnitOfWork(client, meta, this.store);
-        const result = await fn(uow);
-        await uow.flush(this.projections);
-        let output: unknown = result;
-        if (idem) {
-          const response = idem.render(result);
-          await this.insertRecord(client, meta.tenantId, idem, response);
-          output = response;
-        }
-        await client.query('COMMIT');
-        return output;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        if (error instanceof StreamVersionConflict && conflicts < this.options.conflictRetries) {
-          conflicts += 1;
-          continue;
-        }
-        const code = pgErrorCode(error);
-        if ((code === PgCode.deadlockDetected || code === PgCode.serializationFailure) && deadlocks < this.options.deadlockBackoffMs.length) {
-          await sleep(this.options.deadlockBackoffMs[deadlocks]!);
-          deadlocks += 1;
-          continue;
-        }
-        throw error;
-      }
-    }
-  }
-
-  private async storedResponse(client: Tx, tenantId: string, idem: IdempotencyRequest): Promise<StoredResponse | null> {
-    const { rows } = await client.query<{ request_hash: string; response_status: number; response_type: string; response_body: Buffer }>(
-      `SELECT request_hash, response_status, response_type, response_body FROM es.idempotency
-       WHERE tenant_id = $1 AND idempotency_key = $2 AND expires_at > now()`, [tenantId, idem.key]);
-    const row = rows[0];
-    if (!row) return null;
+  /** BEGIN, the key's lock and its stored response, and the command's savepoint, in one round trip */
+  private async beginKeyed(client: Tx, tenantId: string, idem: IdempotencyRequest): Promise<StoredResponse | null> {
+    const tenant = escapeLiteral(tenantId);
+    const key = escapeLiteral(idem.key);
+    const results = await client.query(`BEGIN;
+      SELECT pg_try_advisory_xact_lock(hashtextextended(${escapeLiteral(`${tenantId}:${idem.key}`)}, 7)) AS locked,
+        r.request_hash, r.response_status, r.response_type, r.response_body
+      FROM (SELECT 1) one LEFT JOIN es.idempotency r ON r.tenant_id = ${tenant} AND r.idempotency_key = ${key} AND r.expires_at > now();
+      SAVEPOINT command`) as unknown as { rows: { locked: boolean; request_hash: string | null; response_status: number; response_type: string; response_body: Buffer }[] }[];
+    const row = results[1]!.rows[0]!;
+    if (!row.locked) throw idempotencyErrors.inProgress();
+    if (row.request_hash === null) return null;
     if (row.request_hash !== idem.requestHash) throw idempotencyErrors.keyReused();
     return { status: row.response_status, contentType: row.response_type, body: row.response_body };
   }
 
-  private async insertRecord(client: Tx, tenantId: string, idem: IdempotencyRequest, response: StoredResponse): Promise<void> {
-    // An expired record with the same key may still be there until the purge runs: replace it.
-    await client.query(
-      `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond')
-       ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
-         response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`,
-      [tenantId, idem.key, idem.requestHash, response.status, response.contentType, response.body, this.options.idempotencyTtlMs],
-    );
+  /**
+   * Runs fn and flushes its unit of work inside the open transaction, from the savepoint
+   * "command": a version conflict the client did not pin rolls back to it and runs fn again; a
+   * deadlock or serialization failure does the same after a wait (100, 200, 400 ms).
+   */
+  private async attempt<T>(client: Tx, meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
+    let conflicts = 0;
+    let deadlocks = 0;
+    for (;;) {
+      try {
+        const uow = new UnitOfWork(client, meta, this.store);
+        const result = await fn(uow);
+        await uow.flush(this.projections);
+        return result;
+      } catch (error) {
+        const code = pgErrorCode(error);
+        const conflict = error instanceof StreamVersionConflict && conflicts < this.options.conflictRetries;
+        const deadlock = (code === PgCode.deadlockDetected || code === PgCode.serializationFailure) && deadlocks < this.options.deadlockBackoffMs.length;
+        if (!conflict && !deadlock) throw error;
+        await client.query('ROLLBACK TO SAVEPOINT command');
+        if (conflict) conflicts += 1;
+        else await sleep(this.options.deadlockBackoffMs[deadlocks++]!);
+      }
+    }
   }
 }
+
+/**
+ * The idempotency record as one statement with its values inlined (escaped), so that it can share a
+ * round trip with the COMMIT. An expired record with the same key may still be there until the
+ * purge runs: it is replaced.
+ */
+const recordSql = (tenantId: string, idem: IdempotencyRequest, response: StoredResponse, ttlMs: number): string =>
+  `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
+   VALUES (${escapeLiteral(tenantId)}, ${escapeLiteral(idem.key)}, ${escapeLiteral(idem.requestHash)}, ${Number(response.status)},
+     ${escapeLiteral(response.contentType)}, '\\x${response.body.toString('hex')}'::bytea, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')
+   ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
+     response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
 
 /** the hash that decides whether a repeated key carries the same request */
 export const hashRequest = (method: string, route: string, body: unknown): string =>

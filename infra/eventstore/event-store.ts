@@ -112,6 +112,13 @@ export class EventStore {
     return row ? { version: row.version, state: row.state, stateSchema: row.state_schema } : null;
   }
 
+  /** the heads of several streams, locked in ascending stream id order when lock is set */
+  async heads(q: Queryable, streamIds: string[], lock = false): Promise<Map<string, StreamHead>> {
+    const { rows } = await q.query<{ stream_id: string; version: number; state: unknown; state_schema: string | null }>(
+      `SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id${lock ? ' FOR UPDATE' : ''}`, [streamIds]);
+    return new Map(rows.map((r) => [r.stream_id, { version: r.version, state: r.state, stateSchema: r.state_schema }]));
+  }
+
   async readStream(q: Queryable, streamId: string, fromVersion = 1): Promise<StoredEvent<Record<string, unknown>>[]> {
     const { rows } = await q.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM es.events WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version`, [streamId, fromVersion],

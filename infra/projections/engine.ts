@@ -53,11 +53,8 @@ export class ProjectionEngine {
 
   /** applies inline projections to freshly appended events, in the append's transaction */
   async applyInline(tx: Tx, events: StoredEvent<Record<string, unknown>>[]): Promise<void> {
-    for (const event of events) {
-      for (const p of this.inlineByType.get(event.type) ?? []) {
-        for (const s of p.evolve(event, relationsFor(p, 'live'))) await tx.query(s.text, s.values);
-      }
-    }
+    await executeBatch(tx, events.flatMap((event) =>
+      (this.inlineByType.get(event.type) ?? []).flatMap((p) => p.evolve(event, relationsFor(p, 'live')))));
   }
 
   /**
