@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', '.test-infra/**', 'coverage/**'] },
@@ -21,5 +22,6 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: ['node:*', '../../infra/*', '../../commands/*', 'pg', 'kafkajs', 'ioredis'] }],
     },
   },
-  { files: ['infra/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'], rules: { 'no-console': 'off' } },
+  { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: globals.node } },
+  { files: ['infra/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'gateway/snapshot-cli.ts'], rules: { 'no-console': 'off' } },
 );

@@ -32,6 +32,20 @@ if ((needs_infra)); then
   fi
 fi
 
+# Static checks (type check and lint) run with the full suite; a failing one counts as one failure.
+static_failed=0
+if (($# == 0)); then
+  echo "[test] ---- static checks: tsc --noEmit, eslint ----"
+  if ! "$ROOT/node_modules/.bin/tsc" --noEmit -p "$ROOT" </dev/null; then
+    echo "[test] type check failed" >&2
+    static_failed=$((static_failed + 1))
+  fi
+  if ! "$ROOT/node_modules/.bin/eslint" "$ROOT" </dev/null; then
+    echo "[test] lint failed" >&2
+    static_failed=$((static_failed + 1))
+  fi
+fi
+
 mkdir -p "$ROOT/.test-infra"
 REPORTS=$(mktemp -d "$ROOT/.test-infra/reports.XXXXXX") # private to this run: runs may overlap
 read -r -a extra <<<"${VITEST_ARGS:-}"
@@ -82,6 +96,7 @@ if ((broken > 0)); then
   echo "[test] $broken test file(s) failed to load; each counts as one failure (see the output above)" >&2
   failed=$((failed + broken))
 fi
+failed=$((failed + static_failed))
 ((failed == 0)) || status=1
 echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"

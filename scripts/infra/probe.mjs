@@ -56,7 +56,7 @@ async function s3() {
       await bad.send(new ListBucketsCommand({}));
     } catch (err) {
       refused = err?.$metadata?.httpStatusCode === 403;
-      if (!refused) throw new Error(`a wrong secret failed, but not with 403: ${err?.name} ${err?.message}`);
+      if (!refused) throw new Error(`a wrong secret failed, but not with 403: ${err?.name} ${err?.message}`, { cause: err });
     }
     if (!refused) throw new Error('a request signed with a wrong secret was accepted: SigV4 is not checked');
 
