@@ -130,16 +130,18 @@ export class EventStore {
    * Reads the global log after a checkpoint, in commit order, without gaps: only events of
    * transactions older than every transaction still running are visible, so an event that commits
    * late can never appear behind a checkpoint that a reader already passed (mechanism 1).
+   * `allCommitted` drops that rule: only for callers that hold appends out (a SHARE lock on
+   * es.events), when no transaction can commit behind them.
    */
-  async readAll(q: Queryable, after: LogCheckpoint, limit: number, filter: { tenantId?: string; types?: string[] } = {}): Promise<StoredEvent<Record<string, unknown>>[]> {
+  async readAll(q: Queryable, after: LogCheckpoint, limit: number,
+    filter: { tenantId?: string; types?: readonly string[]; allCommitted?: boolean } = {}): Promise<StoredEvent<Record<string, unknown>>[]> {
     const params: unknown[] = [after.transactionId.toString(), after.position.toString(), limit];
-    let where = '';
+    let where = filter.allCommitted ? '' : ' AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
     if (filter.tenantId) { params.push(filter.tenantId); where += ` AND tenant_id = $${params.length}`; }
     if (filter.types) { params.push(filter.types); where += ` AND type = ANY($${params.length}::text[])`; }
     const { rows } = await q.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM es.events
-       WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
-         AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())${where}
+       WHERE (transaction_id, position) > ($1::xid8, $2::bigint)${where}
        ORDER BY transaction_id, position LIMIT $3`,
       params,
     );

@@ -147,7 +147,7 @@ export class ProjectionEngine {
       let after = LOG_START;
       let applied = 0;
       for (;;) {
-        const events = await this.readCommitted(tx, after, BATCH, tenantId, p.handles);
+        const events = await this.store.readAll(tx, after, BATCH, { tenantId, types: p.handles, allCommitted: true });
         const due = until ? events.filter((e) => compare(checkpointOf(e), until) <= 0) : events;
         await executeBatch(tx, due.flatMap((e) => p.evolve(e, relations)));
         applied += due.length;
@@ -201,7 +201,7 @@ export class ProjectionEngine {
   private async applyBatch(tx: Tx, p: AnyProjection, generation: number, limit: number, allCommitted = false): Promise<number> {
     const name = checkpointName(p.name, generation);
     const from = await this.checkpoint(tx, name, true);
-    const events = allCommitted ? await this.readCommitted(tx, from, limit) : await this.store.readAll(tx, from, limit);
+    const events = await this.store.readAll(tx, from, limit, { allCommitted });
     if (events.length === 0) return 0;
     const relations = relationsFor(p, generation);
     const handled = new Set(p.handles);
@@ -211,19 +211,6 @@ export class ProjectionEngine {
     await tx.query('UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now() WHERE name = $1',
       [name, last.transactionId.toString(), last.position.toString()]);
     return events.length;
-  }
-
-  /** every committed event after a checkpoint; only safe while appends are locked out (no transaction can commit behind it) */
-  private async readCommitted(q: Queryable, after: LogCheckpoint, limit: number, tenantId?: string, types?: readonly string[]): Promise<StoredEvent<Record<string, unknown>>[]> {
-    const params: unknown[] = [after.transactionId.toString(), after.position.toString(), limit];
-    let where = '';
-    if (tenantId) { params.push(tenantId); where += ` AND tenant_id = $${params.length}`; }
-    if (types) { params.push(types); where += ` AND type = ANY($${params.length}::text[])`; }
-    const { rows } = await q.query<Parameters<EventStore['toStored']>[0]>(
-      `SELECT position, transaction_id::text AS transaction_id, stream_id, stream_version, event_id, type, schema_version, tenant_id,
-              actor_id, trace_id, causation_id, correlation_id, occurred_at, data
-       FROM es.events WHERE (transaction_id, position) > ($1::xid8, $2::bigint)${where} ORDER BY transaction_id, position LIMIT $3`, params);
-    return rows.map((r) => this.store.toStored(r));
   }
 
   private async checkpoint(q: Queryable, name: string, lock = false): Promise<LogCheckpoint> {
