@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import { trace, type Span } from '@opentelemetry/api';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { createSerializerCompiler, jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
@@ -11,8 +11,17 @@ import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import type { Kernel } from '../infra/kernel';
 import { PLATFORM_VERSION } from '../infra/kernel';
 import type { RoutePlugin } from '../infra/modules';
+import { ApiAuditRecorder } from './audit';
+import { CorsPolicy } from './cors';
 import { registerDocs } from './docs';
-import { problemHandler } from './errors';
+import { gatewayErrors, problemHandler } from './errors';
+import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
+import { gatewayPorts, PLATFORM_NAMESPACES } from './ports';
+import { proxyScope } from './proxy';
+import type { RateKey } from './rate-limit';
+import { rateLimitHeaders, RateLimiter } from './rate-limit';
+import { Upstream } from './upstream/client';
+import { versionHeaders } from './versioning';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,6 +32,8 @@ declare module 'fastify' {
     /** who may call the route; bearer when absent */
     access?: RouteAccess['access'];
     permission?: string;
+    /** the API namespace (module) of the plugin that registered the route; set by the edge */
+    namespace?: string;
   }
 }
 
@@ -31,6 +42,18 @@ export interface AppOptions {
   write: boolean;
   /** mount the read-api plugins (queries) */
   read: boolean;
+  /**
+   * the edge's duties: rate limits, strict CORS, X-Tenant-ID stripping, the module check, the
+   * API-call audit, version headers (default true; false for write-api and read-api behind a gateway)
+   */
+  edge?: boolean;
+  /**
+   * where the principal comes from: the bearer token (default), or the gateway's signed header
+   * (write-api and read-api in split deployment trust only the gateway)
+   */
+  principalFrom?: 'token' | 'gateway';
+  /** split deployment: forward mutations to writeUrl and queries to readUrl instead of running handlers here */
+  proxy?: { writeUrl: string; readUrl: string };
 }
 
 const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
@@ -39,12 +62,26 @@ const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
 const traceIdOf = (req: { headers: Record<string, string | string[] | undefined> }): string => {
   const header = req.headers.traceparent;
   const match = typeof header === 'string' ? TRACEPARENT.exec(header) : null;
-  return match?.[1] ?? randomBytes(16).toString('hex');
+  return match?.[1] ?? randomTraceId();
+};
+
+// One randomBytes call per 256 trace ids: a call per request cost more than the rest of the edge.
+let entropy = Buffer.alloc(0);
+let used = 0;
+const randomTraceId = (): string => {
+  if (used + 16 > entropy.length) {
+    entropy = randomBytes(4096);
+    used = 0;
+  }
+  used += 16;
+  return entropy.toString('hex', used - 16, used);
 };
 
 /**
  * Builds the HTTP application of a process: the edge (problems, authentication and permissions,
- * docs, operational endpoints) around the route plugins of the services it serves.
+ * strict CORS, rate limits, the module check, the API-call audit, docs, operational endpoints)
+ * around the route plugins of the services it serves — run in-process, or forwarded to write-api
+ * and read-api in split deployment (docs/gateway.md).
  */
 export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<FastifyInstance> => {
   const { config } = kernel;
@@ -84,15 +121,34 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   });
 
   const tracer = trace.getTracer('platform');
-  app.addHook('onRequest', async (request) => {
+  const edge = options.edge ?? true;
+  const principalOf = options.principalFrom === 'gateway' ? gatewayPrincipal(kernel) : tokenPrincipal(kernel);
+  const guard = edge ? edgeGuard(kernel) : null;
+  app.addHook('onRequest', async (request, reply) => {
     request.span = tracer.startSpan(`HTTP ${request.method}`, { attributes: { 'http.method': request.method, 'http.target': request.url, traceId: request.id } });
-    await authorize(kernel, request);
+    if (!guard) return authorize(request, principalOf);
+    return guard(request, reply, principalOf);
   });
+  const recorder = edge ? new ApiAuditRecorder(kernel) : null;
   app.addHook('onResponse', async (request, reply) => {
     request.span?.setAttributes({ 'http.route': request.routeOptions.url ?? '', 'http.status_code': reply.statusCode });
     request.span?.end();
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+    if (recorder && !UNLIMITED.has(request.routeOptions.url ?? '')) {
+      const p = request.principal;
+      const userAgent = request.headers['user-agent'];
+      try {
+        recorder.record({
+          method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
+          actorId: p ? (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId) : null, tenantId: p?.tenantId ?? null,
+          clientAddress: request.ip, userAgent: typeof userAgent === 'string' ? userAgent : null, traceId: request.id, occurredAt: kernel.clock.now().toISOString(),
+        });
+      } catch (error) {
+        request.log.error({ err: error }, 'API-call audit record failed'); // never the request's problem
+      }
+    }
   });
+  if (recorder) app.addHook('onClose', () => recorder.close());
 
   await app.register(swagger, {
     openapi: { openapi: '3.1.0', info: { title: 'Platform API', version: PLATFORM_VERSION },
@@ -101,34 +157,138 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   });
 
   registerOperational(app, kernel);
-  registerDocs(app, config.rootUrl);
+  registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR);
 
-  const plugins = [...(options.write ? kernel.modules.write : []), ...(options.read ? kernel.modules.read : [])];
-  for (const plugin of plugins) await app.register(scoped(plugin, kernel), { prefix: '/v1' });
+  const upstreams = options.proxy ? openUpstreams(app, kernel, options.proxy) : null;
+  const plugins = [
+    ...(options.write ? kernel.modules.write.map((p) => ({ plugin: p, upstream: upstreams?.write ?? null })) : []),
+    ...(options.read ? kernel.modules.read.map((p) => ({ plugin: p, upstream: upstreams?.read ?? null })) : []),
+  ];
+  for (const { plugin, upstream } of plugins) await app.register(scoped(plugin, kernel, upstream), { prefix: '/v1' });
   return app;
 };
 
-/** a route plugin in its own encapsulated context, its routes tagged with its namespace for the docs */
-const scoped = (plugin: RoutePlugin, kernel: Kernel) => async (instance: FastifyInstance) => {
+/**
+ * a route plugin in its own encapsulated context, its routes tagged with its namespace for the
+ * docs and the module check; in split deployment its handlers forward to the upstream role
+ */
+const scoped = (plugin: RoutePlugin, kernel: Kernel, upstream: Upstream | null) => async (instance: FastifyInstance) => {
   instance.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, tags: [plugin.namespace], ...(route.config?.access === 'public' ? {} : { security: [{ bearer: [] }] }) };
+    route.config = { ...route.config, namespace: plugin.namespace };
   });
+  if (upstream) proxyScope(instance, kernel, upstream);
   await plugin.register(instance, kernel);
 };
 
+const openUpstreams = (app: FastifyInstance, kernel: Kernel, urls: { writeUrl: string; readUrl: string }) => {
+  const options = { timeoutMs: kernel.config.GRPC_CALL_TIMEOUT_MS, clock: kernel.clock, maxSockets: kernel.config.UPSTREAM_MAX_SOCKETS };
+  const write = new Upstream('write-api', urls.writeUrl, options);
+  const read = new Upstream('read-api', urls.readUrl, options);
+  for (const [name, url] of [['write-api', urls.writeUrl], ['read-api', urls.readUrl]] as const) {
+    kernel.health.register(name, async () => {
+      const res = await fetch(new URL('/live', url), { signal: AbortSignal.timeout(2000) });
+      if (!res.ok) throw new Error(`${name} answered ${res.status}`);
+    });
+  }
+  app.addHook('onClose', async () => {
+    write.close();
+    read.close();
+  });
+  return { write, read };
+};
+
+type PrincipalSource = (request: FastifyRequest) => Promise<Principal | null>;
+
+/** the bearer token, verified by the installed authenticator */
+const tokenPrincipal = (kernel: Kernel): PrincipalSource => async (request) => {
+  const token = bearerToken(request.headers.authorization);
+  return token ? kernel.authenticator.authenticate(token) : null;
+};
+
+/** the principal the gateway verified and signed (split deployment); a client's own token counts for nothing */
+const gatewayPrincipal = (kernel: Kernel): PrincipalSource => {
+  const key = kernel.engines.secrets.key(INTERNAL_KEY_PURPOSE);
+  return async (request) => verifyPrincipal(key, request.headers, request.id, kernel.clock.now().getTime());
+};
+
 /** authentication and permissions, declared per route and enforced before any handler (spec 000 rule 11) */
-const authorize = async (kernel: Kernel, request: FastifyRequest): Promise<void> => {
+const authorize = async (request: FastifyRequest, principalOf: PrincipalSource): Promise<void> => {
   const routeConfig = request.routeOptions.config;
   const access = routeConfig?.access ?? 'bearer';
   if (access === 'public' || !request.routeOptions.url) return;
-  const token = bearerToken(request.headers.authorization);
-  if (!token) throw commonErrors.unauthorized();
-  const principal = await kernel.authenticator.authenticate(token);
+  const principal = await principalOf(request);
+  if (!principal) throw commonErrors.unauthorized();
   request.principal = principal;
   if (access === 'admin' && !isAdmin(principal)) throw commonErrors.forbidden('This endpoint needs an admin role.');
   if (access === 'permission' && !hasPermission(principal.permissions, routeConfig.permission ?? '')) {
     throw commonErrors.forbidden(`The permission ${routeConfig.permission} is required.`);
   }
+};
+
+/** probes of load balancers and orchestrators: neither rate limited nor audited */
+const UNLIMITED = new Set(['/live', '/ready']);
+
+/**
+ * The edge, in order (spec 000 behaviour rules): X-Tenant-ID from a client is dropped (the tenant
+ * comes from the token only); strict CORS, answering preflights; authentication and permissions;
+ * the rate limits, which need the principal (a refused token still counts against the client
+ * address); a tenant-only CORS origin; the module check, before any handler or downstream call.
+ */
+const edgeGuard = (kernel: Kernel) => {
+  const { config } = kernel;
+  const ports = () => gatewayPorts(kernel);
+  const limiter = new RateLimiter(kernel.engines.cache, kernel.clock, kernel.logger);
+  const cors = new CorsPolicy(config.CORS_ALLOWED_ORIGINS, config.rootUrl, ports);
+  const deprecation = versionHeaders(config);
+  const versioned = Object.keys(deprecation).length > 0;
+
+  // A failing billing port must not fail requests: the configured default ceiling applies meanwhile.
+  let lastPortError = 0;
+  const tenantCeiling = (tenantId: string): Promise<number | null> => ports().tenantRateCeiling(tenantId).catch((error: unknown) => {
+    if (Date.now() - lastPortError > 60_000) {
+      lastPortError = Date.now();
+      kernel.logger.warn({ err: error }, 'tenant rate ceiling unavailable; using RATE_LIMIT_TENANT_PER_MIN');
+    }
+    return null;
+  });
+
+  const limit = async (request: FastifyRequest, reply: FastifyReply, principal: Principal | undefined): Promise<void> => {
+    if (UNLIMITED.has(request.routeOptions.url ?? '')) return;
+    const keys: RateKey[] = principal
+      ? [
+        { key: `rl:u:${principal.tenantId}:${principal.userId}`, limit: isAdmin(principal) ? config.RATE_LIMIT_ADMIN_PER_MIN : config.RATE_LIMIT_USER_PER_MIN },
+        { key: `rl:t:${principal.tenantId}`, limit: (await tenantCeiling(principal.tenantId)) ?? config.RATE_LIMIT_TENANT_PER_MIN },
+      ]
+      : [{ key: `rl:a:${request.ip}`, limit: config.RATE_LIMIT_ANONYMOUS_PER_MIN }];
+    const decision = await limiter.check(keys);
+    reply.headers(rateLimitHeaders(decision));
+    if (!decision.allowed) throw commonErrors.rateLimited(decision.retryAfterSeconds);
+  };
+
+  return async (request: FastifyRequest, reply: FastifyReply, principalOf: PrincipalSource): Promise<FastifyReply | undefined> => {
+    if (request.headers['x-tenant-id'] !== undefined) delete request.headers['x-tenant-id'];
+    if (versioned && request.url.startsWith('/v1/')) reply.headers(deprecation);
+    const origin = cors.crossOrigin(request);
+    let corsState: 'sent' | 'allowed' | 'tenant' | null = null;
+    try {
+      // A preflight, a refused origin and a refused token have no principal: they count against the client address.
+      if (origin) corsState = await cors.beforeAuth(request, reply, origin, () => limit(request, reply, undefined));
+      if (corsState === 'sent') return reply;
+      await authorize(request, principalOf);
+    } catch (error) {
+      if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, undefined);
+      throw error;
+    }
+    await limit(request, reply, request.principal);
+    if (origin && corsState === 'tenant') await cors.afterAuth(reply, origin, request.principal?.tenantId ?? null);
+    const namespace = request.routeOptions.config?.namespace;
+    if (namespace && request.principal && !PLATFORM_NAMESPACES.has(namespace)) {
+      const installed = await ports().installedModules(request.principal.tenantId);
+      if (installed !== 'all' && !installed.has(namespace)) throw gatewayErrors.moduleNotFound(namespace);
+    }
+    return undefined;
+  };
 };
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import type { FieldError } from '../domain/shared/errors';
-import { commonErrors, DomainError, isDomainError } from '../domain/shared/errors';
+import { commonErrors, defineErrors, DomainError, isDomainError } from '../domain/shared/errors';
 import { instanceOf, sendProblem, toProblem } from '../infra/http/problem';
 
 /**
@@ -52,3 +52,10 @@ export const problemHandler = (problemsBaseUrl: string, bodyLimit: number) =>
     else if (domain.status >= 500) request.log.warn({ err: error }, domain.detail);
     return sendProblem(reply, toProblem(domain, problemsBaseUrl, instanceOf(request), request.id), domain.headers);
   };
+
+/** The gateway's own refusals beyond the common catalog. */
+export const gatewayErrors = defineErrors({
+  moduleNotFound: (namespace: string) => ({
+    status: 404, suffix: 'module-not-found', title: 'Module not found', detail: `The module ${namespace} is not installed for this tenant.`,
+  }),
+});

@@ -7,6 +7,27 @@ import { z } from 'zod';
 const optionalUrl = z.string().url().optional();
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
+/** one OpenID Connect login provider (identity): OIDC_PROVIDERS is a JSON list of these */
+export const OidcProviderConfig = z.object({
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/).refine((id) => id !== 'password' && id !== 'siwe', 'password and siwe are reserved ids'),
+  issuer: z.string().url(),
+  clientId: z.string().min(1),
+  clientSecret: z.string().min(1),
+  scopes: z.array(z.string().min(1)).default(['openid', 'email', 'profile']),
+  name: z.string().optional(),
+});
+export type OidcProviderConfig = z.infer<typeof OidcProviderConfig>;
+const oidcProviders = z.string().transform((value, ctx) => {
+  let parsed: unknown;
+  try { parsed = JSON.parse(value); } catch { parsed = undefined; }
+  const list = z.array(OidcProviderConfig).safeParse(parsed);
+  if (!list.success || new Set(list.data.map((p) => p.id)).size !== list.data.length) {
+    ctx.addIssue({ code: 'custom', message: 'a JSON list of {id, issuer, clientId, clientSecret, scopes?, name?} with distinct ids' });
+    return z.NEVER;
+  }
+  return list.data;
+});
+
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: int(8080).pipe(z.number().max(65535)),
@@ -60,6 +81,14 @@ export const ConfigSchema = z.object({
   AUDIT_REPLAY_INTERVAL_MS: int(30_000, 10),
   /** where the OpenAPI snapshots of deprecated versions live (default docs/api-snapshots) */
   API_SNAPSHOT_DIR: z.string().optional(),
+
+  // Identity login providers
+  /** OpenID Connect providers: JSON [{id, issuer, clientId, clientSecret, scopes?, name?}] */
+  OIDC_PROVIDERS: oidcProviders.optional(),
+  /** Sign-In with Ethereum: the domain the EIP-4361 message must name (default: the host of ROOT_URL) */
+  SIWE_DOMAIN: z.string().optional(),
+  /** Sign-In with Ethereum: accepted chain ids, comma-separated */
+  SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/, 'a comma-separated list of chain ids').default('1'),
 }).superRefine((c, ctx) => {
   if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
     ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });

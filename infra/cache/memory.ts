@@ -1,6 +1,6 @@
 import type { Clock } from '../runtime/clock';
 import { systemClock } from '../runtime/clock';
-import { assertTtl, type KeyValueCache, type WindowCount } from './port';
+import { assertHits, assertTtl, type KeyValueCache, type WindowCount } from './port';
 
 export interface MemoryCacheOptions {
   /**
@@ -74,16 +74,17 @@ export const createMemoryCache = (options: MemoryCacheOptions = {}): KeyValueCac
       write(key, { value, expiresAt: now() + ttlMs });
       return true;
     },
-    async incrWindow(key, windowMs): Promise<WindowCount> {
+    async incrWindow(key, windowMs, by = 1): Promise<WindowCount> {
       assertTtl(windowMs);
+      assertHits(by);
       const current = live(key);
       if (!current) {
         const resetAt = now() + windowMs;
-        write(key, { value: '1', expiresAt: resetAt });
-        return { count: 1, resetAt };
+        write(key, { value: String(by), expiresAt: resetAt });
+        return { count: by, resetAt };
       }
       // Counting into an open window keeps its end, and its place in the eviction order.
-      current.value = String(Number(current.value) + 1);
+      current.value = String(Number(current.value) + by);
       return { count: Number(current.value), resetAt: current.expiresAt };
     },
     async del(key) {

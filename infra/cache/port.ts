@@ -22,14 +22,19 @@ export interface KeyValueCache {
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
   /**
    * Fixed-window counter, atomic: the first hit opens a window of windowMs, later hits count into it
-   * until it ends. Concurrent callers never lose a hit or open two windows.
+   * until it ends. Concurrent callers never lose a hit or open two windows. `by` adds that many
+   * hits at once (default 1): callers that batch hits count them in one call.
    */
-  incrWindow(key: string, windowMs: number): Promise<WindowCount>;
+  incrWindow(key: string, windowMs: number, by?: number): Promise<WindowCount>;
   del(key: string): Promise<void>;
   /** throws when the store cannot be reached, so callers can fall back */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+export const assertHits = (by: number): void => {
+  if (!Number.isInteger(by) || by <= 0) throw new RangeError(`hits must be a positive integer, got ${by}`);
+};
 
 export const assertTtl = (ttlMs: number): void => {
   if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`ttl must be a positive integer of ms, got ${ttlMs}`);

@@ -106,6 +106,16 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
         await cache.incrWindow(a, 60_000);
         expect((await cache.incrWindow(b, 60_000)).count).toBe(1);
       });
+
+      it('adds a batch of hits at once, opening the window with them', async () => {
+        const k = key('by');
+        const first = await cache.incrWindow(k, 60_000, 5);
+        expect(first.count).toBe(5);
+        expect(first.resetAt).toBeGreaterThan(Date.now() + 58_000);
+        expect((await cache.incrWindow(k, 60_000)).count).toBe(6);
+        expect((await cache.incrWindow(k, 60_000, 10)).count).toBe(16);
+        await expect(cache.incrWindow(k, 60_000, 0)).rejects.toThrow(RangeError);
+      });
     });
   });
 };

@@ -1,0 +1,156 @@
+import type { Kernel } from '../infra/kernel';
+import type { OutgoingRecord } from '../infra/log/port';
+import { inTransaction } from '../infra/postgres/db';
+
+export const AUDIT_TOPIC = 'platform.audit.events';
+export const API_CALLED = 'audit.api.called';
+
+/** what the gateway records of every request (spec 000 behaviour rule 9) */
+export interface ApiCall {
+  method: string;
+  /** the route template (/v1/tally/counters/:id), or null when no route matched */
+  route: string | null;
+  status: number;
+  latencyMs: number;
+  actorId: string | null;
+  tenantId: string | null;
+  clientAddress: string;
+  userAgent: string | null;
+  traceId: string;
+  occurredAt: string;
+}
+
+/** The wire form: the platform's event envelope, keyed by tenant so one tenant's calls keep their order. */
+export const toAuditRecord = (call: ApiCall, eventId: string): OutgoingRecord => ({
+  key: call.tenantId ?? '-',
+  value: JSON.stringify({
+    eventId, type: API_CALLED, schemaVersion: 1, tenantId: call.tenantId, actorId: call.actorId, traceId: call.traceId,
+    causationId: null, correlationId: call.traceId, occurredAt: call.occurredAt, entityId: call.traceId,
+    data: {
+      method: call.method, route: call.route, status: call.status, latencyMs: call.latencyMs,
+      clientAddress: call.clientAddress, userAgent: call.userAgent,
+    },
+  }),
+  headers: { eventId, type: API_CALLED, ...(call.tenantId ? { tenantId: call.tenantId } : {}), traceId: call.traceId },
+  timestamp: Date.parse(call.occurredAt),
+});
+
+export interface RecorderOptions {
+  /** records held in memory at most; beyond it new records are dropped (and counted) */
+  maxBuffer: number;
+  /** records per publish */
+  batchSize: number;
+  flushEveryMs: number;
+  /** a publish that has not finished by then is treated as failed (the batch goes to the fallback) */
+  publishTimeoutMs: number;
+  /** after a failed publish, batches go straight to the fallback table for this long */
+  logDownMs: number;
+}
+
+// Small, frequent batches: encoding and publishing 2,000 records at once held the event loop for tens of ms.
+const defaults: RecorderOptions = { maxBuffer: 20_000, batchSize: 200, flushEveryMs: 100, publishTimeoutMs: 5000, logDownMs: 30_000 };
+
+/**
+ * Records API calls off the request path: record() only pushes onto a bounded buffer; a timer
+ * publishes batches onto platform.audit.events through the log port. When the log is down a
+ * batch goes to the durable fallback table (replayed by the gateway worker); when the database is
+ * down as well, or the buffer is full, records are dropped and counted in the log, never awaited
+ * by a request.
+ */
+export class ApiAuditRecorder {
+  /** encoded as they are recorded, so a flush only publishes */
+  private buffer: OutgoingRecord[] = [];
+  private flushing: Promise<void> | null = null;
+  private readonly timer: NodeJS.Timeout;
+  private logDownUntil = 0;
+  private dropped = 0;
+  private lastDropLog = 0;
+  private readonly options: RecorderOptions;
+
+  constructor(private readonly kernel: Kernel, options: Partial<RecorderOptions> = {}) {
+    this.options = { ...defaults, ...options };
+    this.timer = setInterval(() => void this.flush(), this.options.flushEveryMs);
+    this.timer.unref();
+  }
+
+  record(call: ApiCall): void {
+    if (this.buffer.length >= this.options.maxBuffer) {
+      this.drop(1, null);
+      return;
+    }
+    this.buffer.push(toAuditRecord(call, this.kernel.ids.next()));
+    if (this.buffer.length >= this.options.batchSize && !this.flushing) void this.flush();
+  }
+
+  /** publishes everything buffered; resolves when done (tests and shutdown) */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.buffer.length === 0) return;
+    this.flushing = this.drain().finally(() => { this.flushing = null; });
+    await this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const records = this.buffer.splice(0, this.options.batchSize);
+      if (Date.now() >= this.logDownUntil && (await this.publish(records))) continue;
+      await this.toFallback(records);
+    }
+  }
+
+  private async publish(records: OutgoingRecord[]): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.kernel.log.publish(AUDIT_TOPIC, records),
+        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`publish took over ${this.options.publishTimeoutMs} ms`)), this.options.publishTimeoutMs); }),
+      ]);
+      return true;
+    } catch (error) {
+      this.logDownUntil = Date.now() + this.options.logDownMs;
+      this.kernel.logger.warn({ err: error, records: records.length }, 'API-call audit: log unavailable; writing to the fallback table');
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async toFallback(records: OutgoingRecord[]): Promise<void> {
+    try {
+      await this.kernel.db.query(
+        `INSERT INTO gateway.api_audit_fallback (event_id, record)
+         SELECT (r->'headers'->>'eventId')::uuid, r FROM jsonb_array_elements($1::jsonb) AS r ON CONFLICT (event_id) DO NOTHING`,
+        [JSON.stringify(records)]);
+    } catch (error) {
+      this.drop(records.length, error);
+    }
+  }
+
+  private drop(n: number, error: unknown): void {
+    this.dropped += n;
+    const now = Date.now();
+    if (now - this.lastDropLog >= 60_000) {
+      this.lastDropLog = now;
+      this.kernel.logger.error({ err: error ?? undefined, dropped: this.dropped }, 'API-call audit records dropped (buffer full or fallback table unavailable)');
+    }
+  }
+}
+
+/**
+ * Publishes fallback records in insertion order and deletes them in the same transaction; rows a
+ * concurrent replayer holds are skipped. Returns how many it published.
+ */
+export const replayAuditFallback = async (kernel: Kernel, batchSize = 500): Promise<number> =>
+  inTransaction(kernel.db, async (tx) => {
+    const { rows } = await tx.query<{ id: string; record: OutgoingRecord }>(
+      'SELECT id, record FROM gateway.api_audit_fallback ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED', [batchSize]);
+    if (rows.length === 0) return 0;
+    await kernel.log.publish(AUDIT_TOPIC, rows.map((r) => r.record));
+    await tx.query('DELETE FROM gateway.api_audit_fallback WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+    return rows.length;
+  });

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import type { Kernel } from '../infra/kernel';
+import { INTERNAL_KEY_PURPOSE, signPrincipal } from './internal-auth';
+import type { Upstream } from './upstream/client';
+
+/** request headers a client may pass to the services behind the gateway; everything else stays at the edge */
+const FORWARDED = ['accept', 'accept-language', 'content-type', 'idempotency-key', 'if-match', 'if-none-match', 'x-correlation-id', 'user-agent'];
+
+/** answer headers that belong to one hop, or that the gateway sets itself */
+const NOT_RETURNED = new Set([
+  'connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'upgrade',
+  'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'access-control-allow-origin', 'vary', 'access-control-expose-headers',
+  'deprecation', 'sunset', 'date',
+]);
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the body as received, forwarded byte for byte in split deployment */
+    rawBody?: Buffer;
+  }
+}
+
+/**
+ * Split deployment (`platform serve gateway` with WRITE_API_URL and READ_API_URL): the route
+ * plugins are registered at the gateway for their declarations only (access, permission, zod
+ * schemas), so authentication, permissions, validation, rate limits and the module check all
+ * happen here; each route's handler is replaced by a forward to the upstream role, which gets the
+ * verified principal in a signed header (never the client's token, never a client's tenant).
+ * Request bodies are buffered for validation (they are bounded by BODY_LIMIT_BYTES); answers stream
+ * back as they arrive over keep-alive connections.
+ */
+export const proxyScope = (instance: FastifyInstance, kernel: Kernel, upstream: Upstream): void => {
+  const parseJson = instance.getDefaultJsonParser('error', 'ignore');
+  instance.removeContentTypeParser('application/json');
+  instance.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    request.rawBody = body as Buffer;
+    parseJson(request, (body as Buffer).toString('utf8'), done);
+  });
+  const handler = forward(kernel, upstream);
+  instance.addHook('onRoute', (route) => {
+    route.handler = handler;
+  });
+};
+
+const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
+  const key = kernel.engines.secrets.key(INTERNAL_KEY_PURPOSE);
+  return async function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+    const headers: Record<string, string> = {};
+    for (const name of FORWARDED) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    headers.traceparent = `00-${request.id}-${randomBytes(8).toString('hex')}-01`;
+    headers['x-forwarded-for'] = request.ip;
+    if (request.principal) Object.assign(headers, signPrincipal(key, request.principal, request.id, kernel.clock.now().getTime()));
+
+    const aborter = new AbortController();
+    const onClose = () => { if (!reply.raw.writableFinished) aborter.abort(); };
+    reply.raw.once('close', onClose);
+    const answer = await upstream.call({
+      method: request.method, path: request.url, headers, body: rawBodyOf(request),
+      tenantId: request.principal?.tenantId ?? null, signal: aborter.signal,
+    });
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined && !NOT_RETURNED.has(name)) reply.header(name, value);
+    }
+    return reply.code(answer.status).send(answer.body);
+  };
+};
+
+/** the body as received: JSON kept raw by the proxy's parser; a route's own parser's Buffer or text otherwise */
+const rawBodyOf = (request: FastifyRequest): Buffer | undefined => {
+  if (request.rawBody) return request.rawBody;
+  if (Buffer.isBuffer(request.body)) return request.body;
+  return typeof request.body === 'string' ? Buffer.from(request.body) : undefined;
+};

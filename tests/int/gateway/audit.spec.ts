@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUDIT_TOPIC } from '../../../gateway/audit';
+import type { LogPort } from '../../../infra/log/port';
+import { mergeModules } from '../../../infra/modules';
+import gatewayWorkers from '../../../workers/gateway';
+import { testToken } from '../../support/auth';
+import type { TestPlatform } from '../../support/platform';
+import { startTestPlatform, tallyModules } from '../../support/platform';
+
+let platform: TestPlatform;
+const headers = { authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}`, 'user-agent': 'audit-test/1' };
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ modules: mergeModules(tallyModules, { workers: [gatewayWorkers] }), env: { AUDIT_REPLAY_INTERVAL_MS: '300' } });
+});
+afterAll(async () => platform?.close());
+
+const traced = () => {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+};
+
+type AuditEvent = { eventId: string; type: string; tenantId: string | null; actorId: string | null; traceId: string; occurredAt: string; data: Record<string, unknown> };
+
+const findAudit = async (traceId: string): Promise<AuditEvent | null> => {
+  const log = platform.kernel.log;
+  for (let p = 0; p < (await log.partitionsOf(AUDIT_TOPIC)); p += 1) {
+    for (let offset = 0; ;) {
+      const records = await log.read(AUDIT_TOPIC, p, offset, 1000);
+      if (records.length === 0) break;
+      for (const r of records) {
+        const event = JSON.parse(r.value) as AuditEvent;
+        if (event.traceId === traceId) return event;
+      }
+      offset = records[records.length - 1]!.offset + 1;
+    }
+  }
+  return null;
+};
+
+const eventually = async <T>(probe: () => Promise<T | null | undefined | false>, ms = 10_000): Promise<T> => {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+const fallbackRows = async (traceId: string) =>
+  (await platform.kernel.db.query("SELECT 1 FROM gateway.api_audit_fallback WHERE record->'headers'->>'traceId' = $1", [traceId])).rowCount ?? 0;
+
+describe('the API-call audit', () => {
+  it('records every request as audit.api.called on platform.audit.events', async () => {
+    const { traceId, traceparent } = traced();
+    const res = await platform.http('/v1/tally/counters?page_size=5', { headers: { ...headers, traceparent } });
+    expect(res.status).toBe(200);
+    const event = await eventually(() => findAudit(traceId));
+    expect(event).toMatchObject({
+      type: 'audit.api.called', tenantId: 'tenant-a', actorId: 'user-1', traceId,
+      data: { method: 'GET', route: '/v1/tally/counters', status: 200, clientAddress: '127.0.0.1', userAgent: 'audit-test/1' },
+    });
+    expect(event.data.latencyMs).toEqual(expect.any(Number));
+    expect(event.eventId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('records refused and anonymous requests too', async () => {
+    const { traceId, traceparent } = traced();
+    expect((await platform.http('/v1/tally/counters', { headers: { traceparent } })).status).toBe(401);
+    const event = await eventually(() => findAudit(traceId));
+    expect(event).toMatchObject({ tenantId: null, actorId: null, data: { status: 401, route: '/v1/tally/counters' } });
+  });
+
+  it('parks records in the fallback table while the log is down and replays them when it is back', async () => {
+    const log = platform.kernel.log as { publish: LogPort['publish'] };
+    const publish = log.publish;
+    log.publish = async (topic, records) => {
+      if (topic === AUDIT_TOPIC) throw new Error('log down');
+      return publish.call(platform.kernel.log, topic, records);
+    };
+    const { traceId, traceparent } = traced();
+    try {
+      const res = await platform.http('/v1/tally/counters', { headers: { ...headers, traceparent } });
+      expect(res.status).toBe(200);
+      await eventually(async () => (await fallbackRows(traceId)) === 1);
+      expect(await findAudit(traceId)).toBeNull();
+    } finally {
+      log.publish = publish;
+    }
+    const event = await eventually(() => findAudit(traceId));
+    expect(event).toMatchObject({ type: 'audit.api.called', traceId, data: { status: 200 } });
+    await eventually(async () => (await fallbackRows(traceId)) === 0);
+  });
+
+  it('never holds a request up, even when the log hangs', async () => {
+    const log = platform.kernel.log as { publish: LogPort['publish'] };
+    const publish = log.publish;
+    log.publish = (topic, records) => (topic === AUDIT_TOPIC ? new Promise(() => undefined) : publish.call(platform.kernel.log, topic, records));
+    try {
+      const started = Date.now();
+      for (let i = 0; i < 20; i += 1) expect((await platform.http('/v1/tally/counters', { headers })).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      log.publish = publish;
+    }
+  });
+});
