@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import { trace, type Span } from '@opentelemetry/api';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { createSerializerCompiler, jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
@@ -87,8 +87,8 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   const { config } = kernel;
   const app = Fastify({
     loggerInstance: kernel.logger as FastifyBaseLogger,
-    disableRequestLogging: true,
-    requestIdLogLabel: 'traceId',
+    // request lines are logged by our onResponse hook; the request id is the traceId
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'traceId' }),
     genReqId: traceIdOf,
     bodyLimit: config.BODY_LIMIT_BYTES,
     return503OnClosing: true,
