@@ -8,7 +8,7 @@ import type { Queryable } from '../../infra/postgres/db';
 import { PgCode, pgErrorCode } from '../../infra/postgres/db';
 import { checkPasswordPolicy, dummyVerify, hashPassword, verifyPassword } from '../../infra/security/passwords';
 import { verifyTotp } from '../../infra/security/totp';
-import type { TenantChoice } from '../../projections/identity/queries';
+import type { AccountRow, TenantChoice } from '../../projections/identity/queries';
 import { findAccount, findTenantBySlug, ownerEmails, tenantsOfUser } from '../../projections/identity/queries';
 import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, Mfa, mfaStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
 import { link, sendLater } from './mail';
@@ -50,7 +50,7 @@ export const createTenant = async (kernel: Kernel, uow: UnitOfWork, o: { tenantI
   return roleId;
 };
 
-const slugify = (name: string): string => name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'tenant';
+export const slugify = (name: string): string => name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'tenant';
 
 export interface RegisterInput { email: string; password: string; firstName?: string; lastName?: string; tenantName?: string; tenantSlug?: string }
 
@@ -107,8 +107,11 @@ export const openSession = async (kernel: Kernel, traceId: string, userId: strin
   const remembered = (await credentialsOf(kernel.db, userId))?.remembered_tenant_id;
   const chosen = tenants.length === 1 ? tenants[0] : tenants.find((t) => t.id === remembered);
   if (chosen) {
-    const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId: chosen.id });
-    await recordLogin(kernel, traceId, userId, chosen.id, method);
+    // the refresh-token row and the auth.user.logged_in event commit together (one transaction, one WAL flush)
+    const tokens = await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow) => {
+      uow.decide(Account, await uow.load(Account, accountStream(userId)), { type: 'RecordLogin', tenantId: chosen.id, method });
+      return issueTokens(kernel, uow.tx, { userId, tenantId: chosen.id });
+    });
     return { kind: 'tokens', tokens };
   }
   const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'session', ttlMs: LIFETIMES.sessionTokenMs, userId, payload: { method } });
@@ -116,12 +119,13 @@ export const openSession = async (kernel: Kernel, traceId: string, userId: strin
 };
 
 /** the 1-hour recovery lock and the account lock both stop a login */
-const assertNotLocked = async (kernel: Kernel, userId: string): Promise<void> => {
+export const assertNotLocked = async (kernel: Kernel, userId: string): Promise<AccountRow> => {
   const account = await findAccount(kernel.db, userId);
   if (!account || account.status === 'locked') throw identityErrors.accountLocked();
   const { rows } = await kernel.db.query<{ state: unknown }>('SELECT state FROM es.streams WHERE stream_id = $1', [mfaStream(userId)]);
   const mfa = rows[0]?.state as Parameters<typeof recoveryLockRemaining>[0] | undefined;
   if (mfa && recoveryLockRemaining(mfa, kernel.clock.now().getTime()) > 0) throw identityErrors.accountLocked('Too many failed recovery attempts; the account is locked for an hour.');
+  return account;
 };
 
 /** a TOTP code of the user, each accepted once (replay cache, 90 s, shared through Redis when configured) */
@@ -146,9 +150,8 @@ export const login = async (kernel: Kernel, traceId: string, input: { email: str
   if (check.needsRehash) {
     await kernel.db.query('UPDATE identity.credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [creds.user_id, await hashPassword(input.password)]);
   }
-  await assertNotLocked(kernel, creds.user_id);
-  const account = await findAccount(kernel.db, creds.user_id);
-  if (account?.mfa_enabled) {
+  const account = await assertNotLocked(kernel, creds.user_id);
+  if (account.mfa_enabled) {
     if (input.mfaCode === undefined || input.mfaCode === '') {
       const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'mfa', ttlMs: LIFETIMES.mfaTokenMs, userId: creds.user_id });
       throw identityErrors.mfaRequired(token);

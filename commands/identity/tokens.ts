@@ -35,10 +35,16 @@ const now = (kernel: Kernel) => kernel.clock.now();
  */
 export const issueTokens = async (
   kernel: Kernel, q: Queryable,
-  o: { userId: string; tenantId: string; familyId?: string; familyExpiresAt?: Date; impersonatorId?: string | null },
+  o: {
+    userId: string; tenantId: string; familyId?: string; familyExpiresAt?: Date; impersonatorId?: string | null;
+    /** the access already resolved (rotation uses the 5-second access cache, like every authenticated request) */
+    access?: Access | null;
+    /** rotation: the used token's row is marked rotated, with the new pair sealed, in the same statement */
+    rotatedFrom?: { hash: string; at: Date };
+  },
 ): Promise<IssuedTokens> => {
   const rt = identity(kernel);
-  const access = await loadAccess(kernel, q, o.userId, o.tenantId);
+  const access = o.access === undefined ? await loadAccess(kernel, q, o.userId, o.tenantId) : o.access;
   if (!access) throw identityErrors.invalidCredentials();
   const issuedAt = now(kernel);
   const impersonatorId = o.impersonatorId ?? null;
@@ -51,11 +57,20 @@ export const issueTokens = async (
     { expiresInSeconds: lifetime },
   );
   const refreshToken = newOpaqueToken();
-  await q.query(
-    `INSERT INTO identity.refresh_tokens (token_hash, family_id, user_id, tenant_id, impersonator_id, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [hashToken(refreshToken), o.familyId ?? kernel.ids.next(), access.userId, access.tenantId, impersonatorId, issuedAt, familyExpiresAt],
-  );
-  return { accessToken, refreshToken, expiresAt: new Date(Math.floor(issuedAt.getTime() / 1000) * 1000 + lifetime * 1000), expiresIn: lifetime, access, impersonatorId };
+  const expiresAt = new Date(Math.floor(issuedAt.getTime() / 1000) * 1000 + lifetime * 1000);
+  const params: unknown[] = [hashToken(refreshToken), o.familyId ?? kernel.ids.next(), access.userId, access.tenantId, impersonatorId, issuedAt, familyExpiresAt];
+  if (o.rotatedFrom) {
+    // one round trip for the rotation: the old row learns its successor while the new row is inserted
+    const sealed = rt.box.seal(JSON.stringify({ accessToken, refreshToken, expiresAt: expiresAt.toISOString() }), `refresh:${o.rotatedFrom.hash}`);
+    await q.query(
+      `WITH rotated AS (UPDATE identity.refresh_tokens SET rotated_at = $9, successor_sealed = $10 WHERE token_hash = $8)
+       INSERT INTO identity.refresh_tokens (token_hash, family_id, user_id, tenant_id, impersonator_id, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [...params, o.rotatedFrom.hash, o.rotatedFrom.at, sealed]);
+  } else {
+    await q.query(
+      `INSERT INTO identity.refresh_tokens (token_hash, family_id, user_id, tenant_id, impersonator_id, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, params);
+  }
+  return { accessToken, refreshToken, expiresAt, expiresIn: lifetime, access, impersonatorId };
 };
 
 interface SealedPair { accessToken: string; refreshToken: string; expiresAt: string }
@@ -83,12 +98,12 @@ export const refreshTokens = async (kernel: Kernel, token: string): Promise<Seal
       await tx.query('UPDATE identity.refresh_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL', [row.family_id, at]);
       return 'reused';
     }
-    const issued = await issueTokens(kernel, tx, { userId: row.user_id, tenantId: row.tenant_id, familyId: row.family_id, familyExpiresAt: row.expires_at, impersonatorId: row.impersonator_id })
-      .catch(() => null);
-    if (!issued) return 'invalid';
-    const pair = { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString() };
-    await tx.query('UPDATE identity.refresh_tokens SET rotated_at = $2, successor_sealed = $3 WHERE token_hash = $1', [hash, at, rt.box.seal(JSON.stringify(pair), `refresh:${hash}`)]);
-    return pair;
+    const access = await rt.resolveAccess(row.user_id, row.tenant_id);
+    if (!access) return 'invalid';
+    const issued = await issueTokens(kernel, tx, {
+      userId: row.user_id, tenantId: row.tenant_id, familyId: row.family_id, familyExpiresAt: row.expires_at, impersonatorId: row.impersonator_id, access, rotatedFrom: { hash, at },
+    });
+    return { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString() };
   });
   if (outcome === 'expired') throw identityErrors.tokenExpired('refresh token');
   if (typeof outcome === 'string') throw identityErrors.tokenInvalid('refresh token');
