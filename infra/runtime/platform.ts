@@ -12,7 +12,9 @@ import { openKeyValueCache } from '../cache';
 import type { AnalyticsStore } from '../clickhouse';
 import { openAnalyticsStore } from '../clickhouse';
 import { createMailer } from '../mail';
-import { createObjectStore } from '../objects';
+import { createObjectStore, InvalidObjectKeyError, ObjectNotFoundError } from '../objects';
+import { Guard } from '../resilience/guard';
+import { guardPort } from '../resilience/guard-port';
 import { createVirusScanner } from '../scan';
 import { loadSecrets } from '../secrets';
 import { createLog } from '../log';
@@ -179,22 +181,31 @@ let analyticsOpened = false;
 const openEngines = async (config: Config, role: string): Promise<Engines> => {
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
+  // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
+  const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean): T =>
+    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure }), idempotent) : port;
+  const objects = createObjectStore({
+    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
+    s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
+  });
+  const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
   return {
     secrets,
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: 'platform:' }),
-    mail: createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }),
-    objects: createObjectStore({
-      dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
-      s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
-    }),
+    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
+    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {
       analyticsOpened = true;
       analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR });
       return analytics;
     },
-    scanner: createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT }),
+    // a scan reads its stream once: never retried
+    scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
   };
 };
+
+/** object store calls that may be repeated safely */
+const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);
 
 /** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */
 export const platformTopics = (config: Config) => {

@@ -1,0 +1,16 @@
+import type { Guard } from './guard';
+
+/**
+ * Puts every asynchronous method of an engine port behind a Guard (deadline, circuit breaker,
+ * one retry of the idempotent ones, 502/503/504 as problems), leaving `ping` unguarded so that
+ * health checks see the dependency as it is. Used for the engines beyond the process: S3, SMTP,
+ * clamd (spec 000, gateway rules 1-4).
+ */
+export const guardPort = <T extends object>(port: T, guard: Guard, idempotent: ReadonlySet<string>): T =>
+  new Proxy(port, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || property === 'ping' || property === 'close' || typeof property !== 'string') return value;
+      return (...args: unknown[]) => guard.run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args), { idempotent: idempotent.has(property) });
+    },
+  });
