@@ -1,6 +1,5 @@
 import type { Kernel } from '../infra/kernel';
 import type { OutgoingRecord } from '../infra/log/port';
-import { inTransaction } from '../infra/postgres/db';
 
 export const AUDIT_TOPIC = 'platform.audit.events';
 export const API_CALLED = 'audit.api.called';
@@ -142,15 +141,36 @@ export class ApiAuditRecorder {
 }
 
 /**
- * Publishes fallback records in insertion order and deletes them in the same transaction; rows a
- * concurrent replayer holds are skipped. Returns how many it published.
+ * Publishes fallback records in insertion order, then deletes them. No transaction stays open
+ * across the publish: a transaction holding an id would hold back pg_snapshot_xmin for the whole
+ * server, and with it every reader of the global log (DESIGN.md mechanism 1), for as long as the
+ * log hangs. One replayer at a time (a session advisory lock, which takes no transaction id); a
+ * crash between publish and delete republishes, and consumers dedupe by eventId. The publish has a
+ * deadline. Returns how many records it published.
  */
-export const replayAuditFallback = async (kernel: Kernel, batchSize = 500): Promise<number> =>
-  inTransaction(kernel.db, async (tx) => {
-    const { rows } = await tx.query<{ id: string; record: OutgoingRecord }>(
-      'SELECT id, record FROM gateway.api_audit_fallback ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED', [batchSize]);
-    if (rows.length === 0) return 0;
-    await kernel.log.publish(AUDIT_TOPIC, rows.map((r) => r.record));
-    await tx.query('DELETE FROM gateway.api_audit_fallback WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
-    return rows.length;
-  });
+export const replayAuditFallback = async (kernel: Kernel, batchSize = 500, publishTimeoutMs = 5000): Promise<number> => {
+  const client = await kernel.db.connect();
+  try {
+    const { rows: [lock] } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(hashtext('gateway.audit-fallback-replay')) AS ok`);
+    if (!lock?.ok) return 0;
+    try {
+      const { rows } = await client.query<{ id: string; record: OutgoingRecord }>('SELECT id, record FROM gateway.api_audit_fallback ORDER BY id LIMIT $1', [batchSize]);
+      if (rows.length === 0) return 0;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          kernel.log.publish(AUDIT_TOPIC, rows.map((r) => r.record)),
+          new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`publish took over ${publishTimeoutMs} ms`)), publishTimeoutMs); }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+      await client.query('DELETE FROM gateway.api_audit_fallback WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+      return rows.length;
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('gateway.audit-fallback-replay'))`);
+    }
+  } finally {
+    client.release();
+  }
+};

@@ -94,6 +94,27 @@ describe('the API-call audit', () => {
     await eventually(async () => (await fallbackRows(traceId)) === 0);
   });
 
+  it('never holds a transaction open while a replay waits on a hanging log (it would stall every log reader)', async () => {
+    const log = platform.kernel.log as { publish: LogPort['publish'] };
+    const publish = log.publish;
+    const hanging = { calls: 0 };
+    log.publish = (topic, records) => {
+      if (topic !== AUDIT_TOPIC) return publish.call(platform.kernel.log, topic, records);
+      hanging.calls += 1;
+      return new Promise(() => undefined);
+    };
+    try {
+      await platform.kernel.db.query(`INSERT INTO gateway.api_audit_fallback (event_id, record) VALUES (gen_random_uuid(), '{"key":"k","value":"{}","headers":{}}')`);
+      await eventually(async () => hanging.calls > 0);
+      await new Promise((r) => setTimeout(r, 500));
+      const { rows } = await platform.kernel.db.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND now() - xact_start > interval '400 milliseconds'`);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      log.publish = publish;
+    }
+  });
+
   it('never holds a request up, even when the log hangs', async () => {
     const log = platform.kernel.log as { publish: LogPort['publish'] };
     const publish = log.publish;
