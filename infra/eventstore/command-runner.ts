@@ -3,6 +3,7 @@ import { DomainError, defineErrors } from '../../domain/shared/errors';
 import { withSpan } from '../observability/tracing';
 import pgUtils from 'pg/lib/utils.js';
 import type { Db, Tx } from '../postgres/db';
+import { inTransaction } from '../postgres/db';
 import { PgCode, pgErrorCode } from '../postgres/db';
 import type { ProjectionEngine } from '../projections/engine';
 import { StreamVersionConflict } from './errors';
@@ -71,20 +72,8 @@ export class CommandRunner {
 
   /** runs fn in a unit of work and commits; retries the whole of fn on conflicts */
   async run<T>(meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
-    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' }, async () => {
-      const client = await this.db.connect();
-      try {
-        await client.query('BEGIN; SAVEPOINT command');
-        const result = await this.attempt(client, meta, fn);
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
-    });
+    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' },
+      () => inTransaction(this.db, (client) => this.attempt(client, meta, fn), { savepoint: 'command' }));
   }
 
   /**

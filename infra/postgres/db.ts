@@ -21,11 +21,17 @@ export const createPool = (connectionString: string, options: { max?: number; ap
 
 export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
 
-/** Runs fn in a transaction on one client; commits when it resolves, rolls back when it throws. */
-export const inTransaction = async <T>(db: Db, fn: (tx: Tx) => Promise<T>, isolation: Isolation = 'read committed'): Promise<T> => {
+/**
+ * Runs fn in a transaction on one client; commits when it resolves, rolls back when it throws.
+ * `savepoint` names a savepoint set in the same round trip as BEGIN, for callers that retry
+ * from it.
+ */
+export const inTransaction = async <T>(db: Db, fn: (tx: Tx) => Promise<T>, options: { isolation?: Isolation; savepoint?: string } = {}): Promise<T> => {
   const client = await db.connect();
+  const isolation = options.isolation ?? 'read committed';
   try {
-    await client.query(isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`);
+    const begin = isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`;
+    await client.query(options.savepoint ? `${begin}; SAVEPOINT ${options.savepoint}` : begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
