@@ -14,7 +14,7 @@ import type {
   LogPort, LogRecord, OutgoingRecord, PartitionPosition, SeekTarget, SubscribeOptions, Subscription, TopicSpec,
 } from './port';
 import { KafkaSubscription, readPartition } from './kafka-log-consumers';
-import { clampOffset, sleep, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
+import { clampOffset, sleep, SubscriptionSet, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
 
 export interface KafkaLogOptions {
   brokers: string[];
@@ -55,7 +55,7 @@ export class KafkaLog implements LogPort {
   private readonly clientId: string;
   private readonly producer: Connected<Producer>;
   private readonly admin: Connected<Admin>;
-  private readonly subscriptions = new Set<Subscription>();
+  private readonly subscriptions = new SubscriptionSet<Subscription>();
 
   constructor(private readonly options: KafkaLogOptions) {
     this.clientId = options.clientId ?? 'platform';
@@ -137,13 +137,7 @@ export class KafkaLog implements LogPort {
     validateSubscribeOptions(options);
     const consumerConfig = { maxWaitTimeInMs: 1_000, ...this.options.consumer };
     const subscription = await KafkaSubscription.start(this.kafka, options, consumerConfig);
-    this.subscriptions.add(subscription);
-    return {
-      stop: async () => {
-        await subscription.stop();
-        this.subscriptions.delete(subscription);
-      },
-    };
+    return this.subscriptions.add(subscription);
   }
 
   async positions(groupId: string, topic: string): Promise<PartitionPosition[]> {
@@ -207,8 +201,7 @@ export class KafkaLog implements LogPort {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.subscriptions].map((s) => s.stop()));
-    this.subscriptions.clear();
+    await this.subscriptions.stopAll();
     await Promise.allSettled([this.producer, this.admin].map(async (connected) => (await connected.started())?.disconnect()));
   }
 }

@@ -15,7 +15,7 @@ import type {
 import { NOTIFY_CHANNEL, partitionLockName } from './pg-log-session';
 import { PgSubscription } from './pg-log-subscription';
 import { recordColumns, toLogRecord, tsFromMillis, type RecordRow } from './pg-log-rows';
-import { clampOffset, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
+import { clampOffset, SubscriptionSet, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
 
 export interface PgLogOptions {
   /** how often an idle subscription looks for records when no NOTIFY arrives (default 100 ms) */
@@ -39,7 +39,7 @@ interface PartitionBounds {
 export class PgLog implements LogPort {
   readonly kind = 'postgres' as const;
   private readonly partitionCounts = new Map<string, number>();
-  private readonly subscriptions = new Set<PgSubscription>();
+  private readonly subscriptions = new SubscriptionSet<PgSubscription>();
   private readonly logger: Logger;
   private readonly clock: () => number;
 
@@ -104,13 +104,7 @@ export class PgLog implements LogPort {
       rebalanceIntervalMs: this.options.rebalanceIntervalMs ?? 1_000,
       logger: this.logger,
     });
-    this.subscriptions.add(subscription);
-    return {
-      stop: async () => {
-        await subscription.stop();
-        this.subscriptions.delete(subscription);
-      },
-    };
+    return this.subscriptions.add(subscription);
   }
 
   async positions(groupId: string, topic: string): Promise<PartitionPosition[]> {
@@ -214,8 +208,7 @@ export class PgLog implements LogPort {
 
   /** Stops every subscription; the pool stays open, it belongs to the caller. */
   async close(): Promise<void> {
-    await Promise.allSettled([...this.subscriptions].map((s) => s.stop()));
-    this.subscriptions.clear();
+    await this.subscriptions.stopAll();
   }
 
   private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -80,3 +80,24 @@ export class Wakeup {
     this.pending = false;
   }
 }
+
+/** The subscriptions an adapter runs, so that close() can stop those the callers did not. */
+export class SubscriptionSet<S extends { stop(): Promise<void> }> {
+  private readonly running = new Set<S>();
+
+  /** tracks a subscription and hands out the Subscription that stops and forgets it */
+  add(subscription: S): { stop(): Promise<void> } {
+    this.running.add(subscription);
+    return {
+      stop: async () => {
+        await subscription.stop();
+        this.running.delete(subscription);
+      },
+    };
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.allSettled([...this.running].map((s) => s.stop()));
+    this.running.clear();
+  }
+}
