@@ -1,6 +1,5 @@
 import type { NewEvent, StoredEvent } from '../../domain/shared/event';
 import type { Queryable, Tx } from '../postgres/db';
-import { pgErrorCode, PgCode } from '../postgres/db';
 import type { Clock, IdGenerator } from '../runtime/clock';
 import { StreamVersionConflict } from './errors';
 import { UpcasterRegistry } from './upcasters';
@@ -211,5 +210,3 @@ export const checkpointOf = (event: Pick<StoredEvent, 'transactionId' | 'positio
 
 /** JSON has no bigint; amounts and counters travel as decimal strings. */
 export const bigintReplacer = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? value.toString() : value);
-
-export const isUniqueViolation = (error: unknown): boolean => pgErrorCode(error) === PgCode.uniqueViolation;

@@ -1,6 +1,6 @@
 import type { NewEvent, StoredEvent } from '../../domain/shared/event';
 import { fold } from '../../domain/shared/decider';
-import type { Db, Tx } from '../postgres/db';
+import type { Tx } from '../postgres/db';
 import { withSpan } from '../observability/tracing';
 import type { ProjectionEngine } from '../projections/engine';
 import type { AggregateType } from './aggregate';
@@ -88,5 +88,3 @@ export class UnitOfWork {
     return stored;
   }
 }
-
-export type UnitOfWorkFactory = (db: Db) => UnitOfWork;

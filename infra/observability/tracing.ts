@@ -1,4 +1,4 @@
-import { context, SpanStatusCode, trace, type Attributes } from '@opentelemetry/api';
+import { SpanStatusCode, trace, type Attributes } from '@opentelemetry/api';
 
 /**
  * Spans for HTTP requests, commands, appends, relay batches and projection batches. The API is a
@@ -19,10 +19,3 @@ export const withSpan = async <T>(name: string, attributes: Attributes, fn: () =
       span.end();
     }
   });
-
-/** the trace id of the active span, when tracing is on */
-export const activeTraceId = (): string | undefined => {
-  const span = trace.getSpan(context.active());
-  const id = span?.spanContext().traceId;
-  return id && id !== '00000000000000000000000000000000' ? id : undefined;
-};

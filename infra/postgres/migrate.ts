@@ -65,12 +65,3 @@ export const migrate = async (db: Db, options: { onProgress?: MigrationProgress;
     lockClient.release();
   }
 };
-
-export const pendingMigrations = async (db: Db): Promise<string[]> => {
-  const migrations = await loadMigrations();
-  const exists = await db.query(`SELECT to_regclass('public.schema_migrations') IS NOT NULL AS ok`);
-  if (!exists.rows[0]?.ok) return migrations.map((m) => m.name);
-  const { rows } = await db.query<{ version: string }>('SELECT version FROM public.schema_migrations');
-  const applied = new Set(rows.map((r) => r.version));
-  return migrations.filter((m) => !applied.has(m.version)).map((m) => m.name);
-};

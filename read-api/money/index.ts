@@ -11,6 +11,13 @@ const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 tim
 const readWallets = { access: 'permission', permission: 'money.wallets.read' } as const;
 const readTransactions = { access: 'permission', permission: 'money.transactions.read' } as const;
 
+/** the tenant's wallet, or 404 (another tenant's id included) */
+const walletOrNotFound = async (...args: Parameters<typeof findWallet>) => {
+  const wallet = await findWallet(...args);
+  if (!wallet) throw moneyErrors.walletNotFound();
+  return wallet;
+};
+
 export default defineRoutes({
   namespace: 'money',
   register(app, kernel) {
@@ -30,18 +37,14 @@ export default defineRoutes({
       config: readWallets,
       schema: { params: z.object({ id: Id }), response: { 200: WalletView } },
     }, async (request) => {
-      const wallet = await findWallet(kernel.db, tenantOf(request), request.params.id);
-      if (!wallet) throw moneyErrors.walletNotFound();
-      return wallet;
+      return walletOrNotFound(kernel.db, tenantOf(request), request.params.id);
     });
 
     r.get('/wallets/:id/balance', {
       config: readWallets,
       schema: { params: z.object({ id: Id }), response: { 200: BalanceView } },
     }, async (request) => {
-      const wallet = await findWallet(kernel.db, tenantOf(request), request.params.id);
-      if (!wallet) throw moneyErrors.walletNotFound();
-      return wallet.balance;
+      return (await walletOrNotFound(kernel.db, tenantOf(request), request.params.id)).balance;
     });
 
     r.get('/transactions', {
@@ -56,7 +59,7 @@ export default defineRoutes({
     }, async (request) => {
       const q = request.query;
       const tenantId = tenantOf(request);
-      if (q.walletId && !(await findWallet(kernel.db, tenantId, q.walletId))) throw moneyErrors.walletNotFound();
+      if (q.walletId) await walletOrNotFound(kernel.db, tenantId, q.walletId);
       const after = decodeCursor(q.page_token, ['c', 'id']);
       const rows = await listTransactions(kernel.db, tenantId, {
         walletId: q.walletId, type: q.type, status: q.status, since: q.since, until: q.until,
