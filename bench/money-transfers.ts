@@ -3,7 +3,7 @@
  * and into and out of one hot wallet. The server runs as a child process on the test PostgreSQL.
  * Usage: source .test-infra/env; npx tsx bench/money-transfers.ts [seconds=10] [concurrency=32] [--prof]
  */
-import { moneyHttp, REFERENCES, runLoad, startBenchServer } from './money-support';
+import { moneyHttp, REFERENCES, runTransfers, startBenchServer } from './money-support';
 
 const seconds = Number(process.argv[2] ?? 10);
 const concurrency = Number(process.argv[3] ?? 32);
@@ -12,23 +12,23 @@ const profile = process.argv.includes('--prof');
 const server = await startBenchServer(profile ? ['--cpu-prof', '--cpu-prof-dir=.bench-prof'] : []);
 try {
   const api = moneyHttp(server.url);
+  // 1,000 funded wallets, opened 20 at a time
   const wallets: string[] = [];
-  for (let i = 0; i < 1000; i += 1) wallets.push(await api.openFunded(`user-${i}`, 1_000_000));
+  for (let i = 0; i < 1000; i += 20) wallets.push(...await Promise.all(Array.from({ length: 20 }, (_, k) => api.openFunded(`user-${i + k}`, 1_000_000))));
   const pick = () => wallets[Math.floor(Math.random() * wallets.length)]!;
-  const transfer = async (from: string, to: string) => (await api.post('/transfers', { fromWalletId: from, toWalletId: to, amount: 1 + Math.floor(Math.random() * 100), currency: 'USD' })).status;
 
-  const random = await runLoad(seconds, concurrency, () => {
+  const random = await runTransfers(server.url, seconds, concurrency, () => {
     const from = pick();
     let to = pick();
     while (to === from) to = pick();
-    return transfer(from, to);
+    return [from, to];
   });
   console.log(`random pairs among ${wallets.length} wallets, ${concurrency} concurrent:`, random);
 
   const hot = wallets[0]!;
-  const hotResult = await runLoad(seconds, concurrency, () => {
+  const hotResult = await runTransfers(server.url, seconds, concurrency, () => {
     const other = wallets[1 + Math.floor(Math.random() * (wallets.length - 1))]!;
-    return Math.random() < 0.5 ? transfer(hot, other) : transfer(other, hot);
+    return Math.random() < 0.5 ? [hot, other] : [other, hot];
   });
   console.log(`one hot wallet (every transfer into or out of it), ${concurrency} concurrent:`, hotResult);
   console.log('references:', REFERENCES.join(' | '));

@@ -1,4 +1,4 @@
-import { purgeIdempotency } from '../infra/eventstore/command-runner';
+import { purgeIdempotency } from '../infra/eventstore/idempotency';
 import type { Kernel } from '../infra/kernel';
 import type { Loop } from './loop';
 import { startLoop } from './loop';

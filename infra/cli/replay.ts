@@ -3,7 +3,7 @@ import type { Kernel } from '../kernel';
 import type { LogRecord } from '../log/port';
 import { inTransaction } from '../postgres/db';
 import { executeBatch } from '../projections/batch';
-import { relationsFor } from '../projections/projection';
+import { relationsFor, statementsFor } from '../projections/projection';
 import { progressBar } from './progress';
 
 export interface ReplayOptions {
@@ -54,7 +54,7 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
       const records = await log.read(o.topic, partition, offset, 500);
       const due = records.filter((r) => !o.to || ('offset' in o.to ? r.offset < o.to.offset : r.timestamp < o.to.time));
       const events = due.map(fromRecord).filter((e) => handled.has(e.type));
-      await inTransaction(kernel.db, (tx) => executeBatch(tx, events.flatMap((e) => projection.evolve(e, relations))));
+      await inTransaction(kernel.db, (tx) => executeBatch(tx, statementsFor(projection, events, relations)));
       applied += events.length;
       seen += records.length;
       bar.update(seen, Math.max(total, seen));

@@ -1,5 +1,6 @@
 import type { NewEvent, StoredEvent } from '../../domain/shared/event';
 import type { Queryable, Tx } from '../postgres/db';
+import { literal } from '../postgres/inline';
 import type { Clock, IdGenerator } from '../runtime/clock';
 import { StreamVersionConflict } from './errors';
 import { UpcasterRegistry } from './upcasters';
@@ -59,17 +60,11 @@ const EVENT_COLUMNS = `position, transaction_id::text AS transaction_id, stream_
 
 export class EventStore {
   constructor(
-    private readonly clock: Clock,
+    readonly clock: Clock,
     private readonly ids: IdGenerator,
     readonly upcasters = new UpcasterRegistry(),
   ) {}
 
-  /**
-   * Appends events to one or more streams inside the caller's transaction. Each stream's version is
-   * checked and advanced with a single guarded statement: concurrent appends at the same expected
-   * version serialize on the stream row, and all but the first see a changed version and fail with
-   * StreamVersionConflict.
-   */
   /**
    * Appends to one stream with a single statement, outside any transaction of the caller (the
    * statement is atomic on its own): one round trip, for writers that need no read or projection
@@ -79,6 +74,12 @@ export class EventStore {
     return this.append(q as Tx, [request], meta);
   }
 
+  /**
+   * Appends events to one or more streams inside the caller's transaction. Each stream's version is
+   * checked and advanced with a single guarded statement: concurrent appends at the same expected
+   * version serialize on the stream row, and all but the first see a changed version and fail with
+   * StreamVersionConflict.
+   */
   async append(tx: Tx, requests: AppendRequest[], meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
     const occurredAt = this.clock.now();
     const stored: StoredEvent<Record<string, unknown>>[] = [];
@@ -100,6 +101,62 @@ export class EventStore {
       for (const row of rows) stored.push(this.toStored(row));
     }
     return stored;
+  }
+
+  /**
+   * The appends of several commands as one statement with its values written in, for a caller that
+   * sends it with other statements (and the COMMIT) in one round trip; and the events as they will
+   * be stored. Appends to one stream must follow each other (each expects the version the one
+   * before left). Unlike append(), a stream that moved is an error, not an empty result: the events
+   * are inserted at their versions whatever the stream row says, so a version another transaction
+   * took breaks the (stream_id, stream_version) unique constraint, and a stream that already exists
+   * breaks the streams' primary key; the transaction then aborts and nothing after the statement
+   * runs. position and transactionId are assigned by PostgreSQL: reading them from the returned
+   * events throws.
+   */
+  prepareAppends(appends: { request: AppendRequest; meta: CausationMeta }[], occurredAt: Date): { sql: string; events: StoredEvent<Record<string, unknown>>[] } {
+    const streams = new Map<string, { tenantId: string; expected: number; version: number; state: string | null; schema: string | null }>();
+    const events: StoredEvent<Record<string, unknown>>[] = [];
+    const rows: string[] = [];
+    const at = literal(occurredAt);
+    for (const { request, meta } of appends) {
+      const expected = request.expectedVersion;
+      if (expected === 'any') throw new Error('prepareAppends needs expected versions');
+      if (request.events.length === 0) continue;
+      const known = streams.get(request.streamId);
+      if (known && known.version !== expected) throw new Error(`appends to ${request.streamId} do not follow each other`);
+      const state = request.state ? JSON.stringify(request.state.value, bigintReplacer) : null;
+      streams.set(request.streamId, {
+        tenantId: meta.tenantId, expected: known?.expected ?? expected, version: expected + request.events.length, state, schema: request.state?.schema ?? null,
+      });
+      const envelope = `${literal(meta.tenantId)}, ${literal(meta.actorId)}, ${literal(meta.traceId)}, ${literal(meta.causationId)}, ${literal(meta.correlationId)}, ${at}`;
+      request.events.forEach((e, i) => {
+        const data = JSON.stringify(e.data, bigintReplacer);
+        const event = {
+          eventId: this.ids.next(), type: e.type, schemaVersion: this.upcasters.versionOf(e.type), tenantId: meta.tenantId, actorId: meta.actorId,
+          traceId: meta.traceId, causationId: meta.causationId, correlationId: meta.correlationId, occurredAt: occurredAt.toISOString(),
+          streamId: request.streamId, streamVersion: expected + i + 1, data: JSON.parse(data) as Record<string, unknown>,
+        };
+        events.push(Object.defineProperties(event, UNASSIGNED) as StoredEvent<Record<string, unknown>>);
+        rows.push(`(${literal(request.streamId)}, ${event.streamVersion}, ${literal(event.eventId)}::uuid, ${literal(e.type)}, ${event.schemaVersion}, ${envelope}, ${literal(data)}::jsonb)`);
+      });
+    }
+    const head = (id: string, s: { tenantId: string; expected: number; version: number; state: string | null; schema: string | null }) =>
+      `(${literal(id)}, ${literal(s.tenantId)}, ${s.expected}, ${s.version}, ${literal(s.state)}::jsonb, ${literal(s.schema)}::text)`;
+    const moved = [...streams].filter(([, s]) => s.expected > 0).map(([id, s]) => head(id, s));
+    const created = [...streams].filter(([, s]) => s.expected === 0).map(([id, s]) => head(id, s));
+    const ctes = [
+      ...(moved.length ? [`advanced AS (UPDATE es.streams s SET version = v.version, state = v.state, state_schema = v.schema, updated_at = now()
+        FROM (VALUES ${moved.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema)
+        WHERE s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected)`] : []),
+      ...(created.length ? [`created AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema)
+        SELECT stream_id, tenant_id, version, state, schema FROM (VALUES ${created.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema))`] : []),
+    ];
+    return {
+      sql: rows.length === 0 ? '' : `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
+        VALUES ${rows.join(',\n')}`,
+      events,
+    };
   }
 
   /** the stream's version and stored state, or null when it does not exist */
@@ -204,6 +261,11 @@ const ADVANCE = {
 };
 
 const appendSql = (expected: ExpectedVersion): string => (expected === 'any' ? ADVANCE.any : expected === 0 ? ADVANCE.none : ADVANCE.version);
+
+const unassigned = (field: string) => ({
+  get(): never { throw new Error(`${field} is assigned by PostgreSQL when the event is inserted; it is not known before`); },
+});
+const UNASSIGNED = { position: unassigned('position'), transactionId: unassigned('transactionId') };
 
 export const checkpointOf = (event: Pick<StoredEvent, 'transactionId' | 'position'>): LogCheckpoint =>
   ({ transactionId: event.transactionId, position: event.position });

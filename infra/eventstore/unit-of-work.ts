@@ -4,7 +4,18 @@ import type { Tx } from '../postgres/db';
 import { withSpan } from '../observability/tracing';
 import type { ProjectionEngine } from '../projections/engine';
 import type { AggregateType } from './aggregate';
-import type { AppendRequest, CausationMeta, EventStore } from './event-store';
+import type { AppendRequest, CausationMeta, EventStore, StreamHead } from './event-store';
+
+/** where a unit of work reads stream heads: the store, or a batch's heads (see command-batch.ts) */
+export interface StreamHeads {
+  head(streamId: string, lock: boolean): Promise<StreamHead | null>;
+  heads(streamIds: string[], lock: boolean): Promise<Map<string, StreamHead>>;
+}
+
+const storeHeads = (store: EventStore, tx: Tx): StreamHeads => ({
+  head: (streamId, lock) => store.head(tx, streamId, lock),
+  heads: (streamIds, lock) => store.heads(tx, streamIds, lock),
+});
 
 export interface Loaded<S> {
   streamId: string;
@@ -21,7 +32,7 @@ export class UnitOfWork {
   private readonly pending: AppendRequest[] = [];
   private appended: StoredEvent<Record<string, unknown>>[] = [];
 
-  constructor(readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore) {}
+  constructor(readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore, private readonly source: StreamHeads = storeHeads(store, tx)) {}
 
   /**
    * Loads an aggregate from its stored state (one row), falling back to folding its events when
@@ -29,7 +40,7 @@ export class UnitOfWork {
    * commands that must serialize on it (money), at the cost of waiting instead of retrying.
    */
   async load<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, streamId: string, options: { lock?: boolean } = {}): Promise<Loaded<S>> {
-    const head = await this.store.head(this.tx, streamId, options.lock);
+    const head = await this.source.head(streamId, options.lock ?? false);
     if (!head) return { streamId, state: type.decider.initialState(), version: 0 };
     if (head.stateSchema === type.stateSchema && head.state !== null) {
       return { streamId, state: type.decode ? type.decode(head.state) : (head.state as S), version: head.version };
@@ -46,7 +57,7 @@ export class UnitOfWork {
    */
   async loadMany<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, streamIds: string[], options: { lock?: boolean } = {}): Promise<Map<string, Loaded<S>>> {
     const ids = [...new Set(streamIds)].sort();
-    const heads = await this.store.heads(this.tx, ids, options.lock);
+    const heads = await this.source.heads(ids, options.lock ?? false);
     const loaded = new Map<string, Loaded<S>>();
     for (const streamId of ids) {
       const head = heads.get(streamId);
@@ -76,6 +87,11 @@ export class UnitOfWork {
   /** events appended so far by flush() */
   get events(): StoredEvent<Record<string, unknown>>[] {
     return this.appended;
+  }
+
+  /** the appends recorded and not flushed yet, handed over to a caller that writes them itself */
+  takePending(): AppendRequest[] {
+    return this.pending.splice(0);
   }
 
   async flush(projections: ProjectionEngine | null): Promise<StoredEvent<Record<string, unknown>>[]> {

@@ -2,8 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { commonErrors } from '../../domain/shared/errors';
 import type { CausationMeta } from '../eventstore/event-store';
 import { bigintReplacer } from '../eventstore/event-store';
-import type { StoredResponse } from '../eventstore/command-runner';
-import { hashRequest } from '../eventstore/command-runner';
+import type { IdempotencyRequest, StoredResponse } from '../eventstore/idempotency';
+import { hashRequest } from '../eventstore/idempotency';
 import type { UnitOfWork } from '../eventstore/unit-of-work';
 import type { Kernel } from '../kernel';
 import { instanceOf, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
@@ -30,6 +30,12 @@ export interface CommandRouteOptions {
   status?: number;
   /** required: Idempotency-Key must be sent; optional: honoured when sent */
   idempotency?: 'required' | 'optional';
+  /**
+   * The streams the command locks, for a command that only reads and records events (no writes of
+   * its own through uow.tx, no flush): with an Idempotency-Key it then shares a transaction with
+   * the commands arriving at the same time (group commit, infra/eventstore/command-batch.ts).
+   */
+  locks?: string[];
 }
 
 const json = (status: number, body: unknown): StoredResponse =>
@@ -60,14 +66,17 @@ export const executeCommand = async <T>(
     return;
   }
   const route = request.routeOptions.url ?? request.url;
-  const stored = await kernel.commands.runIdempotent(meta, {
+  const idem: IdempotencyRequest = {
     key,
     requestHash: hashRequest(request.method, `${route} ${JSON.stringify(request.params)}`, request.body ?? null),
     render: (result) => json(status, result),
     renderError: (error) => (error.status >= 400 && error.status < 500 && error.status !== 409 && error.status !== 429
       ? { status: error.status, contentType: PROBLEM_CONTENT_TYPE, body: Buffer.from(JSON.stringify(toProblem(error, kernel.config.problemsBaseUrl, instanceOf(request), request.id))) }
       : null),
-  }, fn);
+  };
+  const stored = options.locks
+    ? await kernel.commands.runBatched({ meta, idem, locks: options.locks, fn })
+    : await kernel.commands.runIdempotent(meta, idem, fn);
   if (stored.replayed) reply.header('Idempotent-Replayed', 'true');
   reply.code(stored.status).type(stored.contentType).send(stored.body);
 };

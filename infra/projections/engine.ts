@@ -5,8 +5,8 @@ import type { EventStore, LogCheckpoint } from '../eventstore/event-store';
 import { checkpointOf, LOG_START } from '../eventstore/event-store';
 import { withSpan } from '../observability/tracing';
 import { executeBatch } from './batch';
-import type { AnyProjection } from './projection';
-import { generationTable, relationsFor, viewName } from './projection';
+import type { AnyProjection, Statement } from './projection';
+import { generationTable, relationsFor, statementsFor, viewName } from './projection';
 
 export interface ProjectionStatus {
   name: string;
@@ -53,8 +53,16 @@ export class ProjectionEngine {
 
   /** applies inline projections to freshly appended events, in the append's transaction */
   async applyInline(tx: Tx, events: StoredEvent<Record<string, unknown>>[]): Promise<void> {
-    await executeBatch(tx, events.flatMap((event) =>
-      (this.inlineByType.get(event.type) ?? []).flatMap((p) => p.evolve(event, relationsFor(p, 'live')))));
+    await executeBatch(tx, this.inlineStatements(events));
+  }
+
+  /** the inline projections' statements for these events, for callers that send them with other statements */
+  inlineStatements(events: StoredEvent<Record<string, unknown>>[]): Statement[] {
+    const byProjection = new Map<AnyProjection, StoredEvent<Record<string, unknown>>[]>();
+    for (const event of events) {
+      for (const p of this.inlineByType.get(event.type) ?? []) byProjection.set(p, [...(byProjection.get(p) ?? []), event]);
+    }
+    return [...byProjection].flatMap(([p, handled]) => statementsFor(p, handled, relationsFor(p, 'live')));
   }
 
   /**
@@ -149,7 +157,7 @@ export class ProjectionEngine {
       for (;;) {
         const events = await this.store.readAll(tx, after, BATCH, { tenantId, types: p.handles, allCommitted: true });
         const due = until ? events.filter((e) => compare(checkpointOf(e), until) <= 0) : events;
-        await executeBatch(tx, due.flatMap((e) => p.evolve(e, relations)));
+        await executeBatch(tx, statementsFor(p, due, relations));
         applied += due.length;
         onProgress?.({ name, applied, total: applied });
         if (events.length < BATCH || due.length < events.length) break;
@@ -206,7 +214,7 @@ export class ProjectionEngine {
     const relations = relationsFor(p, generation);
     const handled = new Set(p.handles);
     await withSpan('projection.batch', { projection: p.name, generation, events: events.length },
-      () => executeBatch(tx, events.filter((e) => handled.has(e.type)).flatMap((e) => p.evolve(e, relations))));
+      () => executeBatch(tx, statementsFor(p, events.filter((e) => handled.has(e.type)), relations)));
     const last = checkpointOf(events[events.length - 1]!);
     await tx.query('UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now() WHERE name = $1',
       [name, last.transactionId.toString(), last.position.toString()]);

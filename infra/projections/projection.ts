@@ -27,7 +27,18 @@ export interface Projection<T extends string = string> {
   tables: Record<T, (physicalName: string) => string[]>;
   handles: readonly string[];
   evolve(event: StoredEvent<Record<string, unknown>>, tables: Record<T, string>): Statement[];
+  /**
+   * Optional: the statements for several events at once (in log order), leaving the rows exactly
+   * as evolve applied to each in turn would, replays included, in fewer statements (one UPDATE …
+   * FROM (VALUES …) for many rows). Used for inline writes of batched commands, catch-up and
+   * rebuilds.
+   */
+  evolveMany?(events: StoredEvent<Record<string, unknown>>[], tables: Record<T, string>): Statement[];
 }
+
+/** a projection's statements for events it handles, in log order */
+export const statementsFor = <T extends string>(p: Projection<T>, events: StoredEvent<Record<string, unknown>>[], tables: Record<T, string>): Statement[] =>
+  (p.evolveMany ? p.evolveMany(events, tables) : events.flatMap((e) => p.evolve(e, tables)));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a registry holds projections of any table set
 export type AnyProjection = Projection<any>;

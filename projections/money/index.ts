@@ -8,43 +8,76 @@ import type { TransactionLeg } from '../../domain/money/history';
 import { balanceView } from '../../domain/money/views';
 import { initialPartitions } from './partitions';
 
+const openedSql = (t: string, stored: StoredEvent<Record<string, unknown>>, e: Extract<WalletEvent, { type: 'money.wallet.opened' }>): Statement =>
+  sql(`INSERT INTO ${t} (tenant_id, id, user_id, currency, label, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+    ON CONFLICT (tenant_id, id) DO NOTHING`, stored.tenantId, e.data.walletId, e.data.userId, e.data.currency, e.data.label, stored.streamVersion, e.data.createdAt);
+
+/**
+ * The balances after the last event of each wallet, in one statement: an event carries the whole
+ * balance after it, so the last one decides; guarded by the stream version, so applying an event
+ * again (or an older one) changes nothing.
+ */
+const balancesSql = (t: string, latest: { stored: StoredEvent<Record<string, unknown>>; e: Exclude<WalletEvent, { type: 'money.wallet.opened' }> }[]): Statement => {
+  const values: unknown[] = [];
+  const rows = latest.map(({ stored, e }) => {
+    const b = e.data.balanceAfter;
+    values.push(stored.tenantId, e.data.walletId, b.available.toString(), b.pending.toString(), b.frozen.toString(), stored.streamVersion, e.data.createdAt);
+    const n = values.length - 7;
+    return `($${n + 1}::text, $${n + 2}::text, $${n + 3}::bigint, $${n + 4}::bigint, $${n + 5}::bigint, $${n + 6}::int, $${n + 7}::timestamptz)`;
+  });
+  return {
+    text: `UPDATE ${t} AS w SET available = v.available, pending = v.pending, frozen = v.frozen, version = v.version, updated_at = v.updated_at
+      FROM (VALUES ${rows.join(', ')}) AS v(tenant_id, id, available, pending, frozen, version, updated_at)
+      WHERE w.tenant_id = v.tenant_id AND w.id = v.id AND w.version < v.version`,
+    values,
+  };
+};
+
 /** wallets and their balances {available, pending, frozen}: inline, readable right after the write */
 export const walletsProjection: Projection<'money_wallets'> = {
-  name: 'money.wallets', version: 1, mode: 'inline',
+  name: 'money.wallets', version: 2, mode: 'inline',
   handles: walletEventTypes,
   tables: {
     money_wallets: (t) => [
       `CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, user_id text NOT NULL, currency text NOT NULL, label text NOT NULL,
-        available bigint NOT NULL DEFAULT 0, pending bigint NOT NULL DEFAULT 0, frozen bigint NOT NULL DEFAULT 0, active_holds int NOT NULL DEFAULT 0,
+        available bigint NOT NULL DEFAULT 0, pending bigint NOT NULL DEFAULT 0, frozen bigint NOT NULL DEFAULT 0,
         version int NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, id),
         CHECK (available >= 0 AND frozen >= 0 AND pending >= 0))`,
       // one wallet per user and currency: the handler checks under a lock, this is the last wall
       `CREATE UNIQUE INDEX ON ${t} (tenant_id, user_id, currency)`,
     ],
   },
-  evolve: (stored, t) => {
-    const e = WalletEvent.parse({ type: stored.type, data: stored.data });
-    if (e.type === 'money.wallet.opened') {
-      return [sql(`INSERT INTO ${t.money_wallets} (tenant_id, id, user_id, currency, label, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-        ON CONFLICT (tenant_id, id) DO NOTHING`, stored.tenantId, e.data.walletId, e.data.userId, e.data.currency, e.data.label, stored.streamVersion, e.data.createdAt)];
+  evolve: (stored, t) => walletsProjection.evolveMany!([stored], t),
+  evolveMany: (events, t) => {
+    const opened: Statement[] = [];
+    const latest = new Map<string, { stored: StoredEvent<Record<string, unknown>>; e: Exclude<WalletEvent, { type: 'money.wallet.opened' }> }>();
+    for (const stored of events) {
+      const e = WalletEvent.parse({ type: stored.type, data: stored.data });
+      if (e.type === 'money.wallet.opened') opened.push(openedSql(t.money_wallets, stored, e));
+      else latest.set(`${stored.tenantId}\u0000${e.data.walletId}`, { stored, e });
     }
-    const b = e.data.balanceAfter;
-    const holds = e.type === 'money.hold.placed' ? 1 : e.type === 'money.hold.confirmed' || e.type === 'money.hold.canceled' || e.type === 'money.hold.expired' ? -1 : 0;
-    // guarded by the stream version: applying an event twice changes nothing
-    return [sql(`UPDATE ${t.money_wallets} SET available = $3, pending = $4, frozen = $5, active_holds = active_holds + $6, version = $7, updated_at = $8
-      WHERE tenant_id = $1 AND id = $2 AND version < $7`,
-    stored.tenantId, e.data.walletId, b.available.toString(), b.pending.toString(), b.frozen.toString(), holds, stored.streamVersion, e.data.createdAt)];
+    return latest.size ? [...opened, balancesSql(t.money_wallets, [...latest.values()])] : opened;
   },
 };
 
-const insertLeg = (table: string, tenantId: string, l: TransactionLeg): Statement => sql(
-  `INSERT INTO ${table} (tenant_id, id, wallet_id, leg, type, status, direction, amount, currency, reason, idempotency_key, reference_transaction_id, reversed, meta,
-     balance_after, counterparty_wallet_id, expires_at, created_at)
-   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, false, $13::jsonb, $14::jsonb, $15, $16, $17)
-   ON CONFLICT DO NOTHING`,
-  tenantId, l.id, l.walletId, l.leg, l.type, l.status, l.direction, l.amount.toString(), l.currency, l.reason, l.idempotencyKey, l.referenceTransactionId,
-  JSON.stringify(l.meta), JSON.stringify(balanceView(l.balanceAfter)), l.counterpartyWalletId, l.expiresAt, l.createdAt,
-);
+/** history lines as one multi-row insert; a line already there is left as it is */
+const insertLegs = (table: string, legs: { tenantId: string; leg: TransactionLeg }[]): Statement => {
+  const values: unknown[] = [];
+  const rows = legs.map(({ tenantId, leg: l }) => {
+    values.push(tenantId, l.id, l.walletId, l.leg, l.type, l.status, l.direction, l.amount.toString(), l.currency, l.reason, l.idempotencyKey, l.referenceTransactionId,
+      JSON.stringify(l.meta), JSON.stringify(balanceView(l.balanceAfter)), l.counterpartyWalletId, l.expiresAt, l.createdAt);
+    const n = values.length - 17;
+    const p = (i: number) => `$${n + i}`;
+    return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)}::bigint, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}, false, ${p(13)}::jsonb, ${p(14)}::jsonb, ${p(15)}, ${p(16)}::timestamptz, ${p(17)}::timestamptz)`;
+  });
+  return {
+    text: `INSERT INTO ${table} (tenant_id, id, wallet_id, leg, type, status, direction, amount, currency, reason, idempotency_key, reference_transaction_id, reversed, meta,
+       balance_after, counterparty_wallet_id, expires_at, created_at)
+     VALUES ${rows.join(',\n')}
+     ON CONFLICT DO NOTHING`,
+    values,
+  };
+};
 
 const HOLD_RESOLUTION = { 'money.hold.confirmed': ['confirmed', 'confirmed'], 'money.hold.canceled': ['canceled', 'canceled'], 'money.hold.expired': ['canceled', 'expired'] } as const;
 
@@ -69,24 +102,31 @@ export const transactionsProjection: Projection<'money_transactions'> = {
       ...initialPartitions(t, new Date()),
     ],
   },
-  evolve: (stored: StoredEvent<Record<string, unknown>>, t) => {
+  evolve: (stored, t) => transactionsProjection.evolveMany!([stored], t),
+  /** every new line in one insert, then the status changes (they only touch lines inserted before them) */
+  evolveMany: (events, t) => {
     const table = t.money_transactions;
-    const tenant = stored.tenantId;
-    if (stored.type === 'money.transaction.reversed') {
-      const r = ReversalEvent.parse({ type: stored.type, data: stored.data });
-      return [sql(`UPDATE ${table} SET status = 'reversed', reversed = true WHERE tenant_id = $1 AND id = $2 AND created_at = $3`,
-        tenant, r.data.originalTransactionId, r.data.originalCreatedAt)];
+    const legs: { tenantId: string; leg: TransactionLeg }[] = [];
+    const changes: Statement[] = [];
+    for (const stored of events) {
+      const tenant = stored.tenantId;
+      if (stored.type === 'money.transaction.reversed') {
+        const r = ReversalEvent.parse({ type: stored.type, data: stored.data });
+        changes.push(sql(`UPDATE ${table} SET status = 'reversed', reversed = true WHERE tenant_id = $1 AND id = $2 AND created_at = $3`,
+          tenant, r.data.originalTransactionId, r.data.originalCreatedAt));
+        continue;
+      }
+      const e = WalletEvent.parse({ type: stored.type, data: stored.data });
+      const leg = legOf(e);
+      if (!leg) continue;
+      legs.push({ tenantId: tenant, leg });
+      if (e.type === 'money.hold.confirmed' || e.type === 'money.hold.canceled' || e.type === 'money.hold.expired') {
+        const [status, resolution] = HOLD_RESOLUTION[e.type];
+        changes.push(sql(`UPDATE ${table} SET status = $4, resolution = $5 WHERE tenant_id = $1 AND id = $2 AND created_at = $3 AND type = 'hold' AND status = 'held'`,
+          tenant, e.data.holdTransactionId, e.data.holdCreatedAt, status, resolution));
+      }
     }
-    const e = WalletEvent.parse({ type: stored.type, data: stored.data });
-    const leg = legOf(e);
-    if (!leg) return [];
-    const statements = [insertLeg(table, tenant, leg)];
-    if (e.type === 'money.hold.confirmed' || e.type === 'money.hold.canceled' || e.type === 'money.hold.expired') {
-      const [status, resolution] = HOLD_RESOLUTION[e.type];
-      statements.push(sql(`UPDATE ${table} SET status = $4, resolution = $5 WHERE tenant_id = $1 AND id = $2 AND created_at = $3 AND type = 'hold' AND status = 'held'`,
-        tenant, e.data.holdTransactionId, e.data.holdCreatedAt, status, resolution));
-    }
-    return statements;
+    return legs.length ? [insertLegs(table, legs), ...changes] : changes;
   },
 };
 

@@ -205,6 +205,9 @@ port = $PG_PORT
 unix_socket_directories = '$PG_DIR/run'
 max_connections = 300
 shared_buffers = 256MB
+# statement statistics for profiling the benchmarks (SELECT … FROM pg_stat_statements)
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
 log_min_messages = warning
 log_line_prefix = '%m [%p] %q%u@%d '"
   write_file "$PGDATA_DIR/platform-test.conf" "$conf" || changed=0

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inline } from '../../infra/projections/batch';
+import { inline } from '../../infra/postgres/inline';
 import { sql } from '../../infra/projections/projection';
 
 describe('a projection statement inlined for a batch', () => {

@@ -7,6 +7,7 @@ import { parseDuration } from '../../domain/money/duration';
 import { moneyErrors } from '../../domain/money/errors';
 import { TransactionView, WalletView } from '../../domain/money/views';
 import { configureMoney, moneyContext } from '../../commands/money/context';
+import { walletStream } from '../../commands/money/aggregates';
 import * as money from '../../commands/money/handlers';
 import { HOLD_TTL_MAX_HOURS } from '../../commands/money/settings';
 import { executeCommand } from '../../infra/http/commands';
@@ -42,6 +43,9 @@ const ttlOf = (ttl: string | undefined): number | null => {
 };
 
 const required = { idempotency: 'required' } as const;
+/** movements on known wallets only read and record events: they share transactions (group commit) */
+const onWallets = (request: FastifyRequest, ...walletIds: string[]) =>
+  ({ ...required, locks: walletIds.map((id) => walletStream(request.principal?.tenantId ?? '', id)) });
 const write = { access: 'permission', permission: 'money.transactions.write' } as const;
 
 export default defineRoutes({
@@ -83,7 +87,7 @@ export default defineRoutes({
       r.post(`/wallets/:id/${kind}`, {
         config: write,
         schema: { params: IdParams, body: Movement, response: { 200: TransactionView } },
-      }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
+      }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
         const b = request.body;
         const movement = { amount: parseAmount(b.amount), currency: b.currency, reason: b.reason, meta: b.meta, idempotencyKey: keyOf(request) };
         return kind === 'credit' ? money.credit(uow, ctx(), request.params.id, movement) : money.debit(uow, ctx(), request.params.id, movement);
@@ -93,7 +97,7 @@ export default defineRoutes({
     r.post('/wallets/:id/hold', {
       config: write,
       schema: { params: IdParams, body: HoldBody, response: { 200: TransactionView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
+    }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
       const b = request.body;
       return money.placeHold(uow, ctx(), request.params.id, {
         amount: parseAmount(b.amount), currency: b.currency, reason: b.reason, meta: b.meta, idempotencyKey: keyOf(request), ttlMs: ttlOf(b.ttl),
@@ -116,7 +120,7 @@ export default defineRoutes({
     }, (request, reply) => {
       // spec 000: sensitive operations, money transfers included, require a verified email
       if (!request.principal?.emailVerified) throw moneyErrors.emailNotVerified();
-      return executeCommand(kernel, request, reply, required, (uow) => {
+      return executeCommand(kernel, request, reply, onWallets(request, request.body.fromWalletId, request.body.toWalletId), (uow) => {
         const b = request.body;
         return money.transfer(uow, ctx(), {
           fromWalletId: b.fromWalletId, toWalletId: b.toWalletId, amount: parseAmount(b.amount), currency: b.currency, reason: b.reason, meta: b.meta, idempotencyKey: keyOf(request),

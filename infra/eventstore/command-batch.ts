@@ -1,0 +1,238 @@
+import { DomainError } from '../../domain/shared/errors';
+import { withSpan } from '../observability/tracing';
+import type { Db, Tx } from '../postgres/db';
+import { inline, literal } from '../postgres/inline';
+import type { ProjectionEngine } from '../projections/engine';
+import type { IdempotencyRequest, KeyRef, StoredResponse, StoredRow } from './idempotency';
+import { idempotencyErrors, lockKeysSql, lookupKeysSql, recordsSql, storedAnswer } from './idempotency';
+import type { AppendRequest, CausationMeta, EventStore, StreamHead } from './event-store';
+import { bigintReplacer } from './event-store';
+import type { StreamHeads } from './unit-of-work';
+import { UnitOfWork } from './unit-of-work';
+
+/**
+ * A command that can share a transaction with others: it names up front the streams it locks,
+ * and its fn only reads (through the unit of work and its tx) and records events; it never writes
+ * through uow.tx nor flushes, so a refused command leaves nothing behind in the shared transaction.
+ */
+export interface BatchableCommand {
+  meta: CausationMeta;
+  idem: IdempotencyRequest;
+  /** the streams fn locks: locked for the whole batch, in ascending order, before any command runs */
+  locks: string[];
+  fn: (uow: UnitOfWork) => Promise<unknown>;
+}
+
+export type CommandAnswer = StoredResponse & { replayed: boolean };
+
+export interface BatchOptions {
+  /** most commands in one transaction */
+  maxSize: number;
+  /** batches in flight at once; commands arriving meanwhile wait and form the next batch */
+  concurrency: number;
+  idempotencyTtlMs: number;
+}
+
+interface Waiting {
+  command: BatchableCommand;
+  resolve: (answer: CommandAnswer) => void;
+  reject: (error: unknown) => void;
+  answered: boolean;
+}
+
+interface Decided {
+  waiting: Waiting;
+  response: StoredResponse;
+  appends: AppendRequest[];
+}
+
+/**
+ * Group commit for commands (mechanism 3 at volume): commands that arrive while earlier batches
+ * are in flight are run together in one transaction of two round trips, whatever their number:
+ *
+ *   1. BEGIN; try-lock every idempotency key; read their records; lock every named stream in
+ *      ascending id order and read its head;
+ *   2. the commands' appends, inline projection statements and idempotency records; COMMIT.
+ *
+ * Between the two, each command is decided in memory, in arrival order, on the heads as the
+ * commands before it in the batch left them (so two transfers out of one wallet in one batch see
+ * each other). A refused command records nothing; a replay or a key in use is answered at once.
+ * Answers are given after the COMMIT. When anything unexpected fails (a deadlock with a command
+ * outside the batch, a lost connection, a statement error), the batch is rolled back and its
+ * unanswered commands run one by one on the ordinary path, where the idempotency records make the
+ * retry exact even if the COMMIT's fate is unknown.
+ *
+ * A batch of one is the ordinary case at low load: two round trips instead of one per step.
+ */
+export class CommandBatcher {
+  private readonly queue: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly store: EventStore,
+    private readonly projections: ProjectionEngine | null,
+    private readonly options: BatchOptions,
+    /** the ordinary path, for the commands of a batch that failed */
+    private readonly alone: (command: BatchableCommand) => Promise<CommandAnswer>,
+  ) {}
+
+  submit(command: BatchableCommand): Promise<CommandAnswer> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ command, resolve, reject, answered: false });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.options.maxSize);
+      this.inFlight += 1;
+      void this.execute(batch).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private async execute(batch: Waiting[]): Promise<void> {
+    let failed = false;
+    let client: Tx | null = null;
+    try {
+      client = await this.db.connect();
+      await withSpan('command.batch', { commands: batch.length }, () => this.run(client!, batch));
+    } catch {
+      failed = true;
+      await client?.query('ROLLBACK').catch(() => undefined);
+    } finally {
+      client?.release();
+    }
+    if (!failed) return;
+    await Promise.all(batch.filter((w) => !w.answered).map(async (w) => {
+      try {
+        answer(w, await this.alone(w.command));
+      } catch (error) {
+        refuse(w, error);
+      }
+    }));
+  }
+
+  private async run(client: Tx, batch: Waiting[]): Promise<void> {
+    const keys: KeyRef[] = batch.map((w) => ({ tenantId: w.command.meta.tenantId, key: w.command.idem.key }));
+    const streams = [...new Set(batch.flatMap((w) => w.command.locks))].sort();
+    const results = await client.query(`BEGIN;
+      ${lockKeysSql(keys)};
+      ${lookupKeysSql(keys)};
+      SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY(${literal(streams)}::text[]) ORDER BY stream_id FOR UPDATE`) as unknown as { rows: unknown[] }[];
+    const locked = results[1]!.rows as { i: string; locked: boolean }[];
+    const stored = new Map((results[2]!.rows as StoredRow[]).map((r) => [Number(r.i), r]));
+    const heads = new BatchHeads(client, this.store, new Map(streams.map((id) => [id, null])));
+    for (const r of results[3]!.rows as { stream_id: string; version: number; state: unknown; state_schema: string | null }[]) {
+      heads.cache.set(r.stream_id, { version: r.version, state: r.state, stateSchema: r.state_schema });
+    }
+
+    const decided: Decided[] = [];
+    const seen = new Set<string>();
+    for (const [index, w] of batch.entries()) {
+      const keyId = `${keys[index]!.tenantId}:${keys[index]!.key}`;
+      // the same key twice in one batch is a concurrent duplicate: the second waits for nothing
+      if (!locked[index]!.locked || seen.has(keyId)) { refuse(w, idempotencyErrors.inProgress()); continue; }
+      seen.add(keyId);
+      let replay: StoredResponse | null;
+      try {
+        replay = storedAnswer(w.command.idem, stored.get(index + 1));
+      } catch (error) {
+        refuse(w, error);
+        continue;
+      }
+      if (replay) { answer(w, { ...replay, replayed: true }); continue; }
+      const outcome = await this.decide(client, heads, w);
+      if (outcome) decided.push(outcome);
+    }
+
+    if (decided.length === 0) {
+      await client.query('ROLLBACK');
+      return;
+    }
+    // one statement per kind of write, whatever the batch's size: appends, each inline
+    // projection's rows, idempotency records; then COMMIT
+    const { sql, events } = this.store.prepareAppends(decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.command.meta }))), this.store.clock.now());
+    const statements = [
+      ...(sql ? [sql] : []),
+      ...(this.projections ? this.projections.inlineStatements(events).map(inline) : []),
+      recordsSql(decided.map((d) => ({ tenantId: d.waiting.command.meta.tenantId, idem: d.waiting.command.idem, response: d.response })), this.options.idempotencyTtlMs),
+    ];
+    await client.query(`${statements.join(';\n')};\nCOMMIT`);
+    for (const d of decided) answer(d.waiting, { ...d.response, replayed: false });
+  }
+
+  /**
+   * Runs one command's fn on the batch's heads: its answer and appends, or its refusal (with no
+   * appends), or null when the refusal is transient and is answered now without a record.
+   * Anything other than a DomainError fails the batch.
+   */
+  private async decide(client: Tx, heads: BatchHeads, w: Waiting): Promise<Decided | null> {
+    const { meta, idem, fn } = w.command;
+    const uow = new UnitOfWork(client, meta, this.store, heads);
+    try {
+      const response = idem.render(await fn(uow));
+      const appends = uow.takePending();
+      heads.advance(appends);
+      return { waiting: w, response, appends };
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      const refusal = idem.renderError(error);
+      if (!refusal) { refuse(w, error); return null; }
+      return { waiting: w, response: refusal, appends: [] };
+    }
+  }
+}
+
+const answer = (w: Waiting, value: CommandAnswer): void => {
+  w.answered = true;
+  w.resolve(value);
+};
+const refuse = (w: Waiting, error: unknown): void => {
+  w.answered = true;
+  w.reject(error);
+};
+
+/**
+ * The heads a batch's commands see: those locked at the start, advanced by each decided command's
+ * appends. A stream no command named is read and locked when first loaded (outside the ascending
+ * order: a deadlock this causes fails the batch, and its commands run alone).
+ */
+class BatchHeads implements StreamHeads {
+  constructor(private readonly tx: Tx, private readonly store: EventStore, readonly cache: Map<string, StreamHead | null>) {}
+
+  async head(streamId: string): Promise<StreamHead | null> {
+    if (!this.cache.has(streamId)) this.cache.set(streamId, await this.store.head(this.tx, streamId, true));
+    return this.cache.get(streamId) ?? null;
+  }
+
+  async heads(streamIds: string[]): Promise<Map<string, StreamHead>> {
+    const missing = streamIds.filter((id) => !this.cache.has(id));
+    if (missing.length > 0) {
+      const found = await this.store.heads(this.tx, missing, true);
+      for (const id of missing) this.cache.set(id, found.get(id) ?? null);
+    }
+    const result = new Map<string, StreamHead>();
+    for (const id of streamIds) {
+      const head = this.cache.get(id);
+      if (head) result.set(id, head);
+    }
+    return result;
+  }
+
+  /** the heads after a command's appends; the state goes through JSON as it would through the table */
+  advance(appends: AppendRequest[]): void {
+    for (const a of appends) {
+      if (a.expectedVersion === 'any' || !a.state) throw new Error(`a batched command must append to ${a.streamId} at a known version, with its state`);
+      this.cache.set(a.streamId, {
+        version: a.expectedVersion + a.events.length,
+        state: JSON.parse(JSON.stringify(a.state.value, bigintReplacer)),
+        stateSchema: a.state.schema,
+      });
+    }
+  }
+}

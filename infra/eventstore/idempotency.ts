@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import pgUtils from 'pg/lib/utils.js';
+import type { DomainError } from '../../domain/shared/errors';
+import { defineErrors } from '../../domain/shared/errors';
+import type { Db } from '../postgres/db';
+
+/**
+ * Idempotency records (mechanism 3): the statements that lock a request's key for its
+ * transaction, read its record and write it, shared by the command runner and the batcher.
+ */
+
+/** A response as the client received it, stored byte for byte under its idempotency key. */
+export interface StoredResponse {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+export interface IdempotencyRequest {
+  key: string;
+  /** hash of what makes two requests "the same": method, route, canonical body */
+  requestHash: string;
+  /** renders the command's result as the response to store and send */
+  render: (result: unknown) => StoredResponse;
+  /** renders a refusal; return null for refusals that must not be remembered (transient ones) */
+  renderError: (error: DomainError) => StoredResponse | null;
+}
+
+export const idempotencyErrors = defineErrors({
+  keyReused: () => ({
+    status: 409, suffix: 'idempotency-conflict', title: 'Idempotency key reused',
+    detail: 'This Idempotency-Key was already used with a different request body.',
+  }),
+  inProgress: () => ({
+    status: 409, suffix: 'idempotency-conflict', title: 'Request in progress',
+    detail: 'A request with this Idempotency-Key is still being processed; retry later.',
+    extensions: { reason: 'in_progress' }, headers: { 'Retry-After': '1' },
+  }),
+});
+
+const { escapeLiteral, prepareValue } = pgUtils;
+
+export interface KeyRef { tenantId: string; key: string }
+export interface StoredRow { i: string; request_hash: string; response_status: number; response_type: string; response_body: Buffer }
+
+/** try-locks each key for the transaction (a row per key, in order: i, locked) */
+export const lockKeysSql = (keys: KeyRef[]): string =>
+  `SELECT x.i, pg_try_advisory_xact_lock(hashtextextended(x.k, 7)) AS locked
+   FROM unnest(${escapeLiteral(pgArray(keys.map((k) => `${k.tenantId}:${k.key}`)))}::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`;
+
+/** the live records of these keys (a row per key found, with its ordinal i) */
+export const lookupKeysSql = (keys: KeyRef[]): string =>
+  `SELECT x.i, r.request_hash, r.response_status, r.response_type, r.response_body
+   FROM unnest(${escapeLiteral(pgArray(keys.map((k) => k.tenantId)))}::text[], ${escapeLiteral(pgArray(keys.map((k) => k.key)))}::text[]) WITH ORDINALITY AS x(t, k, i)
+   JOIN es.idempotency r ON r.tenant_id = x.t AND r.idempotency_key = x.k AND r.expires_at > now()`;
+
+const pgArray = (values: string[]): string => String(prepareValue(values));
+
+/** what a key's stored record answers to this request: null (no record), the stored response, or 409 for another body */
+export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefined): StoredResponse | null => {
+  if (!row) return null;
+  if (row.request_hash !== idem.requestHash) throw idempotencyErrors.keyReused();
+  return { status: row.response_status, contentType: row.response_type, body: row.response_body };
+};
+
+/**
+ * Idempotency records as one statement with their values inlined (escaped), so that it can share a
+ * round trip with the COMMIT. An expired record with the same key may still be there until the
+ * purge runs: it is replaced.
+ */
+export const recordsSql = (records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[], ttlMs: number): string =>
+  `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
+   VALUES ${records.map(({ tenantId, idem, response }) => `(${escapeLiteral(tenantId)}, ${escapeLiteral(idem.key)}, ${escapeLiteral(idem.requestHash)}, ${Number(response.status)},
+     ${escapeLiteral(response.contentType)}, '\\x${response.body.toString('hex')}'::bytea, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
+   ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
+     response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
+
+/** the hash that decides whether a repeated key carries the same request */
+export const hashRequest = (method: string, route: string, body: unknown): string =>
+  createHash('sha256').update(`${method} ${route}\n`).update(canonicalJson(body)).digest('hex');
+
+/** JSON with object keys sorted, so that key order does not make two equal bodies differ */
+export const canonicalJson = (value: unknown): string => JSON.stringify(sortKeys(value));
+const sortKeys = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]));
+  }
+  return value;
+};
+
+/** deletes expired idempotency records; a worker calls it periodically */
+export const purgeIdempotency = async (db: Db): Promise<number> => (await db.query('DELETE FROM es.idempotency WHERE expires_at <= now()')).rowCount ?? 0;
