@@ -129,6 +129,11 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     if (!guard) return authorize(request, principalOf);
     return guard(request, reply, principalOf);
   });
+  // PostgreSQL text cannot hold U+0000: refused at the door rather than failing deep in a write
+  app.addHook('preValidation', async (request) => {
+    const field = nulField(request.body, '');
+    if (field !== null) throw commonErrors.validation([{ field: field || 'body', message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
+  });
   const recorder = edge ? new ApiAuditRecorder(kernel) : null;
   app.addHook('onResponse', async (request, reply) => {
     request.span?.setAttributes({ 'http.route': request.routeOptions.url ?? '', 'http.status_code': reply.statusCode });
@@ -166,6 +171,26 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   ];
   for (const { plugin, upstream } of plugins) await app.register(scoped(plugin, kernel, upstream), { prefix: '/v1' });
   return app;
+};
+
+/** the path of the first string (or object key) in a parsed JSON body that contains U+0000, or null */
+const nulField = (value: unknown, path: string): string | null => {
+  if (typeof value === 'string') return value.includes('\0') ? path : null;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = nulField(item, path ? `${path}.${i}` : String(i));
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      const at = path ? `${path}.${key}` : key;
+      const found = key.includes('\0') ? at : nulField(item, at);
+      if (found !== null) return found;
+    }
+  }
+  return null;
 };
 
 /**

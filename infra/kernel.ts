@@ -109,7 +109,10 @@ export class Kernel {
     this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections);
     this.commands = new CommandRunner(this.db, this.store, this.projections, {
       ...defaultRunnerOptions, idempotencyTtlMs: parts.config.IDEMPOTENCY_TTL_HOURS * 3600_000,
-      batch: { maxSize: parts.config.COMMAND_BATCH_MAX_SIZE, concurrency: parts.config.COMMAND_BATCH_CONCURRENCY },
+      batch: {
+        maxSize: parts.config.COMMAND_BATCH_MAX_SIZE, concurrency: parts.config.COMMAND_BATCH_CONCURRENCY,
+        onFailure: (error, commands) => this.logger.warn({ err: error, commands }, 'a command batch failed; its commands run alone'),
+      },
     });
     for (const plugin of [...parts.modules.write, ...parts.modules.read]) {
       if (plugin.permissions) this.permissions.register(plugin.namespace, plugin.permissions);

@@ -27,9 +27,14 @@ const nowOf = (ctx: MoneyContext): string => ctx.clock.now().toISOString();
 
 /** the subscription hook, then the plan limits (read before any lock is taken) */
 const admit = async (uow: UnitOfWork, ctx: MoneyContext, operation: MoneyOperation): Promise<PlanLimits> => {
-  checkSubscription(await ctx.subscriptions.statusOf(uow.meta.tenantId), operation);
-  return ctx.limits.get(uow.meta.tenantId);
+  checkSubscription(await subscriptionOf(uow, ctx), operation);
+  const tenantId = uow.meta.tenantId;
+  return uow.once(`money.limits:${tenantId}`, () => ctx.limits.get(tenantId));
 };
+
+/** once per transaction: a batch of a tenant's movements asks billing's ports once */
+const subscriptionOf = (uow: UnitOfWork, ctx: MoneyContext) =>
+  uow.once(`money.subscription:${uow.meta.tenantId}`, () => ctx.subscriptions.statusOf(uow.meta.tenantId));
 
 const firstLeg = (events: WalletEvent[]): TransactionView => {
   const leg = events.map(legOf).find((l) => l?.leg === 'primary') ?? events.map(legOf).find((l) => l !== null);
@@ -53,7 +58,7 @@ export const walletView = (w: Wallet, tenantId: string, updatedAt: string): Wall
 
 export const openWallet = async (uow: UnitOfWork, ctx: MoneyContext, input: { userId: string; currency: string; label: string }): Promise<WalletView> => {
   const tenantId = uow.meta.tenantId;
-  checkSubscription(await ctx.subscriptions.statusOf(tenantId), 'open');
+  checkSubscription(await subscriptionOf(uow, ctx), 'open');
   // one wallet per user and currency: serialize the creators of the pair, then look
   await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`money.wallet-owner:${tenantId}:${input.userId}:${input.currency}`]);
   const ownerHasWallet = await userHasWallet(uow.tx, tenantId, input.userId, input.currency);
@@ -95,7 +100,7 @@ export const resolveHold = async (
   r: { reason: string; meta: Record<string, unknown>; idempotencyKey: string | null },
 ): Promise<TransactionView> => {
   const tenantId = uow.meta.tenantId;
-  checkSubscription(await ctx.subscriptions.statusOf(tenantId), kind === 'ConfirmHold' ? 'confirm' : 'cancel');
+  checkSubscription(await subscriptionOf(uow, ctx), kind === 'ConfirmHold' ? 'confirm' : 'cancel');
   const hold = await findTransaction(uow.tx, tenantId, holdId);
   if (!hold || hold.type !== 'hold') throw moneyErrors.holdNotFound();
   const wallet = await lockWallet(uow, hold.walletId);

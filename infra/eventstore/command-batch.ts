@@ -25,12 +25,16 @@ export interface BatchableCommand {
 
 export type CommandAnswer = StoredResponse & { replayed: boolean };
 
+const FALLBACK_PARALLELISM = 4;
+
 export interface BatchOptions {
   /** most commands in one transaction */
   maxSize: number;
   /** batches in flight at once; commands arriving meanwhile wait and form the next batch */
   concurrency: number;
   idempotencyTtlMs: number;
+  /** told when a batch fails and its commands run alone (the platform logs a warning) */
+  onFailure?: (error: unknown, commands: number) => void;
 }
 
 interface Waiting {
@@ -59,14 +63,16 @@ interface Decided {
  * each other). A refused command records nothing; a replay or a key in use is answered at once.
  * Answers are given after the COMMIT. When anything unexpected fails (a deadlock with a command
  * outside the batch, a lost connection, a statement error), the batch is rolled back and its
- * unanswered commands run one by one on the ordinary path, where the idempotency records make the
+ * unanswered commands run alone on the ordinary path, where the idempotency records make the
  * retry exact even if the COMMIT's fate is unknown.
  *
  * A batch of one is the ordinary case at low load: two round trips instead of one per step.
  */
 export class CommandBatcher {
-  private readonly queue: Waiting[] = [];
+  private queue: Waiting[] = [];
   private inFlight = 0;
+  /** streams locked by the batches in flight (with how many of them) */
+  private readonly held = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -84,11 +90,37 @@ export class CommandBatcher {
     });
   }
 
+  /**
+   * Starts batches while fewer than `concurrency` are in flight. A command that needs a stream an
+   * in-flight batch holds waits for a later batch instead of joining one that would only wait on
+   * that lock: batches in flight at once touch different streams, so they overlap instead of
+   * queueing behind each other in PostgreSQL. Waiting commands keep their arrival order.
+   */
   private pump(): void {
     while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.options.maxSize);
+      const batch: Waiting[] = [];
+      const later: Waiting[] = [];
+      // streams of commands left waiting: a later command on one of them waits too (arrival order per stream)
+      const blocked = new Set<string>();
+      for (const w of this.queue) {
+        const free = batch.length < this.options.maxSize && !w.command.locks.some((l) => this.held.has(l) || blocked.has(l));
+        if (free) batch.push(w);
+        else {
+          later.push(w);
+          for (const l of w.command.locks) blocked.add(l);
+        }
+      }
+      if (batch.length === 0) return;
+      this.queue = later;
+      const locks = batch.flatMap((w) => w.command.locks);
+      for (const l of locks) this.held.set(l, (this.held.get(l) ?? 0) + 1);
       this.inFlight += 1;
       void this.execute(batch).finally(() => {
+        for (const l of locks) {
+          const n = this.held.get(l)! - 1;
+          if (n === 0) this.held.delete(l);
+          else this.held.set(l, n);
+        }
         this.inFlight -= 1;
         this.pump();
       });
@@ -96,23 +128,28 @@ export class CommandBatcher {
   }
 
   private async execute(batch: Waiting[]): Promise<void> {
-    let failed = false;
     let client: Tx | null = null;
+    let broken = false;
     try {
       client = await this.db.connect();
       await withSpan('command.batch', { commands: batch.length }, () => this.run(client!, batch));
-    } catch {
-      failed = true;
-      await client?.query('ROLLBACK').catch(() => undefined);
+      return;
+    } catch (error) {
+      await client?.query('ROLLBACK').catch(() => { broken = true; });
+      this.options.onFailure?.(error, batch.length);
     } finally {
-      client?.release();
+      // a connection that cannot even roll back is discarded rather than returned to the pool
+      client?.release(broken);
     }
-    if (!failed) return;
-    await Promise.all(batch.filter((w) => !w.answered).map(async (w) => {
-      try {
-        answer(w, await this.alone(w.command));
-      } catch (error) {
-        refuse(w, error);
+    // alone, a few at a time (a failed batch of 64 must not ask the pool for 64 connections at once)
+    const unanswered = batch.filter((w) => !w.answered);
+    await Promise.all(Array.from({ length: Math.min(FALLBACK_PARALLELISM, unanswered.length) }, async () => {
+      for (let w = unanswered.shift(); w; w = unanswered.shift()) {
+        try {
+          answer(w, await this.alone(w.command));
+        } catch (error) {
+          refuse(w, error);
+        }
       }
     }));
   }
@@ -135,9 +172,7 @@ export class CommandBatcher {
     const seen = new Set<string>();
     for (const [index, w] of batch.entries()) {
       const keyId = `${keys[index]!.tenantId}:${keys[index]!.key}`;
-      // the same key twice in one batch is a concurrent duplicate: the second waits for nothing
-      if (!locked[index]!.locked || seen.has(keyId)) { refuse(w, idempotencyErrors.inProgress()); continue; }
-      seen.add(keyId);
+      if (!locked[index]!.locked) { refuse(w, idempotencyErrors.inProgress()); continue; }
       let replay: StoredResponse | null;
       try {
         replay = storedAnswer(w.command.idem, stored.get(index + 1));
@@ -146,6 +181,9 @@ export class CommandBatcher {
         continue;
       }
       if (replay) { answer(w, { ...replay, replayed: true }); continue; }
+      // the same new key twice in one batch is a concurrent duplicate: the second runs nothing
+      if (seen.has(keyId)) { refuse(w, idempotencyErrors.inProgress()); continue; }
+      seen.add(keyId);
       const outcome = await this.decide(client, heads, w);
       if (outcome) decided.push(outcome);
     }
@@ -173,7 +211,7 @@ export class CommandBatcher {
    */
   private async decide(client: Tx, heads: BatchHeads, w: Waiting): Promise<Decided | null> {
     const { meta, idem, fn } = w.command;
-    const uow = new UnitOfWork(client, meta, this.store, heads);
+    const uow = new UnitOfWork(client, meta, this.store, heads, heads.memo);
     try {
       const response = idem.render(await fn(uow));
       const appends = uow.takePending();
@@ -203,6 +241,9 @@ const refuse = (w: Waiting, error: unknown): void => {
  * order: a deadlock this causes fails the batch, and its commands run alone).
  */
 class BatchHeads implements StreamHeads {
+  /** lookups shared by the batch's commands (UnitOfWork.once) */
+  readonly memo = new Map<string, Promise<unknown>>();
+
   constructor(private readonly tx: Tx, private readonly store: EventStore, readonly cache: Map<string, StreamHead | null>) {}
 
   async head(streamId: string): Promise<StreamHead | null> {

@@ -20,7 +20,7 @@ export interface CommandRunnerOptions {
   /** waits before each retry after a deadlock or serialization failure */
   deadlockBackoffMs: readonly number[];
   /** group commit of batchable commands (command-batch.ts) */
-  batch: { maxSize: number; concurrency: number };
+  batch: { maxSize: number; concurrency: number; onFailure?: (error: unknown, commands: number) => void };
 }
 
 export const defaultRunnerOptions: CommandRunnerOptions = {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import pgUtils from 'pg/lib/utils.js';
 import type { DomainError } from '../../domain/shared/errors';
 import { defineErrors } from '../../domain/shared/errors';
 import type { Db } from '../postgres/db';
+import { literal, quoteLiteral } from '../postgres/inline';
 
 /**
  * Idempotency records (mechanism 3): the statements that lock a request's key for its
@@ -38,23 +38,19 @@ export const idempotencyErrors = defineErrors({
   }),
 });
 
-const { escapeLiteral, prepareValue } = pgUtils;
-
 export interface KeyRef { tenantId: string; key: string }
 export interface StoredRow { i: string; request_hash: string; response_status: number; response_type: string; response_body: Buffer }
 
 /** try-locks each key for the transaction (a row per key, in order: i, locked) */
 export const lockKeysSql = (keys: KeyRef[]): string =>
   `SELECT x.i, pg_try_advisory_xact_lock(hashtextextended(x.k, 7)) AS locked
-   FROM unnest(${escapeLiteral(pgArray(keys.map((k) => `${k.tenantId}:${k.key}`)))}::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`;
+   FROM unnest(${literal(keys.map((k) => `${k.tenantId}:${k.key}`))}::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`;
 
 /** the live records of these keys (a row per key found, with its ordinal i) */
 export const lookupKeysSql = (keys: KeyRef[]): string =>
   `SELECT x.i, r.request_hash, r.response_status, r.response_type, r.response_body
-   FROM unnest(${escapeLiteral(pgArray(keys.map((k) => k.tenantId)))}::text[], ${escapeLiteral(pgArray(keys.map((k) => k.key)))}::text[]) WITH ORDINALITY AS x(t, k, i)
+   FROM unnest(${literal(keys.map((k) => k.tenantId))}::text[], ${literal(keys.map((k) => k.key))}::text[]) WITH ORDINALITY AS x(t, k, i)
    JOIN es.idempotency r ON r.tenant_id = x.t AND r.idempotency_key = x.k AND r.expires_at > now()`;
-
-const pgArray = (values: string[]): string => String(prepareValue(values));
 
 /** what a key's stored record answers to this request: null (no record), the stored response, or 409 for another body */
 export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefined): StoredResponse | null => {
@@ -70,8 +66,8 @@ export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefine
  */
 export const recordsSql = (records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[], ttlMs: number): string =>
   `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
-   VALUES ${records.map(({ tenantId, idem, response }) => `(${escapeLiteral(tenantId)}, ${escapeLiteral(idem.key)}, ${escapeLiteral(idem.requestHash)}, ${Number(response.status)},
-     ${escapeLiteral(response.contentType)}, '\\x${response.body.toString('hex')}'::bytea, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
+   VALUES ${records.map(({ tenantId, idem, response }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(idem.key)}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
+     ${quoteLiteral(response.contentType)}, '\\x${response.body.toString('hex')}'::bytea, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
    ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
      response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
 

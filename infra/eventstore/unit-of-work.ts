@@ -32,7 +32,26 @@ export class UnitOfWork {
   private readonly pending: AppendRequest[] = [];
   private appended: StoredEvent<Record<string, unknown>>[] = [];
 
-  constructor(readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore, private readonly source: StreamHeads = storeHeads(store, tx)) {}
+  constructor(
+    readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore,
+    private readonly source: StreamHeads = storeHeads(store, tx),
+    private readonly memo = new Map<string, Promise<unknown>>(),
+  ) {}
+
+  /**
+   * The value of fn, computed once per transaction under this key: the commands of a batch share
+   * one transaction, so a lookup they all need (a tenant's plan limits) is made once per batch.
+   */
+  once<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    let value = this.memo.get(key) as Promise<T> | undefined;
+    if (!value) {
+      value = fn();
+      this.memo.set(key, value);
+      // a failed lookup is not remembered: the next command asks again
+      value.catch(() => this.memo.delete(key));
+    }
+    return value;
+  }
 
   /**
    * Loads an aggregate from its stored state (one row), falling back to folding its events when

@@ -84,13 +84,14 @@ export class PgLog implements LogPort {
    */
   async publish(topic: string, records: OutgoingRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const byPartition = placeRecords(records, await this.partitionsOf(topic));
+    const partitions = await this.partitionsOf(topic);
     const now = this.clock();
-    await this.transaction(async (client) => {
-      for (const [partition, batch] of byPartition) await appendToPartition(client, topic, partition, batch, now);
-      // Delivered to listeners only when the transaction commits.
-      await client.query('select pg_notify($1, $2)', [NOTIFY_CHANNEL, topic]);
-    });
+    // one statement (its own transaction): a publish costs one round trip whatever its partitions
+    const { rows } = await this.pool.query<{ partitions: string }>(PUBLISH, [
+      topic, records.map((r) => partitionForKey(r.key, partitions)), records.map((r) => r.key), records.map((r) => r.value),
+      records.map((r) => JSON.stringify(r.headers ?? {})), records.map((r) => r.timestamp ?? now), NOTIFY_CHANNEL,
+    ]);
+    if (Number(rows[0]?.partitions) !== new Set(records.map((r) => partitionForKey(r.key, partitions))).size) throw new Error(`unknown partition of ${topic}`);
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -232,42 +233,28 @@ export class PgLog implements LogPort {
 }
 
 /** Records grouped by partition (ascending), each group in publish order. */
-const placeRecords = (records: OutgoingRecord[], partitions: number): Map<number, OutgoingRecord[]> => {
-  const byPartition = new Map<number, OutgoingRecord[]>();
-  for (const record of records) {
-    const partition = partitionForKey(record.key, partitions);
-    const batch = byPartition.get(partition);
-    if (batch) batch.push(record);
-    else byPartition.set(partition, [record]);
-  }
-  return new Map([...byPartition].sort(([a], [b]) => a - b));
-};
-
 /**
- * Allocates the offsets under the head's row lock, held until commit: a concurrent publisher to
- * the same partition waits here, so offsets are gap-free and commit in offset order.
+ * Publishes records in one statement. Offsets are allocated under each partition head's row lock,
+ * held until the statement commits: a concurrent publisher to the same partition waits, so offsets
+ * become visible in offset order. The heads are locked in ascending partition order (two publishers
+ * never wait on each other in a cycle). The NOTIFY is delivered when the statement commits.
+ * $1 topic, $2-$6 per-record partition, key, value, headers, timestamp (ms), $7 channel.
  */
-const appendToPartition = async (client: pg.ClientBase, topic: string, partition: number, records: OutgoingRecord[], now: number): Promise<void> => {
-  const { rows } = await client.query<{ first_offset: string }>(
-    `update log.partition_heads set next_offset = next_offset + $3
-      where topic = $1 and partition = $2 returning next_offset - $3 as first_offset`,
-    [topic, partition, records.length],
-  );
-  const first = rows[0]?.first_offset;
-  if (first === undefined) throw new Error(`unknown partition ${topic}/${partition}`);
-  await client.query(
-    `insert into log.records (topic, partition, "offset", key, value, headers, ts)
-     select $1, $2, $3::bigint + r.ord - 1, r.key, r.value, r.headers::jsonb, ${tsFromMillis('r.ms')}
-       from unnest($4::text[], $5::text[], $6::text[], $7::bigint[]) with ordinality as r(key, value, headers, ms, ord)`,
-    [
-      topic, partition, first,
-      records.map((r) => r.key),
-      records.map((r) => r.value),
-      records.map((r) => JSON.stringify(r.headers ?? {})),
-      records.map((r) => r.timestamp ?? now),
-    ],
-  );
-};
+const PUBLISH = `
+  WITH input AS (
+    SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS r(partition, key, value, headers, ms, ord)),
+  counts AS (SELECT partition, count(*) AS n FROM input GROUP BY partition),
+  locked AS MATERIALIZED (
+    SELECT h.partition FROM log.partition_heads h WHERE h.topic = $1 AND h.partition IN (SELECT partition FROM counts) ORDER BY h.partition FOR UPDATE),
+  heads AS (
+    UPDATE log.partition_heads h SET next_offset = h.next_offset + c.n FROM counts c, locked l
+     WHERE h.topic = $1 AND h.partition = c.partition AND l.partition = c.partition
+    RETURNING h.partition, h.next_offset - c.n AS first_offset),
+  inserted AS (
+    INSERT INTO log.records (topic, partition, "offset", key, value, headers, ts)
+    SELECT $1, i.partition, h.first_offset + row_number() OVER (PARTITION BY i.partition ORDER BY i.ord) - 1, i.key, i.value, i.headers::jsonb, ${tsFromMillis('i.ms')}
+      FROM input i JOIN heads h ON h.partition = i.partition)
+  SELECT (SELECT count(*) FROM heads) AS partitions, pg_notify($7, $1)`;
 
 const partitionBounds = async (db: pg.ClientBase | pg.Pool, topic: string): Promise<PartitionBounds[]> => {
   const { rows } = await db.query<{ partition: number; next_offset: string; log_start: string }>(

@@ -54,7 +54,12 @@ export const walletsProjection: Projection<'money_wallets'> = {
     for (const stored of events) {
       const e = WalletEvent.parse({ type: stored.type, data: stored.data });
       if (e.type === 'money.wallet.opened') opened.push(openedSql(t.money_wallets, stored, e));
-      else latest.set(`${stored.tenantId}\u0000${e.data.walletId}`, { stored, e });
+      else {
+        // the log orders by commit, not by stream version: keep the highest version of each wallet
+        const key = `${stored.tenantId}\u0000${e.data.walletId}`;
+        const known = latest.get(key);
+        if (!known || known.stored.streamVersion < stored.streamVersion) latest.set(key, { stored, e });
+      }
     }
     return latest.size ? [...opened, balancesSql(t.money_wallets, [...latest.values()])] : opened;
   },

@@ -93,6 +93,16 @@ describe('amounts and bodies', () => {
     problem(await c.post('/transfers', { fromWalletId: 'x', toWalletId: id, amount: 1, currency: 'USD' }), 400, 'validation-error');
   });
 
+  it('refuses text with a NUL character (reason, meta, label) with 400 and writes nothing', async () => {
+    const id = await funded();
+    const reason = await c.post(`/wallets/${id}/credit`, { amount: 5, currency: 'USD', reason: 'a\u0000b' });
+    problem(reason, 400, 'validation-error');
+    expect(reason.body.errors).toEqual([expect.objectContaining({ field: 'reason', code: 'NUL_CHARACTER' })]);
+    problem(await c.post(`/wallets/${id}/debit`, { amount: 5, currency: 'USD', meta: { note: ['ok', 'x\u0000'] } }), 400, 'validation-error');
+    problem(await c.post('/wallets', { userId: 'nul-user', currency: 'USD', label: '\u0000' }), 400, 'validation-error');
+    expect((await c.get(`/wallets/${id}`)).body.balance.available).toBe(1000);
+  });
+
   it('refuses a currency other than the wallet\'s', async () => {
     problem(await c.post(`/wallets/${await funded()}/credit`, { amount: 1, currency: 'EUR' }), 400, 'currency-mismatch');
   });
