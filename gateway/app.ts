@@ -11,7 +11,7 @@ import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import type { Kernel } from '../infra/kernel';
 import { PLATFORM_VERSION } from '../infra/kernel';
 import type { RoutePlugin } from '../infra/modules';
-import { ApiAuditRecorder } from './audit';
+import { toAuditRecord } from './audit';
 import { CorsPolicy } from './cors';
 import { registerDocs } from './docs';
 import { gatewayErrors, problemHandler } from './errors';
@@ -134,7 +134,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     const field = nulField(request.body, '');
     if (field !== null) throw commonErrors.validation([{ field: field || 'body', message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
   });
-  const recorder = edge ? new ApiAuditRecorder(kernel) : null;
+  const recorder = edge ? kernel.audit : null;
   app.addHook('onResponse', async (request, reply) => {
     request.span?.setAttributes({ 'http.route': request.routeOptions.url ?? '', 'http.status_code': reply.statusCode });
     request.span?.end();
@@ -143,17 +143,17 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
       const p = request.principal;
       const userAgent = request.headers['user-agent'];
       try {
-        recorder.record({
+        recorder.record(toAuditRecord({
           method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
           actorId: p ? (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId) : null, tenantId: p?.tenantId ?? null,
           clientAddress: request.ip, userAgent: typeof userAgent === 'string' ? userAgent : null, traceId: request.id, occurredAt: kernel.clock.now().toISOString(),
-        });
+        }, kernel.ids.next()));
       } catch (error) {
         request.log.error({ err: error }, 'API-call audit record failed'); // never the request's problem
       }
     }
   });
-  if (recorder) app.addHook('onClose', () => recorder.close());
+  if (recorder) app.addHook('onClose', () => recorder.flush());
 
   await app.register(swagger, {
     openapi: { openapi: '3.1.0', info: { title: 'Platform API', version: PLATFORM_VERSION },

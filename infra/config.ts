@@ -61,7 +61,7 @@ export const ConfigSchema = z.object({
   IDEMPOTENCY_TTL_HOURS: int(168, 1),
   /** group commit: most commands in one transaction, and transactions of them in flight at once */
   COMMAND_BATCH_MAX_SIZE: int(64, 1),
-  COMMAND_BATCH_CONCURRENCY: int(4, 1),
+  COMMAND_BATCH_CONCURRENCY: int(2, 1),
   SHUTDOWN_GRACE_MS: int(10_000, 0),
   CORS_ALLOWED_ORIGINS: z.string().refine((v) => !v.split(',').some((o) => o.trim() === '*'), 'a comma-separated list of origins, no wildcard (spec 000 rule 10)').default(''),
 

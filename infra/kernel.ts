@@ -7,6 +7,7 @@ import type { Authenticator } from './http/auth';
 import { noAuthenticator } from './http/auth';
 import type { LogPort } from './log/port';
 import type { Logger } from './observability/logger';
+import { AuditRecorder } from './audit';
 import type { Db } from './postgres/db';
 import { ProjectionEngine } from './projections/engine';
 import type { Clock, IdGenerator } from './runtime/clock';
@@ -129,6 +130,18 @@ export class Kernel {
     if (!this.readiness.log) return 'the log is not reachable';
     if (!this.readiness.projections) return 'projections are being prepared';
     return null;
+  }
+
+  private auditRecorder: AuditRecorder | null = null;
+
+  /** the audit write pipeline of this process (infra/audit.ts), opened on first use and flushed at close */
+  get audit(): AuditRecorder {
+    if (!this.auditRecorder) {
+      const recorder = new AuditRecorder(this);
+      this.auditRecorder = recorder;
+      this.onClose('audit', () => recorder.close());
+    }
+    return this.auditRecorder;
   }
 
   onClose(name: string, close: () => Promise<void>): void {

@@ -27,7 +27,7 @@ export const defaultRunnerOptions: CommandRunnerOptions = {
   idempotencyTtlMs: 7 * 24 * 3600 * 1000,
   conflictRetries: 5,
   deadlockBackoffMs: [100, 200, 400],
-  batch: { maxSize: 64, concurrency: 4 },
+  batch: { maxSize: 64, concurrency: 2 },
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -67,9 +67,16 @@ export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefine
 export const recordsSql = (records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[], ttlMs: number): string =>
   `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
    VALUES ${records.map(({ tenantId, idem, response }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(idem.key)}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
-     ${quoteLiteral(response.contentType)}, '\\x${response.body.toString('hex')}'::bytea, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
+     ${quoteLiteral(response.contentType)}, ${bodyLiteral(response.body)}, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
    ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
      response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
+
+/** a stored body as bytea: UTF-8 text (every JSON answer) travels as text, half the size of hex */
+const bodyLiteral = (body: Buffer): string => {
+  const text = body.toString('utf8');
+  return !text.includes('\0') && Buffer.from(text, 'utf8').equals(body)
+    ? `convert_to(${quoteLiteral(text)}, 'UTF8')` : `'\\x${body.toString('hex')}'::bytea`;
+};
 
 /** the hash that decides whether a repeated key carries the same request */
 export const hashRequest = (method: string, route: string, body: unknown): string =>

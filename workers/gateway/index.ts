@@ -1,4 +1,4 @@
-import { replayAuditFallback } from '../../gateway/audit';
+import { replayAuditFallback } from '../../infra/audit';
 import { defineWorkers } from '../../infra/modules';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
@@ -16,7 +16,7 @@ export default defineWorkers({
       start() {
         loop = startLoop(async () => {
           const n = await replayAuditFallback(kernel);
-          if (n > 0) kernel.logger.info({ replayed: n }, 'API-call audit records replayed from the fallback table');
+          if (n > 0) kernel.logger.info({ replayed: n }, 'audit records replayed from the fallback table');
           failures = 0;
           return n >= 500;
         }, {

@@ -1,5 +1,6 @@
 import { moneyContext } from '../../commands/money/context';
 import { expireHold } from '../../commands/money/handlers';
+import { auditRecord } from '../../infra/audit';
 import type { Kernel } from '../../infra/kernel';
 import { systemMeta } from '../../infra/kernel';
 import { ensureMonthlyPartitions } from '../../projections/money/partitions';
@@ -20,7 +21,15 @@ export const expireDueHolds = async (kernel: Kernel): Promise<{ expired: number;
   let expired = 0;
   for (const hold of rows) {
     try {
-      if (await kernel.commands.run(systemMeta(hold.tenant_id), (uow) => expireHold(uow, ctx, hold.wallet_id, hold.id))) expired += 1;
+      if (await kernel.commands.run(systemMeta(hold.tenant_id), (uow) => expireHold(uow, ctx, hold.wallet_id, hold.id))) {
+        expired += 1;
+        // spec 002: the expiry leaves an audit record too (asynchronous; never blocks the expiry)
+        kernel.audit.record(auditRecord({
+          action: 'money.hold.expired', entityType: 'hold', entityId: hold.id, tenantId: hold.tenant_id, actorId: 'system',
+          before: { status: 'held' }, after: { status: 'canceled', resolution: 'expired' }, meta: { walletId: hold.wallet_id },
+          timestamp: ctx.clock.now().toISOString(),
+        }, kernel.ids.next()));
+      }
     } catch (error) {
       kernel.logger.warn({ err: error, holdId: hold.id, tenantId: hold.tenant_id }, 'hold expiry failed; retried at the next run');
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUDIT_TOPIC } from '../../../gateway/audit';
+import { AUDIT_TOPIC } from '../../../infra/audit';
 import type { LogPort } from '../../../infra/log/port';
 import { mergeModules } from '../../../infra/modules';
 import gatewayWorkers from '../../../workers/gateway';

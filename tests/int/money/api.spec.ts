@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureMoney } from '../../../commands/money/context';
 import { planLimitsKey } from '../../../commands/money/plan-limits';
+import { AUDIT_TOPIC } from '../../../infra/audit';
 import { fixedClock } from '../../../infra/runtime/clock';
 import { expireDueHolds } from '../../../workers/money/hold-expiry';
 import type { TestPlatform } from '../../support/platform';
@@ -213,8 +214,29 @@ describe('holds', () => {
       "SELECT type, actor_id, data FROM es.events WHERE type = 'money.hold.expired' AND data->>'holdTransactionId' = $1", [h.body.id]);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ actor_id: 'system', data: { amount: '400', currency: 'USD', tenantId: 'tenant-a', walletId: id } });
+    // and one audit record of the expiry on platform.audit.events
+    await platform.kernel.audit.flush();
+    const audits = (await auditEvents()).filter((e) => e.type === 'audit.record.created' && e.data.entityId === h.body.id);
+    expect(audits).toHaveLength(1);
+    expect(audits[0]!.data).toMatchObject({
+      action: 'money.hold.expired', entityType: 'hold', tenantId: 'tenant-a', actorId: 'system', after: { status: 'canceled', resolution: 'expired' }, meta: { walletId: id },
+    });
   });
 });
+
+const auditEvents = async (): Promise<{ type: string; data: Body }[]> => {
+  const log = platform.kernel.log;
+  const events: { type: string; data: Body }[] = [];
+  for (let p = 0; p < (await log.partitionsOf(AUDIT_TOPIC)); p += 1) {
+    for (let offset = 0; ;) {
+      const records = await log.read(AUDIT_TOPIC, p, offset, 1000);
+      if (records.length === 0) break;
+      events.push(...records.map((r) => JSON.parse(r.value) as { type: string; data: Body }));
+      offset = records[records.length - 1]!.offset + 1;
+    }
+  }
+  return events;
+};
 
 describe('transfers', () => {
   it('moves money atomically and lists it on both wallets', async () => {
