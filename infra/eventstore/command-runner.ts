@@ -6,7 +6,7 @@ import { PgCode, pgErrorCode } from '../postgres/db';
 import type { ProjectionEngine } from '../projections/engine';
 import { StreamVersionConflict } from './errors';
 import type { CausationMeta, EventStore } from './event-store';
-import type { BatchableCommand } from './command-batch';
+import type { BatchableCommand, CommandAnswer } from './command-batch';
 import { CommandBatcher } from './command-batch';
 import type { IdempotencyRequest, StoredResponse, StoredRow } from './idempotency';
 import { idempotencyErrors, lockKeysSql, lookupKeysSql, recordsSql, storedAnswer } from './idempotency';
@@ -55,7 +55,7 @@ export class CommandRunner {
    * transaction of two round trips with the commands arriving at the same time (command-batch.ts).
    * Same answers as runIdempotent.
    */
-  runBatched(command: BatchableCommand): Promise<StoredResponse & { replayed: boolean }> {
+  runBatched(command: BatchableCommand): Promise<CommandAnswer> {
     return this.batcher.submit(command);
   }
 
@@ -72,11 +72,11 @@ export class CommandRunner {
    * events. The key's lock, its lookup and the transaction's start travel in one round trip, and
    * so do the record and the commit.
    */
-  async runIdempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<StoredResponse & { replayed: boolean }> {
+  async runIdempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<CommandAnswer> {
     return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '', idempotent: true }, () => this.idempotent(meta, idem, fn));
   }
 
-  private async idempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<StoredResponse & { replayed: boolean }> {
+  private async idempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<CommandAnswer> {
     const client = await this.db.connect();
     try {
       const stored = await this.beginKeyed(client, meta.tenantId, idem);
