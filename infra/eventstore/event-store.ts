@@ -115,7 +115,8 @@ export class EventStore {
    * events throws.
    */
   prepareAppends(appends: { request: AppendRequest; meta: CausationMeta }[], occurredAt: Date): { sql: string; events: StoredEvent<Record<string, unknown>>[] } {
-    const streams = new Map<string, { tenantId: string; expected: number; version: number; state: string | null; schema: string | null }>();
+    // per stream: the first expected version, the last version and the last state (stringified once, below)
+    const streams = new Map<string, { tenantId: string; expected: number; version: number; state: AppendRequest['state'] }>();
     const events: StoredEvent<Record<string, unknown>>[] = [];
     const rows: string[] = [];
     const at = literal(occurredAt);
@@ -125,10 +126,7 @@ export class EventStore {
       if (request.events.length === 0) continue;
       const known = streams.get(request.streamId);
       if (known && known.version !== expected) throw new Error(`appends to ${request.streamId} do not follow each other`);
-      const state = request.state ? JSON.stringify(request.state.value, bigintReplacer) : null;
-      streams.set(request.streamId, {
-        tenantId: meta.tenantId, expected: known?.expected ?? expected, version: expected + request.events.length, state, schema: request.state?.schema ?? null,
-      });
+      streams.set(request.streamId, { tenantId: meta.tenantId, expected: known?.expected ?? expected, version: expected + request.events.length, state: request.state });
       const envelope = `${literal(meta.tenantId)}, ${literal(meta.actorId)}, ${literal(meta.traceId)}, ${literal(meta.causationId)}, ${literal(meta.correlationId)}, ${at}`;
       request.events.forEach((e, i) => {
         const data = JSON.stringify(e.data, bigintReplacer);
@@ -141,8 +139,8 @@ export class EventStore {
         rows.push(`(${literal(request.streamId)}, ${event.streamVersion}, ${literal(event.eventId)}::uuid, ${literal(e.type)}, ${event.schemaVersion}, ${envelope}, ${literal(data)}::jsonb)`);
       });
     }
-    const head = (id: string, s: { tenantId: string; expected: number; version: number; state: string | null; schema: string | null }) =>
-      `(${literal(id)}, ${literal(s.tenantId)}, ${s.expected}, ${s.version}, ${literal(s.state)}::jsonb, ${literal(s.schema)}::text)`;
+    const head = (id: string, s: { tenantId: string; expected: number; version: number; state: AppendRequest['state'] }) =>
+      `(${literal(id)}, ${literal(s.tenantId)}, ${s.expected}, ${s.version}, ${literal(s.state ? JSON.stringify(s.state.value, bigintReplacer) : null)}::jsonb, ${literal(s.state?.schema ?? null)}::text)`;
     const moved = [...streams].filter(([, s]) => s.expected > 0).map(([id, s]) => head(id, s));
     const created = [...streams].filter(([, s]) => s.expected === 0).map(([id, s]) => head(id, s));
     const ctes = [

@@ -84,14 +84,15 @@ export class PgLog implements LogPort {
    */
   async publish(topic: string, records: OutgoingRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const partitions = await this.partitionsOf(topic);
+    const count = await this.partitionsOf(topic);
+    const placed = records.map((r) => partitionForKey(r.key, count));
     const now = this.clock();
     // one statement (its own transaction): a publish costs one round trip whatever its partitions
     const { rows } = await this.pool.query<{ partitions: string }>(PUBLISH, [
-      topic, records.map((r) => partitionForKey(r.key, partitions)), records.map((r) => r.key), records.map((r) => r.value),
+      topic, placed, records.map((r) => r.key), records.map((r) => r.value),
       records.map((r) => JSON.stringify(r.headers ?? {})), records.map((r) => r.timestamp ?? now), NOTIFY_CHANNEL,
     ]);
-    if (Number(rows[0]?.partitions) !== new Set(records.map((r) => partitionForKey(r.key, partitions))).size) throw new Error(`unknown partition of ${topic}`);
+    if (Number(rows[0]?.partitions) !== new Set(placed).size) throw new Error(`unknown partition of ${topic}`);
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {

@@ -4,8 +4,8 @@ const { prepareValue } = pgUtils;
 
 /**
  * Statements with their values written in as escaped literals, so that several can travel in one
- * simple-protocol round trip (which takes no bound parameters). Every value goes through
- * escapeLiteral; nothing is interpolated raw.
+ * simple-protocol round trip (which takes no bound parameters). Every string goes through
+ * quoteLiteral; nothing is interpolated raw.
  */
 export interface BoundStatement {
   text: string;

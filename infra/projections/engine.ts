@@ -60,7 +60,11 @@ export class ProjectionEngine {
   inlineStatements(events: StoredEvent<Record<string, unknown>>[]): Statement[] {
     const byProjection = new Map<AnyProjection, StoredEvent<Record<string, unknown>>[]>();
     for (const event of events) {
-      for (const p of this.inlineByType.get(event.type) ?? []) byProjection.set(p, [...(byProjection.get(p) ?? []), event]);
+      for (const p of this.inlineByType.get(event.type) ?? []) {
+        const handled = byProjection.get(p);
+        if (handled) handled.push(event);
+        else byProjection.set(p, [event]);
+      }
     }
     return [...byProjection].flatMap(([p, handled]) => statementsFor(p, handled, relationsFor(p, 'live')));
   }

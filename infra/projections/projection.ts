@@ -1,10 +1,8 @@
 import type { StoredEvent } from '../../domain/shared/event';
+import type { BoundStatement } from '../postgres/inline';
 
 /** One SQL statement a projection wants executed; values are bound, never interpolated. */
-export interface Statement {
-  text: string;
-  values: unknown[];
-}
+export type Statement = BoundStatement;
 
 export const sql = (text: string, ...values: unknown[]): Statement => ({ text, values });
 

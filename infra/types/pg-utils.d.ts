@@ -1,5 +1,5 @@
-// pg ships these helpers without types; the projection batcher uses two of them.
+// pg ships these helpers without types; the SQL inliner (infra/postgres/inline.ts) uses prepareValue for arrays.
 declare module 'pg/lib/utils.js' {
-  const utils: { prepareValue(value: unknown): unknown; escapeLiteral(value: string): string };
+  const utils: { prepareValue(value: unknown): unknown };
   export default utils;
 }
