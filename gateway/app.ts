@@ -8,13 +8,14 @@ import { commonErrors } from '../domain/shared/errors';
 import { bigintReplacer } from '../infra/eventstore/event-store';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
+import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
 import type { Kernel } from '../infra/kernel';
 import { PLATFORM_VERSION } from '../infra/kernel';
 import type { RoutePlugin } from '../infra/modules';
 import { toAuditRecord } from './audit';
 import { CorsPolicy } from './cors';
 import { registerDocs } from './docs';
-import { gatewayErrors, problemHandler } from './errors';
+import { frameworkProblem, gatewayErrors, problemHandler, rawProblemResponse } from './errors';
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
 import { gatewayPorts, PLATFORM_NAMESPACES } from './ports';
 import { proxyScope } from './proxy';
@@ -22,6 +23,8 @@ import type { RateKey } from './rate-limit';
 import { rateLimitHeaders, RateLimiter } from './rate-limit';
 import { Upstream } from './upstream/client';
 import { versionHeaders } from './versioning';
+import { registerPages } from './pages';
+import { DOCS_POLICY, NO_STORE, securityHeaders } from './security-headers';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,6 +37,8 @@ declare module 'fastify' {
     permission?: string;
     /** the API namespace (module) of the plugin that registered the route; set by the edge */
     namespace?: string;
+    /** the path parameter naming a user: that user may call the route without the permission (their own profile) */
+    orSelf?: string;
   }
 }
 
@@ -85,6 +90,7 @@ const randomTraceId = (): string => {
  */
 export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<FastifyInstance> => {
   const { config } = kernel;
+  const headers = securityHeaders(config.rootUrl);
   const app = Fastify({
     loggerInstance: kernel.logger as FastifyBaseLogger,
     // request lines are logged by our onResponse hook; the request id is the traceId
@@ -93,6 +99,13 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     bodyLimit: config.BODY_LIMIT_BYTES,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // the router's own refusals (bad percent-encoding, an over-long path parameter) and the HTTP
+    // parser's (oversized headers, a malformed request line) are problems too, none echoing the input
+    frameworkErrors: (error, request, reply) => {
+      reply.headers({ ...headers, 'cache-control': NO_STORE });
+      return frameworkProblem(reply, error, config.problemsBaseUrl, request.id);
+    },
+    clientErrorHandler: (error, socket) => rawProblemResponse(error, socket, config.problemsBaseUrl, headers),
     // /api/v1/... is the same API as /v1/... (spec ruling); the OpenAPI documents keep their own path.
     rewriteUrl: (req) => {
       const url = req.url ?? '/';
@@ -103,6 +116,14 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   // JSON only (spec 000: Content-Type application/json on POST and PATCH bodies); routes that take
   // other media (file uploads) add their parser in their own scope.
   app.removeContentTypeParser('text/plain');
+  // an empty body sent with Content-Type application/json is no body (a bodyless endpoint accepts it;
+  // one that needs a body answers its validation error)
+  const parseJson = app.getDefaultJsonParser('error', 'ignore');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') done(null, undefined);
+    else parseJson(request, String(body), done);
+  });
   app.setValidatorCompiler(validatorCompiler);
   // Responses are checked against their schemas outside production (spec 000 rule 5).
   app.setSerializerCompiler(config.PLATFORM_ENV === 'production'
@@ -120,6 +141,24 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     throw allowed.length ? commonErrors.methodNotAllowed(request.method, allowed) : commonErrors.notFound(`No route matches ${request.method} ${request.url.split('?')[0]}.`);
   });
 
+  // Before anything else: headers every answer carries, and requests refused for their bytes alone.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.headers(headers).header('cache-control', NO_STORE);
+    if (request.url.startsWith('/api-docs')) reply.header('content-security-policy', DOCS_POLICY);
+    if (!ACCEPTED_METHODS.has(request.method)) {
+      const url = request.url.split('?')[0] ?? '/';
+      throw commonErrors.methodNotAllowed(request.method, METHODS.filter((m) => paths.find(m, url) !== null));
+    }
+    const nulAt = /%00/i.exec(request.url);
+    if (nulAt) {
+      const field = nulAt.index > request.url.indexOf('?') && request.url.includes('?') ? 'query' : 'path';
+      throw commonErrors.validation([{ field, message: `the ${field} must not contain the NUL character (%00)`, code: 'NUL_CHARACTER' }]);
+    }
+  });
+  // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
+  app.addHook('preParsing', async (request, _reply, payload) =>
+    (request.headers['content-type'] ?? '').includes('json') ? payload.pipe(new JsonDepthGuard()) : payload);
+
   const tracer = trace.getTracer('platform');
   const edge = options.edge ?? true;
   const principalOf = options.principalFrom === 'gateway' ? gatewayPrincipal(kernel) : tokenPrincipal(kernel);
@@ -129,10 +168,10 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     if (!guard) return authorize(request, principalOf);
     return guard(request, reply, principalOf);
   });
-  // PostgreSQL text cannot hold U+0000: refused at the door rather than failing deep in a write
+  // PostgreSQL text cannot hold U+0000 or a lone surrogate: refused at the door rather than failing deep in a write
   app.addHook('preValidation', async (request) => {
-    const field = nulField(request.body, '');
-    if (field !== null) throw commonErrors.validation([{ field: field || 'body', message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
+    const problem = unstorableText(request.body);
+    if (problem) throw commonErrors.validation([problem]);
   });
   const recorder = edge ? kernel.audit : null;
   app.addHook('onResponse', async (request, reply) => {
@@ -163,6 +202,8 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
 
   registerOperational(app, kernel);
   registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR);
+  // the pages identity mail links open by default (APP_URL unset): served where clients arrive
+  if (edge) registerPages(app);
 
   const upstreams = options.proxy ? openUpstreams(app, kernel, options.proxy) : null;
   const plugins = [
@@ -171,26 +212,6 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   ];
   for (const { plugin, upstream } of plugins) await app.register(scoped(plugin, kernel, upstream), { prefix: '/v1' });
   return app;
-};
-
-/** the path of the first string (or object key) in a parsed JSON body that contains U+0000, or null */
-const nulField = (value: unknown, path: string): string | null => {
-  if (typeof value === 'string') return value.includes('\0') ? path : null;
-  if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) {
-      const found = nulField(item, path ? `${path}.${i}` : String(i));
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
-    for (const [key, item] of Object.entries(value)) {
-      const at = path ? `${path}.${key}` : key;
-      const found = key.includes('\0') ? at : nulField(item, at);
-      if (found !== null) return found;
-    }
-  }
-  return null;
 };
 
 /**
@@ -246,9 +267,15 @@ const authorize = async (request: FastifyRequest, principalOf: PrincipalSource):
   if (!principal) throw commonErrors.unauthorized();
   request.principal = principal;
   if (access === 'admin' && !isAdmin(principal)) throw commonErrors.forbidden('This endpoint needs an admin role.');
-  if (access === 'permission' && !hasPermission(principal.permissions, routeConfig.permission ?? '')) {
+  if (access === 'permission' && !hasPermission(principal.permissions, routeConfig.permission ?? '') && !isSelf(request, principal.userId)) {
     throw commonErrors.forbidden(`The permission ${routeConfig.permission} is required.`);
   }
+};
+
+/** the route lets a user act on their own record (config.orSelf names the path parameter holding a user id) */
+const isSelf = (request: FastifyRequest, userId: string): boolean => {
+  const param = request.routeOptions.config?.orSelf;
+  return param !== undefined && (request.params as Record<string, unknown> | undefined)?.[param] === userId;
 };
 
 /** probes of load balancers and orchestrators: neither rate limited nor audited */
@@ -317,6 +344,8 @@ const edgeGuard = (kernel: Kernel) => {
 };
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** methods the platform answers at all; others (QUERY, PROPFIND, …) are 405 before their body is read */
+const ACCEPTED_METHODS = new Set<string>([...METHODS, 'HEAD', 'OPTIONS']);
 
 const registerOperational = (app: FastifyInstance, kernel: Kernel): void => {
   app.get('/live', { config: { access: 'public' }, schema: { hide: true } }, async () => ({ status: 'ok' }));

@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import type { FieldError } from '../domain/shared/errors';
 import { commonErrors, defineErrors, DomainError, isDomainError } from '../domain/shared/errors';
-import { instanceOf, sendProblem, toProblem } from '../infra/http/problem';
+import { instanceOf, PROBLEM_CONTENT_TYPE, sendProblem, toProblem } from '../infra/http/problem';
+import { isPoolTimeout } from '../infra/postgres/db';
 
 /**
  * The one place where anything thrown becomes an RFC 9457 problem (DESIGN.md mechanism 7):
@@ -15,6 +18,8 @@ export const toDomainError = (error: unknown, bodyLimit: number): { domain: Doma
     return { domain: commonErrors.validation(error.validation.map((v) => fieldError(v, error.validationContext))), unexpected: false };
   }
   if (isResponseSerializationError(error)) return { domain: commonErrors.internal(), unexpected: true };
+  // every database connection busy for longer than DATABASE_POOL_WAIT_MS: a load problem, not a bug
+  if (isPoolTimeout(error)) return { domain: commonErrors.overloaded(1), unexpected: false };
   const e = error as FastifyError;
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -52,6 +57,43 @@ export const problemHandler = (problemsBaseUrl: string, bodyLimit: number) =>
     else if (domain.status >= 500) request.log.warn({ err: error }, domain.detail);
     return sendProblem(reply, toProblem(domain, problemsBaseUrl, instanceOf(request), request.id), domain.headers);
   };
+
+/**
+ * The router's refusals before any route or hook runs (Fastify frameworkErrors): a path that is not
+ * valid percent-encoding, a path parameter longer than the router accepts. The instance is not the
+ * raw path: a problem never echoes input the platform could not even read.
+ */
+export const frameworkProblem = (reply: FastifyReply, error: FastifyError, problemsBaseUrl: string, traceId: string): FastifyReply => {
+  const domain = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? commonErrors.validation([{ field: 'path', message: 'a path segment is longer than any identifier of the platform', code: 'TOO_LONG' }], 'A path segment is too long.')
+    : error.code === 'FST_ERR_BAD_URL'
+      ? commonErrors.validation([{ field: 'path', message: 'the path is not valid percent-encoded UTF-8', code: 'BAD_URL' }], 'The request path cannot be decoded.')
+      : commonErrors.internal();
+  return sendProblem(reply, toProblem(domain, problemsBaseUrl, '/', traceId));
+};
+
+/**
+ * What the HTTP parser refuses before Fastify sees a request (oversized headers, a malformed
+ * request line): written to the socket as a problem with the security headers, then closed.
+ */
+export const rawProblemResponse = (error: Error & { code?: string }, socket: Socket, problemsBaseUrl: string, headers: Record<string, string>): void => {
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const domain = tooLarge
+    ? { status: 431, suffix: 'request-header-fields-too-large', title: 'Request header fields too large', detail: 'The request headers exceed the size the server accepts.' }
+    : { status: 400, suffix: 'bad-request', title: 'Bad request', detail: 'The request could not be read as HTTP.' };
+  const body = JSON.stringify({ type: `${problemsBaseUrl}/${domain.suffix}`, title: domain.title, status: domain.status, detail: domain.detail, instance: '/', traceId: randomTraceId() });
+  const head = [
+    `HTTP/1.1 ${domain.status} ${domain.title}`, `Content-Type: ${PROBLEM_CONTENT_TYPE}`, `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close', 'Cache-Control: no-store', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+};
+
+const randomTraceId = () => randomBytes(16).toString('hex');
 
 /** The gateway's own refusals beyond the common catalog. */
 export const gatewayErrors = defineErrors({

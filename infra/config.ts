@@ -33,12 +33,16 @@ export const ConfigSchema = z.object({
   PORT: int(8080).pipe(z.number().max(65535)),
   DATA_DIR: z.string().default('./.data'),
   ROOT_URL: optionalUrl,
+  /** where links in mails point (verify-email, reset-password, accept-invite, confirm-email-change pages); default ROOT_URL, which serves minimal pages */
+  APP_URL: optionalUrl,
   PROBLEMS_BASE_URL: optionalUrl,
   PLATFORM_ENV: z.enum(['development', 'staging', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   DATABASE_URL: optionalUrl,
   DATABASE_POOL_SIZE: int(20, 1),
+  /** how long a request waits for a free database connection before 503 service-unavailable */
+  DATABASE_POOL_WAIT_MS: int(5000, 100),
   KAFKA_BROKERS: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'a comma-separated list of host:port').optional(),
   KAFKA_CLIENT_ID: z.string().default('platform'),
   KAFKA_PARTITIONS: int(3, 1),
@@ -85,6 +89,9 @@ export const ConfigSchema = z.object({
   /** where the OpenAPI snapshots of deprecated versions live (default docs/api-snapshots) */
   API_SNAPSHOT_DIR: z.string().optional(),
 
+  /** identity: recovery-code attempts per client address per 15 minutes, whatever accounts they try */
+  RECOVERY_ATTEMPTS_PER_ADDRESS: int(20, 1),
+
   // Identity login providers
   /** OpenID Connect providers: JSON [{id, issuer, clientId, clientSecret, scopes?, name?}] */
   OIDC_PROVIDERS: oidcProviders.optional(),
@@ -101,7 +108,7 @@ export const ConfigSchema = z.object({
   }
 });
 
-export type Config = z.infer<typeof ConfigSchema> & { rootUrl: string; problemsBaseUrl: string };
+export type Config = z.infer<typeof ConfigSchema> & { rootUrl: string; appUrl: string; problemsBaseUrl: string };
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -118,7 +125,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   }
   const c = parsed.data;
   const rootUrl = (c.ROOT_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, rootUrl, problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
+  return { ...c, rootUrl, appUrl: (c.APP_URL ?? rootUrl).replace(/\/$/, ''), problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
 };
 
 /** the real engines a split role needs; refuses to start a role against embedded defaults */

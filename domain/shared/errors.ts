@@ -76,5 +76,10 @@ export const commonErrors = defineErrors({
   internal: () => ({ status: 500, suffix: 'internal-error', title: 'Internal error', detail: 'An unexpected error occurred.' }),
   badGateway: (detail = 'The upstream service failed or is unreachable.') => ({ status: 502, suffix: 'bad-gateway', title: 'Bad gateway', detail }),
   serviceUnavailable: (detail = 'The service is temporarily unavailable.') => ({ status: 503, suffix: 'service-unavailable', title: 'Service unavailable', detail }),
+  /** too much work queued (database connections, password hashing): retry shortly */
+  overloaded: (retryAfterSeconds: number) => ({
+    status: 503, suffix: 'service-unavailable', title: 'Service unavailable', detail: `The service is busy; retry after ${retryAfterSeconds} s.`,
+    extensions: { retryAfter: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) },
+  }),
   gatewayTimeout: (detail = 'The upstream deadline was exceeded.') => ({ status: 504, suffix: 'gateway-timeout', title: 'Gateway timeout', detail }),
 });

@@ -6,13 +6,14 @@ export type Tx = pg.PoolClient;
 /** Anything that can run a query: the pool or a transaction's client. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
-export const createPool = (connectionString: string, options: { max?: number; applicationName?: string } = {}): Db => {
+export const createPool = (connectionString: string, options: { max?: number; applicationName?: string; waitMs?: number } = {}): Db => {
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 20,
     application_name: options.applicationName ?? 'platform',
     idleTimeoutMillis: 30_000,
-    connectionTimeoutMillis: 10_000,
+    // how long a query waits for a free connection before failing (answered as 503, never 500)
+    connectionTimeoutMillis: options.waitMs ?? 5_000,
   });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
@@ -42,6 +43,10 @@ export const inTransaction = async <T>(db: Db, fn: (tx: Tx) => Promise<T>, optio
     client.release();
   }
 };
+
+/** pg's error when no pooled connection became free within connectionTimeoutMillis */
+export const isPoolTimeout = (error: unknown): boolean =>
+  error instanceof Error && /^timeout exceeded when trying to connect$/i.test(error.message);
 
 /** Postgres error codes the kernel reacts to. */
 export const PgCode = {

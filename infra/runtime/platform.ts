@@ -154,7 +154,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
     databaseUrl = embedded.url;
     cleanup.push(embedded.stop);
   }
-  const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, applicationName: `platform-${options.role ?? 'cli'}` });
+  const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
   const engines = await openEngines(config, options.role ?? 'cli');
   const modules = options.modules ?? (await discoverModules());
