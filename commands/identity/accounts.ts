@@ -7,16 +7,20 @@ import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { PgCode, pgErrorCode } from '../../infra/postgres/db';
 import { checkPasswordPolicy, dummyVerify, hashPassword, verifyPassword } from '../../infra/security/passwords';
+import { normalizeRecoveryCode } from '../../infra/security/recovery-codes';
 import { verifyTotp } from '../../infra/security/totp';
 import type { AccountRow, TenantChoice } from '../../projections/identity/queries';
-import { findAccount, findTenantBySlug, ownerEmails, tenantsOfUser } from '../../projections/identity/queries';
+import { findAccount, findTenantBySlug, membershipStatuses, ownerEmails, tenantsOfUser } from '../../projections/identity/queries';
 import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, Mfa, mfaStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
 import { link, sendLater } from './mail';
-import { identity } from './runtime';
+import { identity, ownerPermissions } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { consumeOneTimeToken, createOneTimeToken, issueTokens, peekOneTimeToken } from './tokens';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+/** argon2id work of one account (or email), bounded so one caller cannot starve the others (infra/security/work-limiter.ts) */
+export const passwordWork = <T>(kernel: Kernel, key: string, work: () => Promise<T>): Promise<T> => identity(kernel).passwordWork.run(key, work);
 
 export const assertPasswordPolicy = (password: string): void => {
   const errors = checkPasswordPolicy(password);
@@ -58,7 +62,7 @@ export interface RegisterInput { email: string; password: string; firstName?: st
 export const register = async (kernel: Kernel, traceId: string, input: RegisterInput) => {
   assertPasswordPolicy(input.password);
   const email = normalizeEmail(input.email);
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await passwordWork(kernel, email, () => hashPassword(input.password));
   const userId = kernel.ids.next();
   const tenantId = kernel.ids.next();
   const tenantName = input.tenantName ?? `${input.firstName ?? email.split('@')[0]}'s workspace`;
@@ -71,7 +75,7 @@ export const register = async (kernel: Kernel, traceId: string, input: RegisterI
       type: 'CreateAccount', userId, tenantId, email, firstName: input.firstName ?? '', lastName: input.lastName ?? '', emailVerified: false, hasPassword: true, via: 'register',
     });
     await flushPlatform(kernel, uow, p);
-    await createTenant(kernel, uow, { tenantId, name: tenantName, slug, ownerId: userId, roleName: OWNER_ROLE, permissions: kernel.permissions.list().map((x) => x.key) });
+    await createTenant(kernel, uow, { tenantId, name: tenantName, slug, ownerId: userId, roleName: OWNER_ROLE, permissions: ownerPermissions(kernel) });
   });
   await sendVerificationMail(kernel, userId, email);
   const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId });
@@ -83,7 +87,7 @@ export const sendVerificationMail = async (kernel: Kernel, userId: string, email
   const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'verify-email', ttlMs: LIFETIMES.verifyEmailMs, userId, email });
   sendLater(kernel, {
     to: email, subject: 'Verify your email address', headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'verify-email' },
-    text: `Confirm your address: ${link(kernel, '/verify-email', token)}\nThe link is valid for 24 hours.`,
+    text: `Confirm your address: ${link(kernel, 'verify-email', token)}\nThe link is valid for 24 hours.`,
   });
 };
 
@@ -103,7 +107,11 @@ export type SessionOutcome =
  */
 export const openSession = async (kernel: Kernel, traceId: string, userId: string, method: string): Promise<SessionOutcome> => {
   const tenants = await tenantsOfUser(kernel.db, userId);
-  if (tenants.length === 0) throw identityErrors.invalidCredentials();
+  if (tenants.length === 0) {
+    // a member locked by the tenant is told so (spec 000: 403 account-locked); a deleted one is not let in
+    if ((await membershipStatuses(kernel.db, userId)).includes('locked')) throw identityErrors.accountLocked('Your membership of this tenant is locked by its administrator.');
+    throw identityErrors.invalidCredentials();
+  }
   const remembered = (await credentialsOf(kernel.db, userId))?.remembered_tenant_id;
   const chosen = tenants.length === 1 ? tenants[0] : tenants.find((t) => t.id === remembered);
   if (chosen) {
@@ -118,13 +126,14 @@ export const openSession = async (kernel: Kernel, traceId: string, userId: strin
   return { kind: 'select', sessionToken: token, tenants };
 };
 
-/** the 1-hour recovery lock and the account lock both stop a login */
+/**
+ * A locked account (the third recovery lockout, spec 000) cannot log in. The 1-hour lock after
+ * failed recovery attempts stops recovery only: password login stays open to the holder, with
+ * MFA still required — a stranger's junk recovery attempts must not lock a person out.
+ */
 export const assertNotLocked = async (kernel: Kernel, userId: string): Promise<AccountRow> => {
   const account = await findAccount(kernel.db, userId);
   if (!account || account.status === 'locked') throw identityErrors.accountLocked();
-  const { rows } = await kernel.db.query<{ state: unknown }>('SELECT state FROM es.streams WHERE stream_id = $1', [mfaStream(userId)]);
-  const mfa = rows[0]?.state as Parameters<typeof recoveryLockRemaining>[0] | undefined;
-  if (mfa && recoveryLockRemaining(mfa, kernel.clock.now().getTime()) > 0) throw identityErrors.accountLocked('Too many failed recovery attempts; the account is locked for an hour.');
   return account;
 };
 
@@ -140,15 +149,18 @@ export const checkTotp = async (kernel: Kernel, userId: string, code: string): P
 };
 
 export const login = async (kernel: Kernel, traceId: string, input: { email: string; password: string; mfaCode?: string }): Promise<SessionOutcome> => {
-  const creds = await credentialsByEmail(kernel.db, input.email);
-  if (!creds?.password_hash) {
-    await dummyVerify(input.password);
+  const email = normalizeEmail(input.email);
+  const creds = await credentialsByEmail(kernel.db, email);
+  const hash = creds?.password_hash;
+  if (!creds || !hash) {
+    await passwordWork(kernel, email, () => dummyVerify(input.password));
     throw identityErrors.invalidCredentials();
   }
-  const check = await verifyPassword(creds.password_hash, input.password);
+  const check = await passwordWork(kernel, creds.user_id, () => verifyPassword(hash, input.password));
   if (!check.ok) throw identityErrors.invalidCredentials();
   if (check.needsRehash) {
-    await kernel.db.query('UPDATE identity.credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [creds.user_id, await hashPassword(input.password)]);
+    const rehashed = await passwordWork(kernel, creds.user_id, () => hashPassword(input.password));
+    await kernel.db.query('UPDATE identity.credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [creds.user_id, rehashed]);
   }
   const account = await assertNotLocked(kernel, creds.user_id);
   if (account.mfa_enabled) {
@@ -193,41 +205,61 @@ export const switchTenant = async (kernel: Kernel, userId: string, tenantId: str
 
 /**
  * Recovery login with a single-use code. The MFA stream is locked for the check, so of 20
- * concurrent uses of one code exactly one succeeds. Failures are recorded (and committed) before
- * the refusal: 5 in 15 minutes lock recovery for an hour and alert the tenant owners; the third
- * lockout locks the account and alerts the platform owner.
+ * concurrent uses of one code exactly one succeeds — and the 19 others are replays, not failed
+ * guesses. Only wrong codes of an account that has codes count, each distinct code once: 5 in 15
+ * minutes lock recovery for an hour and alert the tenant owners; the third lockout locks the
+ * account and alerts the platform owner. Attempts are also limited per client address, and every
+ * refusal takes at least RECOVERY.failureFloorMs, so timing does not tell a registered email.
  */
-export const recoveryLogin = async (kernel: Kernel, traceId: string, input: { email: string; recoveryCode: string }): Promise<SessionOutcome> => {
-  const creds = await credentialsByEmail(kernel.db, input.email);
-  if (!creds) throw commonErrors.unauthorized('The recovery code is not valid.');
+export const recoveryLogin = async (kernel: Kernel, traceId: string, clientAddress: string, input: { email: string; recoveryCode: string }): Promise<SessionOutcome> => {
+  const started = performance.now();
+  try {
+    return await attemptRecovery(kernel, traceId, clientAddress, input);
+  } catch (error) {
+    const wait = RECOVERY.failureFloorMs - (performance.now() - started);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    throw error;
+  }
+};
+
+type RecoveryResult = { ok: true } | { ok: false; locked: boolean; lockout: 'none' | 'recovery' | 'account' };
+
+const attemptRecovery = async (kernel: Kernel, traceId: string, clientAddress: string, input: { email: string; recoveryCode: string }): Promise<SessionOutcome> => {
+  const perAddress = await kernel.engines.cache.incrWindow(`identity:recovery:addr:${clientAddress}`, RECOVERY.windowMs);
+  if (perAddress.count > kernel.config.RECOVERY_ATTEMPTS_PER_ADDRESS) throw commonErrors.rateLimited(Math.max(1, Math.ceil((perAddress.resetAt - Date.now()) / 1000)));
+  const code = normalizeRecoveryCode(input.recoveryCode);
+  const creds = code ? await credentialsByEmail(kernel.db, input.email) : null;
+  if (!code || !creds) throw commonErrors.unauthorized('The recovery code is not valid.');
   const userId = creds.user_id;
   const rt = identity(kernel);
   const now = kernel.clock.now().getTime();
-  const result = await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow): Promise<{ ok: boolean; locked: boolean; events: string[] }> => {
+  const result = await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow): Promise<RecoveryResult> => {
     const mfa = await uow.load(Mfa, mfaStream(userId), { lock: true });
-    if (recoveryLockRemaining(mfa.state, now) > 0) return { ok: false, locked: true, events: [] };
     const account = await uow.load(Account, accountStream(userId));
-    if (account.state.status === 'locked') return { ok: false, locked: true, events: [] };
-    const { rows } = await uow.tx.query<{ code_hash: string }>('SELECT code_hash FROM identity.recovery_codes WHERE user_id = $1', [userId]);
-    const index = mfa.state.status === 'enabled' ? rt.recovery.verify(userId, input.recoveryCode, rows.map((r) => r.code_hash)) : -1;
-    const consumed = index >= 0
-      ? (await uow.tx.query('DELETE FROM identity.recovery_codes WHERE user_id = $1 AND code_hash = $2 RETURNING 1', [userId, rows[index]!.code_hash])).rowCount === 1
-      : false;
-    if (consumed) {
-      uow.decide(Mfa, mfa, { type: 'UseRecoveryCode', userId, remaining: rows.length - 1, now });
-      return { ok: true, locked: false, events: [] };
+    if (recoveryLockRemaining(mfa.state, now) > 0 || account.state.status === 'locked') return { ok: false, locked: true, lockout: 'none' };
+    const { rows } = await uow.tx.query<{ code_hash: string; used_at: Date | null }>('SELECT code_hash, used_at FROM identity.recovery_codes WHERE user_id = $1', [userId]);
+    if (mfa.state.status !== 'enabled' || rows.length === 0) return { ok: false, locked: false, lockout: 'none' };
+    const index = rt.recovery.verify(userId, code, rows.map((r) => r.code_hash));
+    const matched = rows[index];
+    if (matched) {
+      // a used code (or one a concurrent request is using right now) is a replay: refused, never counted
+      const consumed = matched.used_at === null && (await uow.tx.query('UPDATE identity.recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL', [userId, matched.code_hash, new Date(now)])).rowCount === 1;
+      if (!consumed) return { ok: false, locked: false, lockout: 'none' };
+      uow.decide(Mfa, mfa, { type: 'UseRecoveryCode', userId, remaining: rows.filter((r) => r.used_at === null).length - 1, now });
+      return { ok: true };
     }
-    const { events, state } = uow.decide(Mfa, mfa, { type: 'FailRecovery', userId, now });
-    const lockEvent = events.find((e) => e.type === 'auth.mfa.recovery_locked');
-    if (lockEvent && lockEvent.type === 'auth.mfa.recovery_locked' && lockEvent.data.accountLocked) {
-      uow.decide(Account, account, { type: 'LockAccount', reason: `${state.lockouts} recovery lockouts` });
-    }
-    return { ok: false, locked: false, events: events.map((e) => (e.type === 'auth.mfa.recovery_locked' ? (e.data.accountLocked ? 'account-locked' : 'recovery-locked') : e.type)) };
+    const { events, state } = uow.decide(Mfa, mfa, { type: 'FailRecovery', userId, now, fingerprint: rt.recovery.hash(userId, code) });
+    const locked = events.find((e) => e.type === 'auth.mfa.recovery_locked');
+    if (locked?.type !== 'auth.mfa.recovery_locked') return { ok: false, locked: false, lockout: 'none' };
+    if (locked.data.accountLocked) uow.decide(Account, account, { type: 'LockAccount', reason: `${state.lockouts} recovery lockouts` });
+    return { ok: false, locked: false, lockout: locked.data.accountLocked ? 'account' : 'recovery' };
   });
-  if (result.events.includes('recovery-locked') || result.events.includes('account-locked')) alertLockout(kernel, userId, creds.email, result.events.includes('account-locked'));
-  if (result.locked) throw identityErrors.accountLocked('Too many failed recovery attempts; the account is locked.');
-  // the attempt that triggers a lock is still answered as a wrong code; the next ones get 403
-  if (!result.ok) throw commonErrors.unauthorized('The recovery code is not valid.');
+  if (!result.ok) {
+    if (result.lockout !== 'none') alertLockout(kernel, userId, creds.email, result.lockout === 'account');
+    if (result.locked) throw identityErrors.accountLocked('Too many failed recovery attempts; recovery is locked for now.');
+    // the attempt that triggers a lock is still answered as a wrong code; the next ones get 403
+    throw commonErrors.unauthorized('The recovery code is not valid.');
+  }
   sendLater(kernel, { to: creds.email, subject: 'A recovery code was used', text: `A recovery code was used to sign in to your account at ${new Date(now).toISOString()}. If this was not you, reset your password and regenerate your codes.` });
   return openSession(kernel, traceId, userId, 'recovery-code');
 };

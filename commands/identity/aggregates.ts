@@ -10,8 +10,8 @@ import { RoleEvent, roleDecider } from '../../domain/identity/role';
 import { TenantEvent, tenantDecider } from '../../domain/identity/tenant';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 
-export const Account = defineAggregate({ name: 'identity.account', decider: accountDecider, stateSchema: 'account.v1', toEvent: (e) => AccountEvent.parse(e) });
-export const Mfa = defineAggregate({ name: 'identity.mfa', decider: mfaDecider, stateSchema: 'mfa.v1', toEvent: (e) => MfaEvent.parse(e) });
+export const Account = defineAggregate({ name: 'identity.account', decider: accountDecider, stateSchema: 'account.v2', toEvent: (e) => AccountEvent.parse(e) });
+export const Mfa = defineAggregate({ name: 'identity.mfa', decider: mfaDecider, stateSchema: 'mfa.v2', toEvent: (e) => MfaEvent.parse(e) });
 export const Tenant = defineAggregate({ name: 'identity.tenant', decider: tenantDecider, stateSchema: 'tenant.v1', toEvent: (e) => TenantEvent.parse(e) });
 export const Membership = defineAggregate({ name: 'identity.member', decider: membershipDecider, stateSchema: 'member.v1', toEvent: (e) => MembershipEvent.parse(e) });
 export const Role = defineAggregate({ name: 'identity.role', decider: roleDecider, stateSchema: 'role.v1', toEvent: (e) => RoleEvent.parse(e) });

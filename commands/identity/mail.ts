@@ -5,7 +5,7 @@ import type { Kernel } from '../../infra/kernel';
  * Mail leaves after the response: a slow SMTP server neither delays the answer nor, for the
  * anti-enumeration paths, tells by its timing whether a mail was sent at all.
  */
-export const sendLater = (kernel: Kernel, mail: OutgoingMail | (() => Promise<OutgoingMail | OutgoingMail[] | null>)): void => {
+export const sendLater = (kernel: Kernel, mail: OutgoingMail | OutgoingMail[] | (() => Promise<OutgoingMail | OutgoingMail[] | null>)): void => {
   setImmediate(() => {
     void (async () => {
       const made = typeof mail === 'function' ? await mail() : mail;
@@ -14,4 +14,7 @@ export const sendLater = (kernel: Kernel, mail: OutgoingMail | (() => Promise<Ou
   });
 };
 
-export const link = (kernel: Kernel, path: string, token: string): string => `${kernel.config.rootUrl}${path}?token=${encodeURIComponent(token)}`;
+/** the pages a mail's link opens (served by the platform under APP_URL unless APP_URL names a front end of your own) */
+export type MailFlow = 'verify-email' | 'reset-password' | 'accept-invite' | 'confirm-email-change';
+
+export const link = (kernel: Kernel, flow: MailFlow, token: string): string => `${kernel.config.appUrl}/${flow}?token=${encodeURIComponent(token)}`;

@@ -3,10 +3,11 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { verifyPassword } from '../../infra/security/passwords';
+import { findAccount } from '../../projections/identity/queries';
 import { qrSvg } from '../../infra/security/qr';
 import { generateRecoveryCodes } from '../../infra/security/recovery-codes';
 import { generateTotpSecret, otpauthUri } from '../../infra/security/totp';
-import { checkTotp, credentialsOf } from './accounts';
+import { checkTotp, credentialsOf, passwordWork } from './accounts';
 import { flushPlatform, Mfa, mfaStream, platformUnit } from './aggregates';
 import { identity } from './runtime';
 
@@ -21,7 +22,7 @@ const replaceRecoveryCodes = async (kernel: Kernel, q: Queryable, userId: string
 };
 
 export const remainingRecoveryCodes = async (q: Queryable, userId: string): Promise<number> =>
-  Number((await q.query<{ n: string }>('SELECT count(*) AS n FROM identity.recovery_codes WHERE user_id = $1', [userId])).rows[0]?.n ?? 0);
+  Number((await q.query<{ n: string }>('SELECT count(*) AS n FROM identity.recovery_codes WHERE user_id = $1 AND used_at IS NULL', [userId])).rows[0]?.n ?? 0);
 
 export const enableMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string, email: string) => {
   const p = platformUnit(kernel, uow);
@@ -46,18 +47,22 @@ export const confirmMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string
   return { mfa_enabled: true as const, recovery_codes_remaining: await remainingRecoveryCodes(uow.tx, userId) };
 };
 
-/** password and a current code, both: the two factors the change protects */
-const proveBothFactors = async (kernel: Kernel, userId: string, password: string, code: string): Promise<void> => {
-  const creds = await credentialsOf(kernel.db, userId);
-  if (!creds?.password_hash || !(await verifyPassword(creds.password_hash, password)).ok) throw identityErrors.invalidCredentials();
-  if (!(await checkTotp(kernel, userId, code))) throw identityErrors.mfaInvalid();
+/**
+ * Password and a current code, both: the two factors that disabling MFA or regenerating codes
+ * protects. Proven before the command's transaction opens — argon2id takes tens of ms of a core,
+ * and a database connection held meanwhile is one another tenant's request waits for.
+ */
+export const proveBothFactors = async (kernel: Kernel, userId: string, input: { password: string; code: string }): Promise<void> => {
+  if (!(await findAccount(kernel.db, userId))?.mfa_enabled) throw identityErrors.mfaNotEnabled();
+  const hash = (await credentialsOf(kernel.db, userId))?.password_hash;
+  if (!hash || !(await passwordWork(kernel, userId, () => verifyPassword(hash, input.password))).ok) throw identityErrors.invalidCredentials();
+  if (!(await checkTotp(kernel, userId, input.code))) throw identityErrors.mfaInvalid();
 };
 
-export const disableMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string, input: { code: string; password: string }) => {
+/** after proveBothFactors */
+export const disableMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string) => {
   const p = platformUnit(kernel, uow);
   const mfa = await p.load(Mfa, mfaStream(userId), { lock: true });
-  if (mfa.state.status !== 'enabled') throw identityErrors.mfaNotEnabled();
-  await proveBothFactors(kernel, userId, input.password, input.code);
   p.decide(Mfa, mfa, { type: 'DisableMfa', userId });
   await uow.tx.query('DELETE FROM identity.mfa_secrets WHERE user_id = $1', [userId]);
   await uow.tx.query('DELETE FROM identity.recovery_codes WHERE user_id = $1', [userId]);
@@ -65,11 +70,11 @@ export const disableMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string
   return { mfa_enabled: false as const };
 };
 
-export const regenerateRecoveryCodes = async (kernel: Kernel, uow: UnitOfWork, userId: string, input: { code: string; password: string }) => {
+/** after proveBothFactors */
+export const regenerateRecoveryCodes = async (kernel: Kernel, uow: UnitOfWork, userId: string) => {
   const p = platformUnit(kernel, uow);
   const mfa = await p.load(Mfa, mfaStream(userId), { lock: true });
   if (mfa.state.status !== 'enabled') throw identityErrors.mfaNotEnabled();
-  await proveBothFactors(kernel, userId, input.password, input.code);
   const codes = await replaceRecoveryCodes(kernel, uow.tx, userId);
   p.decide(Mfa, mfa, { type: 'RegenerateRecoveryCodes', userId, count: codes.length });
   await flushPlatform(kernel, uow, p);

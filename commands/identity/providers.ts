@@ -13,6 +13,7 @@ import { Account, accountStream, anonymousMeta, flushPlatform, platformUnit } fr
 import { oidcProvider } from './oidc';
 import { siweProvider } from './siwe';
 import { createOneTimeToken } from './tokens';
+import { ownerPermissions } from './runtime';
 
 /**
  * The registry of login providers. `password` is POST /auth/login itself; the others are
@@ -164,7 +165,7 @@ const createExternalAccount = async (kernel: Kernel, traceId: string, found: Ext
     await linkIn(kernel, p, userId, found);
     await flushPlatform(kernel, uow, p);
     await createTenant(kernel, uow, {
-      tenantId, name: tenantName, slug: `${slugify(tenantName)}-${tenantId.slice(-8)}`, ownerId: userId, roleName: OWNER_ROLE, permissions: kernel.permissions.list().map((x) => x.key),
+      tenantId, name: tenantName, slug: `${slugify(tenantName)}-${tenantId.slice(-8)}`, ownerId: userId, roleName: OWNER_ROLE, permissions: ownerPermissions(kernel),
     });
   });
   return userId;

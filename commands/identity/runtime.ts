@@ -8,6 +8,8 @@ import type { KeyRing, PersistedSigningKey } from '../../infra/security/jwt';
 import { exportKeyRing, importKeyRing, KeyRing as Ring } from '../../infra/security/jwt';
 import { RecoveryCodeHasher } from '../../infra/security/recovery-codes';
 import { SecretBox } from '../../infra/security/secret-box';
+import { WorkLimiter } from '../../infra/security/work-limiter';
+import { ownerGrants } from '../../projections/identity/queries';
 
 /**
  * What the identity service keeps per process: the signing-key ring (persisted sealed in
@@ -20,6 +22,8 @@ export interface IdentityRuntime {
   /** TOTP secrets and the sealed successor pairs of refresh tokens */
   box: SecretBox;
   recovery: RecoveryCodeHasher;
+  /** argon2id hashing and verification: bounded per account and process-wide (one caller cannot starve the others) */
+  passwordWork: WorkLimiter;
   issuer: string;
   audience: string;
   /** refresh grace window; tests may shorten it */
@@ -76,6 +80,8 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
   const rt: IdentityRuntime = {
     get ring() { return ring; },
     jwtBox, box, recovery,
+    // two hashes at once per core pair leaves libuv's other threads to file and DNS work
+    passwordWork: new WorkLimiter({ concurrency: 2, perKey: 2, maxQueue: 64 }),
     issuer: ringOptions(kernel).issuer,
     audience: 'platform',
     graceMs: LIFETIMES.refreshGraceMs,
@@ -101,7 +107,7 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
   }, RING_RELOAD_MS);
   timer.unref();
   kernel.onClose('identity', async () => clearInterval(timer));
-  kernel.authenticator = authenticator(rt);
+  kernel.authenticator = authenticator(rt, kernel);
   started.set(kernel, rt);
   return rt;
 };
@@ -137,10 +143,13 @@ export const saveRing = async (q: Queryable, ring: KeyRing, jwtBox: SecretBox): 
   }
 };
 
+/** what the built-in Owner role grants: every registered permission (also of modules installed later) but the platform owner's */
+export const ownerPermissions = (kernel: Kernel): string[] => ownerGrants(kernel.permissions.list().map((p) => p.key));
+
 /**
  * The access of a user in a tenant: active account, active membership, the roles held and the
- * union of their permissions. The built-in Owner role holds every registered permission, also
- * those of modules installed after the tenant was created. null: no access.
+ * union of their permissions. The built-in Owner role holds every registered permission but the
+ * platform owner's, also those of modules installed after the tenant was created. null: no access.
  */
 export const loadAccess = async (kernel: Kernel, q: Queryable, userId: string, tenantId: string): Promise<Access | null> => {
   const { rows } = await q.query<{ email: string; email_verified: boolean; account_status: string; member_status: string; name: string | null; permissions: string[] | null; built_in: boolean | null }>(
@@ -156,17 +165,29 @@ export const loadAccess = async (kernel: Kernel, q: Queryable, userId: string, t
   for (const row of rows) {
     if (row.name === null) continue;
     roles.push(row.name);
-    const granted = row.built_in && row.name === OWNER_ROLE ? kernel.permissions.list().map((p) => p.key) : row.permissions ?? [];
+    const granted = row.built_in && row.name === OWNER_ROLE && tenantId !== PLATFORM_TENANT_ID ? ownerPermissions(kernel) : row.permissions ?? [];
     for (const p of granted) permissions.add(p);
   }
   return { userId, tenantId, email: first.email, emailVerified: first.email_verified, roles: roles.sort(), permissions };
 };
 
-const authenticator = (rt: IdentityRuntime): Authenticator => ({
+/** why a token was refused, at debug level: a bare 401 must be explainable from the logs (e.g. an issuer mismatch between roles) */
+const logRefusal = (kernel: Kernel, reason: string, error?: unknown): void => {
+  const cause = error instanceof Error ? (error.cause ?? error) : undefined;
+  kernel.logger.debug({ reason, cause: cause instanceof Error ? `${cause.name}: ${cause.message}` : undefined }, 'access token refused');
+};
+
+const authenticator = (rt: IdentityRuntime, kernel: Kernel): Authenticator => ({
   async authenticate(token) {
-    const claims = await rt.ring.verify(token);
+    const claims = await rt.ring.verify(token).catch((error: unknown) => {
+      logRefusal(kernel, `the token did not verify (expected issuer ${rt.issuer}, audience ${rt.audience}, ES256 with a known kid)`, error);
+      throw error;
+    });
     const access = await rt.resolveAccess(claims.sub, claims.tenantId);
-    if (!access) throw commonErrors.unauthorized();
+    if (!access) {
+      logRefusal(kernel, 'the account or its membership of the tenant is not active');
+      throw commonErrors.unauthorized();
+    }
     const principal: Principal = {
       userId: claims.sub, tenantId: claims.tenantId, email: access.email, roles: access.roles, permissions: access.permissions,
       emailVerified: access.emailVerified, ...(claims.act ? { impersonatorId: claims.act.sub } : {}),

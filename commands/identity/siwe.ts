@@ -29,9 +29,12 @@ export const siweSettings = (kernel: Kernel) => ({
 /** checks a signed EIP-4361 message and consumes its nonce; the identity is the checksummed address */
 export const verifySiwe = async (kernel: Kernel, input: { message?: string; signature?: string }): Promise<ExternalIdentity> => {
   const { message, signature } = input;
-  if (typeof message !== 'string' || typeof signature !== 'string' || message.length > MAX_MESSAGE || !isHex(signature) || signature.length !== 132) {
-    throw fail('A signed EIP-4361 message and its 65-byte signature are required.');
-  }
+  // a request without the two fields (or with a signature that is not 65 bytes of hex) is malformed: 400, not a failed sign-in
+  const missing = [
+    ...(typeof message !== 'string' || message.length > MAX_MESSAGE ? [{ field: 'message', message: `an EIP-4361 message of at most ${MAX_MESSAGE} characters is required`, code: 'REQUIRED' }] : []),
+    ...(typeof signature !== 'string' || !isHex(signature) || signature.length !== 132 ? [{ field: 'signature', message: 'a 65-byte hex signature (0x + 130 hex digits) is required', code: 'REQUIRED' }] : []),
+  ];
+  if (missing.length || typeof message !== 'string' || typeof signature !== 'string' || !isHex(signature)) throw commonErrors.validation(missing, 'A signed EIP-4361 message and its 65-byte signature are required.');
   const settings = siweSettings(kernel);
   const m = parseSiweMessage(message);
   if (!m.address || !isAddress(m.address, { strict: false }) || !m.nonce || !m.uri || m.chainId === undefined) throw fail('The message is not an EIP-4361 message.');

@@ -84,7 +84,7 @@ export const refreshTokens = async (kernel: Kernel, token: string): Promise<Seal
   if (!isOpaqueToken(token)) throw identityErrors.tokenInvalid('refresh token');
   const rt = identity(kernel);
   const hash = hashToken(token);
-  const outcome = await inTransaction(kernel.db, async (tx): Promise<SealedPair | 'invalid' | 'expired' | 'reused'> => {
+  const outcome = await inTransaction(kernel.db, async (tx): Promise<SealedPair | 'invalid' | 'expired' | 'reused' | 'locked'> => {
     const { rows } = await tx.query<{ token_hash: string; family_id: string; user_id: string; tenant_id: string; impersonator_id: string | null; expires_at: Date; rotated_at: Date | null; successor_sealed: string | null; revoked_at: Date | null }>(
       'SELECT * FROM identity.refresh_tokens WHERE token_hash = $1 FOR UPDATE', [hash]);
     const row = rows[0];
@@ -99,16 +99,23 @@ export const refreshTokens = async (kernel: Kernel, token: string): Promise<Seal
       return 'reused';
     }
     const access = await rt.resolveAccess(row.user_id, row.tenant_id);
-    if (!access) return 'invalid';
+    if (!access) return (await isLocked(tx, row.user_id, row.tenant_id)) ? 'locked' : 'invalid';
     const issued = await issueTokens(kernel, tx, {
       userId: row.user_id, tenantId: row.tenant_id, familyId: row.family_id, familyExpiresAt: row.expires_at, impersonatorId: row.impersonator_id, access, rotatedFrom: { hash, at },
     });
     return { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresAt: issued.expiresAt.toISOString() };
   });
   if (outcome === 'expired') throw identityErrors.tokenExpired('refresh token');
+  if (outcome === 'locked') throw identityErrors.accountLocked('The account or its membership of this tenant is locked; the session cannot be renewed.');
   if (typeof outcome === 'string') throw identityErrors.tokenInvalid('refresh token');
   return outcome;
 };
+
+/** the account, or its membership of the tenant, is locked (rather than gone) */
+const isLocked = async (q: Queryable, userId: string, tenantId: string): Promise<boolean> =>
+  (await q.query(
+    `SELECT 1 FROM rm.iam_accounts a LEFT JOIN rm.iam_members m ON m.tenant_id = $3 AND m.user_id = a.id
+      WHERE a.tenant_id = $2 AND a.id = $1 AND (a.status = 'locked' OR m.status = 'locked')`, [userId, PLATFORM_TENANT_ID, tenantId])).rowCount !== 0;
 
 /** logout: the family of the token (that session) ends; a token of someone else is ignored */
 export const revokeRefreshToken = async (kernel: Kernel, userId: string, token: string): Promise<void> => {
@@ -125,7 +132,7 @@ export const revokeAllRefreshTokens = async (kernel: Kernel, q: Queryable, userI
 // ---------------------------------------------------------------------------------------------
 // One-time tokens: verify-email, reset, invite, mfa challenge, tenant-selection session, oauth state
 
-export type OneTimePurpose = 'verify-email' | 'reset' | 'invite' | 'mfa' | 'session' | 'oauth-state' | 'siwe-nonce';
+export type OneTimePurpose = 'verify-email' | 'reset' | 'invite' | 'email-change' | 'mfa' | 'session' | 'oauth-state' | 'siwe-nonce';
 
 export interface OneTimeRow {
   purpose: OneTimePurpose;

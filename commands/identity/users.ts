@@ -1,17 +1,24 @@
+import type { Authority } from '../../domain/identity/authority';
+import { assertMayAssign, assertMayGrant, PLATFORM_ONLY_PERMISSIONS } from '../../domain/identity/authority';
 import { LIMITS, PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { identityErrors } from '../../domain/identity/errors';
 import { commonErrors } from '../../domain/shared/errors';
+import { isModuleWildcard, isWildcard, moduleOf } from '../../domain/shared/permissions';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
-import { PgCode, pgErrorCode } from '../../infra/postgres/db';
-import { countRoles, findRole, findTenant, findUser } from '../../projections/identity/queries';
-import { normalizeEmail } from './accounts';
+import { activeOwnerIds, countRoles, findRole, findTenant, findUser, memberElsewhere } from '../../projections/identity/queries';
 import { Account, accountStream, flushPlatform, Membership, memberStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
+import { requestEmailChange } from './email-change';
 import { identity } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { issueTokens } from './tokens';
 
-/** Users, roles and impersonation inside the caller's tenant; ids of other tenants are 404. */
+/**
+ * Users, roles and impersonation inside the caller's tenant; ids of other tenants are 404.
+ * An account is global and a membership belongs to one tenant (DESIGN.md mechanism 9): a tenant
+ * administrator acts on memberships; account-wide fields change only by their holder, or by the
+ * administrator of the one tenant the account has ever belonged to.
+ */
 
 const memberOf = async (uow: UnitOfWork, userId: string) => {
   const member = await uow.load(Membership, memberStream(uow.meta.tenantId, userId));
@@ -25,29 +32,56 @@ const view = async (kernel: Kernel, uow: UnitOfWork, userId: string) => {
   return findUser(uow.tx, uow.meta.tenantId, userId);
 };
 
-export const updateUser = async (kernel: Kernel, uow: UnitOfWork, userId: string, input: { firstName?: string; lastName?: string; email?: string; avatarUrl?: string; status?: 'active' | 'locked' }) => {
+/**
+ * A tenant never loses its last active Owner. The tenant stream is locked first, so two commands
+ * that each remove one of two Owners run one after the other and the second is refused.
+ */
+const assertOwnerRemains = async (uow: UnitOfWork, leavingUserId: string, what: string): Promise<void> => {
+  await uow.load(Tenant, tenantStream(uow.meta.tenantId), { lock: true });
+  const owners = await activeOwnerIds(uow.tx, uow.meta.tenantId);
+  if (owners.length === 1 && owners[0] === leavingUserId) {
+    throw identityErrors.lastOwner(`This is the tenant's last active Owner; ${what} would leave the tenant without one. Make another member Owner first.`);
+  }
+};
+
+/** account-wide fields: the holder, or an administrator of the only tenant the account ever belonged to */
+const assertMayChangeAccount = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, userId: string): Promise<void> => {
+  if (authority.userId === userId) return;
+  const p = platformUnit(kernel, uow);
+  const account = await p.load(Account, accountStream(userId));
+  const home = account.state.status === 'none' ? null : account.state.homeTenantId;
+  if (home !== uow.meta.tenantId || home === PLATFORM_TENANT_ID || (await memberElsewhere(uow.tx, userId, uow.meta.tenantId))) {
+    throw identityErrors.accountHeldElsewhere();
+  }
+};
+
+export interface UserChanges { firstName?: string; lastName?: string; email?: string; avatarUrl?: string; status?: 'active' | 'locked' }
+
+export const updateUser = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, userId: string, input: UserChanges) => {
   const member = await memberOf(uow, userId);
-  if (input.status) uow.decide(Membership, member, { type: 'SetMemberStatus', status: input.status });
-  const profile = { firstName: input.firstName, lastName: input.lastName, avatarUrl: input.avatarUrl, email: input.email === undefined ? undefined : normalizeEmail(input.email) };
-  if (Object.values(profile).some((v) => v !== undefined)) {
-    const p = platformUnit(kernel, uow);
-    const account = await p.load(Account, accountStream(userId));
-    const { events } = p.decide(Account, account, { type: 'UpdateProfile', ...profile });
-    if (profile.email && events.length && account.state.status !== 'none' && account.state.email !== profile.email) {
-      try {
-        await uow.tx.query('UPDATE identity.credentials SET email = $2, updated_at = now() WHERE user_id = $1', [userId, profile.email]);
-      } catch (error) {
-        if (pgErrorCode(error) === PgCode.uniqueViolation) throw identityErrors.emailTaken();
-        throw error;
-      }
+  if (input.status) {
+    // the membership's status is the tenant's business: users.update, not the holder's own say
+    if (!authority.permissions.has('users.update') && !authority.permissions.has('users.*') && !authority.permissions.has('platform.*')) {
+      throw commonErrors.forbidden('The permission users.update is required to change a status.');
     }
+    if (input.status === 'locked') await assertOwnerRemains(uow, userId, 'locking it');
+    uow.decide(Membership, member, { type: 'SetMemberStatus', status: input.status });
+  }
+  const profile = { firstName: input.firstName, lastName: input.lastName, avatarUrl: input.avatarUrl };
+  const changesProfile = Object.values(profile).some((v) => v !== undefined);
+  if (changesProfile || input.email !== undefined) await assertMayChangeAccount(kernel, uow, authority, userId);
+  if (changesProfile) {
+    const p = platformUnit(kernel, uow);
+    p.decide(Account, await p.load(Account, accountStream(userId)), { type: 'UpdateProfile', ...profile });
     await flushPlatform(kernel, uow, p);
   }
+  if (input.email !== undefined) await requestEmailChange(kernel, uow.tx, { userId, newEmail: input.email, requestedBy: authority.userId });
   return view(kernel, uow, userId);
 };
 
 export const deleteUser = async (kernel: Kernel, uow: UnitOfWork, userId: string) => {
   const member = await memberOf(uow, userId);
+  if (member.state.status !== 'pending_deletion') await assertOwnerRemains(uow, userId, 'deleting it');
   uow.decide(Membership, member, { type: 'DeleteMember', at: kernel.clock.now().toISOString() });
   // the sessions in this tenant end with the deletion
   await uow.tx.query('UPDATE identity.refresh_tokens SET revoked_at = $3 WHERE user_id = $1 AND tenant_id = $2 AND revoked_at IS NULL', [userId, uow.meta.tenantId, kernel.clock.now()]);
@@ -62,26 +96,34 @@ export const restoreUser = async (kernel: Kernel, uow: UnitOfWork, userId: strin
 const roleOf = async (uow: UnitOfWork, roleId: string) => {
   const role = await uow.load(Role, roleStream(uow.meta.tenantId, roleId));
   if (role.state.status !== 'active') throw commonErrors.notFound('The role does not exist.');
-  return role;
+  return { loaded: role, state: role.state };
 };
 
-export const changeRole = async (kernel: Kernel, uow: UnitOfWork, roleId: string, userId: string, change: 'assign' | 'revoke') => {
-  const role = await roleOf(uow, roleId);
-  const name = role.state.status === 'active' ? role.state.name : '';
-  uow.decide(Membership, await memberOf(uow, userId), change === 'assign' ? { type: 'AssignRole', roleId, roleName: name } : { type: 'RevokeRole', roleId, roleName: name });
+export const changeRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, roleId: string, userId: string, change: 'assign' | 'revoke') => {
+  const { state: role } = await roleOf(uow, roleId);
+  const member = await memberOf(uow, userId);
+  assertMayAssign(authority, role, userId, change);
+  if (change === 'revoke' && role.builtIn && member.state.status !== 'none' && member.state.roleIds.includes(roleId)) {
+    await assertOwnerRemains(uow, userId, 'revoking its Owner role');
+  }
+  uow.decide(Membership, member, change === 'assign' ? { type: 'AssignRole', roleId, roleName: role.name } : { type: 'RevokeRole', roleId, roleName: role.name });
   return view(kernel, uow, userId);
 };
 
-/** a permission a role may hold: a registered key, or {module}.* over registered keys; never system.* or platform.* */
+/**
+ * A permission a tenant role may hold: a registered key, or {module}.* of a module that registers
+ * keys — never system.*, platform.* or the platform owner's own permissions, never a deeper
+ * wildcard (money.wallets.* would grant nothing at the check; one rule for writing and checking).
+ */
 export const validatePermissions = (kernel: Kernel, permissions: string[]): void => {
   if (new Set(permissions).size > LIMITS.permissionsPerRole) throw identityErrors.rbacLimit('permissions per role', LIMITS.permissionsPerRole);
-  const keys = kernel.permissions.list().map((p) => p.key);
-  const unknown = permissions.filter((p) => {
-    if (/^(system|platform)\./.test(p)) return true;
-    if (p.endsWith('.*')) return !keys.some((k) => k.startsWith(p.slice(0, -1)));
+  const modules = new Set(kernel.permissions.list().map((p) => moduleOf(p.key)));
+  const refused = permissions.filter((p) => {
+    if (/^(system|platform)\./.test(p) || PLATFORM_ONLY_PERMISSIONS.has(p)) return true;
+    if (isWildcard(p)) return !isModuleWildcard(p) || !modules.has(moduleOf(p));
     return !kernel.permissions.has(p);
   });
-  if (unknown.length) throw identityErrors.unknownPermissions(unknown);
+  if (refused.length) throw identityErrors.unknownPermissions(refused);
 };
 
 const roleView = async (kernel: Kernel, uow: UnitOfWork, roleId: string) => {
@@ -93,8 +135,9 @@ const roleView = async (kernel: Kernel, uow: UnitOfWork, roleId: string) => {
 const nameTaken = async (uow: UnitOfWork, name: string, except?: string) =>
   (await uow.tx.query('SELECT 1 FROM rm.iam_roles WHERE tenant_id = $1 AND lower(name) = lower($2) AND id <> $3', [uow.meta.tenantId, name, except ?? ''])).rowCount !== 0;
 
-export const createRole = async (kernel: Kernel, uow: UnitOfWork, input: { name: string; description?: string; permissions: string[] }) => {
+export const createRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, input: { name: string; description?: string; permissions: string[] }) => {
   validatePermissions(kernel, input.permissions);
+  assertMayGrant(authority, input.permissions);
   // the tenant stream is the lock that keeps the per-tenant count and name uniqueness true under concurrency
   await uow.load(Tenant, tenantStream(uow.meta.tenantId), { lock: true });
   if ((await countRoles(uow.tx, uow.meta.tenantId)) >= LIMITS.rolesPerTenant) throw identityErrors.rbacLimit('roles per tenant', LIMITS.rolesPerTenant);
@@ -106,9 +149,12 @@ export const createRole = async (kernel: Kernel, uow: UnitOfWork, input: { name:
   return roleView(kernel, uow, roleId);
 };
 
-export const updateRole = async (kernel: Kernel, uow: UnitOfWork, roleId: string, input: { name?: string; description?: string; permissions?: string[] }) => {
+/** changing or deleting a role needs authority over what it grants now and what it will grant */
+export const updateRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, roleId: string, input: { name?: string; description?: string; permissions?: string[] }) => {
   if (input.permissions) validatePermissions(kernel, input.permissions);
-  const role = await roleOf(uow, roleId);
+  const { loaded: role, state } = await roleOf(uow, roleId);
+  if (state.builtIn) throw identityErrors.builtInRole();
+  assertMayGrant(authority, [...state.permissions, ...(input.permissions ?? [])]);
   if (input.name !== undefined) {
     await uow.load(Tenant, tenantStream(uow.meta.tenantId), { lock: true });
     if (await nameTaken(uow, input.name, roleId)) throw identityErrors.roleNameTaken();
@@ -117,8 +163,10 @@ export const updateRole = async (kernel: Kernel, uow: UnitOfWork, roleId: string
   return roleView(kernel, uow, roleId);
 };
 
-export const deleteRole = async (kernel: Kernel, uow: UnitOfWork, roleId: string): Promise<void> => {
-  uow.decide(Role, await roleOf(uow, roleId), { type: 'DeleteRole' });
+export const deleteRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, roleId: string): Promise<void> => {
+  const { loaded: role, state } = await roleOf(uow, roleId);
+  if (!state.builtIn) assertMayGrant(authority, state.permissions);
+  uow.decide(Role, role, { type: 'DeleteRole' });
   await roleView(kernel, uow, roleId);
 };
 

@@ -18,6 +18,8 @@ const ProfileUpdated = z.object({
   data: z.object({ userId: z.string(), email: z.string(), firstName: z.string(), lastName: z.string(), avatarUrl: z.string(), emailVerified: z.boolean() }),
 });
 const EmailVerified = z.object({ type: z.literal('auth.user.email_verified'), data: z.object({ userId: z.string(), email: z.string() }) });
+/** an address change confirmed from the old address and verified on the new one: the new address is verified */
+const EmailChanged = z.object({ type: z.literal('auth.user.email_changed'), data: z.object({ userId: z.string(), email: z.string(), previousEmail: z.string() }) });
 const PasswordChanged = z.object({ type: z.literal('auth.user.password_changed'), data: z.object({ userId: z.string(), reason: z.string() }) });
 const LoggedIn = z.object({ type: z.literal('auth.user.logged_in'), data: z.object({ userId: z.string(), tenantId: z.string(), method: z.string() }) });
 const Locked = z.object({ type: z.literal('auth.user.locked'), data: z.object({ userId: z.string(), reason: z.string() }) });
@@ -28,19 +30,22 @@ const ProviderLinked = z.object({
 });
 const ProviderUnlinked = z.object({ type: z.literal('auth.user.provider_unlinked'), data: z.object({ userId: z.string(), linkId: z.string(), providerId: z.string() }) });
 
-export const AccountEvent = z.discriminatedUnion('type', [Created, ProfileUpdated, EmailVerified, PasswordChanged, LoggedIn, Locked, Unlocked, ProviderLinked, ProviderUnlinked]);
+export const AccountEvent = z.discriminatedUnion('type', [Created, ProfileUpdated, EmailVerified, EmailChanged, PasswordChanged, LoggedIn, Locked, Unlocked, ProviderLinked, ProviderUnlinked]);
 export type AccountEvent = z.infer<typeof AccountEvent>;
 
 export interface ProviderLink { linkId: string; providerId: string }
 
 export type Account =
   | { status: 'none' }
-  | { status: 'active' | 'locked'; userId: string; email: string; firstName: string; lastName: string; avatarUrl: string; emailVerified: boolean; hasPassword: boolean; providers: ProviderLink[] };
+  | { status: 'active' | 'locked'; userId: string;
+      /** the tenant the account was created through (registration, invitation, provider sign-up, platform CLI) */
+      homeTenantId: string; email: string; firstName: string; lastName: string; avatarUrl: string; emailVerified: boolean; hasPassword: boolean; providers: ProviderLink[] };
 
 export type AccountCommand =
   | { type: 'CreateAccount'; userId: string; tenantId: string; email: string; firstName: string; lastName: string; emailVerified: boolean; hasPassword: boolean; via: string }
-  | { type: 'UpdateProfile'; email?: string; firstName?: string; lastName?: string; avatarUrl?: string }
+  | { type: 'UpdateProfile'; firstName?: string; lastName?: string; avatarUrl?: string }
   | { type: 'VerifyEmail'; email: string }
+  | { type: 'ChangeEmail'; email: string }
   | { type: 'ChangePassword'; reason: string }
   | { type: 'RecordLogin'; tenantId: string; method: string }
   | { type: 'LockAccount'; reason: string }
@@ -60,10 +65,11 @@ export const accountDecider: Decider<Account, AccountCommand, AccountEvent> = {
   evolve: (s, e) => {
     switch (e.type) {
       case 'auth.user.created':
-        return { status: 'active', userId: e.data.userId, email: e.data.email, firstName: e.data.firstName, lastName: e.data.lastName, avatarUrl: '', emailVerified: e.data.emailVerified, hasPassword: e.data.hasPassword, providers: [] };
+        return { status: 'active', userId: e.data.userId, homeTenantId: e.data.tenantId, email: e.data.email, firstName: e.data.firstName, lastName: e.data.lastName, avatarUrl: '', emailVerified: e.data.emailVerified, hasPassword: e.data.hasPassword, providers: [] };
       case 'auth.user.profile_updated':
         return s.status === 'none' ? s : { ...s, email: e.data.email, firstName: e.data.firstName, lastName: e.data.lastName, avatarUrl: e.data.avatarUrl, emailVerified: e.data.emailVerified };
       case 'auth.user.email_verified': return s.status === 'none' ? s : { ...s, emailVerified: true };
+      case 'auth.user.email_changed': return s.status === 'none' ? s : { ...s, email: e.data.email, emailVerified: true };
       case 'auth.user.password_changed': return s.status === 'none' ? s : { ...s, hasPassword: true };
       case 'auth.user.logged_in': return s;
       case 'auth.user.locked': return s.status === 'none' ? s : { ...s, status: 'locked' };
@@ -82,6 +88,10 @@ export const accountDecider: Decider<Account, AccountCommand, AccountEvent> = {
       case 'VerifyEmail': {
         const a = existing(s);
         return a.emailVerified || a.email !== c.email ? [] : [{ type: 'auth.user.email_verified', data: { userId: a.userId, email: a.email } }];
+      }
+      case 'ChangeEmail': {
+        const a = existing(s);
+        return a.email === c.email ? [] : [{ type: 'auth.user.email_changed', data: { userId: a.userId, email: c.email, previousEmail: a.email } }];
       }
       case 'ChangePassword': return [{ type: 'auth.user.password_changed', data: { userId: existing(s).userId, reason: c.reason } }];
       case 'RecordLogin': {
@@ -109,11 +119,11 @@ export const accountDecider: Decider<Account, AccountCommand, AccountEvent> = {
   },
 };
 
+/** names and avatar; the address changes only through ChangeEmail, after both addresses confirmed */
 const updateProfile = (c: Extract<AccountCommand, { type: 'UpdateProfile' }>, a: Existing): AccountEvent[] => {
-  const next = { email: c.email ?? a.email, firstName: c.firstName ?? a.firstName, lastName: c.lastName ?? a.lastName, avatarUrl: c.avatarUrl ?? a.avatarUrl };
-  if (next.email === a.email && next.firstName === a.firstName && next.lastName === a.lastName && next.avatarUrl === a.avatarUrl) return [];
-  // a new address has to be verified again
-  return [{ type: 'auth.user.profile_updated', data: { userId: a.userId, ...next, emailVerified: next.email === a.email ? a.emailVerified : false } }];
+  const next = { firstName: c.firstName ?? a.firstName, lastName: c.lastName ?? a.lastName, avatarUrl: c.avatarUrl ?? a.avatarUrl };
+  if (next.firstName === a.firstName && next.lastName === a.lastName && next.avatarUrl === a.avatarUrl) return [];
+  return [{ type: 'auth.user.profile_updated', data: { userId: a.userId, email: a.email, ...next, emailVerified: a.emailVerified } }];
 };
 
 /** the last way to sign in (no password and one link) cannot be removed */

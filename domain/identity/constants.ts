@@ -19,7 +19,11 @@ export const LIFETIMES = {
   siweNonceMs: 10 * 60_000,
 } as const;
 
-export const RECOVERY = { maxAttempts: 5, windowMs: 15 * 60_000, lockMs: 3600_000, lockoutsBeforeLock: 3 } as const;
+export const RECOVERY = {
+  maxAttempts: 5, windowMs: 15 * 60_000, lockMs: 3600_000, lockoutsBeforeLock: 3,
+  /** no refused recovery answers sooner: known and unknown emails take the same time */
+  failureFloorMs: 40,
+} as const;
 export const VERIFY_RESEND = { max: 3, windowMs: 3600_000 } as const;
 
 /** The permissions the identity service registers (spec 000, Users and Roles). */

@@ -38,6 +38,13 @@ export const identityErrors = defineErrors({
   }),
   memberExists: () => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail: 'The user is a member of this tenant already.' }),
   slugTaken: () => ({ status: 400, suffix: 'slug-taken', title: 'Slug taken', detail: 'This tenant slug is registered already.' }),
+  insufficientRole: (detail = 'Your roles do not allow this delegation.') => ({ status: 403, suffix: 'insufficient-role', title: 'Insufficient role', detail }),
+  selfDelegation: () => ({ status: 403, suffix: 'self-delegation', title: 'Self-delegation', detail: 'A role cannot be assigned to oneself; ask another administrator.' }),
+  lastOwner: (detail: string) => ({ status: 409, suffix: 'last-owner', title: 'Last owner', detail }),
+  accountHeldElsewhere: () => ({
+    status: 403, suffix: 'forbidden', title: 'Forbidden',
+    detail: "This account's email, password, names, avatar and MFA belong to its holder; a tenant administrator changes them only for accounts that belong to the tenant alone.",
+  }),
   notPlatformOwner: () => ({ status: 403, suffix: 'forbidden', title: 'Forbidden', detail: 'Only the platform owner may do this.' }),
   emailNotVerified: () => ({ status: 403, suffix: 'forbidden', title: 'Forbidden', detail: 'Verify your email address first.' }),
   tenantDeleted: () => ({ status: 410, suffix: 'tenant-deleted', title: 'Tenant deleted', detail: 'The tenant has been deleted.' }),

@@ -18,15 +18,16 @@ export const MfaEvent = z.discriminatedUnion('type', [
   ev('auth.mfa.disabled', {}),
   ev('auth.mfa.recovery_codes_regenerated', { count: z.number().int() }),
   ev('auth.mfa.recovery_code_used', { remaining: z.number().int() }),
-  ev('auth.mfa.recovery_failed', { at: z.number() }),
+  /** fingerprint: a keyed hash of the wrong code, so a repeated guess counts once (absent in early events) */
+  ev('auth.mfa.recovery_failed', { at: z.number(), fingerprint: z.string().optional() }),
   ev('auth.mfa.recovery_locked', { until: z.number(), lockout: z.number().int(), accountLocked: z.boolean() }),
 ]);
 export type MfaEvent = z.infer<typeof MfaEvent>;
 
 export interface Mfa {
   status: 'disabled' | 'pending' | 'enabled';
-  /** epoch ms of failed recovery attempts in the current window */
-  failures: number[];
+  /** failed recovery attempts in the current window: when, and the fingerprint of the wrong code */
+  failures: { at: number; fingerprint: string }[];
   lockouts: number;
   lockedUntil: number | null;
 }
@@ -37,7 +38,7 @@ export type MfaCommand =
   | { type: 'DisableMfa'; userId: string }
   | { type: 'RegenerateRecoveryCodes'; userId: string; count: number }
   | { type: 'UseRecoveryCode'; userId: string; remaining: number; now: number }
-  | { type: 'FailRecovery'; userId: string; now: number };
+  | { type: 'FailRecovery'; userId: string; now: number; fingerprint: string };
 
 /** ms until recovery may be tried again, or 0 */
 export const recoveryLockRemaining = (s: Mfa, now: number): number => (s.lockedUntil !== null && now < s.lockedUntil ? s.lockedUntil - now : 0);
@@ -51,7 +52,8 @@ export const mfaDecider: Decider<Mfa, MfaCommand, MfaEvent> = {
       case 'auth.mfa.disabled': return { ...s, status: 'disabled' };
       case 'auth.mfa.recovery_codes_regenerated': return s;
       case 'auth.mfa.recovery_code_used': return { ...s, failures: [] };
-      case 'auth.mfa.recovery_failed': return { ...s, failures: [...s.failures.filter((t) => t > e.data.at - RECOVERY.windowMs), e.data.at] };
+      case 'auth.mfa.recovery_failed':
+        return { ...s, failures: [...inWindow(s, e.data.at), { at: e.data.at, fingerprint: e.data.fingerprint ?? `${e.data.at}` }] };
       case 'auth.mfa.recovery_locked': return { ...s, failures: [], lockouts: e.data.lockout, lockedUntil: e.data.until };
       default: return assertNever(e);
     }
@@ -81,11 +83,18 @@ export const mfaDecider: Decider<Mfa, MfaCommand, MfaEvent> = {
   },
 };
 
+const inWindow = (s: Mfa, now: number) => s.failures.filter((f) => f.at > now - RECOVERY.windowMs);
+
+/**
+ * A wrong code counts once per window: replays of one guess (or of a code just used by a
+ * concurrent request) cannot lock the holder out faster than distinct guesses would.
+ */
 const failRecovery = (c: Extract<MfaCommand, { type: 'FailRecovery' }>, s: Mfa): MfaEvent[] => {
   if (recoveryLockRemaining(s, c.now) > 0) return [];
-  const failed: MfaEvent = { type: 'auth.mfa.recovery_failed', data: { userId: c.userId, at: c.now } };
-  const inWindow = s.failures.filter((t) => t > c.now - RECOVERY.windowMs).length + 1;
-  if (inWindow < RECOVERY.maxAttempts) return [failed];
+  const recent = inWindow(s, c.now);
+  if (recent.some((f) => f.fingerprint === c.fingerprint)) return [];
+  const failed: MfaEvent = { type: 'auth.mfa.recovery_failed', data: { userId: c.userId, at: c.now, fingerprint: c.fingerprint } };
+  if (recent.length + 1 < RECOVERY.maxAttempts) return [failed];
   const lockout = s.lockouts + 1;
   return [failed, { type: 'auth.mfa.recovery_locked', data: { userId: c.userId, until: c.now + RECOVERY.lockMs, lockout, accountLocked: lockout >= RECOVERY.lockoutsBeforeLock } }];
 };

@@ -87,20 +87,27 @@ export class UnitOfWork {
     return loaded;
   }
 
-  /** decides a command against a loaded aggregate and records the resulting events; returns them */
+  /**
+   * Decides a command against a loaded aggregate and records the resulting events; returns them.
+   * `loaded.state` moves on to the new state, so several commands decided on one aggregate in a
+   * unit of work see each other's effects and are appended together, as one expected version.
+   */
   decide<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, loaded: Loaded<S>, command: C): { events: E[]; state: S } {
     const events = type.decider.decide(command, loaded.state);
     const state = fold(type.decider, events, loaded.state);
     this.record(type, loaded, events, state);
+    loaded.state = state;
     return { events, state };
   }
 
+  /** records events of a loaded aggregate; a second record of the same stream extends the first append */
   record<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, loaded: Loaded<S>, events: E[], state: S): void {
     if (events.length === 0) return;
-    this.pending.push({
-      streamId: loaded.streamId, expectedVersion: loaded.version, events,
-      state: { value: type.encode ? type.encode(state) : state, schema: type.stateSchema },
-    });
+    const encoded = { value: type.encode ? type.encode(state) : state, schema: type.stateSchema };
+    const index = this.pending.findIndex((r) => r.streamId === loaded.streamId);
+    const earlier = this.pending[index];
+    if (earlier) this.pending[index] = { ...earlier, events: [...earlier.events, ...events], state: encoded };
+    else this.pending.push({ streamId: loaded.streamId, expectedVersion: loaded.version, events, state: encoded });
   }
 
   /** events appended so far by flush() */

@@ -1,4 +1,5 @@
 import { commonErrors } from '../../domain/shared/errors';
+import { grants, PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 
 /** Who is calling, as established from a verified access token. tenantId comes only from here. */
 export interface Principal {
@@ -32,19 +33,19 @@ export type RouteAccess =
   | { access: 'permission'; permission: string }
   | { access: 'admin' };
 
-/**
- * Permission resolution: the exact key first, then the wildcard {module}.* (spec 000, Roles and
- * permissions). The platform owner's platform.* grants everything.
- */
-export const hasPermission = (granted: ReadonlySet<string>, required: string): boolean => {
-  if (granted.has(required) || granted.has('platform.*')) return true;
-  const module = required.slice(0, required.indexOf('.'));
-  return module.length > 0 && granted.has(`${module}.*`);
-};
+/** Permission resolution (domain/shared/permissions.ts): exact key, then {module}.*; platform.* grants everything. */
+export const hasPermission = (granted: ReadonlySet<string>, required: string): boolean => grants(granted, required);
 
-/** an admin is a platform owner or a holder of a wildcard over users and roles */
+/** the built-in role of a tenant's owners; a tenant cannot create another role of that name */
+export const OWNER_ROLE_NAME = 'Owner';
+
+/**
+ * An admin (the 5,000/min rate limit, /health): the platform owner, a holder of the tenant's
+ * built-in Owner role, or a holder of both users.* and roles.* — never a custom role merely
+ * named "admin" (any roles.create holder could name one so).
+ */
 export const isAdmin = (p: Principal): boolean =>
-  p.permissions.has('platform.*') || p.roles.some((r) => /^(owner|admin)$/i.test(r));
+  p.permissions.has(PLATFORM_WILDCARD) || p.roles.includes(OWNER_ROLE_NAME) || (p.permissions.has('users.*') && p.permissions.has('roles.*'));
 
 export const bearerToken = (header: string | undefined): string | null => {
   if (!header) return null;

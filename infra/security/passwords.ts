@@ -63,6 +63,11 @@ export const checkPasswordPolicy = (password: string): FieldError[] => {
   if (length < PASSWORD_MIN_LENGTH) {
     errors.push({ field: 'password', code: 'TOO_SHORT', message: `The password must be at least ${PASSWORD_MIN_LENGTH} characters long.` });
   }
+  if (length >= PASSWORD_MIN_LENGTH && normalized.trim() === '') {
+    errors.push({ field: 'password', code: 'WHITESPACE_ONLY', message: 'The password must not be only spaces or other blank characters.' });
+  } else if (length >= PASSWORD_MIN_LENGTH && new Set(normalized).size === 1) {
+    errors.push({ field: 'password', code: 'SINGLE_CHARACTER', message: 'The password must not be one character repeated.' });
+  }
   if (length > PASSWORD_MAX_LENGTH) {
     errors.push({ field: 'password', code: 'TOO_LONG', message: `The password must be at most ${PASSWORD_MAX_LENGTH} characters long.` });
   } else if (isBreachedPassword(normalized)) {

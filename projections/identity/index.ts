@@ -12,7 +12,7 @@ const s = (d: D, k: string) => d[k] as string;
 
 export const accounts: Projection<'iam_accounts' | 'iam_provider_links'> = {
   name: 'identity.accounts', version: 1, mode: 'inline',
-  handles: ['auth.user.created', 'auth.user.profile_updated', 'auth.user.email_verified', 'auth.user.locked', 'auth.user.unlocked',
+  handles: ['auth.user.created', 'auth.user.profile_updated', 'auth.user.email_verified', 'auth.user.email_changed', 'auth.user.locked', 'auth.user.unlocked',
     'auth.user.provider_linked', 'auth.user.provider_unlinked', 'auth.mfa.enabled', 'auth.mfa.disabled'],
   tables: {
     iam_accounts: (t) => [
@@ -40,6 +40,9 @@ export const accounts: Projection<'iam_accounts' | 'iam_provider_links'> = {
           WHERE tenant_id = $1 AND id = $2 AND version < $9`, e.tenantId, s(d, 'userId'), s(d, 'email'), s(d, 'firstName'), s(d, 'lastName'), s(d, 'avatarUrl'), d.emailVerified, e.occurredAt, v)];
       case 'auth.user.email_verified':
         return [sql(`UPDATE ${t.iam_accounts} SET email_verified = true, updated_at = $3, version = $4 WHERE tenant_id = $1 AND id = $2 AND version < $4`, e.tenantId, s(d, 'userId'), e.occurredAt, v)];
+      case 'auth.user.email_changed':
+        return [sql(`UPDATE ${t.iam_accounts} SET email = $3, email_verified = true, updated_at = $4, version = $5 WHERE tenant_id = $1 AND id = $2 AND version < $5`,
+          e.tenantId, s(d, 'userId'), s(d, 'email'), e.occurredAt, v)];
       case 'auth.user.locked':
       case 'auth.user.unlocked':
         return [sql(`UPDATE ${t.iam_accounts} SET status = $3, updated_at = $4, version = $5 WHERE tenant_id = $1 AND id = $2 AND version < $5`,

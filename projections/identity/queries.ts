@@ -1,3 +1,4 @@
+import { PLATFORM_ONLY_PERMISSIONS } from '../../domain/identity/authority';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 
@@ -36,7 +37,14 @@ export const findAccountByEmail = async (q: Queryable, email: string): Promise<A
   (await q.query<AccountRow>('SELECT id, email, first_name, last_name, email_verified, mfa_enabled, status FROM rm.iam_accounts WHERE tenant_id = $1 AND lower(email) = lower($2)', [PLATFORM_TENANT_ID, email])).rows[0] ?? null;
 
 export interface RoleRow { id: string; name: string; description: string; permissions: string[]; built_in: boolean; created_by: string; created_at: Date; tenant_id: string }
-export const toRole = (r: RoleRow) => ({ id: r.id, name: r.name, description: r.description, permissions: r.permissions, tenantId: r.tenant_id, createdBy: r.created_by, createdAt: r.created_at.toISOString(), builtIn: r.built_in });
+/** what the built-in Owner role of a tenant grants: every registered permission but the platform owner's (modules added later included) */
+export const ownerGrants = (registered: readonly string[]): string[] => registered.filter((key) => !PLATFORM_ONLY_PERMISSIONS.has(key));
+
+/** a role as shown; `registered` are the permission keys of the running platform (the Owner role is shown as it grants) */
+export const toRole = (r: RoleRow, registered: readonly string[]) => ({
+  id: r.id, name: r.name, description: r.description, permissions: r.built_in && r.tenant_id !== PLATFORM_TENANT_ID ? ownerGrants(registered) : r.permissions,
+  tenantId: r.tenant_id, createdBy: r.created_by, createdAt: r.created_at.toISOString(), builtIn: r.built_in,
+});
 export const findRole = async (q: Queryable, tenantId: string, roleId: string): Promise<RoleRow | null> =>
   (await q.query<RoleRow>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id = $2', [tenantId, roleId])).rows[0] ?? null;
 export const findRolesByName = async (q: Queryable, tenantId: string, names: string[]): Promise<RoleRow[]> =>
@@ -73,3 +81,19 @@ export const providerLinks = async (q: Queryable, userId: string) =>
   (await q.query<{ id: string; provider_id: string; provider_type: string; external_id: string; email: string; display_name: string; linked_at: Date }>(
     'SELECT * FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2 ORDER BY linked_at, id', [PLATFORM_TENANT_ID, userId])).rows
     .map((r) => ({ id: r.id, providerId: r.provider_id, providerType: r.provider_type, externalId: r.external_id, email: r.email, displayName: r.display_name, linkedAt: r.linked_at.toISOString() }));
+
+/** the tenant's active Owners: the built-in Owner role, an active membership and an active account */
+export const activeOwnerIds = async (q: Queryable, tenantId: string): Promise<string[]> =>
+  (await q.query<{ user_id: string }>(
+    `SELECT m.user_id FROM rm.iam_members m
+       JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) AND r.built_in
+       JOIN rm.iam_accounts a ON a.tenant_id = '${PLATFORM_TENANT_ID}' AND a.id = m.user_id AND a.status = 'active'
+      WHERE m.tenant_id = $1 AND m.status = 'active'`, [tenantId])).rows.map((r) => r.user_id);
+
+/** whether the account is or was (soft-deleted memberships count) a member of any tenant but this one */
+export const memberElsewhere = async (q: Queryable, userId: string, tenantId: string): Promise<boolean> =>
+  (await q.query('SELECT 1 FROM rm.iam_members WHERE user_id = $1 AND tenant_id <> $2 LIMIT 1', [userId, tenantId])).rowCount !== 0;
+
+/** the statuses of a user's memberships, in every tenant (why a login found no tenant to enter) */
+export const membershipStatuses = async (q: Queryable, userId: string): Promise<string[]> =>
+  (await q.query<{ status: string }>('SELECT status FROM rm.iam_members WHERE user_id = $1', [userId])).rows.map((r) => r.status);

@@ -18,6 +18,7 @@ export default defineRoutes({
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const perm = (permission: string) => ({ access: 'permission', permission } as const);
+    const registered = () => kernel.permissions.list().map((p) => p.key);
 
     r.get('/.well-known/jwks.json', { config: { access: 'public' } }, async (_request, reply) =>
       reply.header('Cache-Control', 'public, max-age=300').send(identity(kernel).ring.jwks()));
@@ -63,12 +64,12 @@ export default defineRoutes({
     r.get('/rbac/roles', { config: perm('roles.list'), schema: { querystring: z.object(pageQuery), response: { 200: pageEnvelope(Role) } } }, async (request) => {
       const after = decodeCursor(request.query.page_token, ['id']);
       const rows = await listRoles(kernel.db, request.principal!.tenantId, { after: String(after?.id ?? ''), limit: request.query.page_size + 1 });
-      return toPage(rows, request.query.page_size, toRole, (row) => ({ id: row.id }));
+      return toPage(rows, request.query.page_size, (row) => toRole(row, registered()), (row) => ({ id: row.id }));
     });
     r.get('/rbac/roles/:id', { config: perm('roles.list'), schema: { params: IdParam, response: { 200: Role } } }, async (request) => {
       const row = await findRole(kernel.db, request.principal!.tenantId, request.params.id);
       if (!row) throw commonErrors.notFound('The role does not exist.');
-      return toRole(row);
+      return toRole(row, registered());
     });
     r.get('/rbac/permissions', { config: perm('roles.list'), schema: { response: { 200: z.object({ data: z.array(z.object({ key: z.string(), description: z.string(), module: z.string() })) }) } } },
       async () => ({ data: kernel.permissions.list() }));

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../infra/config';
+import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
 import { silentLogger } from '../../infra/observability/logger';
 import type { Clock } from '../../infra/runtime/clock';
@@ -34,7 +35,7 @@ export interface IdentityPlatform extends RunningPlatform {
 }
 
 /** A platform with the real identity service (real tokens, real authenticator), its own database and an SMTP capture. */
-export const startIdentityPlatform = async (options: { env?: Record<string, string> } = {}): Promise<IdentityPlatform> => {
+export const startIdentityPlatform = async (options: { env?: Record<string, string>; extra?: Partial<ServiceModules> } = {}): Promise<IdentityPlatform> => {
   const database = await createTestDatabase('id');
   const smtp = await startSmtpCapture();
   const clock = offsetClock();
@@ -42,9 +43,10 @@ export const startIdentityPlatform = async (options: { env?: Record<string, stri
     PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`), SMTP_URL: smtp.url,
     // the gateway's limits are tested by the gateway; identity tests make hundreds of calls from one address
     RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000', RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_ADMIN_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000',
+    RECOVERY_ATTEMPTS_PER_ADDRESS: '1000000',
     ...options.env,
   });
-  const modules = mergeModules({ write: [identityWrite, tallyWrite], read: [identityRead, tallyRead], projections: [...identityProjections.projections, ...tally.projections] });
+  const modules = mergeModules({ write: [identityWrite, tallyWrite], read: [identityRead, tallyRead], projections: [...identityProjections.projections, ...tally.projections] }, options.extra ?? {});
   const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules, clock });
   const address = running.app.server.address();
   const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
@@ -88,3 +90,29 @@ export const mailToken = async (p: IdentityPlatform, to: string, purpose: string
 };
 
 export const grace = (p: IdentityPlatform) => identity(p.kernel).graceMs;
+
+export interface Member { email: string; userId: string; accessToken: string; refreshToken: string }
+
+/**
+ * A new member of the inviter's tenant, the way a person joins one: POST /users (an invitation),
+ * the invitation mail, then accept-invite with a name and a password.
+ */
+export const addMember = async (p: IdentityPlatform, inviter: { accessToken: string }, o: { email?: string; roles?: string[]; role_ids?: string[]; name?: string } = {}): Promise<Member> => {
+  const email = o.email ?? uniqueEmail('member');
+  const before = p.smtp.messages.length;
+  const roleRequest = o.roles || o.role_ids ? { roles: o.roles, role_ids: o.role_ids } : { roles: [await anyRole(p, inviter)] };
+  const invited = await p.api('/users', { token: inviter.accessToken, body: { email, ...roleRequest } });
+  if (invited.status !== 202) throw new Error(`POST /users failed: ${invited.status} ${JSON.stringify(invited.body)}`);
+  const token = await mailToken(p, email, 'invite', before);
+  const accepted = await p.api('/auth/accept-invite', { body: { token, name: o.name ?? 'Grace Hopper', password: PASSWORD } });
+  if (accepted.status !== 201) throw new Error(`accept-invite failed: ${accepted.status} ${JSON.stringify(accepted.body)}`);
+  return { email, userId: accepted.body.user.id, accessToken: accepted.body.access_token, refreshToken: accepted.body.refresh_token };
+};
+
+/** a role a new member may be given without granting anything: a role with no permissions, made once per tenant */
+const anyRole = async (p: IdentityPlatform, inviter: { accessToken: string }): Promise<string> => {
+  const name = 'Member';
+  const created = await p.api('/rbac/roles', { token: inviter.accessToken, body: { name, description: 'no permissions', permissions: [] } });
+  if (created.status !== 201 && created.status !== 409) throw new Error(`creating the Member role failed: ${created.status} ${JSON.stringify(created.body)}`);
+  return name;
+};

@@ -10,21 +10,23 @@ import { defineRoutes } from '../../infra/modules';
 import { findUser, toRole, toUser, type RoleRow, type UserRow } from '../../projections/identity/queries';
 import type { SessionOutcome } from '../../commands/identity/accounts';
 import { completeMfaLogin, login, recoveryLogin, register, selectTenant, switchTenant } from '../../commands/identity/accounts';
-import { acceptInvite, createUser, invite, requestReset, requestVerifyEmail, resetPassword, verifyEmail } from '../../commands/identity/flows';
-import { confirmMfa, disableMfa, enableMfa, regenerateRecoveryCodes } from '../../commands/identity/mfa';
+import { confirmEmailChange } from '../../commands/identity/email-change';
+import { acceptInvite, invite, requestReset, requestVerifyEmail, resetPassword, verifyEmail } from '../../commands/identity/flows';
+import { confirmMfa, disableMfa, enableMfa, proveBothFactors, regenerateRecoveryCodes } from '../../commands/identity/mfa';
 import { startIdentity } from '../../commands/identity/runtime';
 import { camelPair, refreshTokens, revokeRefreshToken, snakePair } from '../../commands/identity/tokens';
 import { changeRole, createRole, deleteRole, deleteUser, impersonate, restoreUser, updateRole, updateUser } from '../../commands/identity/users';
+import { authorityOf } from '../../domain/identity/authority';
 import { registerProviderWrites } from './providers';
-import { CamelPair, Email, IdParam, Password, Role, SnakePair, TenantSelection, User } from './schemas';
+import { CamelPair, Email, IdParam, Password, Role, RoleNames, SnakePair, TenantSelection, User } from './schemas';
 
 const user = (row: UserRow | null) => {
   if (!row) throw commonErrors.notFound('The user does not exist.');
   return toUser(row);
 };
-const role = (row: RoleRow | null) => {
+const roleOf = (kernel: Kernel) => (row: RoleRow | null) => {
   if (!row) throw commonErrors.notFound('The role does not exist.');
-  return toRole(row);
+  return toRole(row, kernel.permissions.list().map((p) => p.key));
 };
 
 const camelOutcome = (o: SessionOutcome) => (o.kind === 'tokens' ? camelPair(o.tokens) : { requiresTenantSelection: true as const, sessionToken: o.sessionToken, tenants: o.tenants });
@@ -39,6 +41,8 @@ export default defineRoutes({
     const pub = { access: 'public' } as const;
     const bearer = { access: 'bearer' } as const;
     const perm = (permission: string) => ({ access: 'permission', permission } as const);
+    const role = roleOf(kernel);
+    const InviteAnswer = z.object({ invite_id: z.string(), email: z.string(), expires_at: z.string() });
 
     // --- authentication
     r.post('/auth/register', {
@@ -96,13 +100,19 @@ export default defineRoutes({
     });
     r.post('/auth/mfa/disable', {
       config: bearer, schema: { body: z.object({ code: z.string().max(16), password: Password }), response: { 200: z.object({ mfa_enabled: z.literal(false) }) } },
-    }, (request, reply) => executeCommand(kernel, request, reply, {}, (uow) => disableMfa(kernel, uow, request.principal!.userId, request.body)));
+    }, async (request, reply) => {
+      await proveBothFactors(kernel, request.principal!.userId, request.body);
+      return executeCommand(kernel, request, reply, {}, (uow) => disableMfa(kernel, uow, request.principal!.userId));
+    });
     r.post('/auth/recovery', {
       config: pub, schema: { body: z.object({ email: z.string().max(254), recovery_code: z.string().max(32) }), response: { 200: z.union([CamelPair, TenantSelection]) } },
-    }, async (request) => camelOutcome(await recoveryLogin(kernel, request.id, { email: request.body.email, recoveryCode: request.body.recovery_code })));
+    }, async (request) => camelOutcome(await recoveryLogin(kernel, request.id, request.ip, { email: request.body.email, recoveryCode: request.body.recovery_code })));
     r.post('/auth/recovery-codes/regenerate', {
       config: bearer, schema: { body: z.object({ password: Password, code: z.string().max(16) }), response: { 200: z.object({ recovery_codes: z.array(z.string()) }) } },
-    }, (request, reply) => executeCommand(kernel, request, reply, {}, (uow) => regenerateRecoveryCodes(kernel, uow, request.principal!.userId, request.body)));
+    }, async (request, reply) => {
+      await proveBothFactors(kernel, request.principal!.userId, request.body);
+      return executeCommand(kernel, request, reply, {}, (uow) => regenerateRecoveryCodes(kernel, uow, request.principal!.userId));
+    });
 
     // --- security flows
     r.post('/auth/request-verify-email', { config: bearer }, async (request, reply) => {
@@ -119,31 +129,46 @@ export default defineRoutes({
       async (request) => resetPassword(kernel, request.id, request.body));
     r.post('/auth/invite', {
       config: perm('users.create'),
-      schema: { body: z.object({ email: Email, role_id: z.string().max(64).optional(), roles: z.array(z.string().max(100)).max(50).optional() }) },
+      schema: { body: z.object({ email: Email, role_id: z.string().max(64).optional(), roles: RoleNames.optional() }), response: { 202: InviteAnswer.optional() } },
     }, async (request, reply) => {
-      const made = await invite(kernel, request.principal!.tenantId, request.principal!.userId, request.body);
+      const made = await invite(kernel, authorityOf(request.principal!), request.principal!.tenantId, request.body, { roleRequired: true });
       return made ? reply.code(202).send(made) : noBody(reply, 202);
     });
+    r.post('/auth/confirm-email-change', {
+      config: pub,
+      schema: {
+        body: z.object({ token: z.string().max(128) }),
+        response: { 200: z.union([z.object({ email_change: z.literal('completed'), email: z.string() }), z.object({ email_change: z.literal('pending'), confirmed: z.enum(['old', 'new']) })]) },
+      },
+    }, async (request) => confirmEmailChange(kernel, request.id, request.body.token));
     r.post('/auth/accept-invite', {
       config: pub, schema: { body: z.object({ token: z.string().max(128), name: z.string().trim().min(1).max(200), password: Password }), response: { 201: SnakePair } },
     }, async (request, reply) => reply.code(201).send(await snakePair(kernel, kernel.db, await acceptInvite(kernel, request.id, request.body))));
 
-    // --- users
+    // --- users: adding a person is an invitation its holder accepts (docs/decisions.md, Identity security)
     r.post('/users', {
       config: perm('users.create'),
       schema: {
-        body: z.object({ email: Email, firstName: z.string().max(100).optional(), lastName: z.string().max(100).optional(), password: Password.optional(), roles: z.array(z.string().max(100)).max(50).optional(), role_ids: z.array(z.string().max(64)).max(50).optional() }),
-        response: { 201: User },
+        body: z.object({
+          email: Email, firstName: z.string().max(100).optional(), lastName: z.string().max(100).optional(),
+          password: z.undefined({ error: 'an administrator does not set passwords: the person chooses one when accepting the invitation' }).optional(),
+          roles: RoleNames.optional(), role_ids: z.array(z.string().max(64)).max(1000).optional(),
+        }),
+        response: { 202: InviteAnswer.optional() },
       },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) => user(await createUser(kernel, uow, request.body))));
+    }, async (request, reply) => {
+      const made = await invite(kernel, authorityOf(request.principal!), request.principal!.tenantId, request.body, { roleRequired: false });
+      return made ? reply.code(202).send(made) : noBody(reply, 202);
+    });
+    // the holder edits their own names, avatar and address without users.update (the edge lets them through: orSelf)
     r.patch('/users/:id', {
-      config: perm('users.update'),
+      config: { ...perm('users.update'), orSelf: 'id' },
       schema: {
         params: IdParam,
         body: z.object({ firstName: z.string().max(100).optional(), lastName: z.string().max(100).optional(), email: Email.optional(), avatarUrl: z.string().max(2048).optional(), status: z.enum(['active', 'locked']).optional() }),
         response: { 200: User },
       },
-    }, (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => user(await updateUser(kernel, uow, request.params.id, request.body))));
+    }, (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => user(await updateUser(kernel, uow, authorityOf(request.principal!), request.params.id, request.body))));
     r.delete('/users/:id', { config: perm('users.delete'), schema: { params: IdParam, response: { 200: User } } },
       (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => user(await deleteUser(kernel, uow, request.params.id))));
     r.patch('/users/:id/restore', { config: perm('users.update'), schema: { params: IdParam, response: { 200: User } } },
@@ -152,14 +177,15 @@ export default defineRoutes({
     // --- roles
     const RoleBody = z.object({ name: z.string().trim().min(1).max(100), description: z.string().max(1000).optional(), permissions: z.array(z.string().max(200)).max(5000) });
     r.post('/rbac/roles', { config: perm('roles.create'), schema: { body: RoleBody, response: { 201: Role } } },
-      (request, reply) => executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) => role(await createRole(kernel, uow, request.body))));
+      (request, reply) => executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) => role(await createRole(kernel, uow, authorityOf(request.principal!), request.body))));
     r.put('/rbac/roles/:id', { config: perm('roles.update'), schema: { params: IdParam, body: RoleBody.partial(), response: { 200: Role } } },
-      (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => role(await updateRole(kernel, uow, request.params.id, request.body))));
+      (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => role(await updateRole(kernel, uow, authorityOf(request.principal!), request.params.id, request.body))));
     r.delete('/rbac/roles/:id', { config: perm('roles.delete'), schema: { params: IdParam } },
-      (request, reply) => executeCommand(kernel, request, reply, { status: 204 }, (uow) => deleteRole(kernel, uow, request.params.id)));
+      (request, reply) => executeCommand(kernel, request, reply, { status: 204 }, (uow) => deleteRole(kernel, uow, authorityOf(request.principal!), request.params.id)));
     for (const change of ['assign', 'revoke'] as const) {
       r.post(`/rbac/roles/:id/${change}`, { config: perm('roles.assign'), schema: { params: IdParam, body: z.object({ user_id: z.string().min(1).max(64) }), response: { 200: User } } },
-        (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => user(await changeRole(kernel, uow, request.params.id, request.body.user_id, change))));
+        (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' },
+          async (uow) => user(await changeRole(kernel, uow, authorityOf(request.principal!), request.params.id, request.body.user_id, change))));
     }
 
     registerProviderWrites(app, kernel);

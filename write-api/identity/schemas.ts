@@ -19,3 +19,5 @@ export const ProviderLink = z.object({
 export const Email = z.string().trim().email().max(254);
 export const Password = z.string().min(1).max(1024);
 export const IdParam = z.object({ id: z.string().min(1).max(64) });
+/** role names when inviting; more than 50 is refused by the command as rbac-limit-exceeded (spec 000), not by the schema */
+export const RoleNames = z.array(z.string().max(100)).max(1000);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdentityPlatform, Registered } from '../../support/identity';
-import { PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
+import { addMember, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 
 let p: IdentityPlatform;
 beforeAll(async () => { p = await startIdentityPlatform(); });
@@ -144,9 +144,8 @@ describe('access tokens', () => {
     expect((await p.api('/auth/me', { token: 'abc.def.ghi' })).status).toBe(401);
     const user = await registerUser(p);
     const role = await p.api('/rbac/roles', { token: user.accessToken, body: { name: 'Reader', permissions: ['users.list'] } });
-    const created = await p.api('/users', { token: user.accessToken, body: { email: uniqueEmail(), password: PASSWORD, role_ids: [role.body.id] } });
-    expect(created.status).toBe(201);
-    const login = await p.api('/auth/login', { body: { email: created.body.email, password: PASSWORD } });
+    const created = await addMember(p, user, { role_ids: [role.body.id] });
+    const login = await p.api('/auth/login', { body: { email: created.email, password: PASSWORD } });
     expect((await p.api('/users', { token: login.body.accessToken })).status).toBe(200);
     expect((await p.api('/rbac/roles', { token: login.body.accessToken })).status).toBe(403);
   });

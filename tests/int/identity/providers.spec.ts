@@ -3,7 +3,7 @@ import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from '../../../infra/security/totp';
 import type { IdentityPlatform, Registered } from '../../support/identity';
-import { mailToken, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
+import { addMember, mailToken, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 import type { TestIdp } from '../../support/test-idp';
 import { reserveTestIdp } from '../../support/test-idp';
 
@@ -196,8 +196,8 @@ describe('linking and unlinking', () => {
     expect((await p.api(`/users/${b.userId}/providers`, { token: a.accessToken })).status).toBe(404);
     expect((await p.api(`/users/${b.userId}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status).toBe(404);
     expect((await p.api(`/users/${b.userId}/providers/test-idp`, { method: 'DELETE', token: a.accessToken })).status).toBe(404);
-    const member = await p.api('/users', { token: a.accessToken, body: { email: uniqueEmail(), password: 'correct horse battery staple 42' } });
-    expect((await p.api(`/users/${member.body.id}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status).toBe(403);
+    const member = await addMember(p, a);
+    expect((await p.api(`/users/${member.userId}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status).toBe(403);
     expect((await p.api(`/users/${a.userId}/providers/test-idp`, { method: 'POST' })).status).toBe(401);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPlatformOwner } from '../../../commands/identity/accounts';
 import type { IdentityPlatform, Registered } from '../../support/identity';
-import { PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
+import { addMember, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 
 let p: IdentityPlatform;
 let a: Registered;
@@ -13,19 +13,18 @@ beforeAll(async () => {
   a = await registerUser(p);
   b = await registerUser(p);
   bRole = (await p.api('/rbac/roles', { token: b.accessToken, body: { name: 'B role', permissions: ['users.list'] } })).body.id;
-  bUser = (await p.api('/users', { token: b.accessToken, body: { email: uniqueEmail(), password: PASSWORD } })).body.id;
+  bUser = (await addMember(p, b)).userId;
 });
 afterAll(async () => { await p?.close(); });
 
 describe('users of a tenant', () => {
-  it('create, get with permissions, patch, soft delete (login blocked), list without and with include_deleted, restore', async () => {
+  it('invite (POST /users), accept, get with permissions, patch, soft delete (login blocked), list without and with include_deleted, restore', async () => {
     const role = await p.api('/rbac/roles', { token: a.accessToken, body: { name: 'Support', description: 'help desk', permissions: ['users.list', 'roles.*'] } });
     expect(role.status).toBe(201);
     const email = uniqueEmail();
-    const created = await p.api('/users', { token: a.accessToken, body: { email, password: PASSWORD, firstName: 'Alan', roles: ['Support'] } });
-    expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ email, firstName: 'Alan', roles: ['Support'], status: 'active', deletedAt: null, tenantId: a.tenantId });
-    const id = created.body.id;
+    const created = await addMember(p, a, { email, roles: ['Support'], name: 'Alan Kay' });
+    const id = created.userId;
+    expect((await p.api(`/users/${id}`, { token: a.accessToken })).body).toMatchObject({ email, firstName: 'Alan', roles: ['Support'], status: 'active', deletedAt: null, tenantId: a.tenantId });
     const got = await p.api(`/users/${id}`, { token: a.accessToken });
     expect(got.body.permissions).toEqual(['roles.*', 'users.list']);
     const perms = await p.api(`/rbac/users/${id}/permissions`, { token: a.accessToken });
@@ -47,16 +46,17 @@ describe('users of a tenant', () => {
   });
 
   it('paginates with next_page_token', async () => {
-    for (let i = 0; i < 3; i += 1) await p.api('/users', { token: a.accessToken, body: { email: uniqueEmail(), password: PASSWORD } });
+    for (let i = 0; i < 3; i += 1) await addMember(p, a);
     const first = await p.api('/users?page_size=2', { token: a.accessToken });
     expect(first.body.data).toHaveLength(2);
     const second = await p.api(`/users?page_size=2&page_token=${first.body.next_page_token}`, { token: a.accessToken });
     expect(second.body.data[0].id > first.body.data[1].id).toBe(true);
   });
 
-  it('a duplicate member is 409', async () => {
+  it('adding an existing member answers 202 without a body, like an invitation (spec 000)', async () => {
     const res = await p.api('/users', { token: a.accessToken, body: { email: a.email } });
-    expect(res.status).toBe(409);
+    expect(res.status).toBe(202);
+    expect(res.body).toBeNull();
   });
 });
 
@@ -68,13 +68,13 @@ describe('roles', () => {
     expect((await p.api(`/rbac/roles/${id}`, { token: a.accessToken })).body.permissions).toEqual(['users.list']);
     const put = await p.api(`/rbac/roles/${id}`, { method: 'PUT', token: a.accessToken, body: { permissions: ['users.list', 'roles.list'] } });
     expect(put.body.permissions).toEqual(['roles.list', 'users.list']);
-    const user = await p.api('/users', { token: a.accessToken, body: { email: uniqueEmail(), password: PASSWORD } });
-    const assigned = await p.api(`/rbac/roles/${id}/assign`, { token: a.accessToken, body: { user_id: user.body.id } });
-    expect(assigned.body.roles).toEqual(['Auditor']);
-    const { rows } = await p.kernel.db.query("SELECT 1 FROM es.events WHERE type = 'auth.role.changed' AND data->>'userId' = $1", [user.body.id]);
+    const user = await addMember(p, a);
+    const assigned = await p.api(`/rbac/roles/${id}/assign`, { token: a.accessToken, body: { user_id: user.userId } });
+    expect(assigned.body.roles).toEqual(['Auditor', 'Member']);
+    const { rows } = await p.kernel.db.query("SELECT 1 FROM es.events WHERE type = 'auth.role.changed' AND data->>'userId' = $1", [user.userId]);
     expect(rows).toHaveLength(1);
-    const revoked = await p.api(`/rbac/roles/${id}/revoke`, { token: a.accessToken, body: { user_id: user.body.id } });
-    expect(revoked.body.roles).toEqual([]);
+    const revoked = await p.api(`/rbac/roles/${id}/revoke`, { token: a.accessToken, body: { user_id: user.userId } });
+    expect(revoked.body.roles).toEqual(['Member']);
     expect((await p.api(`/rbac/roles/${id}`, { method: 'DELETE', token: a.accessToken })).status).toBe(204);
     expect((await p.api(`/rbac/roles/${id}`, { token: a.accessToken })).status).toBe(404);
     const roles = await p.api('/rbac/roles', { token: a.accessToken });
@@ -99,10 +99,10 @@ describe('roles', () => {
 
   it('a role change takes effect on the next request (permission cache invalidated)', async () => {
     const role = await p.api('/rbac/roles', { token: a.accessToken, body: { name: 'Lister', permissions: ['users.list'] } });
-    const user = await p.api('/users', { token: a.accessToken, body: { email: uniqueEmail(), password: PASSWORD } });
-    const login = await p.api('/auth/login', { body: { email: user.body.email, password: PASSWORD } });
+    const user = await addMember(p, a);
+    const login = await p.api('/auth/login', { body: { email: user.email, password: PASSWORD } });
     expect((await p.api('/users', { token: login.body.accessToken })).status).toBe(403);
-    await p.api(`/rbac/roles/${role.body.id}/assign`, { token: a.accessToken, body: { user_id: user.body.id } });
+    await p.api(`/rbac/roles/${role.body.id}/assign`, { token: a.accessToken, body: { user_id: user.userId } });
     expect((await p.api('/users', { token: login.body.accessToken })).status).toBe(200);
   });
 });

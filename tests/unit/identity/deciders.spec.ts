@@ -24,16 +24,21 @@ describe('an MFA setup', () => {
 describe('failed recovery attempts', () => {
   const given = scenario(mfaDecider);
   const on: MfaEvent[] = [{ type: 'auth.mfa.setup_started', data: { userId: U } }, { type: 'auth.mfa.enabled', data: { userId: U } }];
-  const failed = (at: number): MfaEvent => ({ type: 'auth.mfa.recovery_failed', data: { userId: U, at } });
-  it('are counted below five', () => given(...on, failed(1), failed(2)).when({ type: 'FailRecovery', userId: U, now: 3 }).then([failed(3)]));
+  const failed = (at: number, fingerprint = `code-${at}`): MfaEvent => ({ type: 'auth.mfa.recovery_failed', data: { userId: U, at, fingerprint } });
+  const fail = (now: number, fingerprint = `code-${now}`) => ({ type: 'FailRecovery' as const, userId: U, now, fingerprint });
+  it('are counted below five', () => given(...on, failed(1), failed(2)).when(fail(3)).then([failed(3)]));
   it('lock recovery for an hour at the fifth within 15 minutes', () =>
-    given(...on, failed(1), failed(2), failed(3), failed(4)).when({ type: 'FailRecovery', userId: U, now: 5 })
+    given(...on, failed(1), failed(2), failed(3), failed(4)).when(fail(5))
       .then([failed(5), { type: 'auth.mfa.recovery_locked', data: { userId: U, until: 5 + 3600_000, lockout: 1, accountLocked: false } }]));
+  it('count a wrong code once however often it is repeated in the window', () =>
+    given(...on, failed(1, 'same'), failed(2), failed(3), failed(4)).when(fail(5, 'same')).then([]));
+  it('count a repeated wrong code again once its first attempt left the window', () =>
+    given(...on, failed(1, 'same')).when(fail(16 * 60_000, 'same')).then([failed(16 * 60_000, 'same')]));
   it('older than 15 minutes do not count', () =>
-    given(...on, failed(1), failed(2), failed(3), failed(4)).when({ type: 'FailRecovery', userId: U, now: 16 * 60_000 }).then([failed(16 * 60_000)]));
+    given(...on, failed(1), failed(2), failed(3), failed(4)).when(fail(16 * 60_000)).then([failed(16 * 60_000)]));
   it('lock the account at the third lockout', () =>
     given(...on, { type: 'auth.mfa.recovery_locked', data: { userId: U, until: 10, lockout: 2, accountLocked: false } }, failed(11), failed(12), failed(13), failed(14))
-      .when({ type: 'FailRecovery', userId: U, now: 15 }).thenMatches([failed(15), { type: 'auth.mfa.recovery_locked', data: { lockout: 3, accountLocked: true } }]));
+      .when(fail(15)).thenMatches([failed(15), { type: 'auth.mfa.recovery_locked', data: { lockout: 3, accountLocked: true } }]));
   it('refuse a recovery code while locked with 403 account-locked', () =>
     given(...on, { type: 'auth.mfa.recovery_locked', data: { userId: U, until: 1000, lockout: 1, accountLocked: false } })
       .when({ type: 'UseRecoveryCode', userId: U, remaining: 9, now: 999 }).thenFails('account-locked', 403));
@@ -48,9 +53,13 @@ describe('an account', () => {
   it('refuses a login when locked (403 account-locked)', () =>
     given(created, { type: 'auth.user.locked', data: { userId: U, reason: 'x' } }).when({ type: 'RecordLogin', tenantId: T, method: 'password' }).thenFails('account-locked', 403));
   it('keeps the last way to sign in (400 last-provider)', () => given(created, linked).when({ type: 'UnlinkProvider', providerId: 'oidc' }).thenFails('last-provider', 400));
-  it('unverifies a changed email', () =>
-    given(created, { type: 'auth.user.email_verified', data: { userId: U, email: 'a@x.test' } }).when({ type: 'UpdateProfile', email: 'new@x.test' })
-      .thenMatches([{ type: 'auth.user.profile_updated', data: { email: 'new@x.test', emailVerified: false } }]));
+  it('keeps its address and its verification when names change', () =>
+    given(created, { type: 'auth.user.email_verified', data: { userId: U, email: 'a@x.test' } }).when({ type: 'UpdateProfile', firstName: 'Ada' })
+      .thenMatches([{ type: 'auth.user.profile_updated', data: { email: 'a@x.test', firstName: 'Ada', emailVerified: true } }]));
+  it('moves to a new address, verified, only through ChangeEmail', () =>
+    given(created).when({ type: 'ChangeEmail', email: 'new@x.test' })
+      .then([{ type: 'auth.user.email_changed', data: { userId: U, email: 'new@x.test', previousEmail: 'a@x.test' } }]));
+  it('does nothing for a change to the address it has', () => given(created).when({ type: 'ChangeEmail', email: 'a@x.test' }).then([]));
   it('does nothing for an unchanged profile', () => given(created).when({ type: 'UpdateProfile', firstName: 'A' }).then([]));
 });
 
