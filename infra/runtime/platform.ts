@@ -4,7 +4,7 @@ import { OutboxRelay } from '../../workers/outbox-relay';
 import { ProjectorWorker } from '../../workers/projector';
 import { MaintenanceWorker } from '../../workers/maintenance';
 import type { Config } from '../config';
-import { loadConfig, requireReal } from '../config';
+import { loadConfig } from '../config';
 import { startEmbeddedPostgres } from '../embedded/postgres';
 import type { Engines } from '../kernel';
 import { Kernel } from '../kernel';
@@ -26,6 +26,7 @@ import { startTelemetry, stopTelemetry } from '../observability/telemetry';
 import { createPool } from '../postgres/db';
 import { migrate } from '../postgres/migrate';
 import type { Clock, IdGenerator } from './clock';
+import { checkRoleConfig } from './role-config';
 
 /** What a process runs. `all` is `platform start`: every role in one process. */
 export type Role = 'all' | 'gateway' | 'write-api' | 'read-api' | 'workers' | 'projector';
@@ -79,10 +80,11 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
   const role = options.role;
-  if (role !== 'all') requireReal(config, ['DATABASE_URL']);
+  const modules = options.modules ?? (await discoverModules());
+  checkRoleConfig({ role, config, projection: options.projection, projections: modules.projections });
   await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 
-  const kernel = await openKernel({ config, logger, role, modules: options.modules, clock: options.clock, ids: options.ids });
+  const kernel = await openKernel({ config, logger, role, modules, clock: options.clock, ids: options.ids });
   const { db, log } = kernel;
 
   const what = serves(role);
