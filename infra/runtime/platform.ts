@@ -99,7 +99,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     await log.ping();
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
-    await kernel.projections.prepare((p) => logger.info(p, 'projection rebuild'));
+    await kernel.projections.prepare(({ name, applied, total }) => logger.info({ projection: name, applied, total }, 'projection rebuild'));
     const mounted = [...(what.write ? kernel.modules.write : []), ...(what.read ? kernel.modules.read : [])];
     for (const plugin of mounted) await plugin.start?.(kernel);
     kernel.readiness.projections = true;
