@@ -152,7 +152,8 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   const cleanup: (() => Promise<void>)[] = [];
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger);
+    // a CLI command beside a running `platform start` uses its server
+    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, { useRunning: options.role === undefined });
     databaseUrl = embedded.url;
     cleanup.push(embedded.stop);
   }
