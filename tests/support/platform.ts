@@ -35,6 +35,8 @@ export const startTestPlatform = async (options: { role?: Role; modules?: Servic
   const config = loadConfig({
     PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
     ...(options.kafka ? { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS') } : {}),
+    // `platform serve` requires ROOT_URL: the split roles of a test share the issuer an all-in-one test process derives
+    ...(options.role && options.role !== 'all' ? { ROOT_URL: 'http://127.0.0.1:0' } : {}),
     ...options.env,
   });
   const running = await startPlatform({ role: options.role ?? 'all', config, logger: options.logger ?? silentLogger(), modules: options.modules ?? tallyModules, clock: options.clock });

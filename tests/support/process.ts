@@ -30,6 +30,24 @@ export const runPlatform = (args: string[], env: Record<string, string>, port: n
   return { child, url: `http://127.0.0.1:${port}`, output: () => output, exited };
 };
 
+export interface CliRun { code: number | null; stdout: string; stderr: string }
+
+/**
+ * `platform <args>` to completion with exactly the given environment (nothing inherited but PATH
+ * and HOME), as an operator's shell or a container would run it.
+ */
+export const runCli = (args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> => new Promise((resolve, reject) => {
+  const child = spawn(process.execPath, ['bin/platform.js', ...args], {
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`platform ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stdout}\n${stderr}`)); }, timeoutMs);
+  child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+});
+
 /** polls GET url until it answers with the status, or fails after the deadline */
 export const waitFor = async (url: string, status: number, timeoutMs: number): Promise<Response> => {
   const deadline = Date.now() + timeoutMs;
