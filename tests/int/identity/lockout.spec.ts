@@ -68,7 +68,9 @@ describe('a stranger who knows only an email', () => {
       known.push(await time(holder.email));
       unknown.push(await time(uniqueEmail('ghost')));
     }
-    expect(Math.abs(median(known) - median(unknown))).toBeLessThan(5);
+    // before: 4.6 ms against 2.1 ms (a ratio of 2.2); a ratio keeps the check steady on a loaded machine
+    const [slow, fast] = [Math.max(median(known), median(unknown)), Math.min(median(known), median(unknown))];
+    expect(slow / fast).toBeLessThan(1.25);
   });
 });
 
