@@ -3,11 +3,14 @@ import swagger from '@fastify/swagger';
 import { trace, type Span } from '@opentelemetry/api';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
-import { createSerializerCompiler, jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
+import { ResponseSerializationError } from 'fastify-type-provider-zod';
+import { $ZodType, safeEncode } from 'zod/v4/core';
+import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
-import { bigintReplacer } from '../infra/eventstore/event-store';
+import { RawJson } from '../domain/shared/json';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
+import { stringifyJson } from '../infra/http/json';
 import type { Kernel } from '../infra/kernel';
 import { PLATFORM_VERSION } from '../infra/kernel';
 import type { RoutePlugin } from '../infra/modules';
@@ -105,9 +108,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   // Responses are checked against their schemas outside production (spec 000 rule 5).
-  app.setSerializerCompiler(config.PLATFORM_ENV === 'production'
-    ? () => (data) => JSON.stringify(data, bigintReplacer)
-    : createSerializerCompiler({ replacer: bigintReplacer }));
+  app.setSerializerCompiler(config.PLATFORM_ENV === 'production' ? () => stringifyJson : checkedSerializer);
   app.setErrorHandler(problemHandler(config.problemsBaseUrl, config.BODY_LIMIT_BYTES));
   // A shadow router of every route's path answers "which methods exist here?" for 405s.
   const paths = FindMyWay();
@@ -129,10 +130,12 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     if (!guard) return authorize(request, principalOf);
     return guard(request, reply, principalOf);
   });
-  // PostgreSQL text cannot hold U+0000: refused at the door rather than failing deep in a write
+  // PostgreSQL text cannot hold U+0000: refused at the door (body, query string, path) rather than failing deep in a write or a query
   app.addHook('preValidation', async (request) => {
-    const field = nulField(request.body, '');
-    if (field !== null) throw commonErrors.validation([{ field: field || 'body', message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
+    for (const [part, value] of [['body', request.body], ['query', request.query], ['params', request.params]] as const) {
+      const field = nulField(value, '');
+      if (field !== null) throw commonErrors.validation([{ field: field || part, message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
+    }
   });
   const recorder = edge ? kernel.audit : null;
   app.addHook('onResponse', async (request, reply) => {
@@ -173,8 +176,23 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   return app;
 };
 
+/**
+ * Responses checked against their zod schema, then written by stringifyJson (bigints as strings,
+ * RawJson verbatim): what fastify-type-provider-zod's serializer does, with our writer.
+ */
+const checkedSerializer = ({ schema, method, url }: { schema: unknown; method: string; url: string }) => {
+  const zod = schema instanceof $ZodType ? schema : (schema as { properties?: unknown }).properties;
+  if (!(zod instanceof $ZodType)) throw new Error(`the response schema of ${method} ${url} is not a zod schema`);
+  return (data: unknown): string => {
+    const result = safeEncode(zod, data);
+    if (result.error) throw new ResponseSerializationError(method, url, { cause: result.error });
+    return stringifyJson(result.data);
+  };
+};
+
 /** the path of the first string (or object key) in a parsed JSON body that contains U+0000, or null */
 const nulField = (value: unknown, path: string): string | null => {
+  if (value instanceof RawJson) return nulField(value.value, path);
   if (typeof value === 'string') return value.includes('\0') ? path : null;
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
