@@ -269,6 +269,15 @@ const authorize = async (request: FastifyRequest, principalOf: PrincipalSource):
   }
 };
 
+/**
+ * The caller of a request no route matches (404, 405), for its rate-limit key only: with a valid
+ * token it counts against its user like any authenticated request, never against the address.
+ */
+const unroutedPrincipal = async (request: FastifyRequest, principalOf: PrincipalSource): Promise<Principal | undefined> => {
+  if (request.routeOptions.url || !request.headers.authorization) return undefined;
+  return (await principalOf(request).catch(() => null)) ?? undefined;
+};
+
 /** probes of load balancers and orchestrators: neither rate limited nor audited */
 const UNLIMITED = new Set(['/live', '/ready']);
 
@@ -320,10 +329,11 @@ const edgeGuard = (kernel: Kernel) => {
       if (corsState === 'sent') return reply;
       await authorize(request, principalOf);
     } catch (error) {
-      if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, undefined);
+      // a valid token refused for its permissions counts against its user, whatever the answer
+      if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, request.principal);
       throw error;
     }
-    await limit(request, reply, request.principal);
+    await limit(request, reply, request.principal ?? await unroutedPrincipal(request, principalOf));
     if (origin && corsState === 'tenant') await cors.afterAuth(reply, origin, request.principal?.tenantId ?? null);
     const namespace = request.routeOptions.config?.namespace;
     if (namespace && request.principal && !PLATFORM_NAMESPACES.has(namespace)) {

@@ -62,16 +62,20 @@ describe('a body the platform cannot accept', () => {
     expect(suffix(await problem(res))).toBe('payload-too-large');
   });
 
-  it('answers a non-JSON content type with 415', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: { ...auth, 'content-type': 'text/plain' }, body: 'id=x' });
+  it('answers a non-JSON content type with 415 naming the type received', async () => {
+    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: { ...auth, 'content-type': 'text/plain; charset=utf-8' }, body: 'id=x' });
     expect(res.status).toBe(415);
-    expect(suffix(await problem(res))).toBe('unsupported-media-type');
+    const body = await problem(res);
+    expect(suffix(body)).toBe('unsupported-media-type');
+    expect(body.detail).toContain('"text/plain; charset=utf-8"');
   });
 
   it('answers a body without a content type with 415', async () => {
     const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: auth, body: new Blob(['{"id":"x","name":"y"}']) });
     expect(res.status).toBe(415);
-    expect(suffix(await problem(res))).toBe('unsupported-media-type');
+    const body = await problem(res);
+    expect(suffix(body)).toBe('unsupported-media-type');
+    expect(body.detail).toContain('(none)');
   });
 
   it('answers malformed JSON with 400 validation-error', async () => {
