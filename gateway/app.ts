@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import { trace, type Span } from '@opentelemetry/api';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyContextConfig, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
+import { z } from 'zod';
 import { ResponseSerializationError } from 'fastify-type-provider-zod';
 import { $ZodType, safeEncode } from 'zod/v4/core';
-import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
 import { RawJson } from '../domain/shared/json';
 import type { Principal, RouteAccess } from '../infra/http/auth';
@@ -19,6 +21,8 @@ import { CorsPolicy } from './cors';
 import { registerDocs } from './docs';
 import { gatewayErrors, problemHandler } from './errors';
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
+import type { RouteDoc } from './openapi';
+import { openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
 import { gatewayPorts, PLATFORM_NAMESPACES } from './ports';
 import { proxyScope } from './proxy';
 import type { RateKey } from './rate-limit';
@@ -37,6 +41,10 @@ declare module 'fastify' {
     permission?: string;
     /** the API namespace (module) of the plugin that registered the route; set by the edge */
     namespace?: string;
+    /** the route honours (optional) or requires an Idempotency-Key: documented with its 409 */
+    idempotency?: 'required' | 'optional';
+    /** problem statuses the route answers beyond those its access, path and body imply (OpenAPI) */
+    problems?: number[];
   }
 }
 
@@ -110,10 +118,16 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   // Responses are checked against their schemas outside production (spec 000 rule 5).
   app.setSerializerCompiler(config.PLATFORM_ENV === 'production' ? () => stringifyJson : checkedSerializer);
   app.setErrorHandler(problemHandler(config.problemsBaseUrl, config.BODY_LIMIT_BYTES));
-  // A shadow router of every route's path answers "which methods exist here?" for 405s.
+  // A shadow router of every route's path answers "which methods exist here?" for 405s; the
+  // routes themselves are kept for the OpenAPI documents (their config is final once registered).
   const paths = FindMyWay();
+  const routes = new Map<string, { config?: FastifyContextConfig; schema?: { body?: unknown } }>();
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) if (method !== 'HEAD') paths.on(method as 'GET', route.url, () => undefined);
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      paths.on(method as 'GET', route.url, () => undefined);
+      routes.set(operationKey(method, route.url), route);
+    }
   });
   app.setNotFoundHandler((request) => {
     const url = request.url.split('?')[0] ?? '/';
@@ -160,12 +174,21 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
 
   await app.register(swagger, {
     openapi: { openapi: '3.1.0', info: { title: 'Platform API', version: PLATFORM_VERSION },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } } },
-    transform: jsonSchemaTransform,
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }, schemas: { Problem: PROBLEM_SCHEMA } } },
+    transform: openApiTransform,
   });
 
   registerOperational(app, kernel);
-  registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR);
+  const routeDoc = (key: string): RouteDoc | null => {
+    const route = routes.get(key);
+    if (!route) return null;
+    const c = route.config ?? {};
+    return { access: c.access ?? 'bearer', namespace: c.namespace, idempotency: c.idempotency, problems: c.problems, hasBody: Boolean(route.schema?.body) };
+  };
+  registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR, (key, path) => {
+    const route = routeDoc(key);
+    return route ? { route, rateLimited: !UNLIMITED.has(path) } : null;
+  });
 
   const upstreams = options.proxy ? openUpstreams(app, kernel, options.proxy) : null;
   const plugins = [
@@ -346,13 +369,34 @@ const edgeGuard = (kernel: Kernel) => {
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
+const HealthComponent = z.object({ status: z.enum(['healthy', 'degraded', 'unhealthy']), latencyMs: z.number().nullable(), error: z.string().nullable() });
+
+/** probes and health: documented in the gateway namespace */
 const registerOperational = (app: FastifyInstance, kernel: Kernel): void => {
-  app.get('/live', { config: { access: 'public' }, schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/ready', { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['gateway'];
+  r.get('/live', {
+    config: { access: 'public', namespace: 'gateway' },
+    schema: { tags, summary: 'Liveness: the process answers', response: { 200: z.object({ status: z.literal('ok') }) } },
+  }, async () => ({ status: 'ok' as const }));
+  r.get('/ready', {
+    config: { access: 'public', namespace: 'gateway' },
+    schema: {
+      tags, summary: 'Readiness: migrations, the log and the projections are ready',
+      response: { 200: z.object({ status: z.literal('ready') }), 503: z.object({ status: z.literal('not_ready'), reason: z.string() }) },
+    },
+  }, async (_request, reply) => {
     const reason = kernel.notReadyReason;
-    return reason ? reply.code(503).send({ status: 'not_ready', reason }) : { status: 'ready' };
+    return reason ? reply.code(503).send({ status: 'not_ready' as const, reason }) : { status: 'ready' as const };
   });
-  app.get('/health', { config: { access: 'admin' }, schema: { hide: true } }, async (_request, reply) => {
+  const Report = z.object({ status: HealthComponent.shape.status, version: z.string(), uptime: z.string(), components: z.record(z.string(), HealthComponent) });
+  r.get('/health', {
+    config: { access: 'admin', namespace: 'gateway' },
+    schema: {
+      tags, security: [{ bearer: [] }], summary: 'Each configured component\'s status and latency (an admin role)',
+      response: { 200: Report.describe('every component healthy'), 207: Report.describe('some component degraded'), 503: Report.describe('some component unhealthy') },
+    },
+  }, async (_request, reply) => {
     const report = await kernel.health.report();
     return reply.code(report.status === 'healthy' ? 200 : report.status === 'degraded' ? 207 : 503).send(report);
   });

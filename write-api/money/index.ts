@@ -78,7 +78,12 @@ const required = { idempotency: 'required' } as const;
 /** movements on known wallets only read and record events: they share transactions (group commit) */
 const onWallets = (request: FastifyRequest, ...walletIds: string[]) =>
   ({ ...required, locks: walletIds.map((id) => walletStream(request.principal?.tenantId ?? '', id)) });
-const write = { access: 'permission', permission: 'money.transactions.write' } as const;
+/**
+ * route configs: permission, the required Idempotency-Key and the problems beyond the generic ones
+ * (402 plan limit or suspended subscription, 503 billing unavailable; gateway/openapi.ts)
+ */
+const write = { access: 'permission', permission: 'money.transactions.write', idempotency: 'required' } as const;
+const moves = { ...write, problems: [402, 503] };
 
 export default defineRoutes({
   namespace: 'money',
@@ -110,14 +115,14 @@ export default defineRoutes({
     const ctx = () => moneyContext(kernel);
 
     r.post('/wallets', {
-      config: { access: 'permission', permission: 'money.wallets.write' },
+      config: { access: 'permission', permission: 'money.wallets.write', idempotency: 'required', problems: [402, 404, 409] },
       schema: { body: z.object({ userId: z.string().min(1).max(128), currency: IsoCurrency, label: z.string().max(100).default('') }), response: { 201: WalletView } },
     }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, ...required },
       (uow) => money.openWallet(uow, ctx(), request.body)));
 
     for (const kind of ['credit', 'debit'] as const) {
       r.post(`/wallets/:id/${kind}`, {
-        config: write, preValidation: amountRequired,
+        config: moves, preValidation: amountRequired,
         schema: { params: IdParams, body: Movement, response: { 200: TransactionView } },
       }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
         const b = request.body;
@@ -127,7 +132,7 @@ export default defineRoutes({
     }
 
     r.post('/wallets/:id/hold', {
-      config: write, preValidation: amountRequired,
+      config: { ...moves, problems: [402, 429, 503] }, preValidation: amountRequired,
       schema: { params: IdParams, body: HoldBody, response: { 200: TransactionView } },
     }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
       const b = request.body;
@@ -138,7 +143,7 @@ export default defineRoutes({
 
     for (const [path, kind] of [['confirm', 'ConfirmHold'], ['cancel', 'CancelHold']] as const) {
       r.post(`/holds/:id/${path}`, {
-        config: write,
+        config: { ...write, problems: [402, 422] },
         schema: { params: IdParams, body: ResolveBody, response: { 200: TransactionView } },
       }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
         mustMatch('holdTransactionId', request.body.holdTransactionId, request.params.id);
@@ -147,7 +152,7 @@ export default defineRoutes({
     }
 
     r.post('/transfers', {
-      config: write, preValidation: amountRequired,
+      config: { ...moves, problems: [402, 404, 503] }, preValidation: amountRequired,
       schema: { body: TransferBody, response: { 200: TransferView } },
     }, (request, reply) => {
       // spec 000: sensitive operations, money transfers included, require a verified email
@@ -161,7 +166,7 @@ export default defineRoutes({
     });
 
     r.post('/transactions/:id/reversal', {
-      config: { access: 'permission', permission: 'money.transactions.reverse' },
+      config: { access: 'permission', permission: 'money.transactions.reverse', idempotency: 'required', problems: [402, 503] },
       schema: { params: IdParams, body: ReversalBody, response: { 200: TransactionView } },
     }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
       mustMatch('originalTransactionId', request.body.originalTransactionId, request.params.id);
