@@ -65,8 +65,6 @@ export const executeCommand = async <T>(
     reply.code(status).send(result);
     return;
   }
-  // handlers that record the key (money's history) read it from the request: give them the normal form
-  request.headers['idempotency-key'] = key;
   const route = request.routeOptions.url ?? request.url;
   const idem: IdempotencyRequest = {
     key,
