@@ -11,7 +11,7 @@ const history = Number(process.argv[2] ?? 100_000);
 const debits = Number(process.argv[3] ?? 300);
 const server = await startBenchServer();
 try {
-  const api = moneyHttp(server.url);
+  const api = moneyHttp(server);
   const old = await api.openFunded('old', 5_000_000);
   const fresh = await api.openFunded('fresh', 5_000_000);
   const db = server.database.db;
@@ -23,13 +23,13 @@ try {
     gen AS (SELECT g, gen_random_uuid() AS tx, now() - interval '200 days' + g * interval '1 minute' AS at FROM generate_series(1, $2::int) g)
     INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, occurred_at, data)
     SELECT $1, head.version + g, gen_random_uuid(), 'money.wallet.credited', 1, 'bench', 'bench', at,
-      jsonb_build_object('transactionId', tx::text, 'walletId', $3::text, 'amount', '1', 'currency', 'USD', 'reason', 'seed', 'meta', '{}'::jsonb, 'idempotencyKey', null,
+      jsonb_build_object('transactionId', tx::text, 'walletId', $3::text, 'amount', '1', 'currency', 'USD', 'reason', 'seed', 'meta', '{}', 'idempotencyKey', null,
         'entries', jsonb_build_array(jsonb_build_object('account', 'wallet:' || $3 || ':available', 'amount', '1'), jsonb_build_object('account', 'system:USD', 'amount', '-1')),
         'balanceAfter', jsonb_build_object('available', (head.available + g)::text, 'pending', '0', 'frozen', '0'), 'createdAt', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
     FROM gen, head`, [stream, history, old]);
   await db.query(`
-    INSERT INTO rm.money_transactions (tenant_id, id, wallet_id, leg, type, status, direction, amount, currency, reason, idempotency_key, reference_transaction_id, reversed, meta, balance_after, counterparty_wallet_id, expires_at, created_at)
-    SELECT 'bench', data->>'transactionId', $2, 'primary', 'credit', 'completed', 'in', 1, 'USD', 'seed', null, null, false, '{}', data->'balanceAfter', null, null, (data->>'createdAt')::timestamptz
+    INSERT INTO rm.money_transactions (tenant_id, id, wallet_id, leg, type, status, direction, amount, currency, reason, idempotency_key, reference_transaction_id, reversed, meta, balance_after, counterparty_wallet_id, expires_at, created_at, seq)
+    SELECT 'bench', data->>'transactionId', $2, 'primary', 'credit', 'completed', 'in', 1, 'USD', 'seed', null, null, false, '{}', data->'balanceAfter', null, null, (data->>'createdAt')::timestamptz, stream_version
     FROM es.events WHERE stream_id = $1 AND data->>'reason' = 'seed'`, [stream, old]);
   await db.query(`UPDATE es.streams SET version = version + $2, state = jsonb_set(state, '{balance,available}', to_jsonb(((state->'balance'->>'available')::bigint + $2)::text)) WHERE stream_id = $1`, [stream, history]);
   await db.query("UPDATE rm.money_wallets SET available = available + $2, version = version + $2 WHERE tenant_id = 'bench' AND id = $1", [old, history]);

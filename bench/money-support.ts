@@ -5,7 +5,7 @@ import autocannon from 'autocannon';
 import { testToken } from '../tests/support/auth';
 import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import type { Body } from '../tests/support/money';
-import { MONEY_PERMISSIONS } from '../tests/support/money';
+import { MONEY_PERMISSIONS, seedMember } from '../tests/support/money';
 
 /**
  * Shared pieces of the money benchmarks: a fresh database on the test PostgreSQL, the money server
@@ -40,7 +40,9 @@ export const startBenchServer = async (extraArgs: string[] = []): Promise<BenchS
   };
 };
 
-export const moneyHttp = (url: string, tenantId = 'bench') => {
+/** the set-up client of a bench server; wallet owners are made members of the tenant first (on the server's database) */
+export const moneyHttp = (server: Pick<BenchServer, 'url' | 'database'>, tenantId = 'bench') => {
+  const url = server.url;
   const auth = `Bearer ${testToken(tenantId, 'bench-user', MONEY_PERMISSIONS)}`;
   const post = async (path: string, body: unknown): Promise<{ status: number; body: Body }> => {
     const res = await fetch(`${url}/v1${path}`, {
@@ -52,6 +54,7 @@ export const moneyHttp = (url: string, tenantId = 'bench') => {
   return {
     post,
     openFunded: async (user: string, amount: number): Promise<string> => {
+      await seedMember(server.database.db, tenantId, user);
       const w = await post('/wallets', { userId: user, currency: 'USD' });
       if (w.status !== 201) throw new Error(`open: ${w.status} ${JSON.stringify(w.body)}`);
       if (amount) await post(`/wallets/${w.body.id}/credit`, { amount, currency: 'USD' });

@@ -11,7 +11,7 @@ const profile = process.argv.includes('--prof');
 
 const server = await startBenchServer(profile ? ['--cpu-prof', '--cpu-prof-dir=.bench-prof'] : []);
 try {
-  const api = moneyHttp(server.url);
+  const api = moneyHttp(server);
   // 1,000 funded wallets, opened 20 at a time
   const wallets: string[] = [];
   for (let i = 0; i < 1000; i += 20) wallets.push(...await Promise.all(Array.from({ length: 20 }, (_, k) => api.openFunded(`user-${i + k}`, 1_000_000))));

@@ -1,14 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import { trace, type Span } from '@opentelemetry/api';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyContextConfig, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
-import { createSerializerCompiler, jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ResponseSerializationError } from 'fastify-type-provider-zod';
+import { $ZodType, safeEncode } from 'zod/v4/core';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
-import { bigintReplacer } from '../infra/eventstore/event-store';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
+import { stringifyJson } from '../infra/http/json';
 import type { Kernel } from '../infra/kernel';
 import { PLATFORM_VERSION } from '../infra/kernel';
 import type { RoutePlugin } from '../infra/modules';
@@ -17,6 +21,8 @@ import { CorsPolicy } from './cors';
 import { registerDocs } from './docs';
 import { frameworkProblem, gatewayErrors, problemHandler, rawProblemResponse } from './errors';
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
+import type { RouteDoc } from './openapi';
+import { openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
 import { gatewayPorts, PLATFORM_NAMESPACES } from './ports';
 import { proxyScope } from './proxy';
 import type { RateKey } from './rate-limit';
@@ -39,6 +45,10 @@ declare module 'fastify' {
     namespace?: string;
     /** the path parameter naming a user: that user may call the route without the permission (their own profile) */
     orSelf?: string;
+    /** the route honours (optional) or requires an Idempotency-Key: documented with its 409 */
+    idempotency?: 'required' | 'optional';
+    /** problem statuses the route answers beyond those its access, path and body imply (OpenAPI) */
+    problems?: number[];
   }
 }
 
@@ -126,14 +136,18 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   });
   app.setValidatorCompiler(validatorCompiler);
   // Responses are checked against their schemas outside production (spec 000 rule 5).
-  app.setSerializerCompiler(config.PLATFORM_ENV === 'production'
-    ? () => (data) => JSON.stringify(data, bigintReplacer)
-    : createSerializerCompiler({ replacer: bigintReplacer }));
+  app.setSerializerCompiler(config.PLATFORM_ENV === 'production' ? () => stringifyJson : checkedSerializer);
   app.setErrorHandler(problemHandler(config.problemsBaseUrl, config.BODY_LIMIT_BYTES));
-  // A shadow router of every route's path answers "which methods exist here?" for 405s.
+  // A shadow router of every route's path answers "which methods exist here?" for 405s; the
+  // routes themselves are kept for the OpenAPI documents (their config is final once registered).
   const paths = FindMyWay();
+  const routes = new Map<string, { config?: FastifyContextConfig; schema?: { body?: unknown } }>();
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) if (method !== 'HEAD') paths.on(method as 'GET', route.url, () => undefined);
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      paths.on(method as 'GET', route.url, () => undefined);
+      routes.set(operationKey(method, route.url), route);
+    }
   });
   app.setNotFoundHandler((request) => {
     const url = request.url.split('?')[0] ?? '/';
@@ -168,10 +182,13 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     if (!guard) return authorize(request, principalOf);
     return guard(request, reply, principalOf);
   });
-  // PostgreSQL text cannot hold U+0000 or a lone surrogate: refused at the door rather than failing deep in a write
+  // PostgreSQL text cannot hold U+0000 or a lone surrogate: refused at the door (body, query string, path)
+  // rather than failing deep in a write or a query
   app.addHook('preValidation', async (request) => {
-    const problem = unstorableText(request.body);
-    if (problem) throw commonErrors.validation([problem]);
+    for (const [part, value] of [['body', request.body], ['query', request.query], ['params', request.params]] as const) {
+      const problem = unstorableText(value);
+      if (problem) throw commonErrors.validation([{ ...problem, field: problem.field === 'body' ? part : problem.field }]);
+    }
   });
   const recorder = edge ? kernel.audit : null;
   app.addHook('onResponse', async (request, reply) => {
@@ -196,12 +213,21 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
 
   await app.register(swagger, {
     openapi: { openapi: '3.1.0', info: { title: 'Platform API', version: PLATFORM_VERSION },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } } },
-    transform: jsonSchemaTransform,
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }, schemas: { Problem: PROBLEM_SCHEMA } } },
+    transform: openApiTransform,
   });
 
   registerOperational(app, kernel);
-  registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR);
+  const routeDoc = (key: string): RouteDoc | null => {
+    const route = routes.get(key);
+    if (!route) return null;
+    const c = route.config ?? {};
+    return { access: c.access ?? 'bearer', namespace: c.namespace, idempotency: c.idempotency, problems: c.problems, hasBody: Boolean(route.schema?.body) };
+  };
+  registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR, (key, path) => {
+    const route = routeDoc(key);
+    return route ? { route, rateLimited: !UNLIMITED.has(path) } : null;
+  });
   // the pages identity mail links open by default (APP_URL unset): served where clients arrive
   if (edge) registerPages(app);
 
@@ -212,6 +238,20 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   ];
   for (const { plugin, upstream } of plugins) await app.register(scoped(plugin, kernel, upstream), { prefix: '/v1' });
   return app;
+};
+
+/**
+ * Responses checked against their zod schema, then written by stringifyJson (bigints as strings,
+ * RawJson verbatim): what fastify-type-provider-zod's serializer does, with our writer.
+ */
+const checkedSerializer = ({ schema, method, url }: { schema: unknown; method: string; url: string }) => {
+  const zod = schema instanceof $ZodType ? schema : (schema as { properties?: unknown }).properties;
+  if (!(zod instanceof $ZodType)) throw new Error(`the response schema of ${method} ${url} is not a zod schema`);
+  return (data: unknown): string => {
+    const result = safeEncode(zod, data);
+    if (result.error) throw new ResponseSerializationError(method, url, { cause: result.error });
+    return stringifyJson(result.data);
+  };
 };
 
 /**
@@ -278,6 +318,15 @@ const isSelf = (request: FastifyRequest, userId: string): boolean => {
   return param !== undefined && (request.params as Record<string, unknown> | undefined)?.[param] === userId;
 };
 
+/**
+ * The caller of a request no route matches (404, 405), for its rate-limit key only: with a valid
+ * token it counts against its user like any authenticated request, never against the address.
+ */
+const unroutedPrincipal = async (request: FastifyRequest, principalOf: PrincipalSource): Promise<Principal | undefined> => {
+  if (request.routeOptions.url || !request.headers.authorization) return undefined;
+  return (await principalOf(request).catch(() => null)) ?? undefined;
+};
+
 /** probes of load balancers and orchestrators: neither rate limited nor audited */
 const UNLIMITED = new Set(['/live', '/ready']);
 
@@ -329,10 +378,11 @@ const edgeGuard = (kernel: Kernel) => {
       if (corsState === 'sent') return reply;
       await authorize(request, principalOf);
     } catch (error) {
-      if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, undefined);
+      // a valid token refused for its permissions counts against its user, whatever the answer
+      if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, request.principal);
       throw error;
     }
-    await limit(request, reply, request.principal);
+    await limit(request, reply, request.principal ?? await unroutedPrincipal(request, principalOf));
     if (origin && corsState === 'tenant') await cors.afterAuth(reply, origin, request.principal?.tenantId ?? null);
     const namespace = request.routeOptions.config?.namespace;
     if (namespace && request.principal && !PLATFORM_NAMESPACES.has(namespace)) {
@@ -347,13 +397,34 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** methods the platform answers at all; others (QUERY, PROPFIND, …) are 405 before their body is read */
 const ACCEPTED_METHODS = new Set<string>([...METHODS, 'HEAD', 'OPTIONS']);
 
+const HealthComponent = z.object({ status: z.enum(['healthy', 'degraded', 'unhealthy']), latencyMs: z.number().nullable(), error: z.string().nullable() });
+
+/** probes and health: documented in the gateway namespace */
 const registerOperational = (app: FastifyInstance, kernel: Kernel): void => {
-  app.get('/live', { config: { access: 'public' }, schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/ready', { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['gateway'];
+  r.get('/live', {
+    config: { access: 'public', namespace: 'gateway' },
+    schema: { tags, summary: 'Liveness: the process answers', response: { 200: z.object({ status: z.literal('ok') }) } },
+  }, async () => ({ status: 'ok' as const }));
+  r.get('/ready', {
+    config: { access: 'public', namespace: 'gateway' },
+    schema: {
+      tags, summary: 'Readiness: migrations, the log and the projections are ready',
+      response: { 200: z.object({ status: z.literal('ready') }), 503: z.object({ status: z.literal('not_ready'), reason: z.string() }) },
+    },
+  }, async (_request, reply) => {
     const reason = kernel.notReadyReason;
-    return reason ? reply.code(503).send({ status: 'not_ready', reason }) : { status: 'ready' };
+    return reason ? reply.code(503).send({ status: 'not_ready' as const, reason }) : { status: 'ready' as const };
   });
-  app.get('/health', { config: { access: 'admin' }, schema: { hide: true } }, async (_request, reply) => {
+  const Report = z.object({ status: HealthComponent.shape.status, version: z.string(), uptime: z.string(), components: z.record(z.string(), HealthComponent) });
+  r.get('/health', {
+    config: { access: 'admin', namespace: 'gateway' },
+    schema: {
+      tags, security: [{ bearer: [] }], summary: 'Each configured component\'s status and latency (an admin role)',
+      response: { 200: Report.describe('every component healthy'), 207: Report.describe('some component degraded'), 503: Report.describe('some component unhealthy') },
+    },
+  }, async (_request, reply) => {
     const report = await kernel.health.report();
     return reply.code(report.status === 'healthy' ? 200 : report.status === 'degraded' ? 207 : 503).send(report);
   });

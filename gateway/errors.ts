@@ -12,7 +12,7 @@ import { isPoolTimeout } from '../infra/postgres/db';
  * DomainErrors keep their status and suffix, framework errors get the spec's suffixes, and
  * anything unexpected is logged and answered as 500 internal-error without leaking details.
  */
-export const toDomainError = (error: unknown, bodyLimit: number): { domain: DomainError; unexpected: boolean } => {
+export const toDomainError = (error: unknown, bodyLimit: number, contentType?: string): { domain: DomainError; unexpected: boolean } => {
   if (isDomainError(error)) return { domain: error, unexpected: false };
   if (hasZodFastifySchemaValidationErrors(error)) {
     return { domain: commonErrors.validation(error.validation.map((v) => fieldError(v, error.validationContext))), unexpected: false };
@@ -26,7 +26,7 @@ export const toDomainError = (error: unknown, bodyLimit: number): { domain: Doma
       return { domain: commonErrors.payloadTooLarge(bodyLimit), unexpected: false };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return { domain: commonErrors.unsupportedMediaType(undefined), unexpected: false };
+      return { domain: commonErrors.unsupportedMediaType(shownContentType(contentType)), unexpected: false };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { domain: malformed(e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The JSON body is empty.' : 'The body is not valid JSON.'), unexpected: false };
@@ -35,8 +35,15 @@ export const toDomainError = (error: unknown, bodyLimit: number): { domain: Doma
   }
   if (e instanceof SyntaxError || e.statusCode === 400) return { domain: malformed('The body is not valid JSON.'), unexpected: false };
   if (e.statusCode === 413) return { domain: commonErrors.payloadTooLarge(bodyLimit), unexpected: false };
-  if (e.statusCode === 415) return { domain: commonErrors.unsupportedMediaType(undefined), unexpected: false };
+  if (e.statusCode === 415) return { domain: commonErrors.unsupportedMediaType(shownContentType(contentType)), unexpected: false };
   return { domain: commonErrors.internal(), unexpected: true };
+};
+
+/** the received Content-Type as the 415 detail names it: printable ASCII, at most 100 characters */
+const shownContentType = (value: string | undefined): string | undefined => {
+  if (value === undefined || value.trim() === '') return undefined;
+  const printable = value.replace(/[^\x20-\x7e]/g, '?').trim();
+  return printable.length > 100 ? `${printable.slice(0, 100)}…` : printable;
 };
 
 const malformed = (detail: string) => commonErrors.validation([{ field: 'body', message: detail, code: 'MALFORMED_JSON' }], detail);
@@ -52,7 +59,8 @@ const fieldError = (v: ZodIssueLike, context: string | undefined): FieldError =>
 
 export const problemHandler = (problemsBaseUrl: string, bodyLimit: number) =>
   (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const { domain, unexpected } = toDomainError(error, bodyLimit);
+    const contentType = request.headers['content-type'];
+    const { domain, unexpected } = toDomainError(error, bodyLimit, typeof contentType === 'string' ? contentType : undefined);
     if (unexpected) request.log.error({ err: error }, 'unexpected error');
     else if (domain.status >= 500) request.log.warn({ err: error }, domain.detail);
     return sendProblem(reply, toProblem(domain, problemsBaseUrl, instanceOf(request), request.id), domain.headers);

@@ -3,6 +3,7 @@
  *   npx tsx gateway/snapshot-cli.ts v1 [root url, default http://127.0.0.1:8080]
  * fetches /api/v1/<namespace>/openapi.json of a running platform for every namespace and writes
  * docs/api-snapshots/v1/<namespace>.json; files that exist are left alone (immutable snapshots).
+ * A namespace no installed service serves (404) has no document and is skipped.
  */
 import { NAMESPACES } from './docs';
 import { writeSnapshot } from './versioning';
@@ -15,6 +16,7 @@ if (!version || !/^v\d+$/.test(version)) {
 const documents: Record<string, unknown> = {};
 for (const namespace of NAMESPACES) {
   const res = await fetch(`${root}/api/${version}/${namespace}/openapi.json`);
+  if (res.status === 404) continue;
   if (!res.ok) throw new Error(`${namespace}: ${res.status} ${await res.text()}`);
   documents[namespace] = await res.json();
 }

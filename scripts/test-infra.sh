@@ -8,7 +8,8 @@
 #
 # Idempotent: a second run finds everything running and only re-checks it (a few seconds).
 # Servers: PostgreSQL 15 and Redis and clamd from Debian packages; Kafka 3.9 (KRaft) and
-# S3Proxy from Maven Central jars; chdb from node_modules. Ports and paths: scripts/infra/lib.sh.
+# S3Proxy from Maven Central jars; chdb from node_modules; openapi-spec-validator from PyPI in a
+# venv under the cache (pinned). Ports and paths: scripts/infra/lib.sh.
 # Stop/start one server to simulate an outage: scripts/test-infra-ctl.sh.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=infra/lib.sh
@@ -42,6 +43,7 @@ install_missing() {
   [[ -x $CLAMD_BIN ]] || pkgs+=(clamav-daemon)
   command -v java >/dev/null || pkgs+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null || pkgs+=(maven)
+  command -v python3 >/dev/null && python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3 python3-venv)
 
   jars_present() { [[ -f $(kafka_libs)/.complete && -f $(s3proxy_libs)/.complete ]]; }
   fetch_all() {
@@ -55,6 +57,7 @@ install_missing() {
     fi
   fi
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
+  install_openapi_validator
   if ! jars_present; then
     if [[ -n $fetch_pid ]]; then
       wait "$fetch_pid" || { tail_log "$fetch_log"; die "maven: could not fetch the jars (log: $fetch_log)"; }
@@ -95,6 +98,7 @@ write_env() {
       TEST_S3_REGION "$S3_REGION" \
       TEST_CLAMD_HOST "$HOST" \
       TEST_CLAMD_PORT "$CLAMD_PORT" \
+      TEST_OPENAPI_VALIDATOR "$(openapi_validator_bin)" \
       TEST_CHDB "$chdb"
   } >"$tmp"
   mv -f "$tmp" "$INFRA_ENV_FILE"

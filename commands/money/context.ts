@@ -1,15 +1,18 @@
 import type { Kernel } from '../../infra/kernel';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
+import type { MemberDirectory } from './lookups';
+import { identityMembers } from './lookups';
 import type { PlanLimitsSource, SubscriptionSource } from './plan-limits';
 import { activeSubscriptions, CachedPlanLimits, defaultPlanLimitsSource } from './plan-limits';
 import type { MoneySettings } from './settings';
 import { loadMoneySettings } from './settings';
 
-/** what the money handlers need beyond the unit of work: settings, the two billing ports, time and ids */
+/** what the money handlers need beyond the unit of work: settings, the two billing ports, identity's members, time and ids */
 export interface MoneyContext {
   settings: MoneySettings;
   limits: CachedPlanLimits;
   subscriptions: SubscriptionSource;
+  members: MemberDirectory;
   clock: Clock;
   ids: IdGenerator;
 }
@@ -18,6 +21,7 @@ export interface MoneyOverrides {
   settings?: Partial<MoneySettings>;
   limitsSource?: PlanLimitsSource;
   subscriptions?: SubscriptionSource;
+  members?: MemberDirectory;
 }
 
 const contexts = new WeakMap<Kernel, MoneyContext>();
@@ -29,6 +33,7 @@ export const configureMoney = (kernel: Kernel, overrides: MoneyOverrides = {}): 
     settings,
     limits: new CachedPlanLimits(kernel.engines.cache, overrides.limitsSource ?? defaultPlanLimitsSource, kernel.clock, settings.planLimitsFreshMs),
     subscriptions: overrides.subscriptions ?? activeSubscriptions,
+    members: overrides.members ?? identityMembers,
     clock: kernel.clock,
     ids: kernel.ids,
   };

@@ -19,7 +19,8 @@ export interface MovementRequest {
   amount: bigint;
   currency: string;
   reason: string;
-  meta: Record<string, unknown>;
+  /** the JSON text of the client's object, as sent */
+  meta: string;
   idempotencyKey: string | null;
 }
 
@@ -59,6 +60,8 @@ export const walletView = (w: Wallet, tenantId: string, updatedAt: string): Wall
 export const openWallet = async (uow: UnitOfWork, ctx: MoneyContext, input: { userId: string; currency: string; label: string }): Promise<WalletView> => {
   const tenantId = uow.meta.tenantId;
   checkSubscription(await subscriptionOf(uow, ctx), 'open');
+  // the owner must be an active member of the tenant: one answer for unknown, foreign and deleted users
+  if (!(await ctx.members.isActiveMember(uow.tx, tenantId, input.userId))) throw moneyErrors.userNotFound();
   // one wallet per user and currency: serialize the creators of the pair, then look
   await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`money.wallet-owner:${tenantId}:${input.userId}:${input.currency}`]);
   const ownerHasWallet = await userHasWallet(uow.tx, tenantId, input.userId, input.currency);
@@ -83,6 +86,13 @@ export const debit = async (uow: UnitOfWork, ctx: MoneyContext, walletId: string
   return firstLeg(events);
 };
 
+/** when a hold slot frees itself at the latest: the earliest expiry among the wallet's active holds (at least 1 s) */
+const secondsUntilFirstExpiry = (w: Wallet, now: Date): number => {
+  if (w.status !== 'open') return 1;
+  const first = Math.min(...Object.values(w.holds).map((h) => Date.parse(h.expiresAt)));
+  return Number.isFinite(first) ? Math.max(1, Math.ceil((first - now.getTime()) / 1000)) : 1;
+};
+
 export const placeHold = async (uow: UnitOfWork, ctx: MoneyContext, walletId: string, r: MovementRequest & { ttlMs: number | null }): Promise<TransactionView> => {
   const limits = await admit(uow, ctx, 'hold');
   const now = ctx.clock.now();
@@ -90,14 +100,15 @@ export const placeHold = async (uow: UnitOfWork, ctx: MoneyContext, walletId: st
   const wallet = await lockWallet(uow, walletId);
   const { ttlMs: _ttl, ...movement } = r;
   const { events } = uow.decide(WalletAggregate, wallet, {
-    type: 'PlaceHold', walletId, transactionId: ctx.ids.next(), now: now.toISOString(), limits, expiresAt, maxHolds: ctx.settings.maxHoldsPerWallet, ...movement,
+    type: 'PlaceHold', walletId, transactionId: ctx.ids.next(), now: now.toISOString(), limits, expiresAt, maxHolds: ctx.settings.maxHoldsPerWallet,
+    slotFreeInSeconds: secondsUntilFirstExpiry(wallet.state, now), ...movement,
   });
   return firstLeg(events);
 };
 
 export const resolveHold = async (
   uow: UnitOfWork, ctx: MoneyContext, kind: 'ConfirmHold' | 'CancelHold', holdId: string,
-  r: { reason: string; meta: Record<string, unknown>; idempotencyKey: string | null },
+  r: { reason: string; meta: string; idempotencyKey: string | null },
 ): Promise<TransactionView> => {
   const tenantId = uow.meta.tenantId;
   checkSubscription(await subscriptionOf(uow, ctx), kind === 'ConfirmHold' ? 'confirm' : 'cancel');
@@ -143,7 +154,7 @@ export const transfer = async (uow: UnitOfWork, ctx: MoneyContext, r: TransferRe
  * then the counter-movement on each wallet.
  */
 export const reverse = async (
-  uow: UnitOfWork, ctx: MoneyContext, transactionId: string, r: { reason: string; meta: Record<string, unknown>; idempotencyKey: string | null },
+  uow: UnitOfWork, ctx: MoneyContext, transactionId: string, r: { reason: string; meta: string; idempotencyKey: string | null },
 ): Promise<TransactionView> => {
   const tenantId = uow.meta.tenantId;
   const limits = await admit(uow, ctx, 'reversal');

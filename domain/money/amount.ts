@@ -1,32 +1,27 @@
 import { z } from 'zod';
+import { JsonNumber } from '../shared/json';
 import { moneyErrors } from './errors';
 
 /** Amounts are integer cents in PostgreSQL bigint: 1 … 2^63 − 1. */
 export const MAX_AMOUNT = 2n ** 63n - 1n;
 
-/**
- * An integer literal of a JSON body beyond Number.MAX_SAFE_INTEGER, kept exactly (JSON.parse would
- * round it). Made only by the money routes' body parser, so a client cannot forge one with an
- * object; it serializes to a tagged string for request hashing.
- */
-export class JsonBigInt {
-  constructor(readonly digits: string) {}
-  toJSON(): string {
-    return `bigint:${this.digits}`;
-  }
-}
+/** a JSON integer written as plain digits: no sign, fraction, exponent or leading zero */
+const PLAIN_DIGITS = /^(0|[1-9]\d*)$/;
 
 /**
- * The amount of a request: a JSON integer of at least 1 (exact up to 2^63 − 1). Zero, negative,
- * fractional, strings, other types and values beyond the range are refused with invalid-amount.
+ * The amount of a request: a JSON integer of at least 1 written as plain digits (exact up to
+ * 2^63 − 1; the money body parser hands it over as the literal's text). Zero, negatives,
+ * fractions, other spellings of an integer (1e3, 1.0, 100.00), strings, other types and values
+ * beyond the range are refused with invalid-amount.
  */
 export const parseAmount = (value: unknown): bigint => {
   let amount: bigint;
   if (typeof value === 'number') {
     if (!Number.isSafeInteger(value)) throw moneyErrors.invalidAmount();
     amount = BigInt(value);
-  } else if (value instanceof JsonBigInt) {
-    amount = BigInt(value.digits);
+  } else if (value instanceof JsonNumber) {
+    if (!PLAIN_DIGITS.test(value.text)) throw moneyErrors.invalidAmount();
+    amount = BigInt(value.text);
   } else {
     throw moneyErrors.invalidAmount(value === undefined ? 'amount is required: an integer number of cents from 1 to 9223372036854775807.' : undefined);
   }

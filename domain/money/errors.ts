@@ -12,9 +12,11 @@ export const moneyErrors = defineErrors({
     detail: `The available balance (${available}) is below the amount (${requested}).`,
     extensions: { available: available.toString(), requested: requested.toString() },
   }),
-  holdLimitExceeded: (max: number) => ({
-    status: 429, suffix: 'hold-limit-exceeded', title: 'Too many holds', detail: `The wallet has ${max} active holds already; confirm or cancel one first.`,
-    extensions: { maxHolds: max },
+  /** like every 429: Retry-After and retryAfter, here the time until the first active hold expires (a confirm or cancel frees a slot sooner) */
+  holdLimitExceeded: (max: number, retryAfterSeconds: number) => ({
+    status: 429, suffix: 'hold-limit-exceeded', title: 'Too many holds',
+    detail: `The wallet has ${max} active holds already; confirm or cancel one first, or retry after ${retryAfterSeconds} s when the first one expires.`,
+    extensions: { maxHolds: max, retryAfter: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) },
   }),
   planLimitExceeded: (limit: 'maxTxAmount' | 'maxBalance', max: bigint) => ({
     status: 402, suffix: 'plan-limit-exceeded', title: 'Plan limit exceeded',
@@ -30,6 +32,7 @@ export const moneyErrors = defineErrors({
     status: 402, suffix: 'subscription-suspended', title: 'Subscription suspended',
     detail: 'The subscription is suspended: only debit, transfer, hold, confirm and cancel are allowed.',
   }),
+  userNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The user is not an active member of this tenant.' }),
   walletNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The wallet does not exist.' }),
   transactionNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The transaction does not exist.' }),
   holdNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The hold does not exist.' }),

@@ -10,13 +10,19 @@ import { Balance, Cents } from './amount';
 export const Entry = z.object({ account: z.string(), amount: Cents });
 export type Entry = z.infer<typeof Entry>;
 
+/**
+ * meta: the JSON text of the client's object, exactly as sent (docs/decisions.md); events written
+ * before meta was kept as text carry the object itself, read as its JSON text.
+ */
+export const MetaText = z.union([z.string(), z.record(z.string(), z.unknown())]).transform((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+
 const movement = {
   transactionId: z.string(),
   walletId: z.string(),
   amount: Cents,
   currency: z.string(),
   reason: z.string(),
-  meta: z.record(z.string(), z.unknown()),
+  meta: MetaText,
   idempotencyKey: z.string().nullable(),
   entries: z.array(Entry),
   balanceAfter: Balance,

@@ -1,3 +1,4 @@
+import { RawJson, withMembers } from '../shared/json';
 import type { Balance } from './amount';
 import type { WalletEvent } from './events';
 import type { TransactionStatus, TransactionType } from './reversal';
@@ -18,7 +19,8 @@ export interface TransactionLeg {
   idempotencyKey: string | null;
   referenceTransactionId: string | null;
   reversed: boolean;
-  meta: Record<string, unknown>;
+  /** the JSON text of the client's object, as sent */
+  meta: string;
   balanceAfter: Balance;
   counterpartyWalletId: string | null;
   expiresAt: string | null;
@@ -43,7 +45,7 @@ export const legOf = (e: WalletEvent): TransactionLeg | null => {
     case 'money.hold.confirmed': return { ...base, type: 'confirm', direction: 'out', referenceTransactionId: e.data.holdTransactionId };
     case 'money.hold.canceled': return { ...base, type: 'cancel', direction: 'in', referenceTransactionId: e.data.holdTransactionId };
     case 'money.hold.expired':
-      return { ...base, type: 'cancel', direction: 'in', referenceTransactionId: e.data.holdTransactionId, meta: { ...d.meta, expired: true, expiresAt: e.data.expiresAt } };
+      return { ...base, type: 'cancel', direction: 'in', referenceTransactionId: e.data.holdTransactionId, meta: withMembers(d.meta, { expired: true, expiresAt: e.data.expiresAt }) };
     case 'money.wallet.reversal':
       return {
         ...base, type: 'reversal', direction: e.data.direction, referenceTransactionId: e.data.originalTransactionId, counterpartyWalletId: e.data.counterpartyWalletId,
@@ -56,6 +58,6 @@ export const legOf = (e: WalletEvent): TransactionLeg | null => {
 
 export const legView = (l: TransactionLeg): TransactionView => ({
   id: l.id, transactionId: l.id, walletId: l.walletId, type: l.type, status: l.status, amount: jsonAmount(l.amount), currency: l.currency, reason: l.reason,
-  idempotencyKey: l.idempotencyKey, referenceTransactionId: l.referenceTransactionId, reversed: l.reversed, meta: l.meta, balanceAfter: balanceView(l.balanceAfter),
+  idempotencyKey: l.idempotencyKey, referenceTransactionId: l.referenceTransactionId, reversed: l.reversed, meta: new RawJson(l.meta), balanceAfter: balanceView(l.balanceAfter),
   createdAt: l.createdAt, counterpartyWalletId: l.counterpartyWalletId, direction: l.direction, expiresAt: l.expiresAt,
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RawJson } from '../shared/json';
 import type { Balance } from './amount';
 
 /**
@@ -18,6 +19,10 @@ export const WalletView = z.object({
 });
 export type WalletView = z.infer<typeof WalletView>;
 
+/** meta in answers: a RawJson (the text as sent); documented as the object it is */
+export const MetaOut = z.custom<RawJson>((v) => v instanceof RawJson, 'meta must be the JSON text of an object')
+  .meta({ type: 'object', additionalProperties: true, description: 'the object sent as meta, exactly as sent' });
+
 export const TransactionView = z.object({
   id: z.string(),
   /** the same as id; the name the credit/debit response of spec 002 uses */
@@ -31,7 +36,8 @@ export const TransactionView = z.object({
   idempotencyKey: z.string().nullable(),
   referenceTransactionId: z.string().nullable(),
   reversed: z.boolean(),
-  meta: z.record(z.string(), z.unknown()),
+  /** the client's object exactly as sent (its JSON text, written verbatim into the answer) */
+  meta: MetaOut,
   balanceAfter: BalanceView,
   createdAt: z.string(),
   /** the other wallet of a transfer (or of a transfer's reversal) */

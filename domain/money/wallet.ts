@@ -29,7 +29,8 @@ export interface MovementInput {
   amount: bigint;
   currency: string;
   reason: string;
-  meta: Record<string, unknown>;
+  /** the JSON text of an object */
+  meta: string;
   idempotencyKey: string | null;
   now: string;
   limits: PlanLimits;
@@ -43,7 +44,8 @@ export interface ResolveHoldInput {
   holdId: string;
   transactionId: string;
   reason: string;
-  meta: Record<string, unknown>;
+  /** the JSON text of an object */
+  meta: string;
   idempotencyKey: string | null;
   now: string;
   /** for a hold not active on this wallet: how it ended, or null when it never existed here */
@@ -54,7 +56,7 @@ export type WalletCommand =
   | { type: 'OpenWallet'; walletId: string; userId: string; currency: string; label: string; now: string; ownerHasWallet: boolean }
   | ({ type: 'Credit' } & MovementInput)
   | ({ type: 'Debit' } & MovementInput)
-  | ({ type: 'PlaceHold'; expiresAt: string; maxHolds: number } & MovementInput)
+  | ({ type: 'PlaceHold'; expiresAt: string; maxHolds: number; /** when the wallet's first active hold expires (the 429's Retry-After) */ slotFreeInSeconds: number } & MovementInput)
   | ({ type: 'ConfirmHold' } & ResolveHoldInput)
   | ({ type: 'CancelHold' } & ResolveHoldInput)
   | { type: 'ExpireHold'; walletId: string; holdId: string; transactionId: string; now: string; tenantId: string }
@@ -106,7 +108,7 @@ const placeHold = (c: Extract<WalletCommand, { type: 'PlaceHold' }>, s: Wallet):
   const w = requireOpen(s);
   requireCurrency(w, c.currency);
   checkTxAmount(c.amount, c.limits);
-  if (Object.keys(w.holds).length >= c.maxHolds) throw moneyErrors.holdLimitExceeded(c.maxHolds);
+  if (Object.keys(w.holds).length >= c.maxHolds) throw moneyErrors.holdLimitExceeded(c.maxHolds, c.slotFreeInSeconds);
   requireFunds(w, c.amount);
   const after = { ...w.balance, available: w.balance.available - c.amount, frozen: w.balance.frozen + c.amount };
   return [{
@@ -161,7 +163,7 @@ const expireHold = (c: Extract<WalletCommand, { type: 'ExpireHold' }>, s: Wallet
   return [{
     type: 'money.hold.expired',
     data: {
-      transactionId: c.transactionId, walletId: s.walletId, amount: hold.amount, currency: s.currency, reason: 'hold expired', meta: {},
+      transactionId: c.transactionId, walletId: s.walletId, amount: hold.amount, currency: s.currency, reason: 'hold expired', meta: '{}',
       idempotencyKey: null, entries: releaseEntries(s, hold.amount), balanceAfter: after, createdAt: c.now,
       holdTransactionId: c.holdId, holdCreatedAt: hold.createdAt, expiresAt: hold.expiresAt, tenantId: c.tenantId,
     },

@@ -67,7 +67,7 @@ export const commonErrors = defineErrors({
   conflict: (detail: string) => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail }),
   payloadTooLarge: (limitBytes: number) => ({ status: 413, suffix: 'payload-too-large', title: 'Payload too large', detail: `The request body exceeds ${limitBytes} bytes.` }),
   unsupportedMediaType: (contentType: string | undefined) => ({
-    status: 415, suffix: 'unsupported-media-type', title: 'Unsupported media type', detail: `Content-Type ${contentType ?? '(none)'} is not accepted; send application/json.`,
+    status: 415, suffix: 'unsupported-media-type', title: 'Unsupported media type', detail: `Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} is not accepted; send application/json.`,
   }),
   rateLimited: (retryAfterSeconds: number) => ({
     status: 429, suffix: 'rate-limit-exceeded', title: 'Too many requests', detail: `Retry after ${retryAfterSeconds} s.`,

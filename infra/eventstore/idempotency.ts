@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { DomainError } from '../../domain/shared/errors';
 import { defineErrors } from '../../domain/shared/errors';
+import { JsonNumber, RawJson } from '../../domain/shared/json';
 import type { Db } from '../postgres/db';
 import { literal, quoteLiteral } from '../postgres/inline';
 
@@ -39,17 +40,23 @@ export const idempotencyErrors = defineErrors({
 });
 
 export interface KeyRef { tenantId: string; key: string }
+
+/**
+ * Idempotency keys are UUIDs, and UUIDs compare case-insensitively (RFC 9562): the same key in
+ * upper case is the same key. Every key is stored and looked up in this form.
+ */
+export const normalizeIdempotencyKey = (key: string): string => key.trim().toLowerCase();
 export interface StoredRow { i: string; request_hash: string; response_status: number; response_type: string; response_body: Buffer }
 
 /** try-locks each key for the transaction (a row per key, in order: i, locked) */
 export const lockKeysSql = (keys: KeyRef[]): string =>
   `SELECT x.i, pg_try_advisory_xact_lock(hashtextextended(x.k, 7)) AS locked
-   FROM unnest(${literal(keys.map((k) => `${k.tenantId}:${k.key}`))}::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`;
+   FROM unnest(${literal(keys.map((k) => `${k.tenantId}:${normalizeIdempotencyKey(k.key)}`))}::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`;
 
 /** the live records of these keys (a row per key found, with its ordinal i) */
 export const lookupKeysSql = (keys: KeyRef[]): string =>
   `SELECT x.i, r.request_hash, r.response_status, r.response_type, r.response_body
-   FROM unnest(${literal(keys.map((k) => k.tenantId))}::text[], ${literal(keys.map((k) => k.key))}::text[]) WITH ORDINALITY AS x(t, k, i)
+   FROM unnest(${literal(keys.map((k) => k.tenantId))}::text[], ${literal(keys.map((k) => normalizeIdempotencyKey(k.key)))}::text[]) WITH ORDINALITY AS x(t, k, i)
    JOIN es.idempotency r ON r.tenant_id = x.t AND r.idempotency_key = x.k AND r.expires_at > now()`;
 
 /** what a key's stored record answers to this request: null (no record), the stored response, or 409 for another body */
@@ -66,7 +73,7 @@ export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefine
  */
 export const recordsSql = (records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[], ttlMs: number): string =>
   `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
-   VALUES ${records.map(({ tenantId, idem, response }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(idem.key)}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
+   VALUES ${records.map(({ tenantId, idem, response }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(normalizeIdempotencyKey(idem.key))}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
      ${quoteLiteral(response.contentType)}, ${bodyLiteral(response.body)}, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
    ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
      response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
@@ -85,6 +92,9 @@ export const hashRequest = (method: string, route: string, body: unknown): strin
 /** JSON with object keys sorted, so that key order does not make two equal bodies differ */
 export const canonicalJson = (value: unknown): string => JSON.stringify(sortKeys(value));
 const sortKeys = (value: unknown): unknown => {
+  // exact-text values (money's amount and meta): a number by its literal, an object by its meaning
+  if (value instanceof JsonNumber) return { $number: value.text };
+  if (value instanceof RawJson) return sortKeys(value.value);
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
     return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]));

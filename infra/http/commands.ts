@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { commonErrors } from '../../domain/shared/errors';
 import type { CausationMeta } from '../eventstore/event-store';
-import { bigintReplacer } from '../eventstore/event-store';
 import type { IdempotencyRequest, StoredResponse } from '../eventstore/idempotency';
-import { hashRequest } from '../eventstore/idempotency';
+import { hashRequest, normalizeIdempotencyKey } from '../eventstore/idempotency';
 import type { UnitOfWork } from '../eventstore/unit-of-work';
 import type { Kernel } from '../kernel';
+import { stringifyJson } from './json';
 import { instanceOf, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
 /** UUID v4 or v7, as the spec requires of Idempotency-Key */
@@ -39,7 +39,7 @@ export interface CommandRouteOptions {
 }
 
 const json = (status: number, body: unknown): StoredResponse =>
-  ({ status, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify(body, bigintReplacer)) });
+  ({ status, contentType: 'application/json; charset=utf-8', body: Buffer.from(stringifyJson(body)) });
 
 /**
  * Runs a route's command in one transaction. With an Idempotency-Key the response is stored with
@@ -53,7 +53,7 @@ export const executeCommand = async <T>(
   const meta = requestMeta(request);
   const status = options.status ?? 200;
   const header = request.headers['idempotency-key'];
-  const key = typeof header === 'string' ? header : undefined;
+  const key = typeof header === 'string' ? normalizeIdempotencyKey(header) : undefined;
   if (options.idempotency === 'required' && !key) {
     throw commonErrors.validation([{ field: 'Idempotency-Key', message: 'the Idempotency-Key header is required', code: 'REQUIRED' }], 'The Idempotency-Key header is required.');
   }

@@ -2,6 +2,7 @@ import { Transform } from 'node:stream';
 import type { TransformCallback } from 'node:stream';
 import type { FieldError } from '../../domain/shared/errors';
 import { commonErrors } from '../../domain/shared/errors';
+import { RawJson } from '../../domain/shared/json';
 
 /**
  * Bytes and shapes the platform refuses at the edge rather than failing on deep inside: JSON
@@ -64,7 +65,9 @@ export const unstorableText = (value: unknown): FieldError | null => {
   const stack: [unknown, string][] = [[value, '']];
   while (stack.length) {
     const [item, path] = stack.pop()!;
-    if (typeof item === 'string') {
+    if (item instanceof RawJson) {
+      stack.push([item.value, path]); // JSON kept as sent (money's meta): what it would store
+    } else if (typeof item === 'string') {
       const problem = textProblem(item, path);
       if (problem) return problem;
     } else if (Array.isArray(item)) {

@@ -8,8 +8,10 @@ import { commonErrors } from '../../domain/shared/errors';
 export const pageQuery = {
   page_size: z.string().regex(/^\d+$/, 'page_size must be an integer from 1 to 100')
     .transform(Number).pipe(z.number().int().min(1, 'page_size must be at least 1').max(100, 'page_size must be at most 100'))
-    .default(20),
-  page_token: z.string().max(512).optional(),
+    .default(20)
+    // a query parameter is text on the wire; what it must hold is an integer from 1 to 100
+    .meta({ type: 'integer', minimum: 1, maximum: 100, default: 20, pattern: undefined, description: 'items per page, 1 to 100' }),
+  page_token: z.string().max(512).optional().describe('the next_page_token of the previous page, as it was given'),
 };
 
 export const pageEnvelope = <T extends z.ZodType>(item: T) => z.object({
@@ -21,15 +23,31 @@ export type Cursor = Record<string, string | number>;
 
 export const encodeCursor = (cursor: Cursor): string => Buffer.from(JSON.stringify(cursor)).toString('base64url');
 
-/** decodes a page_token; a token that was not made by encodeCursor is a 400, not a crash */
-export const decodeCursor = (token: string | undefined, keys: string[]): Cursor | null => {
+/** a key of a cursor made of text: what our queries compare it with (no NUL: PostgreSQL text cannot hold one) */
+const CursorText = z.string().min(1).max(256).refine((s) => !s.includes('\0'));
+
+const invalidToken = () => commonErrors.validation([{ field: 'page_token', message: 'page_token is not a valid page token', code: 'INVALID_PAGE_TOKEN' }]);
+
+/**
+ * Decodes a page_token. A token that was not made by encodeCursor — unparsable, or with a field of
+ * the wrong type, length or content (a hand-made or tampered token) — is a 400, never a failing
+ * query: with a list of keys every one must be text; with a zod schema the cursor must match it.
+ */
+export function decodeCursor(token: string | undefined, keys: string[]): Record<string, string> | null;
+export function decodeCursor<T>(token: string | undefined, schema: z.ZodType<T>): T | null;
+export function decodeCursor(token: string | undefined, shape: string[] | z.ZodType): unknown {
   if (!token) return null;
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (value && typeof value === 'object' && keys.every((k) => k in value)) return value as Cursor;
-  } catch { /* fall through */ }
-  throw commonErrors.validation([{ field: 'page_token', message: 'page_token is not a valid page token', code: 'INVALID_PAGE_TOKEN' }]);
-};
+    value = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidToken();
+  }
+  const schema = Array.isArray(shape) ? z.object(Object.fromEntries(shape.map((k) => [k, CursorText]))) : shape;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw invalidToken();
+  return parsed.data;
+}
 
 /**
  * Builds a page from size + 1 fetched rows: the extra row only tells that there is a next page.

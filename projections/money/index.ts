@@ -65,19 +65,22 @@ export const walletsProjection: Projection<'money_wallets'> = {
   },
 };
 
-/** history lines as one multi-row insert; a line already there is left as it is */
-const insertLegs = (table: string, legs: { tenantId: string; leg: TransactionLeg }[]): Statement => {
+/**
+ * history lines as one multi-row insert; a line already there is left as it is. seq is the
+ * wallet's stream version after the event: the line's place in the wallet's ledger.
+ */
+const insertLegs = (table: string, legs: { tenantId: string; seq: number; leg: TransactionLeg }[]): Statement => {
   const values: unknown[] = [];
-  const rows = legs.map(({ tenantId, leg: l }) => {
+  const rows = legs.map(({ tenantId, seq, leg: l }) => {
     values.push(tenantId, l.id, l.walletId, l.leg, l.type, l.status, l.direction, l.amount.toString(), l.currency, l.reason, l.idempotencyKey, l.referenceTransactionId,
-      JSON.stringify(l.meta), JSON.stringify(balanceView(l.balanceAfter)), l.counterpartyWalletId, l.expiresAt, l.createdAt);
-    const n = values.length - 17;
+      l.meta, JSON.stringify(balanceView(l.balanceAfter)), l.counterpartyWalletId, l.expiresAt, l.createdAt, seq);
+    const n = values.length - 18;
     const p = (i: number) => `$${n + i}`;
-    return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)}::bigint, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}, false, ${p(13)}::jsonb, ${p(14)}::jsonb, ${p(15)}, ${p(16)}::timestamptz, ${p(17)}::timestamptz)`;
+    return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)}::bigint, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}, false, ${p(13)}, ${p(14)}::jsonb, ${p(15)}, ${p(16)}::timestamptz, ${p(17)}::timestamptz, ${p(18)}::int)`;
   });
   return {
     text: `INSERT INTO ${table} (tenant_id, id, wallet_id, leg, type, status, direction, amount, currency, reason, idempotency_key, reference_transaction_id, reversed, meta,
-       balance_after, counterparty_wallet_id, expires_at, created_at)
+       balance_after, counterparty_wallet_id, expires_at, created_at, seq)
      VALUES ${rows.join(',\n')}
      ON CONFLICT DO NOTHING`,
     values,
@@ -90,18 +93,20 @@ const HOLD_RESOLUTION = { 'money.hold.confirmed': ['confirmed', 'confirmed'], 'm
  * The transaction history: one row per wallet a transaction touches (a transfer has a primary leg
  * on the source and a counterparty leg on the destination), partitioned monthly by created_at.
  * Inline: GET /transactions/:id answers right after the write, and confirm, cancel and reversal
- * read a transaction's facts here under the wallet's lock.
+ * read a transaction's facts here under the wallet's lock. A wallet's lines are ordered by seq
+ * (its ledger order: commands sharing a transaction share created_at); meta is the client's text.
+ * v2: seq, and meta as text.
  */
 export const transactionsProjection: Projection<'money_transactions'> = {
-  name: 'money.transactions', version: 1, mode: 'inline',
+  name: 'money.transactions', version: 2, mode: 'inline',
   handles: [...walletEventTypes.filter((t) => t !== 'money.wallet.opened'), 'money.transaction.reversed'],
   tables: {
     money_transactions: (t) => [
       `CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, wallet_id text NOT NULL, leg text NOT NULL, type text NOT NULL, status text NOT NULL,
         direction text NOT NULL, amount bigint NOT NULL, currency text NOT NULL, reason text NOT NULL, idempotency_key text, reference_transaction_id text,
-        reversed boolean NOT NULL DEFAULT false, meta jsonb NOT NULL, balance_after jsonb NOT NULL, counterparty_wallet_id text, expires_at timestamptz,
-        resolution text, created_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, id, wallet_id, created_at)) PARTITION BY RANGE (created_at)`,
-      `CREATE INDEX ON ${t} (tenant_id, wallet_id, created_at DESC, id DESC)`,
+        reversed boolean NOT NULL DEFAULT false, meta text NOT NULL, balance_after jsonb NOT NULL, counterparty_wallet_id text, expires_at timestamptz,
+        resolution text, created_at timestamptz NOT NULL, seq int NOT NULL, PRIMARY KEY (tenant_id, id, wallet_id, created_at)) PARTITION BY RANGE (created_at)`,
+      `CREATE INDEX ON ${t} (tenant_id, wallet_id, seq DESC)`,
       `CREATE INDEX ON ${t} (tenant_id, created_at DESC, id DESC) WHERE leg = 'primary'`,
       `CREATE INDEX ON ${t} (expires_at) WHERE type = 'hold' AND status = 'held'`,
       ...initialPartitions(t, new Date()),
@@ -111,7 +116,7 @@ export const transactionsProjection: Projection<'money_transactions'> = {
   /** every new line in one insert, then the status changes (they only touch lines inserted before them) */
   evolveMany: (events, t) => {
     const table = t.money_transactions;
-    const legs: { tenantId: string; leg: TransactionLeg }[] = [];
+    const legs: { tenantId: string; seq: number; leg: TransactionLeg }[] = [];
     const changes: Statement[] = [];
     for (const stored of events) {
       const tenant = stored.tenantId;
@@ -124,7 +129,7 @@ export const transactionsProjection: Projection<'money_transactions'> = {
       const e = WalletEvent.parse({ type: stored.type, data: stored.data });
       const leg = legOf(e);
       if (!leg) continue;
-      legs.push({ tenantId: tenant, leg });
+      legs.push({ tenantId: tenant, seq: stored.streamVersion, leg });
       if (e.type === 'money.hold.confirmed' || e.type === 'money.hold.canceled' || e.type === 'money.hold.expired') {
         const [status, resolution] = HOLD_RESOLUTION[e.type];
         changes.push(sql(`UPDATE ${table} SET status = $4, resolution = $5 WHERE tenant_id = $1 AND id = $2 AND created_at = $3 AND type = 'hold' AND status = 'held'`,

@@ -2,12 +2,18 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { moneyErrors } from '../../domain/money/errors';
 import { BalanceView, TransactionView, WalletView } from '../../domain/money/views';
+import { Instant } from '../../infra/http/instant';
+import type { Cursor } from '../../infra/http/pagination';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
 import { findTransactionView, findWallet, listTransactions, listWallets, transactionOf, walletOf } from '../../projections/money/queries';
 
 const Id = z.uuid({ message: 'must be a UUID' });
-const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+/** a page of one wallet's lines ends at a ledger sequence; a tenant-wide page at a line's time and id */
+const TransactionCursor = z.union([
+  z.object({ s: z.number().int().min(0).max(2_147_483_647) }).transform((c) => ({ seq: c.s })),
+  z.object({ c: Instant, id: z.string().min(1).max(64).regex(/^[0-9a-zA-Z-]+$/) }).transform((c) => ({ createdAt: c.c, id: c.id })),
+]);
 const readWallets = { access: 'permission', permission: 'money.wallets.read' } as const;
 const readTransactions = { access: 'permission', permission: 'money.transactions.read' } as const;
 
@@ -29,7 +35,7 @@ export default defineRoutes({
       schema: { querystring: z.object({ ...pageQuery, userId: z.string().min(1).max(128).optional(), currency: z.string().regex(/^[A-Z]{3}$/).optional() }), response: { 200: pageEnvelope(WalletView) } },
     }, async (request) => {
       const after = decodeCursor(request.query.page_token, ['id']);
-      const rows = await listWallets(kernel.db, tenantOf(request), { userId: request.query.userId, currency: request.query.currency, afterId: after ? String(after.id) : undefined, limit: request.query.page_size + 1 });
+      const rows = await listWallets(kernel.db, tenantOf(request), { userId: request.query.userId, currency: request.query.currency, afterId: after?.id, limit: request.query.page_size + 1 });
       return toPage(rows, request.query.page_size, walletOf, (row) => ({ id: row.id }));
     });
 
@@ -60,12 +66,11 @@ export default defineRoutes({
       const q = request.query;
       const tenantId = tenantOf(request);
       if (q.walletId) await walletOrNotFound(kernel.db, tenantId, q.walletId);
-      const after = decodeCursor(q.page_token, ['c', 'id']);
+      const after = decodeCursor(q.page_token, TransactionCursor) ?? undefined;
       const rows = await listTransactions(kernel.db, tenantId, {
-        walletId: q.walletId, type: q.type, status: q.status, since: q.since, until: q.until,
-        after: after ? { createdAt: String(after.c), id: String(after.id) } : undefined, limit: q.page_size + 1,
+        walletId: q.walletId, type: q.type, status: q.status, since: q.since, until: q.until, after, limit: q.page_size + 1,
       });
-      return toPage(rows, q.page_size, transactionOf, (row) => ({ c: row.created_at.toISOString(), id: row.id }));
+      return toPage(rows, q.page_size, transactionOf, (row): Cursor => (q.walletId ? { s: row.seq } : { c: row.created_at.toISOString(), id: row.id }));
     });
 
     r.get('/transactions/:id', {

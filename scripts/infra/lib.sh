@@ -29,6 +29,7 @@ S3_PORT=59000
 CLAMD_PORT=53310
 
 KAFKA_VERSION=3.9.2   # keep in step with scripts/infra/kafka-pom.xml
+OPENAPI_VALIDATOR_VERSION=0.9.0 # openapi-spec-validator (PyPI), in a venv under the cache
 S3PROXY_VERSION=4.1.0 # keep in step with scripts/infra/s3proxy-pom.xml
 S3_ACCESS_KEY=platform-test
 S3_SECRET_KEY=platform-test-secret
@@ -497,6 +498,30 @@ svc_verify() {
 svc_stop() { "${1}_stop"; }
 svc_kill() {
   if declare -F "${1}_kill" >/dev/null; then "${1}_kill"; else "${1}_stop"; fi
+}
+
+# openapi-spec-validator in its own Python venv under the cache (the OpenAPI documents test runs
+# it); installed once per pinned version, reused afterwards.
+openapi_validator_dir() { printf '%s/openapi-spec-validator-%s' "$INFRA_CACHE" "$OPENAPI_VALIDATOR_VERSION"; }
+openapi_validator_bin() { printf '%s/bin/openapi-spec-validator' "$(openapi_validator_dir)"; }
+install_openapi_validator() {
+  local dir logf=$INFRA_RUN/logs/openapi-validator.log try
+  dir=$(openapi_validator_dir)
+  [[ -x $dir/bin/openapi-spec-validator && -f $dir/.complete ]] && return 0
+  log "pip: installing openapi-spec-validator $OPENAPI_VALIDATOR_VERSION into $dir…"
+  for try in 1 2 3; do
+    rm -rf "$dir"
+    # a venv's scripts name its path: build it where it stays
+    if python3 -m venv "$dir" >>"$logf" 2>&1 &&
+      "$dir/bin/pip" install -q --disable-pip-version-check "openapi-spec-validator==$OPENAPI_VALIDATOR_VERSION" >>"$logf" 2>&1 &&
+      "$dir/bin/openapi-spec-validator" --version >>"$logf" 2>&1; then
+      touch "$dir/.complete"
+      return 0
+    fi
+    sleep $((try * 5))
+  done
+  tail_log "$logf"
+  die "pip: could not install openapi-spec-validator $OPENAPI_VALIDATOR_VERSION (log: $logf)"
 }
 
 need_node_modules() {

@@ -5,31 +5,63 @@ import { commonErrors } from '../../domain/shared/errors';
 import { parseAmount } from '../../domain/money/amount';
 import { parseDuration } from '../../domain/money/duration';
 import { moneyErrors } from '../../domain/money/errors';
+import { isIsoCurrency } from '../../domain/money/iso-4217';
 import { TransactionView, WalletView } from '../../domain/money/views';
 import { configureMoney, moneyContext } from '../../commands/money/context';
 import { walletStream } from '../../commands/money/aggregates';
 import * as money from '../../commands/money/handlers';
 import { HOLD_TTL_MAX_HOURS } from '../../commands/money/settings';
+import { RawJson } from '../../domain/shared/json';
+import { normalizeIdempotencyKey } from '../../infra/eventstore/idempotency';
 import { executeCommand } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
-import { parseJsonExact } from './json-body';
+import { parseMoneyBody } from './json-body';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const Currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+/** a new wallet's currency: a code of ISO 4217 List One (domain/money/iso-4217.ts) */
+const IsoCurrency = z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD')
+  .meta({ pattern: '^[A-Z]{3}$', description: 'a code of ISO 4217 List One, such as USD' });
 const Reason = z.string().max(500).default('');
-const Meta = z.record(z.string(), z.unknown()).refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON').default({});
-/** checked by the handler so that every wrong amount answers invalid-amount (see docs/decisions.md) */
-const Amount = z.unknown().optional().describe('integer number of cents, 1 to 9223372036854775807 (beyond 2^53 − 1 exact as written in the JSON text)');
+const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+/**
+ * meta: any JSON object of at most 16 KB, kept as the text the client sent (the money body parser
+ * hands it over as RawJson) and answered exactly so; a parser that made an object of it (a caller
+ * other than HTTP) gets its JSON text.
+ */
+const Meta = z.custom<RawJson | Record<string, unknown>>((v) => (v instanceof RawJson ? isObject(v.value) : isObject(v)), 'meta must be a JSON object')
+  .transform((v) => (v instanceof RawJson ? v.text : JSON.stringify(v)))
+  .refine((text) => text.length <= 16_384, 'meta must be at most 16 KB of JSON')
+  .prefault({})
+  .meta({ type: 'object', additionalProperties: true, description: 'any JSON object, at most 16 KB of JSON; stored and answered exactly as sent' });
+/**
+ * Checked by the handler, so that every wrong amount (missing included) answers invalid-amount
+ * (docs/decisions.md); documented as what it must be.
+ */
+const Amount = z.custom<unknown>(() => true).meta({
+  type: 'integer', format: 'int64', minimum: 1,
+  description: 'integer number of cents written as plain digits, 1 to 9223372036854775807 (exact as written, beyond 2^53 − 1 too); 1e3, 1.0, strings and fractions are refused',
+});
+
+/** a movement without an amount answers invalid-amount like every wrong amount (the schema requires one) */
+const amountRequired = async (request: FastifyRequest): Promise<void> => {
+  if (isObject(request.body) && !('amount' in (request.body as object))) {
+    throw moneyErrors.invalidAmount('amount is required: an integer number of cents from 1 to 9223372036854775807.');
+  }
+};
 
 const Movement = z.object({ amount: Amount, currency: Currency, reason: Reason, meta: Meta });
 const HoldBody = Movement.extend({ ttl: z.string().max(32).optional().describe('duration such as 72h, 90m, 1h30m or PT72H; default MONEY_HOLD_TTL_HOURS, at most 168h') });
-const ResolveBody = z.object({ holdTransactionId: Id.optional(), reason: Reason, meta: Meta }).default({ reason: '', meta: {} });
+const ResolveBody = z.object({ holdTransactionId: Id.optional(), reason: Reason, meta: Meta }).prefault({});
 const TransferBody = Movement.extend({ fromWalletId: Id, toWalletId: Id });
-const ReversalBody = z.object({ originalTransactionId: Id.optional(), reason: Reason, meta: Meta }).default({ reason: '', meta: {} });
+const ReversalBody = z.object({ originalTransactionId: Id.optional(), reason: Reason, meta: Meta }).prefault({});
 const IdParams = z.object({ id: Id });
 const TransferView = TransactionView.extend({ fromWalletId: z.string(), toWalletId: z.string() });
 
-const keyOf = (request: FastifyRequest): string | null => (typeof request.headers['idempotency-key'] === 'string' ? request.headers['idempotency-key'] : null);
+const keyOf = (request: FastifyRequest): string | null => {
+  const key = request.headers['idempotency-key'];
+  return typeof key === 'string' ? normalizeIdempotencyKey(key) : null;
+};
 const mustMatch = (field: string, given: string | undefined, id: string): void => {
   if (given !== undefined && given !== id) throw commonErrors.validation([{ field, message: `must equal the id in the path (${id})`, code: 'MISMATCH' }]);
 };
@@ -46,7 +78,12 @@ const required = { idempotency: 'required' } as const;
 /** movements on known wallets only read and record events: they share transactions (group commit) */
 const onWallets = (request: FastifyRequest, ...walletIds: string[]) =>
   ({ ...required, locks: walletIds.map((id) => walletStream(request.principal?.tenantId ?? '', id)) });
-const write = { access: 'permission', permission: 'money.transactions.write' } as const;
+/**
+ * route configs: permission, the required Idempotency-Key and the problems beyond the generic ones
+ * (402 plan limit or suspended subscription, 503 billing unavailable; gateway/openapi.ts)
+ */
+const write = { access: 'permission', permission: 'money.transactions.write', idempotency: 'required' } as const;
+const moves = { ...write, problems: [402, 503] };
 
 export default defineRoutes({
   namespace: 'money',
@@ -61,13 +98,13 @@ export default defineRoutes({
     moneyContext(kernel);
   },
   register(app, kernel) {
-    // integers beyond 2^53 − 1 stay exact in money bodies (amounts up to 2^63 − 1)
+    // amount and meta keep the exact text the client wrote (json-body.ts)
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
       const text = String(body);
       if (text.trim() === '') return done(null, undefined);
       try {
-        done(null, parseJsonExact(text));
+        done(null, parseMoneyBody(text));
       } catch (error) {
         const e = error as FastifyError;
         e.statusCode = 400;
@@ -78,14 +115,14 @@ export default defineRoutes({
     const ctx = () => moneyContext(kernel);
 
     r.post('/wallets', {
-      config: { access: 'permission', permission: 'money.wallets.write' },
-      schema: { body: z.object({ userId: z.string().min(1).max(128), currency: Currency, label: z.string().max(100).default('') }), response: { 201: WalletView } },
+      config: { access: 'permission', permission: 'money.wallets.write', idempotency: 'required', problems: [402, 404, 409] },
+      schema: { body: z.object({ userId: z.string().min(1).max(128), currency: IsoCurrency, label: z.string().max(100).default('') }), response: { 201: WalletView } },
     }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, ...required },
       (uow) => money.openWallet(uow, ctx(), request.body)));
 
     for (const kind of ['credit', 'debit'] as const) {
       r.post(`/wallets/:id/${kind}`, {
-        config: write,
+        config: moves, preValidation: amountRequired,
         schema: { params: IdParams, body: Movement, response: { 200: TransactionView } },
       }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
         const b = request.body;
@@ -95,7 +132,7 @@ export default defineRoutes({
     }
 
     r.post('/wallets/:id/hold', {
-      config: write,
+      config: { ...moves, problems: [402, 429, 503] }, preValidation: amountRequired,
       schema: { params: IdParams, body: HoldBody, response: { 200: TransactionView } },
     }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
       const b = request.body;
@@ -106,7 +143,7 @@ export default defineRoutes({
 
     for (const [path, kind] of [['confirm', 'ConfirmHold'], ['cancel', 'CancelHold']] as const) {
       r.post(`/holds/:id/${path}`, {
-        config: write,
+        config: { ...write, problems: [402, 422] },
         schema: { params: IdParams, body: ResolveBody, response: { 200: TransactionView } },
       }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
         mustMatch('holdTransactionId', request.body.holdTransactionId, request.params.id);
@@ -115,7 +152,7 @@ export default defineRoutes({
     }
 
     r.post('/transfers', {
-      config: write,
+      config: { ...moves, problems: [402, 404, 503] }, preValidation: amountRequired,
       schema: { body: TransferBody, response: { 200: TransferView } },
     }, (request, reply) => {
       // spec 000: sensitive operations, money transfers included, require a verified email
@@ -129,7 +166,7 @@ export default defineRoutes({
     });
 
     r.post('/transactions/:id/reversal', {
-      config: { access: 'permission', permission: 'money.transactions.reverse' },
+      config: { access: 'permission', permission: 'money.transactions.reverse', idempotency: 'required', problems: [402, 503] },
       schema: { params: IdParams, body: ReversalBody, response: { 200: TransactionView } },
     }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
       mustMatch('originalTransactionId', request.body.originalTransactionId, request.params.id);

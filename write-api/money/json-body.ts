@@ -1,50 +1,28 @@
-import { randomBytes } from 'node:crypto';
-import { JsonBigInt } from '../../domain/money/amount';
+import { JsonNumber, objectMembers, RawJson } from '../../domain/shared/json';
 
-const INTEGER = /^-?(0|[1-9]\d*)$/;
-const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * JSON.parse that keeps integer literals beyond Number.MAX_SAFE_INTEGER exact (as JsonBigInt)
- * instead of rounding them, so that an amount up to 2^63 − 1 arrives as written. Strings are
- * skipped while scanning, so digits inside them are never touched. __proto__ keys are refused
- * (what Fastify's own parser does).
+ * The body of a money request: JSON.parse's meaning for everything except two top-level members,
+ * which keep the exact text the client wrote (docs/decisions.md):
+ * - `amount`, when it is a number, becomes a JsonNumber (its literal: `100`, `1e3`, `1.0` or
+ *   `9223372036854775807`), so that parseAmount accepts plain digits only and no integer beyond
+ *   2^53 − 1 is rounded;
+ * - `meta`, when it is an object, becomes a RawJson (its text, stored and answered as sent).
+ * __proto__ keys are refused (what Fastify's own parser does).
  */
-export const parseJsonExact = (text: string): unknown => {
-  if (text.includes('__proto__')) {
-    return JSON.parse(text, (key, value: unknown) => {
+export const parseMoneyBody = (text: string): unknown => {
+  const value: unknown = text.includes('__proto__')
+    ? JSON.parse(text, (key, v: unknown) => {
       if (key === '__proto__') throw new SyntaxError('a __proto__ key is not allowed');
-      return value;
-    });
-  }
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  const tag = `\u{e000}${randomBytes(6).toString('hex')}:`;
-  let out = '';
-  let last = 0;
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i]!;
-    if (c === '"') {
-      i += 1;
-      while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
-      i += 1;
-      continue;
-    }
-    if (c === '-' || isDigit(c)) {
-      let j = i + 1;
-      while (isDigit(text[j])) j += 1;
-      const literal = text.slice(i, j);
-      if (text[j] === '.' || text[j] === 'e' || text[j] === 'E') {
-        while (j < text.length && /[\d.eE+-]/.test(text[j]!)) j += 1;
-      } else if (INTEGER.test(literal) && !Number.isSafeInteger(Number(literal))) {
-        out += `${text.slice(last, i)}"${tag}${literal}"`;
-        last = j;
-      }
-      i = j;
-      continue;
-    }
-    i += 1;
-  }
-  out += text.slice(last);
-  return JSON.parse(out, (_key, value: unknown) => (typeof value === 'string' && value.startsWith(tag) ? new JsonBigInt(value.slice(tag.length)) : value));
+      return v;
+    })
+    : JSON.parse(text);
+  if (!isPlainObject(value) || !('amount' in value || 'meta' in value)) return value;
+  const members = objectMembers(text);
+  const amount = members?.get('amount');
+  if (amount !== undefined && typeof value.amount === 'number') value.amount = new JsonNumber(amount);
+  const meta = members?.get('meta');
+  if (meta !== undefined && isPlainObject(value.meta)) value.meta = new RawJson(meta, value.meta);
+  return value;
 };

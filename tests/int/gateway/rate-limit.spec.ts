@@ -73,10 +73,10 @@ describe('two gateway instances sharing Redis', () => {
     const second = await one.http('/v1/nothing', { headers });
     expect(first.headers.get('x-ratelimit-remaining')).toBe('999');
     expect(second.status).toBe(404);
-    expect(second.headers.get('x-ratelimit-limit')).toBe('300'); // no route: no principal, limited by address
+    expect(second.headers.get('x-ratelimit-limit')).toBe('1000'); // no route, but a valid token: counted against the user
     const problem = await one.http('/v1/tally/counters', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{}' });
     expect(problem.status).toBe(400);
-    expect(problem.headers.get('x-ratelimit-remaining')).toBe('998');
+    expect(problem.headers.get('x-ratelimit-remaining')).toBe('997'); // the 404 counted too
   });
 
   it('give an admin 5,000 a minute', async () => {
@@ -100,6 +100,29 @@ describe('two gateway instances sharing Redis', () => {
     } finally {
       setGatewayPorts(one.kernel, { tenantRateCeiling: async () => null });
     }
+  });
+});
+
+describe('an authenticated caller refused by the route', () => {
+  let platform: TestPlatform;
+  beforeAll(async () => { platform = await startTestPlatform({ env: { RATE_LIMIT_ANONYMOUS_PER_MIN: '5' } }); });
+  afterAll(async () => { await platform?.close(); });
+
+  it('counts 403s and 404s against the user\'s key, never draining the client address\'s bucket', async () => {
+    const headers = auth(`t-${randomUUID()}`, `u-${randomUUID()}`, ['billing.read']);
+    for (let i = 0; i < 10; i += 1) {
+      const refused = await platform.http('/v1/tally/counters', { headers });
+      expect(refused.status).toBe(403);
+      expect(refused.headers.get('x-ratelimit-limit')).toBe('1000');
+    }
+    const missing = await platform.http('/v1/no-such-route', { headers });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('x-ratelimit-limit')).toBe('1000');
+    // the address's own budget (anonymous calls, logins) is untouched
+    const anonymous = await platform.http('/v1/tally/counters');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('x-ratelimit-limit')).toBe('5');
+    expect(anonymous.headers.get('x-ratelimit-remaining')).toBe('4');
   });
 });
 

@@ -62,16 +62,20 @@ describe('a body the platform cannot accept', () => {
     expect(suffix(await problem(res))).toBe('payload-too-large');
   });
 
-  it('answers a non-JSON content type with 415', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: { ...auth, 'content-type': 'text/plain' }, body: 'id=x' });
+  it('answers a non-JSON content type with 415 naming the type received', async () => {
+    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: { ...auth, 'content-type': 'text/plain; charset=utf-8' }, body: 'id=x' });
     expect(res.status).toBe(415);
-    expect(suffix(await problem(res))).toBe('unsupported-media-type');
+    const body = await problem(res);
+    expect(suffix(body)).toBe('unsupported-media-type');
+    expect(body.detail).toContain('"text/plain; charset=utf-8"');
   });
 
   it('answers a body without a content type with 415', async () => {
     const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: auth, body: new Blob(['{"id":"x","name":"y"}']) });
     expect(res.status).toBe(415);
-    expect(suffix(await problem(res))).toBe('unsupported-media-type');
+    const body = await problem(res);
+    expect(suffix(body)).toBe('unsupported-media-type');
+    expect(body.detail).toContain('(none)');
   });
 
   it('answers malformed JSON with 400 validation-error', async () => {
@@ -172,12 +176,32 @@ describe('operational endpoints', () => {
     const doc = (await (await platform.http('/api/v1/data/openapi.json')).json()) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/tally/counters', '/v1/tally/counters/{id}']));
-    const money = (await (await platform.http('/api/v1/money/openapi.json')).json()) as { paths: Record<string, unknown> };
-    expect(money.paths).toEqual({});
+    // a namespace no installed service serves has no document: 404, a problem
+    const money = await platform.http('/api/v1/money/openapi.json');
+    expect(money.status).toBe(404);
+    expect(suffix(await problem(money))).toBe('not-found');
+    expect((await platform.http('/api-docs/money')).status).toBe(404);
     const page = await platform.http('/api-docs/data');
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
-    expect(await page.text()).toContain('/api/v1/data/openapi.json');
-    expect((await platform.http('/api-docs/assets/swagger-ui-bundle.js')).status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('/api/v1/data/openapi.json');
+    // every asset the page names is served (styled: swagger-ui.css)
+    const assets = [...html.matchAll(/(?:href|src)="(\/api-docs\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets).toEqual(expect.arrayContaining(['/api-docs/assets/swagger-ui.css', '/api-docs/assets/swagger-ui-bundle.js']));
+    for (const asset of assets) expect((await platform.http(asset)).status, asset).toBe(200);
     expect((await platform.http('/api-docs/nope')).status).toBe(404);
+  });
+
+  it('serves a Redoc reference per namespace from the installed bundle (no CDN)', async () => {
+    const page = await platform.http('/api-docs/data/redoc');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await page.text();
+    expect(html).toContain('spec-url="/api/v1/data/openapi.json"');
+    expect(html).not.toMatch(/https?:\/\//);
+    const bundle = await platform.http('/api-docs/assets/redoc.standalone.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toMatch(/javascript/);
+    expect((await platform.http('/api-docs/money/redoc')).status).toBe(404);
   });
 });

@@ -30,12 +30,13 @@ const funded = async (amount = 1000, user = `u-${randomUUID()}`) => {
 
 beforeAll(async () => {
   platform = await startTestPlatform({ modules: moneyModules, clock });
-  c = moneyClient(platform.url, 'tenant-a');
+  c = moneyClient(platform.url, 'tenant-a', 'u-admin', { members: platform.kernel.db });
 });
 afterAll(async () => { await platform?.close(); });
 
 describe('wallets', () => {
   it('opens one wallet per user and currency (409 duplicate-wallet)', async () => {
+    await c.member('dup');
     const res = await c.post('/wallets', { userId: 'dup', currency: 'USD', label: 'main' });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ userId: 'dup', currency: 'USD', label: 'main', tenantId: 'tenant-a', balance: { available: 0, pending: 0, frozen: 0 } });
@@ -44,12 +45,14 @@ describe('wallets', () => {
   });
 
   it('lets one of 10 concurrent openings of the same user and currency win', async () => {
+    await c.member('racer');
     const results = await Promise.all(Array.from({ length: 10 }, () => c.post('/wallets', { userId: 'racer', currency: 'GBP' })));
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     expect(results.filter((r) => r.status === 409)).toHaveLength(9);
   });
 
   it('lists with filters and pages', async () => {
+    await c.member('lister');
     for (const cur of ['AUD', 'CAD', 'CHF']) await c.post('/wallets', { userId: 'lister', currency: cur });
     const first = await c.get('/wallets?userId=lister&page_size=2');
     expect(first.body.data).toHaveLength(2);
@@ -82,6 +85,25 @@ describe('amounts and bodies', () => {
     const max = await c.post(`/wallets/${id}/credit`, '{"amount": 9223372036854775807, "currency": "USD"}');
     problem(max, 402, 'plan-limit-exceeded');
     expect(max.body).toMatchObject({ code: 'LIMIT_EXCEEDED', limit: 'maxTxAmount' });
+  });
+
+  // docs/decisions.md: an amount is a JSON integer written as plain digits
+  it.each(['1e3', '1.0', '100.00', '1E2', '-0'])('refuses the amount %s with 400 invalid-amount and moves nothing', async (literal) => {
+    const id = await funded();
+    problem(await c.post(`/wallets/${id}/credit`, `{"amount": ${literal}, "currency": "USD"}`), 400, 'invalid-amount');
+    expect((await c.get(`/wallets/${id}/balance`)).body.available).toBe(1000);
+  });
+
+  it('stores and answers meta exactly as sent: big integers, number spellings, key order', async () => {
+    const id = await funded();
+    const meta = '{"order": 123456789012345678901234567890, "2": 1.0, "1": [1e3, 100.00], "note": "caf\\u00e9"}';
+    const res = await c.post(`/wallets/${id}/credit`, `{"amount": 5, "currency": "USD", "meta": ${meta}}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.text).toContain(`"meta":${meta}`);
+    expect(res.text).not.toContain('bigint:');
+    const read = await c.get(`/transactions/${res.body.id}`);
+    expect(read.text).toContain(`"meta":${meta}`);
+    expect((await c.get(`/transactions?walletId=${id}&page_size=1`)).text).toContain(`"meta":${meta}`);
   });
 
   it('answers 400 to malformed JSON, wrong types and missing fields', async () => {
@@ -136,7 +158,7 @@ describe('debits and plan limits', () => {
     let down = false;
     configureMoney(platform.kernel, { limitsSource: { fetch: async () => { if (down) throw new Error('billing down'); return { maxTxAmount: 500n, maxBalance: 0n }; } } });
     try {
-      const other = moneyClient(platform.url, 'tenant-billing');
+      const other = moneyClient(platform.url, 'tenant-billing', 'u-admin', { members: platform.kernel.db });
       const id = await other.openWallet('b');
       expect((await other.post(`/wallets/${id}/credit`, { amount: 500, currency: 'USD' })).status).toBe(200);
       problem(await other.post(`/wallets/${id}/credit`, { amount: 501, currency: 'USD' }), 402, 'plan-limit-exceeded');
@@ -197,7 +219,11 @@ describe('holds', () => {
   it('allows 100 concurrent holds per wallet, then 429 hold-limit-exceeded', async () => {
     const id = await funded(1000);
     for (let i = 0; i < 100; i += 1) expect((await c.post(`/wallets/${id}/hold`, { amount: 1, currency: 'USD' })).status).toBe(200);
-    problem(await c.post(`/wallets/${id}/hold`, { amount: 1, currency: 'USD' }), 429, 'hold-limit-exceeded');
+    const refused = await c.post(`/wallets/${id}/hold`, { amount: 1, currency: 'USD' });
+    problem(refused, 429, 'hold-limit-exceeded');
+    // like every 429: Retry-After and retryAfter (here: until the first hold expires, 72 h by default)
+    expect(Number(refused.headers.get('retry-after'))).toBe(72 * 3600);
+    expect(refused.body.retryAfter).toBe(72 * 3600);
   });
 
   it('expires after the TTL: frozen returns, money.hold.expired is recorded, confirm and cancel answer 422', async () => {
@@ -322,6 +348,20 @@ describe('idempotency', () => {
     expect((await c.get(`/wallets/${id}/balance`)).body.available).toBe(90);
   });
 
+  it('treats a key in upper case as the same key (UUIDs compare case-insensitively)', async () => {
+    const id = await funded(0);
+    const key = randomUUID();
+    const first = await c.post(`/wallets/${id}/credit`, { amount: 10, currency: 'USD' }, key);
+    expect(first.status).toBe(200);
+    const again = await c.post(`/wallets/${id}/credit`, { amount: 10, currency: 'USD' }, key.toUpperCase());
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    problem(await c.post(`/wallets/${id}/credit`, { amount: 11, currency: 'USD' }, key.toUpperCase()), 409, 'idempotency-conflict');
+    expect((await c.get(`/wallets/${id}/balance`)).body.available).toBe(10);
+    expect((await c.get(`/transactions?walletId=${id}`)).body.data).toHaveLength(1);
+  });
+
   it('executes 50 parallel identical requests under one key exactly once', async () => {
     const a = await funded(1000);
     const b = await funded(0);
@@ -340,7 +380,7 @@ describe('tenancy', () => {
   it('answers 404 for another tenant\'s wallets, holds and transactions', async () => {
     const id = await funded(100);
     const h = await c.post(`/wallets/${id}/hold`, { amount: 1, currency: 'USD' });
-    const other = moneyClient(platform.url, 'tenant-b');
+    const other = moneyClient(platform.url, 'tenant-b', 'u-admin', { members: platform.kernel.db });
     const mine = await other.openWallet('intruder');
     problem(await other.get(`/wallets/${id}`), 404, 'not-found');
     problem(await other.get(`/wallets/${id}/balance`), 404, 'not-found');
@@ -391,6 +431,78 @@ describe('history', () => {
        WHERE w.available <> COALESCE((SELECT amount FROM ledger l WHERE l.tenant_id = w.tenant_id AND l.wallet = w.id AND l.bucket = 'available'), 0)
           OR w.frozen <> COALESCE((SELECT amount FROM ledger l WHERE l.tenant_id = w.tenant_id AND l.wallet = w.id AND l.bucket = 'frozen'), 0)`);
     expect(mismatched).toEqual([]);
+  });
+});
+
+describe('history in ledger order', () => {
+  it('lists a wallet\'s lines in ledger order after parallel credits: the newest balanceAfter is the balance, each line follows from the one before', async () => {
+    for (let round = 0; round < 3; round += 1) {
+      const id = await funded(0);
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => c.post(`/wallets/${id}/credit`, { amount: i + 1, currency: 'USD' })));
+      expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+      const lines: Body[] = [];
+      let token: string | undefined;
+      do {
+        const page = await c.get(`/transactions?walletId=${id}&page_size=7${token ? `&page_token=${token}` : ''}`);
+        expect(page.status).toBe(200);
+        lines.push(...page.body.data);
+        token = page.body.next_page_token;
+      } while (token);
+      expect(lines).toHaveLength(20);
+      expect(lines[0].balanceAfter.available).toBe((await c.get(`/wallets/${id}/balance`)).body.available);
+      for (let i = 0; i < lines.length - 1; i += 1) expect(lines[i].balanceAfter.available - lines[i].amount).toBe(lines[i + 1].balanceAfter.available);
+      expect(lines[19].balanceAfter.available).toBe(lines[19].amount);
+    }
+  });
+
+  it('keeps a page token pointing at the same place while new lines arrive', async () => {
+    const id = await funded(0);
+    for (let i = 1; i <= 4; i += 1) await c.post(`/wallets/${id}/credit`, { amount: i, currency: 'USD' });
+    const first = await c.get(`/transactions?walletId=${id}&page_size=2`);
+    await c.post(`/wallets/${id}/credit`, { amount: 100, currency: 'USD' });
+    const second = await c.get(`/transactions?walletId=${id}&page_size=2&page_token=${first.body.next_page_token}`);
+    expect([...first.body.data, ...second.body.data].map((t: Body) => t.amount)).toEqual([4, 3, 2, 1]);
+  });
+});
+
+describe('bad list input', () => {
+  const token = (cursor: unknown) => Buffer.from(JSON.stringify(cursor)).toString('base64url');
+  it.each([
+    ['a token of another shape', token({ x: 1 })],
+    ['a cursor whose time is not a time', token({ c: 'yesterday', id: 'x' })],
+    ['a cursor with year 0000', token({ c: '0000-01-01T00:00:00Z', id: '0190aaaa-0000-7000-8000-000000000000' })],
+    ['a cursor whose id is an object', token({ c: '2026-01-01T00:00:00.000Z', id: { a: 1 } })],
+    ['a cursor whose sequence is text', token({ s: 'x' })],
+    ['a cursor with a NUL', token({ c: '2026-01-01T00:00:00.000Z', id: 'a\u0000b' })],
+    ['not base64 JSON', '%%%'],
+  ])('answers 400 validation-error to a page_token that is %s', async (_what, pageToken) => {
+    const id = await funded(0);
+    for (const path of [`/transactions?page_token=${pageToken}`, `/transactions?walletId=${id}&page_token=${pageToken}`]) {
+      const res = await c.get(path);
+      problem(res, 400, 'validation-error');
+      expect(res.body.errors).toEqual([expect.objectContaining({ field: 'page_token' })]);
+    }
+  });
+
+  it.each(['0000-01-01T00:00:00Z', '2026-01-01T00:00:00+16:00', '2026-01-01T00:00:00-23:59', '2026-02-30T00:00:00Z', 'yesterday'])(
+    'answers 400 validation-error to since or until %s', async (instant) => {
+      for (const field of ['since', 'until']) {
+        const res = await c.get(`/transactions?${field}=${encodeURIComponent(instant)}`);
+        problem(res, 400, 'validation-error');
+        expect(res.body.errors).toEqual([expect.objectContaining({ field })]);
+      }
+    });
+
+  it('accepts offsets up to ±15:59 and the first and last years', async () => {
+    for (const instant of ['2026-01-01T00:00:00+15:59', '2026-01-01T00:00:00-15:59', '0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z']) {
+      expect((await c.get(`/transactions?since=${encodeURIComponent(instant)}`)).status).toBe(200);
+    }
+  });
+
+  it('answers 400 to a NUL character in a query filter', async () => {
+    const res = await c.get('/wallets?userId=a%00b');
+    problem(res, 400, 'validation-error');
+    expect(res.body.errors).toEqual([expect.objectContaining({ field: 'userId', code: 'NUL_CHARACTER' })]);
   });
 });
 

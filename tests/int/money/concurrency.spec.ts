@@ -15,7 +15,7 @@ describe(`${WORKERS} workers transferring among ${WALLETS} wallets for ${SECONDS
   afterAll(async () => { await platform?.close(); });
 
   it('keeps the total, never goes negative, and maps every 2xx to exactly one transaction', async () => {
-    const c = moneyClient(platform.url, 'stress');
+    const c = moneyClient(platform.url, 'stress', 'u-admin', { members: platform.kernel.db });
     const wallets: string[] = [];
     for (let i = 0; i < WALLETS; i += 1) {
       const id = await c.openWallet(`user-${i}`);

@@ -35,7 +35,7 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
 
   it('restarts with every invariant holding, every 2xx transfer present once and nothing half-applied', async () => {
     server = await startServer(database.url);
-    let c = moneyClient(server.url, 'crash');
+    let c = moneyClient(server.url, 'crash', 'u-admin', { members: database.db });
     const wallets: string[] = [];
     for (let i = 0; i < 10; i += 1) {
       const id = await c.openWallet(`u${i}`);
@@ -67,7 +67,7 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
     expect(answered.size).toBeGreaterThan(10);
 
     server = await startServer(database.url);
-    c = moneyClient(server.url, 'crash');
+    c = moneyClient(server.url, 'crash', 'u-admin', { members: database.db });
     await checkMoneyInvariants(database.db);
     const recorded = await recordedTransfers(database.db, 'crash');
     for (const id of answered.keys()) expect(recorded.get(id)).toBe(1);

@@ -29,7 +29,7 @@ describe(`${WORKERS} workers mixing every movement on ${WALLETS} wallets for ${S
   afterAll(async () => { await platform?.close(); });
 
   it('keeps every invariant: ledger balanced, balances equal their streams and entries, every 2xx recorded once', async () => {
-    const c = moneyClient(platform.url, 'mixed');
+    const c = moneyClient(platform.url, 'mixed', 'u-admin', { members: platform.kernel.db });
     const wallets: string[] = [];
     for (let i = 0; i < WALLETS; i += 1) {
       const id = await c.openWallet(`user-${i}`);

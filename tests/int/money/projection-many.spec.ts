@@ -71,7 +71,7 @@ const makeHistory = async (c: MoneyClient, prefix: string) => {
 
 beforeAll(async () => {
   platform = await startTestPlatform({ modules: moneyModules, clock, env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000', COMMAND_BATCH_CONCURRENCY: '1' } });
-  await Promise.all([makeHistory(moneyClient(platform.url, 'tenant-a'), 'a'), makeHistory(moneyClient(platform.url, 'tenant-b'), 'b')]);
+  await Promise.all([makeHistory(moneyClient(platform.url, 'tenant-a', 'u-admin', { members: platform.kernel.db }), 'a'), makeHistory(moneyClient(platform.url, 'tenant-b', 'u-admin', { members: platform.kernel.db }), 'b')]);
   clock.advance(2 * 3600_000);
   expect((await expireDueHolds(platform.kernel)).expired).toBe(2);
   events = await platform.kernel.store.readAll(platform.kernel.db, LOG_START, 100_000, { allCommitted: true });

@@ -79,7 +79,7 @@ class Harness {
 
   /** runs an op on both sides; returns whether the system accepted it and whether the model did */
   step(o: Op): void {
-    const movement = (w: string, amount: bigint) => ({ walletId: w, transactionId: this.id(), amount, currency: CURRENCY[w]!, reason: '', meta: {}, idempotencyKey: null, now: this.iso(), limits });
+    const movement = (w: string, amount: bigint) => ({ walletId: w, transactionId: this.id(), amount, currency: CURRENCY[w]!, reason: '', meta: '{}', idempotencyKey: null, now: this.iso(), limits });
     const attempt = (fn: () => void): boolean => {
       try { fn(); return true; } catch (e) { if (isDomainError(e)) return false; throw e; }
     };
@@ -91,7 +91,7 @@ class Harness {
         const activeHolds = this.txs.filter((t) => t.type === 'hold' && t.status === 'held' && t.wallet === w).length;
         const modelOk = amount <= limits.maxTxAmount && (o.op === 'credit' ? m.available + m.frozen + amount <= limits.maxBalance : m.available >= amount && (o.op === 'debit' || activeHolds < 3));
         const cmd: WalletCommand = o.op === 'credit' ? { type: 'Credit', ...movement(w, amount) } : o.op === 'debit' ? { type: 'Debit', ...movement(w, amount) }
-          : { type: 'PlaceHold', ...movement(w, amount), expiresAt: new Date(this.now + 72 * 3600_000).toISOString(), maxHolds: 3 };
+          : { type: 'PlaceHold', ...movement(w, amount), expiresAt: new Date(this.now + 72 * 3600_000).toISOString(), maxHolds: 3, slotFreeInSeconds: 1 };
         const ok = attempt(() => this.append(w, walletDecider.decide(cmd, this.state(w))));
         expect(ok).toBe(modelOk);
         if (ok) {
@@ -126,7 +126,7 @@ class Harness {
         const previously = this.history.get(h.id)!.status === 'held' ? null : h.status === 'expired' ? 'expired' as const : h.status === 'canceled' ? 'canceled' as const : 'confirmed' as const;
         const modelOk = h.status === 'held' && this.now < h.holdExpires!;
         const ok = attempt(() => this.append(h.wallet, walletDecider.decide({
-          type: o.op === 'confirm' ? 'ConfirmHold' : 'CancelHold', walletId: h.wallet, holdId: h.id, transactionId: this.id(), reason: '', meta: {}, idempotencyKey: null, now: this.iso(), previously,
+          type: o.op === 'confirm' ? 'ConfirmHold' : 'CancelHold', walletId: h.wallet, holdId: h.id, transactionId: this.id(), reason: '', meta: '{}', idempotencyKey: null, now: this.iso(), previously,
         }, this.state(h.wallet))));
         expect(ok).toBe(modelOk);
         if (ok) {
@@ -171,7 +171,7 @@ class Harness {
             staged.set(leg.walletId, walletDecider.decide({
               type: 'ApplyReversal', walletId: leg.walletId, transactionId: reversalId, amount: original.amount, currency: original.currency, now: this.iso(), limits,
               originalTransactionId: original.id, originalCreatedAt: original.createdAt, originalType: original.type, direction: leg.direction,
-              counterpartyWalletId: leg.counterpartyWalletId, reason: '', meta: {}, idempotencyKey: null,
+              counterpartyWalletId: leg.counterpartyWalletId, reason: '', meta: '{}', idempotencyKey: null,
             }, this.state(leg.walletId)));
           }
           // all or nothing, as in one transaction

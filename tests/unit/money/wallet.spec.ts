@@ -69,10 +69,10 @@ describe('a wallet whose hold is resolved', () => {
 });
 
 describe('a transfer between two USD wallets', () => {
-  const a = fold(walletDecider, history(opened('USD', 'a'), { type: 'Credit', walletId: 'a', transactionId: 'c', amount: 500n, currency: 'USD', reason: '', meta: {}, idempotencyKey: null, now: T0, limits }));
+  const a = fold(walletDecider, history(opened('USD', 'a'), { type: 'Credit', walletId: 'a', transactionId: 'c', amount: 500n, currency: 'USD', reason: '', meta: '{}', idempotencyKey: null, now: T0, limits }));
   const b = fold(walletDecider, history(opened('USD', 'b')));
   const e = fold(walletDecider, history(opened('EUR', 'e')));
-  const t = (amount: bigint, from = 'a', to = 'b') => ({ transactionId: 't', fromWalletId: from, toWalletId: to, amount, currency: 'USD', reason: '', meta: {}, idempotencyKey: null, now: T0, limits });
+  const t = (amount: bigint, from = 'a', to = 'b') => ({ transactionId: 't', fromWalletId: from, toWalletId: to, amount, currency: 'USD', reason: '', meta: '{}', idempotencyKey: null, now: T0, limits });
 
   it('moves the amount; the two legs sum to zero', () => {
     const d = decideTransfer(t(200n), a, b);

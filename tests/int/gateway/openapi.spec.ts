@@ -1,0 +1,103 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NAMESPACES } from '../../../gateway/docs';
+import { discoverModules } from '../../../infra/modules';
+import { requireEnv } from '../../support/env';
+import type { TestPlatform } from '../../support/platform';
+import { startTestPlatform } from '../../support/platform';
+
+/**
+ * The OpenAPI documents of a platform with every module, as tools load them: each one passes
+ * openapi-spec-validator (PyPI, installed by scripts/test-infra.sh) and says what the API does.
+ */
+const validator = requireEnv('TEST_OPENAPI_VALIDATOR');
+const run = promisify(execFile);
+
+type Schema = { type?: string; format?: string; minimum?: number; maximum?: number; $ref?: string };
+type Operation = {
+  parameters?: { in: string; name: string; required?: boolean; schema?: Schema | string }[];
+  requestBody?: { content: Record<string, { schema: { properties?: Record<string, Schema>; required?: string[] } }> };
+  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+  security?: unknown[];
+};
+type Document = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
+
+let platform: TestPlatform;
+let dir: string;
+const documents = new Map<string, Document>();
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ modules: await discoverModules() });
+  dir = await mkdtemp(join(tmpdir(), 'openapi-'));
+  for (const namespace of NAMESPACES) {
+    const res = await platform.http(`/api/v1/${namespace}/openapi.json`);
+    if (res.status === 200) documents.set(namespace, (await res.json()) as Document);
+    else {
+      // a namespace no installed service serves: a 404 problem, not an empty document
+      expect(res.status, namespace).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    }
+  }
+});
+afterAll(async () => {
+  await platform?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const operations = function* (doc: Document) {
+  for (const [path, ops] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(ops)) yield { path, method, op };
+};
+const problemRef = (op: Operation, status: number) => op.responses[String(status)]?.content?.['application/problem+json']?.schema.$ref;
+
+describe('the OpenAPI documents', () => {
+  it('exist for the namespaces the installed services serve', () => {
+    expect([...documents.keys()]).toEqual(expect.arrayContaining(['iam', 'money', 'gateway']));
+  });
+
+  it('each pass openapi-spec-validator', async () => {
+    for (const [namespace, doc] of documents) {
+      const file = join(dir, `${namespace}.json`);
+      await writeFile(file, JSON.stringify(doc));
+      const result = await run(validator, [file]).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: `${error.stdout ?? ''}${error.stderr ?? ''}` }));
+      expect(result.stdout, namespace).toContain(': OK');
+    }
+  });
+
+  it('document the problem answers of every operation (a Problem schema, referenced)', () => {
+    for (const [namespace, doc] of documents) {
+      expect(doc.components.schemas.Problem, namespace).toBeDefined();
+      for (const { path, method, op } of operations(doc)) {
+        const at = `${namespace} ${method} ${path}`;
+        for (const status of [400, 500]) expect(problemRef(op, status), `${at} ${status}`).toBe('#/components/schemas/Problem');
+        if (op.security?.length) for (const status of [401, 403]) expect(problemRef(op, status), `${at} ${status}`).toBe('#/components/schemas/Problem');
+        if (path.includes('{')) expect(problemRef(op, 404), `${at} 404`).toBe('#/components/schemas/Problem');
+        for (const p of op.parameters ?? []) expect(typeof p.schema, `${at} parameter ${p.name}`).toBe('object');
+      }
+    }
+  });
+
+  it('document money: a required Idempotency-Key on every mutation, amount an int64 of at least 1, page_size 1..100, 409 and 429', () => {
+    const money = documents.get('money')!;
+    for (const { path, method, op } of operations(money)) {
+      if (method === 'get') continue;
+      expect(op.parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')?.required, `${method} ${path}`).toBe(true);
+      expect(problemRef(op, 409), `${method} ${path}`).toBeDefined();
+    }
+    const credit = money.paths['/v1/wallets/{id}/credit']!.post!;
+    const body = credit.requestBody!.content['application/json']!.schema;
+    expect(body.properties!.amount).toMatchObject({ type: 'integer', format: 'int64', minimum: 1 });
+    expect(body.required).toEqual(expect.arrayContaining(['amount', 'currency']));
+    expect(problemRef(money.paths['/v1/wallets/{id}/hold']!.post!, 429)).toBeDefined();
+    expect(money.paths['/v1/wallets']!.post!.responses['201']).toBeDefined();
+    const pageSize = money.paths['/v1/transactions']!.get!.parameters!.find((p) => p.name === 'page_size')!;
+    expect(pageSize.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+  });
+
+  it('document the gateway\'s /live, /ready and /health', () => {
+    expect(Object.keys(documents.get('gateway')!.paths)).toEqual(expect.arrayContaining(['/live', '/ready', '/health']));
+  });
+});
