@@ -163,11 +163,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
       const url = request.url.split('?')[0] ?? '/';
       throw commonErrors.methodNotAllowed(request.method, METHODS.filter((m) => paths.find(m, url) !== null));
     }
-    const nulAt = /%00/i.exec(request.url);
-    if (nulAt) {
-      const field = nulAt.index > request.url.indexOf('?') && request.url.includes('?') ? 'query' : 'path';
-      throw commonErrors.validation([{ field, message: `the ${field} must not contain the NUL character (%00)`, code: 'NUL_CHARACTER' }]);
-    }
+    if (/%00/i.test(request.url)) throw commonErrors.validation([{ field: nulFieldOfUrl(request.url), message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
   });
   // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
   app.addHook('preParsing', async (request, _reply, payload) =>
@@ -310,6 +306,18 @@ const authorize = async (request: FastifyRequest, principalOf: PrincipalSource):
   if (access === 'permission' && !hasPermission(principal.permissions, routeConfig.permission ?? '') && !isSelf(request, principal.userId)) {
     throw commonErrors.forbidden(`The permission ${routeConfig.permission} is required.`);
   }
+};
+
+/** where in a URL a %00 sits: the name of the query parameter that holds it, or "path" */
+const nulFieldOfUrl = (url: string): string => {
+  const query = url.indexOf('?');
+  if (query < 0 || url.slice(0, query).toLowerCase().includes('%00')) return 'path';
+  const pair = url.slice(query + 1).split('&').find((p) => /%00/i.test(p)) ?? '';
+  const name = pair.split('=')[0] ?? '';
+  return name && !/%00/i.test(name) ? safeDecode(name) : 'query';
+};
+const safeDecode = (text: string): string => {
+  try { return decodeURIComponent(text.replace(/\+/g, ' ')); } catch { return 'query'; }
 };
 
 /** the route lets a user act on their own record (config.orSelf names the path parameter holding a user id) */
