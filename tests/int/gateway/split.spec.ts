@@ -1,8 +1,29 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineRoutes, mergeModules } from '../../../infra/modules';
 import { testToken } from '../../support/auth';
+import { moneyClient, moneyModules } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform } from '../../support/platform';
+import { startTestPlatform, tallyModules } from '../../support/platform';
+
+/** a write route whose plugin declares its own parsers, as money does for exact JSON numbers */
+const ownParsers = defineRoutes({
+  namespace: 'parsers',
+  register(app) {
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      try {
+        JSON.parse(String(body));
+        done(null, { text: String(body) });
+      } catch (error) {
+        done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+      }
+    });
+    app.addContentTypeParser('text/csv', { parseAs: 'buffer' }, (_request, body, done) => done(null, { text: (body as Buffer).toString('utf8') }));
+    app.post('/parsers/echo', async (request) => ({ contentType: request.headers['content-type'], received: request.body }));
+  },
+});
+const modules = mergeModules(tallyModules, moneyModules, { write: [ownParsers] });
 
 /** split deployment: a gateway proxying to a write-api and a read-api on one database */
 let writeApi: TestPlatform;
@@ -13,9 +34,9 @@ const token = (tenant: string) => testToken(tenant, 'user-1', ['tally.*']);
 const json = (tenant: string) => ({ authorization: `Bearer ${token(tenant)}`, 'content-type': 'application/json' });
 
 beforeAll(async () => {
-  writeApi = await startTestPlatform({ role: 'write-api', env: { PLATFORM_SECRET_KEY: secret } });
-  readApi = await startTestPlatform({ role: 'read-api', env: { PLATFORM_SECRET_KEY: secret, DATABASE_URL: writeApi.database.url } });
-  gateway = await startTestPlatform({ role: 'gateway', env: { PLATFORM_SECRET_KEY: secret, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
+  writeApi = await startTestPlatform({ role: 'write-api', modules, env: { PLATFORM_SECRET_KEY: secret } });
+  readApi = await startTestPlatform({ role: 'read-api', modules, env: { PLATFORM_SECRET_KEY: secret, DATABASE_URL: writeApi.database.url } });
+  gateway = await startTestPlatform({ role: 'gateway', modules, env: { PLATFORM_SECRET_KEY: secret, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -64,6 +85,33 @@ describe('a gateway in front of write-api and read-api', () => {
     const problem = (await invalid.json()) as { errors: unknown[] };
     expect(problem.errors.length).toBeGreaterThan(0);
     expect((await gateway.http('/v1/tally/counters', { method: 'POST', headers: { ...json('tenant-a'), 'content-type': 'text/plain' }, body: 'x' })).status).toBe(415);
+  });
+});
+
+describe('request bodies through the gateway', () => {
+  it('reach write-api byte for byte whatever parser the route declares (money: exact JSON numbers)', async () => {
+    const text = '{ "amount": 9223372036854775807,\n  "note": "spaces kept" }';
+    const res = await gateway.http('/v1/parsers/echo', { method: 'POST', headers: json('tenant-a'), body: text });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ contentType: 'application/json', received: { text } });
+    const csv = await gateway.http('/v1/parsers/echo', { method: 'POST', headers: { ...json('tenant-a'), 'content-type': 'text/csv' }, body: 'a,b\n1,2\n' });
+    expect(await csv.json()).toEqual({ contentType: 'text/csv', received: { text: 'a,b\n1,2\n' } });
+  });
+
+  it('are still refused at the gateway when the route\'s parser refuses them', async () => {
+    const res = await gateway.http('/v1/parsers/echo', { method: 'POST', headers: json('tenant-a'), body: '{"amount": 1,' });
+    expect(res.status).toBe(400);
+  });
+
+  it('carry every money mutation: open, credit, transfer', async () => {
+    const c = moneyClient(gateway.url, `tenant-money-${randomUUID()}`);
+    const a = await c.openWallet('alice');
+    const b = await c.openWallet('bob');
+    const credit = await c.post(`/wallets/${a}/credit`, { amount: 500, currency: 'USD' });
+    expect(credit.status, credit.text).toBe(200);
+    const transfer = await c.post('/transfers', { fromWalletId: a, toWalletId: b, amount: 200, currency: 'USD' });
+    expect(transfer.status, transfer.text).toBe(200);
+    expect((await c.get(`/wallets/${b}/balance`)).body).toEqual({ available: 200, pending: 0, frozen: 0 });
   });
 });
 
