@@ -50,6 +50,10 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
+    // A public route may read a token itself (MFA verify with a bearer token, completing a provider
+    // link): it verifies it with its own authenticator, as in one process. Other routes get the
+    // principal the gateway verified, never the token.
+    if (request.routeOptions.config?.access === 'public' && typeof request.headers.authorization === 'string') headers.authorization = request.headers.authorization;
     headers.traceparent = `00-${request.id}-${randomBytes(8).toString('hex')}-01`;
     headers['x-forwarded-for'] = request.ip;
     if (request.principal) Object.assign(headers, signPrincipal(key, request.principal, request.id, kernel.clock.now().getTime()));

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearerToken } from '../../../infra/http/auth';
 import { defineRoutes, mergeModules } from '../../../infra/modules';
 import { testToken } from '../../support/auth';
 import { moneyClient, moneyModules } from '../../support/money';
@@ -9,7 +10,12 @@ import { startTestPlatform, tallyModules } from '../../support/platform';
 /** a write route whose plugin declares its own parsers, as money does for exact JSON numbers */
 const ownParsers = defineRoutes({
   namespace: 'parsers',
-  register(app) {
+  register(app, kernel) {
+    // a public route that reads a token itself when one is sent (as identity's MFA verify does)
+    app.get('/parsers/who', { config: { access: 'public' } }, async (request) => {
+      const token = bearerToken(request.headers.authorization);
+      return { userId: token ? (await kernel.authenticator.authenticate(token)).userId : null };
+    });
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
       try {
@@ -112,6 +118,14 @@ describe('request bodies through the gateway', () => {
     const transfer = await c.post('/transfers', { fromWalletId: a, toWalletId: b, amount: 200, currency: 'USD' });
     expect(transfer.status, transfer.text).toBe(200);
     expect((await c.get(`/wallets/${b}/balance`)).body).toEqual({ available: 200, pending: 0, frozen: 0 });
+  });
+});
+
+describe('a public route that reads a token itself', () => {
+  it('gets the client\'s token through the gateway, and verifies it with its own authenticator', async () => {
+    expect(await (await gateway.http('/v1/parsers/who', { headers: json('tenant-a') })).json()).toEqual({ userId: 'user-1' });
+    expect(await (await gateway.http('/v1/parsers/who')).json()).toEqual({ userId: null });
+    expect((await gateway.http('/v1/parsers/who', { headers: { authorization: 'Bearer forged' } })).status).toBe(401);
   });
 });
 
