@@ -45,6 +45,8 @@ export const ConfigSchema = z.object({
   KAFKA_RETENTION_HOURS: int(168, 1),
   CLICKHOUSE_URL: optionalUrl,
   REDIS_URL: optionalUrl,
+  /** prepended to every key, so several platforms (or test runs) can share one Redis */
+  REDIS_KEY_PREFIX: z.string().min(1).max(100).default('platform:'),
   S3_ENDPOINT: optionalUrl,
   S3_ACCESS_KEY: z.string().optional(),
   S3_SECRET_KEY: z.string().optional(),
