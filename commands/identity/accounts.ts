@@ -12,7 +12,7 @@ import type { AccountRow, TenantChoice } from '../../projections/identity/querie
 import { findAccount, findTenantBySlug, ownerEmails, tenantsOfUser } from '../../projections/identity/queries';
 import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, Mfa, mfaStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
 import { link, sendLater } from './mail';
-import { identity } from './runtime';
+import { bumpAccessEpoch, identity } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { consumeOneTimeToken, createOneTimeToken, issueTokens, peekOneTimeToken } from './tokens';
 
@@ -221,6 +221,7 @@ export const recoveryLogin = async (kernel: Kernel, traceId: string, input: { em
     const lockEvent = events.find((e) => e.type === 'auth.mfa.recovery_locked');
     if (lockEvent && lockEvent.type === 'auth.mfa.recovery_locked' && lockEvent.data.accountLocked) {
       uow.decide(Account, account, { type: 'LockAccount', reason: `${state.lockouts} recovery lockouts` });
+      uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
     }
     return { ok: false, locked: false, events: events.map((e) => (e.type === 'auth.mfa.recovery_locked' ? (e.data.accountLocked ? 'account-locked' : 'recovery-locked') : e.type)) };
   });
@@ -259,6 +260,7 @@ export const createPlatformOwner = async (kernel: Kernel, input: { email: string
   const passwordHash = existing ? null : await hashPassword(input.password);
   const userId = existing?.user_id ?? kernel.ids.next();
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, 'cli', 'cli'), async (uow) => {
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
     const tenant = await uow.load(Tenant, tenantStream(PLATFORM_TENANT_ID));
     if (!existing) {
       await claimEmail(uow.tx, userId, email, passwordHash);

@@ -8,6 +8,7 @@ import { findAccount, findRole, findRolesByName, findUser } from '../../projecti
 import { assertPasswordPolicy, claimEmail, credentialsByEmail, normalizeEmail, recordLogin, sendVerificationMail } from './accounts';
 import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, platformUnit } from './aggregates';
 import { link, sendLater } from './mail';
+import { bumpAccessEpoch } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { consumeOneTimeToken, createOneTimeToken, issueTokens, peekOneTimeToken, revokeAllRefreshTokens } from './tokens';
 
@@ -25,6 +26,7 @@ export const verifyEmail = async (kernel: Kernel, traceId: string, token: string
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId), async (uow) => {
     const row = await consumeOneTimeToken(kernel, uow.tx, 'verify-email', token, 'verification token');
     uow.decide(Account, await uow.load(Account, accountStream(row.user_id!)), { type: 'VerifyEmail', email: row.email! });
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId: row.user_id! }));
   });
   return { email_verified: true as const };
 };
@@ -55,6 +57,7 @@ export const resetPassword = async (kernel: Kernel, traceId: string, input: { to
     await uow.tx.query('UPDATE identity.credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [userId, passwordHash]);
     await revokeAllRefreshTokens(kernel, uow.tx, userId);
     uow.decide(Account, await uow.load(Account, accountStream(userId)), { type: 'ChangePassword', reason: 'reset' });
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
   });
   return { message: 'The password has been changed; sign in again.' };
 };
@@ -133,6 +136,7 @@ export const acceptInvite = async (kernel: Kernel, traceId: string, input: { tok
     const live = [];
     for (const id of roleIds) if (await findRole(uow.tx, tenantId, id)) live.push(id);
     uow.decide(Membership, await uow.load(Membership, memberStream(tenantId, userId)), { type: 'AddMember', userId, tenantId, roleIds: live, via: 'invite' });
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
   });
   const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId });
   await recordLogin(kernel, traceId, userId, tenantId, 'invite');

@@ -7,7 +7,7 @@ import { PgCode, pgErrorCode } from '../../infra/postgres/db';
 import { countRoles, findRole, findTenant, findUser } from '../../projections/identity/queries';
 import { normalizeEmail } from './accounts';
 import { Account, accountStream, flushPlatform, Membership, memberStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
-import { identity } from './runtime';
+import { bumpAccessEpoch } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { issueTokens } from './tokens';
 
@@ -21,7 +21,7 @@ const memberOf = async (uow: UnitOfWork, userId: string) => {
 
 const view = async (kernel: Kernel, uow: UnitOfWork, userId: string) => {
   await uow.flush(kernel.projections);
-  identity(kernel).invalidate(userId, uow.meta.tenantId);
+  uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
   return findUser(uow.tx, uow.meta.tenantId, userId);
 };
 
@@ -86,7 +86,7 @@ export const validatePermissions = (kernel: Kernel, permissions: string[]): void
 
 const roleView = async (kernel: Kernel, uow: UnitOfWork, roleId: string) => {
   await uow.flush(kernel.projections);
-  identity(kernel).invalidate(undefined, uow.meta.tenantId);
+  uow.afterCommit(() => bumpAccessEpoch(kernel, { tenantId: uow.meta.tenantId }));
   return findRole(uow.tx, uow.meta.tenantId, roleId);
 };
 
