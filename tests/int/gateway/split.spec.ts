@@ -6,6 +6,7 @@ import { testToken } from '../../support/auth';
 import { moneyClient, moneyModules } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform, tallyModules } from '../../support/platform';
+import { freePort } from '../../support/process';
 
 /** a write route whose plugin declares its own parsers, as money does for exact JSON numbers */
 const ownParsers = defineRoutes({
@@ -40,9 +41,12 @@ const token = (tenant: string) => testToken(tenant, 'user-1', ['tally.*']);
 const json = (tenant: string) => ({ authorization: `Bearer ${token(tenant)}`, 'content-type': 'application/json' });
 
 beforeAll(async () => {
-  writeApi = await startTestPlatform({ role: 'write-api', modules, env: { PLATFORM_SECRET_KEY: secret } });
-  readApi = await startTestPlatform({ role: 'read-api', modules, env: { PLATFORM_SECRET_KEY: secret, DATABASE_URL: writeApi.database.url } });
-  gateway = await startTestPlatform({ role: 'gateway', modules, env: { PLATFORM_SECRET_KEY: secret, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
+  // every role has the one ROOT_URL: the gateway's
+  const port = await freePort();
+  const shared = { PLATFORM_SECRET_KEY: secret, ROOT_URL: `http://127.0.0.1:${port}` };
+  writeApi = await startTestPlatform({ role: 'write-api', modules, env: shared });
+  readApi = await startTestPlatform({ role: 'read-api', modules, env: { ...shared, DATABASE_URL: writeApi.database.url } });
+  gateway = await startTestPlatform({ role: 'gateway', modules, env: { ...shared, PORT: String(port), WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
 });
 afterAll(async () => {
   await gateway?.close();
