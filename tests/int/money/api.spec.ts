@@ -9,7 +9,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { Body, MoneyClient } from '../../support/money';
 import { moneyClient } from '../../support/money';
-import { allInOneOnly } from '../../support/topology';
+import { allInOneOnly } from '../../support/all-in-one-only';
 
 const clock = fixedTestClock(new Date());
 const startedAt = Date.now();
