@@ -122,7 +122,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     ROOT_URL: rootUrl,
   };
   const config = loadConfig(env);
-  const kernel = await openKernel({ config, logger: silentLogger(), role: 'all', modules: await loadTestModules(options.modules), clock: options.clock });
+  const kernel = await openKernel({ config, logger: silentLogger(), modules: await loadTestModules(options.modules), clock: options.clock });
   const lines: LogLine[] = [];
   const started: Partial<Record<SplitRole, RoleProcess>> = {};
   const stopAll = async () => {
