@@ -74,7 +74,15 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
     const { owner, roleId, memberId, member } = await ownerAndMember(urlOf(one));
     // only the log can tell process two: its cached access would otherwise live a minute
     identity(two.kernel).accessCacheMs = 60_000;
+    // a new Kafka group resolves "latest" at its first fetch: wait until process two hears auth events at all
+    let hearing = false;
+    two.kernel.invalidations.on(['auth.user.created'], () => { hearing = true; });
     await two.kernel.invalidations.ready();
+    for (let i = 0; !hearing && i < 100; i += 1) {
+      await api(urlOf(one), '/auth/register', { body: { email: uniqueEmail('ping'), password: PASSWORD } });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(hearing).toBe(true);
     expect((await api(urlOf(two), '/users', { token: member })).status).toBe(200);
     expect((await api(urlOf(one), `/rbac/roles/${roleId}/revoke`, { token: owner, body: { user_id: memberId } })).status).toBe(200);
     await expect.poll(async () => (await api(urlOf(two), '/users', { token: member })).status, { timeout: 20_000, interval: 100 }).toBe(403);
