@@ -48,6 +48,7 @@ export interface Access {
 
 const ACCESS_CACHE_MS = 5_000;
 const EPOCH_WARNING_INTERVAL_MS = 60_000;
+const EPOCH_RETRY_MS = 1_000;
 const RING_RELOAD_MS = 60_000;
 const KEY_MAX_AGE_S = 90 * 24 * 3600;
 const SIGNING_KEYS_LOCK = 7_303_100;
@@ -85,11 +86,15 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
   const cache = new Map<string, { at: number; epoch: string; access: Access | null }>();
   const epochs = accessEpochs(kernel);
   let epochWarnedAt = Number.NEGATIVE_INFINITY;
+  let epochsDownUntil = 0;
   /** the epochs of the pair, or null (do not cache) when the shared cache cannot be read */
   const epochOf = async (userId: string, tenantId: string): Promise<string | null> => {
+    // after a failure the shared cache is left alone for a second: a Redis that hangs must not add its timeout to every request
+    if (Date.now() < epochsDownUntil) return null;
     try {
       return await epochs.current(epochScopes({ userId, tenantId }));
     } catch (error) {
+      epochsDownUntil = Date.now() + EPOCH_RETRY_MS;
       if (Date.now() - epochWarnedAt > EPOCH_WARNING_INTERVAL_MS) {
         epochWarnedAt = Date.now();
         kernel.logger.warn({ err: error }, 'access epochs unreadable (shared cache unreachable); access is read from PostgreSQL on every request meanwhile');
