@@ -144,14 +144,18 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     throw error;
   }
   const processes = Object.fromEntries(ROLES.map((role) => [role, started[role]!.child])) as Record<SplitRole, ChildProcess>;
+  let stopped: Promise<void> | null = null;
   return {
     url: `http://127.0.0.1:${gatewayPort}`, rootUrl, kernel, database, processes,
     logLines: () => [...lines],
-    stop: async () => {
-      await stopAll();
-      await kernel.close();
-      if (clockFile) rmSync(clockFile, { force: true });
-      if (ownsDatabase) await database.drop();
+    stop: () => {
+      stopped ??= (async () => {
+        await stopAll();
+        await kernel.close();
+        if (clockFile) rmSync(clockFile, { force: true });
+        if (ownsDatabase) await database.drop();
+      })();
+      return stopped;
     },
   };
 };
