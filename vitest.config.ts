@@ -1,7 +1,37 @@
 import { defineConfig } from 'vitest/config';
 
-// Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), serial (tests that stop
-// shared servers, one file at a time), e2e (the program as an operator runs it).
+/**
+ * The HTTP-level suites that run a second time in the split topology (project split): gateway,
+ * write-api, read-api and workers as separate processes on PostgreSQL, Kafka and Redis, the suite
+ * talking to the gateway (tests/support/split.ts; README "Tests"; docs/kernel.md "Tests"). A new
+ * service's suite joins by naming its modules (tests/support/modules.ts) and being listed here.
+ */
+export const SPLIT_SUITES = [
+  'tests/int/identity/auth.spec.ts',
+  'tests/int/identity/flows.spec.ts',
+  'tests/int/identity/limits.spec.ts',
+  'tests/int/identity/mfa.spec.ts',
+  'tests/int/identity/providers.spec.ts',
+  'tests/int/identity/rbac.spec.ts',
+  'tests/int/identity/security.spec.ts',
+  'tests/int/identity/access.spec.ts',
+  'tests/int/identity/takeover.spec.ts',
+  'tests/int/identity/delegation.spec.ts',
+  'tests/int/identity/lockout.spec.ts',
+  'tests/int/identity/contract.spec.ts',
+  'tests/int/identity/burst.spec.ts',
+  'tests/int/gateway/hardening.spec.ts',
+  'tests/int/money/owners.spec.ts',
+  'tests/int/money/api.spec.ts',
+  'tests/int/money/mixed.spec.ts',
+  'tests/int/gateway/edge.spec.ts',
+  'tests/int/http/problems.spec.ts',
+  'tests/int/eventstore/idempotency.spec.ts',
+];
+
+// Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,
+// against the split roles), serial (tests that stop shared servers, one file at a time), e2e (the program as
+// an operator runs it).
 export default defineConfig({
   test: {
     maxWorkers: 2,
@@ -11,6 +41,13 @@ export default defineConfig({
         test: {
           name: 'int', include: ['tests/int/**/*.spec.ts'], environment: 'node',
           testTimeout: 120_000, hookTimeout: 120_000, pool: 'forks',
+        },
+      },
+      {
+        // the same files as in int, with the test-platform factories starting separate role processes
+        test: {
+          name: 'split', include: SPLIT_SUITES, environment: 'node', env: { PLATFORM_TEST_TOPOLOGY: 'split' },
+          testTimeout: 180_000, hookTimeout: 180_000, pool: 'forks',
         },
       },
       {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { Kernel } from '../infra/kernel';
 import { INTERNAL_KEY_PURPOSE, signPrincipal } from './internal-auth';
@@ -27,16 +28,14 @@ declare module 'fastify' {
  * schemas), so authentication, permissions, validation, rate limits and the module check all
  * happen here; each route's handler is replaced by a forward to the upstream role, which gets the
  * verified principal in a signed header (never the client's token, never a client's tenant).
- * Request bodies are buffered for validation (they are bounded by BODY_LIMIT_BYTES); answers stream
- * back as they arrive over keep-alive connections.
+ * Request bodies are buffered for validation (they are bounded by BODY_LIMIT_BYTES) and forwarded
+ * byte for byte as they arrived, whatever content-type parser a route declares; answers stream back
+ * as they arrive over keep-alive connections.
  */
 export const proxyScope = (instance: FastifyInstance, kernel: Kernel, upstream: Upstream): void => {
-  const parseJson = instance.getDefaultJsonParser('error', 'ignore');
-  instance.removeContentTypeParser('application/json');
-  instance.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    request.rawBody = body as Buffer;
-    parseJson(request, (body as Buffer).toString('utf8'), done);
-  });
+  // The bytes are taken on their way to the parser, not by a parser of our own: a plugin replaces
+  // parsers in its scope (money's exact JSON parser does), and any parser must still validate here.
+  instance.addHook('preParsing', async (request, _reply, payload) => (hasBody(request) ? keepRawBody(request, payload) : payload));
   const handler = forward(kernel, upstream);
   instance.addHook('onRoute', (route) => {
     route.handler = handler;
@@ -51,6 +50,10 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
+    // A public route may read a token itself (MFA verify with a bearer token, completing a provider
+    // link): it verifies it with its own authenticator, as in one process. Other routes get the
+    // principal the gateway verified, never the token.
+    if (request.routeOptions.config?.access === 'public' && typeof request.headers.authorization === 'string') headers.authorization = request.headers.authorization;
     headers.traceparent = `00-${request.id}-${randomBytes(8).toString('hex')}-01`;
     headers['x-forwarded-for'] = request.ip;
     if (request.principal) Object.assign(headers, signPrincipal(key, request.principal, request.id, kernel.clock.now().getTime()));
@@ -69,7 +72,31 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
   };
 };
 
-/** the body as received: JSON kept raw by the proxy's parser; a route's own parser's Buffer or text otherwise */
+const hasBody = (request: FastifyRequest): boolean =>
+  request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+
+/**
+ * The payload as it flows to the route's parser, unchanged, its bytes kept in request.rawBody by
+ * the time the parser sees the end. The parser still enforces BODY_LIMIT_BYTES and the
+ * Content-Length, on the same bytes: nothing is buffered beyond what it reads.
+ */
+const keepRawBody = (request: FastifyRequest, payload: Readable): Readable => {
+  const chunks: Buffer[] = [];
+  const kept = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done(null, chunk);
+    },
+    flush(done) {
+      request.rawBody = Buffer.concat(chunks);
+      done();
+    },
+  });
+  payload.on('error', (error) => kept.destroy(error));
+  return payload.pipe(kept);
+};
+
+/** the body as received; a route whose parser consumed the payload some other way falls back to a Buffer or text body */
 const rawBodyOf = (request: FastifyRequest): Buffer | undefined => {
   if (request.rawBody) return request.rawBody;
   if (Buffer.isBuffer(request.body)) return request.body;

@@ -52,6 +52,8 @@ export const ConfigSchema = z.object({
   KAFKA_RETENTION_HOURS: int(168, 1),
   CLICKHOUSE_URL: url('http://user:password@clickhouse:8123/platform').optional(),
   REDIS_URL: url('redis://valkey:6379').optional(),
+  /** prepended to every key, so several platforms (or test runs) can share one Redis */
+  REDIS_KEY_PREFIX: z.string().min(1).max(100).default('platform:'),
   S3_ENDPOINT: url('http://s3:9000').optional(),
   S3_ACCESS_KEY: z.string().optional(),
   S3_SECRET_KEY: z.string().optional(),

@@ -8,6 +8,7 @@ import { noAuthenticator } from './http/auth';
 import type { LogPort } from './log/port';
 import type { Logger } from './observability/logger';
 import { AuditRecorder } from './audit';
+import { Invalidations } from './invalidations';
 import type { Db } from './postgres/db';
 import { ProjectionEngine } from './projections/engine';
 import type { Clock, IdGenerator } from './runtime/clock';
@@ -114,6 +115,7 @@ export class Kernel {
         maxSize: parts.config.COMMAND_BATCH_MAX_SIZE, concurrency: parts.config.COMMAND_BATCH_CONCURRENCY,
         onFailure: (error, commands) => this.logger.warn({ err: error, commands }, 'a command batch failed; its commands run alone'),
       },
+      onAfterCommitFailure: (error) => this.logger.error({ err: error }, 'a step after a committed command failed; the command stands'),
     });
     for (const plugin of [...parts.modules.write, ...parts.modules.read]) {
       if (plugin.permissions) this.permissions.register(plugin.namespace, plugin.permissions);
@@ -142,6 +144,21 @@ export class Kernel {
       this.onClose('audit', () => recorder.close());
     }
     return this.auditRecorder;
+  }
+
+  private invalidationsOfProcess: Invalidations | null = null;
+
+  /**
+   * cache invalidation by events delivered through the log to every process (infra/invalidations.ts);
+   * subscribes only once a handler is installed, and stops before the engines close
+   */
+  get invalidations(): Invalidations {
+    if (!this.invalidationsOfProcess) {
+      const invalidations = new Invalidations(this.log, this.logger);
+      this.invalidationsOfProcess = invalidations;
+      this.onClose('invalidations', () => invalidations.close());
+    }
+    return this.invalidationsOfProcess;
   }
 
   onClose(name: string, close: () => Promise<void>): void {

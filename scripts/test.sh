@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # What `npm test` runs: starts the test engines (scripts/test-infra.sh), then the vitest
-# projects unit, int and e2e one after the other, and ends with the totals on one line:
+# projects unit, int, split, serial and e2e one after the other, and ends with the totals on one line:
 #   N passed, N failed, N skipped
 # Exits non-zero when a test failed, when vitest itself failed (an error outside a test, a
 # crash) or when the engines could not be started. A project without test files passes.
 #
-#   scripts/test.sh                 all projects (unit, int, serial, e2e)
+#   scripts/test.sh                 all projects (unit, int, split, serial, e2e)
 #   scripts/test.sh unit            only the named projects (unit alone skips the engines)
 #   VITEST_ARGS='-t wallet' scripts/test.sh unit   extra vitest arguments
 set -uo pipefail
@@ -14,7 +14,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 LATEST_REPORTS=$ROOT/.test-infra/reports # the JSON reports of the last run, one file per project
 PROJECTS=("$@")
-((${#PROJECTS[@]})) || PROJECTS=(unit int serial e2e)
+((${#PROJECTS[@]})) || PROJECTS=(unit int split serial e2e)
 
 status=0
 infra_ok=1

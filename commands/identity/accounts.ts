@@ -13,7 +13,7 @@ import type { AccountRow, TenantChoice } from '../../projections/identity/querie
 import { findAccount, findTenantBySlug, membershipStatuses, ownerEmails, tenantsOfUser } from '../../projections/identity/queries';
 import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, Mfa, mfaStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
 import { link, sendLater } from './mail';
-import { identity, ownerPermissions } from './runtime';
+import { bumpAccessEpoch, identity, ownerPermissions } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { consumeOneTimeToken, createOneTimeToken, issueTokens, peekOneTimeToken } from './tokens';
 
@@ -251,7 +251,10 @@ const attemptRecovery = async (kernel: Kernel, traceId: string, clientAddress: s
     const { events, state } = uow.decide(Mfa, mfa, { type: 'FailRecovery', userId, now, fingerprint: rt.recovery.hash(userId, code) });
     const locked = events.find((e) => e.type === 'auth.mfa.recovery_locked');
     if (locked?.type !== 'auth.mfa.recovery_locked') return { ok: false, locked: false, lockout: 'none' };
-    if (locked.data.accountLocked) uow.decide(Account, account, { type: 'LockAccount', reason: `${state.lockouts} recovery lockouts` });
+    if (locked.data.accountLocked) {
+      uow.decide(Account, account, { type: 'LockAccount', reason: `${state.lockouts} recovery lockouts` });
+      uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
+    }
     return { ok: false, locked: false, lockout: locked.data.accountLocked ? 'account' : 'recovery' };
   });
   if (!result.ok) {
@@ -291,6 +294,7 @@ export const createPlatformOwner = async (kernel: Kernel, input: { email: string
   const passwordHash = existing ? null : await hashPassword(input.password);
   const userId = existing?.user_id ?? kernel.ids.next();
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, 'cli', 'cli'), async (uow) => {
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
     const tenant = await uow.load(Tenant, tenantStream(PLATFORM_TENANT_ID));
     if (!existing) {
       await claimEmail(uow.tx, userId, email, passwordHash);

@@ -8,7 +8,7 @@ import { findAccount } from '../../projections/identity/queries';
 import { normalizeEmail } from './accounts';
 import { Account, accountStream, anonymousMeta } from './aggregates';
 import { link, sendLater } from './mail';
-import { identity } from './runtime';
+import { bumpAccessEpoch } from './runtime';
 import { consumeOneTimeToken, createOneTimeToken } from './tokens';
 
 /**
@@ -76,13 +76,13 @@ export const confirmEmailChange = async (kernel: Kernel, traceId: string, token:
     const account = await uow.load(Account, accountStream(userId));
     const previous = account.state.status === 'none' ? '' : account.state.email;
     uow.decide(Account, account, { type: 'ChangeEmail', email: change.new_email });
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
     await uow.tx.query('DELETE FROM identity.email_changes WHERE user_id = $1', [userId]);
     // reset links sent to the old address no longer reset this account (verification links are refused as stale instead)
     await uow.tx.query("DELETE FROM identity.one_time_tokens WHERE user_id = $1 AND purpose = 'reset'", [userId]);
     return { email_change: 'completed', email: change.new_email, userId, previous };
   });
   if (outcome.email_change === 'completed') {
-    identity(kernel).invalidate(outcome.userId);
     if (outcome.previous) {
       sendLater(kernel, { to: outcome.previous, subject: 'Your sign-in address was changed', headers: { 'X-Platform-Purpose': 'email-changed' },
         text: `Your account now signs in with ${outcome.email}. If you did not make this change, contact your administrator at once.` });

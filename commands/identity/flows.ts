@@ -10,7 +10,7 @@ import { findAccount, findRole, findRolesByName } from '../../projections/identi
 import { assertPasswordPolicy, claimEmail, credentialsByEmail, normalizeEmail, passwordWork, recordLogin, sendVerificationMail } from './accounts';
 import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, platformUnit } from './aggregates';
 import { link, sendLater } from './mail';
-import { identity } from './runtime';
+import { bumpAccessEpoch } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { consumeOneTimeToken, createOneTimeToken, issueTokens, peekOneTimeToken, revokeAllRefreshTokens } from './tokens';
 
@@ -45,8 +45,8 @@ export const verifyEmail = async (kernel: Kernel, traceId: string, token: string
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId), async (uow) => {
     const row = await consumeOneTimeToken(kernel, uow.tx, 'verify-email', token, 'verification token');
     uow.decide(Account, await uow.load(Account, accountStream(row.user_id!)), { type: 'VerifyEmail', email: row.email! });
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId: row.user_id! }));
   });
-  identity(kernel).invalidate(peeked.user_id!);
   return { email_verified: true as const };
 };
 
@@ -75,7 +75,7 @@ export const resetPassword = async (kernel: Kernel, traceId: string, input: { to
   assertPasswordPolicy(input.password);
   const peeked = await peekOneTimeToken(kernel, kernel.db, 'reset', input.token, 'reset token');
   const passwordHash = await passwordWork(kernel, peeked.user_id!, () => hashPassword(input.password));
-  const userId = await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId), async (uow) => {
+  await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId), async (uow) => {
     const row = await consumeOneTimeToken(kernel, uow.tx, 'reset', input.token, 'reset token');
     const id = row.user_id!;
     await uow.tx.query('UPDATE identity.credentials SET password_hash = $2, updated_at = now() WHERE user_id = $1', [id, passwordHash]);
@@ -84,9 +84,8 @@ export const resetPassword = async (kernel: Kernel, traceId: string, input: { to
     const account = await uow.load(Account, accountStream(id));
     uow.decide(Account, account, { type: 'ChangePassword', reason: 'reset' });
     uow.decide(Account, account, { type: 'UnlockAccount' });
-    return id;
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId: id }));
   });
-  identity(kernel).invalidate(userId);
   return { message: 'The password has been changed; sign in again.' };
 };
 
@@ -189,8 +188,8 @@ export const acceptInvite = async (kernel: Kernel, traceId: string, input: { tok
     } else {
       throw identityErrors.memberExists();
     }
+    uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
   });
-  identity(kernel).invalidate(userId, tenantId);
   const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId });
   await recordLogin(kernel, traceId, userId, tenantId, 'invite');
   return tokens;

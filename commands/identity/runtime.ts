@@ -1,6 +1,8 @@
 import { commonErrors } from '../../domain/shared/errors';
 import { OWNER_ROLE, PLATFORM_TENANT_ID, LIFETIMES } from '../../domain/identity/constants';
+import { CacheEpochs } from '../../infra/cache/epochs';
 import type { Authenticator, Principal } from '../../infra/http/auth';
+import type { PublishedEvent } from '../../infra/invalidations';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction } from '../../infra/postgres/db';
@@ -14,7 +16,12 @@ import { ownerGrants } from '../../projections/identity/queries';
 /**
  * What the identity service keeps per process: the signing-key ring (persisted sealed in
  * identity.signing_keys), the secret boxes, the recovery-code hasher, and a short cache of the
- * access (roles, permissions, status) of user+tenant pairs, invalidated locally on role changes.
+ * access (roles, permissions, status, email verified) of user+tenant pairs. A change of access
+ * takes effect on the next request in every process: the command bumps the user's or tenant's
+ * access epoch in the shared cache after its commit (bumpAccessEpoch), every lookup compares
+ * epochs (one MGET), and the events that change access, delivered through the log, drop the
+ * entries of every process (ACCESS_EVENTS); the TTL is only the safety net. With the shared cache
+ * unreachable nothing is served from the cache (docs/decisions.md).
  */
 export interface IdentityRuntime {
   ring: KeyRing;
@@ -28,6 +35,8 @@ export interface IdentityRuntime {
   audience: string;
   /** refresh grace window; tests may shorten it */
   graceMs: number;
+  /** how long a cached access is served while its epochs are unchanged; tests may change it */
+  accessCacheMs: number;
   invalidate(userId?: string, tenantId?: string): void;
   resolveAccess(userId: string, tenantId: string): Promise<Access | null>;
 }
@@ -42,6 +51,8 @@ export interface Access {
 }
 
 const ACCESS_CACHE_MS = 5_000;
+const EPOCH_WARNING_INTERVAL_MS = 60_000;
+const EPOCH_RETRY_MS = 1_000;
 const RING_RELOAD_MS = 60_000;
 const KEY_MAX_AGE_S = 90 * 24 * 3600;
 const SIGNING_KEYS_LOCK = 7_303_100;
@@ -76,7 +87,25 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
   const box = new SecretBox([{ id: 'k1', key: kernel.engines.secrets.key('identity.secrets.v1') }]);
   const recovery = new RecoveryCodeHasher([{ id: 'k1', key: kernel.engines.secrets.key('identity.recovery-codes.v1') }]);
   let ring = await loadRing(kernel, jwtBox);
-  const cache = new Map<string, { at: number; access: Access | null }>();
+  const cache = new Map<string, { at: number; epoch: string; access: Access | null }>();
+  const epochs = accessEpochs(kernel);
+  let epochWarnedAt = Number.NEGATIVE_INFINITY;
+  let epochsDownUntil = 0;
+  /** the epochs of the pair, or null (do not cache) when the shared cache cannot be read */
+  const epochOf = async (userId: string, tenantId: string): Promise<string | null> => {
+    // after a failure the shared cache is left alone for a second: a Redis that hangs must not add its timeout to every request
+    if (Date.now() < epochsDownUntil) return null;
+    try {
+      return await epochs.current(epochScopes({ userId, tenantId }));
+    } catch (error) {
+      epochsDownUntil = Date.now() + EPOCH_RETRY_MS;
+      if (Date.now() - epochWarnedAt > EPOCH_WARNING_INTERVAL_MS) {
+        epochWarnedAt = Date.now();
+        kernel.logger.warn({ err: error }, 'access epochs unreadable (shared cache unreachable); access is read from PostgreSQL on every request meanwhile');
+      }
+      return null;
+    }
+  };
   const rt: IdentityRuntime = {
     get ring() { return ring; },
     jwtBox, box, recovery,
@@ -85,6 +114,7 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
     issuer: ringOptions(kernel).issuer,
     audience: 'platform',
     graceMs: LIFETIMES.refreshGraceMs,
+    accessCacheMs: ACCESS_CACHE_MS,
     invalidate(userId, tenantId) {
       for (const key of [...cache.keys()]) {
         const [u, t] = key.split('|');
@@ -94,14 +124,22 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
     async resolveAccess(userId, tenantId) {
       const key = `${userId}|${tenantId}`;
       const now = Date.now();
+      // read before the access itself: a change committed in between is loaded now and still
+      // bumps the epoch after, so the worst case is one reload too many, never a stale hit
+      const epoch = await epochOf(userId, tenantId);
       const hit = cache.get(key);
-      if (hit && now - hit.at < ACCESS_CACHE_MS) return hit.access;
+      if (hit && epoch !== null && hit.epoch === epoch && now - hit.at < rt.accessCacheMs) return hit.access;
       const access = await loadAccess(kernel, kernel.db, userId, tenantId);
-      cache.set(key, { at: now, access });
+      if (epoch === null) cache.delete(key);
+      else cache.set(key, { at: now, epoch, access });
       if (cache.size > 50_000) cache.delete(cache.keys().next().value!);
       return access;
     },
   };
+  kernel.invalidations.on(ACCESS_EVENTS, (event) => {
+    const scope = accessScopeOf(event);
+    rt.invalidate(scope.userId, scope.tenantId);
+  });
   const timer = setInterval(() => {
     loadRing(kernel, jwtBox).then((r) => { ring = r; }, (error: unknown) => kernel.logger.warn({ err: error }, 'reloading the signing keys failed'));
   }, RING_RELOAD_MS);
@@ -110,6 +148,52 @@ const build = async (kernel: Kernel): Promise<IdentityRuntime> => {
   kernel.authenticator = authenticator(rt, kernel);
   started.set(kernel, rt);
   return rt;
+};
+
+/**
+ * The events that change an access (identity's read models are inline, so the change is readable
+ * once they commit). Account events concern the user in every tenant, membership events the user
+ * in one tenant, role definition events every member of the tenant.
+ */
+export const ACCESS_EVENTS = [
+  'auth.user.email_verified', 'auth.user.password_changed', 'auth.user.locked', 'auth.user.unlocked', 'auth.user.profile_updated',
+  'auth.member.added', 'auth.role.changed', 'auth.member.deleted', 'auth.member.restored', 'auth.member.status_changed',
+  'auth.role.updated', 'auth.role.deleted',
+] as const;
+
+export interface AccessScope { userId?: string; tenantId?: string }
+
+const accessScopeOf = (event: PublishedEvent): AccessScope => {
+  const { userId, tenantId } = event.data as { userId?: string; tenantId?: string };
+  if (event.type.startsWith('auth.user.')) return { userId };
+  if (event.type === 'auth.role.updated' || event.type === 'auth.role.deleted') return { tenantId };
+  return { userId, tenantId };
+};
+
+const epochsOf = new WeakMap<Kernel, CacheEpochs>();
+const accessEpochs = (kernel: Kernel): CacheEpochs => {
+  let epochs = epochsOf.get(kernel);
+  if (!epochs) {
+    epochs = new CacheEpochs(kernel.engines.cache, 'access');
+    epochsOf.set(kernel, epochs);
+  }
+  return epochs;
+};
+
+/** a user's epoch covers them in every tenant; a tenant's covers every member */
+const epochScopes = (scope: AccessScope): string[] => [
+  ...(scope.userId ? [`u:${scope.userId}`] : []), ...(scope.tenantId ? [`t:${scope.tenantId}`] : []),
+];
+
+/**
+ * Call after the commit of a command that changes access, before it answers (in a command:
+ * `uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }))`): this process's entries go at
+ * once, and every process's next lookup sees the new epoch. Throws when the shared cache is
+ * unreachable (the runner logs it; the log-delivered invalidation still follows).
+ */
+export const bumpAccessEpoch = async (kernel: Kernel, scope: AccessScope): Promise<void> => {
+  started.get(kernel)?.invalidate(scope.userId, scope.tenantId);
+  await accessEpochs(kernel).bump(epochScopes(scope));
 };
 
 /** Loads the ring; creates the first key when there is none and rotates a key older than 90 days (one process at a time). */

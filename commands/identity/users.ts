@@ -9,7 +9,7 @@ import type { Kernel } from '../../infra/kernel';
 import { activeOwnerIds, countRoles, findRole, findTenant, findUser, memberElsewhere } from '../../projections/identity/queries';
 import { Account, accountStream, flushPlatform, Membership, memberStream, platformUnit, Role, roleStream, Tenant, tenantStream } from './aggregates';
 import { requestEmailChange } from './email-change';
-import { identity } from './runtime';
+import { bumpAccessEpoch } from './runtime';
 import type { IssuedTokens } from './tokens';
 import { issueTokens } from './tokens';
 
@@ -28,7 +28,7 @@ const memberOf = async (uow: UnitOfWork, userId: string) => {
 
 const view = async (kernel: Kernel, uow: UnitOfWork, userId: string) => {
   await uow.flush(kernel.projections);
-  identity(kernel).invalidate(userId, uow.meta.tenantId);
+  uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
   return findUser(uow.tx, uow.meta.tenantId, userId);
 };
 
@@ -128,7 +128,7 @@ export const validatePermissions = (kernel: Kernel, permissions: string[]): void
 
 const roleView = async (kernel: Kernel, uow: UnitOfWork, roleId: string) => {
   await uow.flush(kernel.projections);
-  identity(kernel).invalidate(undefined, uow.meta.tenantId);
+  uow.afterCommit(() => bumpAccessEpoch(kernel, { tenantId: uow.meta.tenantId }));
   return findRole(uow.tx, uow.meta.tenantId, roleId);
 };
 

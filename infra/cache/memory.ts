@@ -64,6 +64,9 @@ export const createMemoryCache = (options: MemoryCacheOptions = {}): KeyValueCac
     async get(key) {
       return live(key)?.value ?? null;
     },
+    async getMany(keys) {
+      return keys.map((key) => live(key)?.value ?? null);
+    },
     async set(key, value, ttlMs) {
       assertTtl(ttlMs);
       write(key, { value, expiresAt: now() + ttlMs });

@@ -17,6 +17,8 @@ export interface KeyValueCache {
   readonly kind: 'memory' | 'redis';
   /** the value, or null when absent or expired */
   get(key: string): Promise<string | null>;
+  /** the values of several keys in one round trip (Redis MGET), in the order asked; null for each absent one */
+  getMany(keys: readonly string[]): Promise<(string | null)[]>;
   set(key: string, value: string, ttlMs: number): Promise<void>;
   /** stores only when the key is absent, atomically: true when this call stored it (replay caches, locks) */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;

@@ -66,6 +66,7 @@ export const openRedisCache = async (options: RedisCacheOptions): Promise<KeyVal
   return {
     kind: 'redis',
     get: (key) => redis.get(key),
+    getMany: async (keys) => (keys.length === 0 ? [] : redis.mget(...keys)),
     async set(key, value, ttlMs) {
       assertTtl(ttlMs);
       await redis.set(key, value, 'PX', ttlMs);

@@ -48,6 +48,8 @@ interface Decided {
   waiting: Waiting;
   response: StoredResponse;
   appends: AppendRequest[];
+  /** the command's afterCommit callbacks, run once the batch committed and before it answers */
+  committed: (() => Promise<void>)[];
 }
 
 /**
@@ -81,6 +83,8 @@ export class CommandBatcher {
     private readonly options: BatchOptions,
     /** the ordinary path, for the commands of a batch that failed */
     private readonly alone: (command: BatchableCommand) => Promise<CommandAnswer>,
+    /** runs a committed command's afterCommit callbacks (UnitOfWork.afterCommit) */
+    private readonly afterCommit: (callbacks: (() => Promise<void>)[]) => Promise<void> = async () => undefined,
   ) {}
 
   submit(command: BatchableCommand): Promise<CommandAnswer> {
@@ -201,7 +205,10 @@ export class CommandBatcher {
       recordsSql(decided.map((d) => ({ tenantId: d.waiting.command.meta.tenantId, idem: d.waiting.command.idem, response: d.response })), this.options.idempotencyTtlMs),
     ];
     await client.query(`${statements.join(';\n')};\nCOMMIT`);
-    for (const d of decided) answer(d.waiting, { ...d.response, replayed: false });
+    for (const d of decided) {
+      if (d.committed.length) await this.afterCommit(d.committed);
+      answer(d.waiting, { ...d.response, replayed: false });
+    }
   }
 
   /**
@@ -216,12 +223,12 @@ export class CommandBatcher {
       const response = idem.render(await fn(uow));
       const appends = uow.takePending();
       heads.advance(appends);
-      return { waiting: w, response, appends };
+      return { waiting: w, response, appends, committed: uow.takeAfterCommit() };
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const refusal = idem.renderError(error);
       if (!refusal) { refuse(w, error); return null; }
-      return { waiting: w, response: refusal, appends: [] };
+      return { waiting: w, response: refusal, appends: [], committed: [] };
     }
   }
 }

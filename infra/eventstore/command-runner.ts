@@ -21,6 +21,8 @@ export interface CommandRunnerOptions {
   deadlockBackoffMs: readonly number[];
   /** group commit of batchable commands (command-batch.ts) */
   batch: { maxSize: number; concurrency: number; onFailure?: (error: unknown, commands: number) => void };
+  /** told when an afterCommit callback fails (the platform logs it); the command still answers */
+  onAfterCommitFailure?: (error: unknown) => void;
 }
 
 export const defaultRunnerOptions: CommandRunnerOptions = {
@@ -47,7 +49,7 @@ export class CommandRunner {
     private readonly options: CommandRunnerOptions = defaultRunnerOptions,
   ) {
     this.batcher = new CommandBatcher(db, store, projections, { ...options.batch, idempotencyTtlMs: options.idempotencyTtlMs },
-      (c) => this.runIdempotent(c.meta, c.idem, c.fn));
+      (c) => this.runIdempotent(c.meta, c.idem, c.fn), (callbacks) => this.afterCommit(callbacks));
   }
 
   /**
@@ -61,8 +63,22 @@ export class CommandRunner {
 
   /** runs fn in a unit of work and commits; retries the whole of fn on conflicts */
   async run<T>(meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
-    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' },
-      () => inTransaction(this.db, (client) => this.attempt(client, meta, fn), { savepoint: 'command' }));
+    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' }, async () => {
+      const { result, committed } = await inTransaction(this.db, (client) => this.attempt(client, meta, fn), { savepoint: 'command' });
+      await this.afterCommit(committed);
+      return result;
+    });
+  }
+
+  /** the afterCommit callbacks of a committed command, in order; a failure is reported, never thrown */
+  async afterCommit(callbacks: (() => Promise<void>)[]): Promise<void> {
+    for (const callback of callbacks) {
+      try {
+        await callback();
+      } catch (error) {
+        this.options.onAfterCommitFailure?.(error);
+      }
+    }
   }
 
   /**
@@ -85,8 +101,11 @@ export class CommandRunner {
         return { ...stored, replayed: true };
       }
       let response: StoredResponse;
+      let committed: (() => Promise<void>)[] = [];
       try {
-        response = idem.render(await this.attempt(client, meta, fn));
+        const attempt = await this.attempt(client, meta, fn);
+        response = idem.render(attempt.result);
+        committed = attempt.committed;
       } catch (error) {
         const refusal = error instanceof DomainError ? idem.renderError(error) : null;
         if (!refusal) throw error;
@@ -94,6 +113,7 @@ export class CommandRunner {
         response = refusal;
       }
       await client.query(`${recordsSql([{ tenantId: meta.tenantId, idem, response }], this.options.idempotencyTtlMs)}; COMMIT`);
+      await this.afterCommit(committed);
       return { ...response, replayed: false };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -124,7 +144,7 @@ export class CommandRunner {
    * "command": a version conflict the client did not pin rolls back to it and runs fn again; a
    * deadlock or serialization failure does the same after a wait (100, 200, 400 ms).
    */
-  private async attempt<T>(client: Tx, meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
+  private async attempt<T>(client: Tx, meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<{ result: T; committed: (() => Promise<void>)[] }> {
     let conflicts = 0;
     let deadlocks = 0;
     for (;;) {
@@ -132,7 +152,7 @@ export class CommandRunner {
         const uow = new UnitOfWork(client, meta, this.store);
         const result = await fn(uow);
         await uow.flush(this.projections);
-        return result;
+        return { result, committed: uow.takeAfterCommit() };
       } catch (error) {
         const code = pgErrorCode(error);
         const conflict = error instanceof StreamVersionConflict && conflicts < this.options.conflictRetries;

@@ -31,6 +31,7 @@ export interface Loaded<S> {
 export class UnitOfWork {
   private readonly pending: AppendRequest[] = [];
   private appended: StoredEvent<Record<string, unknown>>[] = [];
+  private readonly committed: (() => Promise<void>)[] = [];
 
   constructor(
     readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore,
@@ -108,6 +109,22 @@ export class UnitOfWork {
     const earlier = this.pending[index];
     if (earlier) this.pending[index] = { ...earlier, events: [...earlier.events, ...events], state: encoded };
     else this.pending.push({ streamId: loaded.streamId, expectedVersion: loaded.version, events, state: encoded });
+  }
+
+  /**
+   * Runs fn once the command's transaction has committed, before the command answers: for effects
+   * beyond the database that must follow the commit and precede the answer (an access change bumps
+   * the shared cache epoch, so the caller's very next request sees it). Never runs when the command
+   * is refused, rolled back or retried (a retry runs a new unit of work). A failure of fn is the
+   * runner's to log, not the command's: what it followed is already committed.
+   */
+  afterCommit(fn: () => Promise<void>): void {
+    this.committed.push(fn);
+  }
+
+  /** the afterCommit callbacks, handed over to the runner that commits */
+  takeAfterCommit(): (() => Promise<void>)[] {
+    return this.committed.splice(0);
   }
 
   /** events appended so far by flush() */

@@ -1,4 +1,4 @@
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 
 let sdk: NodeSDK | null = null;
@@ -14,7 +14,9 @@ export const startTelemetry = async (options: { serviceName: string; endpoint?: 
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     traceExporter = new OTLPTraceExporter();
   }
-  sdk = new NodeSDK({ serviceName: options.serviceName, traceExporter });
+  // loaded only when telemetry is on: the SDK costs a few hundred ms of every process's start
+  const { NodeSDK: Sdk } = await import('@opentelemetry/sdk-node');
+  sdk = new Sdk({ serviceName: options.serviceName, traceExporter });
   sdk.start();
   return true;
 };

@@ -194,7 +194,7 @@ const openEngines = async (config: Config, role: string): Promise<Engines> => {
   const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
   return {
     secrets,
-    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: 'platform:' }),
+    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX }),
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
     objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {

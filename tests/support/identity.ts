@@ -1,73 +1,96 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../infra/config';
-import type { ServiceModules } from '../../infra/modules';
-import { mergeModules } from '../../infra/modules';
+import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
-import type { Clock } from '../../infra/runtime/clock';
-import type { RunningPlatform } from '../../infra/runtime/platform';
 import { startPlatform } from '../../infra/runtime/platform';
-import identityProjections from '../../projections/identity';
-import identityRead from '../../read-api/identity';
-import identityWrite from '../../write-api/identity';
 import { identity } from '../../commands/identity/runtime';
+import type { TestClock } from './clock';
+import { offsetClock } from './clock';
 import type { TestDatabase } from './db';
 import { createTestDatabase } from './db';
+import type { TestModuleName } from './modules';
+import { loadTestModules } from './modules';
 import type { SmtpCapture } from './smtp-capture';
 import { startSmtpCapture } from './smtp-capture';
-import { tallyRead, tallyWrite } from './tally/routes';
-import tally from './tally/projections';
+import { startSplitPlatform } from './split';
+import { SPLIT } from './topology';
 
-/** real time plus an offset the test moves forward: tokens and windows expire without sleeping */
-export const offsetClock = (): Clock & { advance(ms: number): void; reset(): void } => {
-  let offset = 0;
-  return { now: () => new Date(Date.now() + offset), advance: (ms) => { offset += ms; }, reset: () => { offset = 0; } };
-};
+export { offsetClock } from './clock';
 
-export interface IdentityPlatform extends RunningPlatform {
+export interface IdentityPlatform {
+  /** the process's kernel (all-in-one), or a control kernel beside the split roles (tests/support/split.ts) */
+  kernel: Kernel;
+  url: string;
+  topology: 'all' | 'split';
   database: TestDatabase;
   smtp: SmtpCapture;
-  clock: ReturnType<typeof offsetClock>;
+  clock: TestClock;
   /** fetch relative to the server's /v1; bodies are inspected loosely in tests */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   api(path: string, init?: { method?: string; token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
-/** A platform with the real identity service (real tokens, real authenticator), its own database and an SMTP capture. */
-export const startIdentityPlatform = async (options: { env?: Record<string, string>; extra?: Partial<ServiceModules> } = {}): Promise<IdentityPlatform> => {
-  const database = await createTestDatabase('id');
+/** the identity service (real tokens, real authenticator) and the sample tally context */
+const MODULES: readonly TestModuleName[] = ['identity', 'tally'];
+
+/**
+ * A platform with the real identity service, its own database and an SMTP capture: one process,
+ * or in the split run (PLATFORM_TEST_TOPOLOGY=split) gateway, write-api, read-api and workers as
+ * separate processes sharing the clock and the SMTP capture (tests/support/split.ts).
+ */
+export const startIdentityPlatform = async (options: { env?: Record<string, string>; modules?: readonly TestModuleName[] } = {}): Promise<IdentityPlatform> => {
   const smtp = await startSmtpCapture();
   const clock = offsetClock();
-  const config = loadConfig({
-    PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`), SMTP_URL: smtp.url,
+  const env = {
+    SMTP_URL: smtp.url,
     // the gateway's limits are tested by the gateway; identity tests make hundreds of calls from one address
     RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000', RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_ADMIN_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000',
     RECOVERY_ATTEMPTS_PER_ADDRESS: '1000000',
     ...options.env,
-  });
-  const modules = mergeModules({ write: [identityWrite, tallyWrite], read: [identityRead, tallyRead], projections: [...identityProjections.projections, ...tally.projections] }, options.extra ?? {});
-  const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules, clock });
-  const address = running.app.server.address();
-  const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
+  };
+  const modules = options.modules ?? MODULES;
+  const started = SPLIT ? await split(env, clock, modules) : await allInOne(env, clock, modules);
   return {
-    ...running, url, database, smtp, clock,
+    ...started, smtp, clock,
     api: async (path, init = {}) => {
       const headers: Record<string, string> = { ...(init.headers ?? {}) };
       if (init.token) headers.authorization = `Bearer ${init.token}`;
       if (init.body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(`${url}/v1${path}`, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+      const res = await fetch(`${started.url}/v1${path}`, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
       const text = await res.text();
       let body: unknown = text;
       try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
       return { status: res.status, body, headers: res.headers };
     },
     close: async () => {
-      await running.stop();
+      await started.stop();
       await smtp.close();
+    },
+  };
+};
+
+type Started = Pick<IdentityPlatform, 'kernel' | 'url' | 'topology' | 'database'> & { stop(): Promise<void> };
+
+const allInOne = async (env: Record<string, string>, clock: TestClock, modules: readonly TestModuleName[]): Promise<Started> => {
+  const database = await createTestDatabase('id');
+  const config = loadConfig({ PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`), ...env });
+  const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules: await loadTestModules(modules), clock });
+  const address = running.app.server.address();
+  const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
+  return {
+    kernel: running.kernel, url, topology: 'all', database,
+    stop: async () => {
+      await running.stop();
       await database.drop();
     },
   };
+};
+
+const split = async (env: Record<string, string>, clock: TestClock, modules: readonly TestModuleName[]): Promise<Started> => {
+  const platform = await startSplitPlatform({ modules, auth: 'identity', env, clock });
+  return { kernel: platform.kernel, url: platform.url, topology: 'split', database: platform.database, stop: platform.stop };
 };
 
 export const PASSWORD = 'correct horse battery staple 42';

@@ -1,35 +1,91 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../../infra/config';
+import type { Kernel } from '../../infra/kernel';
 import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
 import type { Logger } from '../../infra/observability/logger';
 import { silentLogger } from '../../infra/observability/logger';
 import type { Clock } from '../../infra/runtime/clock';
-import type { RunningPlatform, Role } from '../../infra/runtime/platform';
+import type { Role } from '../../infra/runtime/platform';
 import { startPlatform } from '../../infra/runtime/platform';
+import { captureLogger } from './log-capture';
 import { testAuthenticator } from './auth';
+import type { TestClock } from './clock';
 import type { TestDatabase } from './db';
 import { createTestDatabase } from './db';
 import { requireEnv } from './env';
+import type { TestModuleName } from './modules';
+import { loadTestModules } from './modules';
+import type { LogLine } from './split';
+import { startSplitPlatform } from './split';
+import { SPLIT } from './topology';
 import tally from './tally/projections';
 import { tallyRead, tallyWrite } from './tally/routes';
 
 export const tallyModules: ServiceModules = mergeModules({ write: [tallyWrite], read: [tallyRead], projections: tally.projections });
 
-export interface TestPlatform extends RunningPlatform {
+export interface TestPlatform {
+  /** the process's kernel (all-in-one), or a control kernel beside the split roles (tests/support/split.ts) */
+  kernel: Kernel;
+  /** all-in-one only: the HTTP application */
+  app?: FastifyInstance;
+  /** where the test sends requests: the process, or the gateway of the split roles */
+  url: string;
+  topology: 'all' | 'split';
   database: TestDatabase;
   /** fetch relative to the server */
   http(path: string, init?: RequestInit): Promise<Response>;
+  /** the log lines of the platform (with captureLogs) */
+  logLines(): LogLine[];
+  stop(): Promise<void>;
   close(): Promise<void>;
 }
 
+export interface TestPlatformOptions {
+  /** a role other than all starts that one role in this process, whatever the topology of the run */
+  role?: Role;
+  /** names (tests/support/modules.ts) run in either topology; a ServiceModules object only in this process */
+  modules?: ServiceModules | readonly TestModuleName[];
+  env?: Record<string, string>;
+  kafka?: boolean;
+  /** a TestClock is shared with the split roles; any other clock runs only all-in-one */
+  clock?: Clock | TestClock;
+  logger?: Logger;
+  /** keep the platform's log lines (info and above) for logLines() */
+  captureLogs?: boolean;
+  database?: TestDatabase;
+}
+
+const isTestClock = (clock: Clock | undefined): clock is TestClock => typeof (clock as TestClock | undefined)?.shareThrough === 'function';
+
 /**
- * A platform process for a test: its own fresh database, the test authenticator, the sample
- * tally context, listening on a free port. `kafka: true` uses the test Kafka instead of the
- * PostgreSQL log.
+ * A platform for a test: its own fresh database, the test authenticator, the sample tally context
+ * (unless modules say otherwise). In the split run (PLATFORM_TEST_TOPOLOGY=split) and without an
+ * explicit role, the roles run as separate processes behind a gateway (tests/support/split.ts);
+ * otherwise one process listens on a free port here. `kafka: true` uses the test Kafka instead of
+ * the PostgreSQL log (the split roles always do).
  */
-export const startTestPlatform = async (options: { role?: Role; modules?: ServiceModules; env?: Record<string, string>; kafka?: boolean; clock?: Clock; logger?: Logger; database?: TestDatabase } = {}): Promise<TestPlatform> => {
+export const startTestPlatform = async (options: TestPlatformOptions = {}): Promise<TestPlatform> => {
+  const role = options.role ?? 'all';
+  const names = Array.isArray(options.modules) ? (options.modules as readonly TestModuleName[]) : null;
+  if (SPLIT && role === 'all') {
+    if (options.modules && !names) throw new Error('a suite of the split run names its modules (tests/support/modules.ts)');
+    if (options.clock && !isTestClock(options.clock)) throw new Error('a suite of the split run moves time with a TestClock (tests/support/clock.ts)');
+    if (options.logger) throw new Error('a suite of the split run reads logs with captureLogs, not its own logger');
+    const split = await startSplitPlatform({
+      modules: names ?? ['tally'], auth: 'token', env: options.env, clock: options.clock as TestClock | undefined,
+      database: options.database, logLevel: options.captureLogs ? 'info' : undefined,
+    });
+    return {
+      kernel: split.kernel, url: split.url, topology: 'split', database: split.database,
+      http: (path, init) => fetch(`${split.url}${path}`, init),
+      logLines: split.logLines,
+      stop: split.stop, close: split.stop,
+    };
+  }
+
   const database = options.database ?? (await createTestDatabase('p'));
   const ownsDatabase = !options.database;
   const config = loadConfig({
@@ -39,18 +95,20 @@ export const startTestPlatform = async (options: { role?: Role; modules?: Servic
     ...(options.role && options.role !== 'all' ? { ROOT_URL: 'http://127.0.0.1:0' } : {}),
     ...options.env,
   });
-  const running = await startPlatform({ role: options.role ?? 'all', config, logger: options.logger ?? silentLogger(), modules: options.modules ?? tallyModules, clock: options.clock });
+  const capture = options.captureLogs ? captureLogger() : null;
+  const modules = names ? await loadTestModules(names) : (options.modules as ServiceModules | undefined) ?? tallyModules;
+  const running = await startPlatform({ role, config, logger: capture?.logger ?? options.logger ?? silentLogger(), modules, clock: options.clock });
   running.kernel.authenticator = testAuthenticator;
   const address = running.app.server.address();
   const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
+  const close = async () => {
+    await running.stop();
+    if (ownsDatabase) await database.drop();
+  };
   return {
-    ...running,
-    url,
-    database,
+    kernel: running.kernel, app: running.app, url, topology: 'all', database,
     http: (path, init) => fetch(`${url}${path}`, init),
-    close: async () => {
-      await running.stop();
-      if (ownsDatabase) await database.drop();
-    },
+    logLines: () => (capture?.lines ?? []) as LogLine[],
+    stop: running.stop, close,
   };
 };

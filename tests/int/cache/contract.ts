@@ -49,6 +49,16 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
         expect(await cache.get(k)).toBe('second');
       });
 
+      it('is read with others in one call, in the order asked, null where absent or expired', async () => {
+        const [a, b, gone, never] = [key('many-a'), key('many-b'), key('many-gone'), key('many-never')];
+        await cache.set(a, 'A', 10_000);
+        await cache.set(b, 'B', 10_000);
+        await cache.set(gone, 'G', 300);
+        await sleep(500);
+        expect(await cache.getMany([b, never, a, gone])).toEqual(['B', null, 'A', null]);
+        expect(await cache.getMany([])).toEqual([]);
+      });
+
       it('is gone after del', async () => {
         const k = key('del');
         await cache.set(k, 'v', 10_000);

@@ -410,3 +410,45 @@ describe('given two batches in flight at once (concurrency 2)', () => {
     expect(bodyOf(await y)).toMatchObject({ value: 11 });
   });
 });
+
+describe('a step after the commit (UnitOfWork.afterCommit)', () => {
+  /** what another connection sees of the account when the step runs: proof the commit came first */
+  const committedValue = async (account: string) =>
+    Number((await t.db.query<{ value: string }>('SELECT value FROM rm.test_accounts WHERE tenant_id = $1 AND id = $2', [TENANT, account])).rows[0]?.value ?? -1);
+  const withStep = (account: string, by: number, seen: number[]) => async (uow: UnitOfWork) => {
+    uow.afterCommit(async () => { seen.push(await committedValue(account)); });
+    return addTo(uow, account, by);
+  };
+
+  it('runs after the COMMIT and before the command answers, on every path (alone, keyed, batched)', async () => {
+    const account = `after-${randomUUID()}`;
+    const seen: number[] = [];
+    await runner.run(meta, withStep(account, 5, seen));
+    expect(seen).toEqual([5]);
+    await runner.runIdempotent(meta, idem(randomUUID()), withStep(account, 2, seen));
+    expect(seen).toEqual([5, 7]);
+    await runner.runBatched({ ...add(account, 1), fn: withStep(account, 1, seen) });
+    expect(seen).toEqual([5, 7, 8]);
+  });
+
+  it('never runs for a command that was refused or rolled back', async () => {
+    const account = `refused-${randomUUID()}`;
+    const seen: number[] = [];
+    await expect(runner.run(meta, withStep(account, -1, seen))).rejects.toThrow(DomainError);
+    expect((await runner.runIdempotent(meta, idem(randomUUID()), withStep(account, -1, seen))).status).toBe(422);
+    expect((await runner.runBatched({ ...add(account, -1), fn: withStep(account, -1, seen) })).status).toBe(422);
+    expect(seen).toEqual([]);
+  });
+
+  it('is reported when it fails, and the committed command still answers', async () => {
+    const failures: unknown[] = [];
+    const reporting = new CommandRunner(t.db, store, null, { ...defaultRunnerOptions, onAfterCommitFailure: (e) => failures.push(e) });
+    const account = `failing-${randomUUID()}`;
+    const answer = await reporting.run(meta, async (uow) => {
+      uow.afterCommit(async () => { throw new Error('shared cache down'); });
+      return addTo(uow, account, 3);
+    });
+    expect(answer).toEqual({ account, value: 3 });
+    expect(failures).toEqual([expect.objectContaining({ message: 'shared cache down' })]);
+  });
+});

@@ -1,58 +1,31 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { commonErrors } from '../../../domain/shared/errors';
-import { setGatewayPorts } from '../../../gateway/ports';
 import { writeSnapshot } from '../../../gateway/versioning';
-import { sendMultiStatus, settleItems } from '../../../infra/http/multi-status';
-import { defineRoutes, mergeModules } from '../../../infra/modules';
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
-import { captureLogger } from './log-capture';
+import { startTestPlatform } from '../../support/platform';
+import { SMALL_TENANT, TENANT_ORIGIN } from './edge-fixture';
 
-/** routes that misbehave on purpose: a response outside its schema, a batch with failing items */
-const probe = defineRoutes({
-  namespace: 'data',
-  register(app, kernel) {
-    const r = app.withTypeProvider<ZodTypeProvider>();
-    r.get('/edge-probe/bad-shape', { schema: { response: { 200: z.object({ n: z.number() }) } } }, async () => ({ n: 'not a number' }) as never);
-    r.post('/edge-probe/batch', { schema: { body: z.object({ items: z.array(z.number()) }) } }, async (request, reply) => {
-      const outcomes = await settleItems(request.body.items, async (n) => {
-        if (n < 0) throw commonErrors.validation([{ field: 'n', message: 'must not be negative', code: 'NEGATIVE' }]);
-        if (n === 0) throw new Error('boom');
-        return { n };
-      });
-      return sendMultiStatus(request, reply, kernel.config.problemsBaseUrl, outcomes);
-    });
-  },
-});
-const modules = mergeModules(tallyModules, { read: [probe] });
+/** tally, plus routes that misbehave on purpose and two tenants' gateway ports (edge-fixture.ts) */
+const modules = ['tally', 'edge-fixture'] as const;
 
 const ALLOWED = 'https://app.example.com';
-const TENANT_ORIGIN = 'https://a.example.org';
 let dev: TestPlatform;
 let prod: TestPlatform;
 let snapshots: string;
-const devLog = captureLogger();
 const auth = (tenant = 'tenant-a', permissions = ['tally.*']) => ({ authorization: `Bearer ${testToken(tenant, 'user-1', permissions)}` });
 const suffix = async (res: Response) => String(((await res.json()) as { type: string }).type).split('/').pop();
 
 beforeAll(async () => {
   snapshots = await mkdtemp(join(tmpdir(), 'api-snapshots-'));
   dev = await startTestPlatform({
-    modules, logger: devLog.logger,
+    modules, captureLogs: true,
     env: {
       PLATFORM_ENV: 'development', CORS_ALLOWED_ORIGINS: `${ALLOWED}, https://other.example.com`, BODY_LIMIT_BYTES: '2048',
       API_DEPRECATION: '2026-06-01T00:00:00Z', API_SUNSET: '2027-01-01T00:00:00Z', API_SNAPSHOT_DIR: snapshots,
     },
-  });
-  setGatewayPorts(dev.kernel, {
-    tenantCorsOrigins: async (t) => (t === 'tenant-a' ? [TENANT_ORIGIN] : []),
-    originKnownToAnyTenant: async (o) => o === TENANT_ORIGIN,
   });
   prod = await startTestPlatform({ modules, env: { PLATFORM_ENV: 'production' } });
 });
@@ -145,14 +118,9 @@ describe('request bodies at the edge', () => {
   });
 
   it('answers 404 module-not-found for a module the tenant has not installed', async () => {
-    setGatewayPorts(dev.kernel, { installedModules: async (t) => (t === 'tenant-small' ? new Set<string>() : 'all') });
-    try {
-      const res = await dev.http('/v1/tally/counters', { headers: auth('tenant-small') });
-      expect(res.status).toBe(404);
-      expect(await suffix(res)).toBe('module-not-found');
-    } finally {
-      setGatewayPorts(dev.kernel, { installedModules: async () => 'all' });
-    }
+    const res = await dev.http('/v1/tally/counters', { headers: auth(SMALL_TENANT) });
+    expect(res.status).toBe(404);
+    expect(await suffix(res)).toBe('module-not-found');
   });
 });
 
@@ -161,7 +129,7 @@ describe('response validation', () => {
     const res = await dev.http('/v1/edge-probe/bad-shape', { headers: auth() });
     expect(res.status).toBe(500);
     expect(await suffix(res)).toBe('internal-error');
-    expect(devLog.lines.some((l) => l.level === 50 && l.msg === 'unexpected error')).toBe(true);
+    await expect.poll(() => dev.logLines().some((l) => l.level === 50 && l.msg === 'unexpected error')).toBe(true);
   });
 
   it('lets it pass in production', async () => {

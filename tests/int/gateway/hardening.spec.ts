@@ -1,21 +1,12 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineRoutes } from '../../../infra/modules';
 import type { IdentityPlatform, Registered } from '../../support/identity';
 import { PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
-
-/** a route that fails unexpectedly: the 5xx of the header checks */
-const boom = defineRoutes({
-  namespace: 'gateway',
-  register(app) {
-    app.get('/test/boom', { config: { access: 'public' } }, async () => { throw new Error('boom'); });
-  },
-});
 
 let p: IdentityPlatform;
 let user: Registered;
 beforeAll(async () => {
-  p = await startIdentityPlatform({ extra: { read: [boom] } });
+  p = await startIdentityPlatform({ modules: ['identity', 'tally', 'hardening-fixture'] });
   user = await registerUser(p);
 });
 afterAll(async () => { await p?.close(); });

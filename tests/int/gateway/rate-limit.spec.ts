@@ -7,7 +7,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { startTcpProxy } from '../../support/tcp-proxy';
-import { captureLogger } from './log-capture';
+import { captureLogger } from '../../support/log-capture';
 
 const redisUrl = requireEnv('TEST_REDIS_URL');
 const auth = (tenant: string, user: string, permissions = ['tally.*']) => ({ authorization: `Bearer ${testToken(tenant, user, permissions)}` });

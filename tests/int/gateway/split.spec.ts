@@ -1,8 +1,36 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearerToken } from '../../../infra/http/auth';
+import { defineRoutes, mergeModules } from '../../../infra/modules';
 import { testToken } from '../../support/auth';
+import { moneyClient, moneyModules } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform } from '../../support/platform';
+import { startTestPlatform, tallyModules } from '../../support/platform';
+import { freePort } from '../../support/process';
+
+/** a write route whose plugin declares its own parsers, as money does for exact JSON numbers */
+const ownParsers = defineRoutes({
+  namespace: 'parsers',
+  register(app, kernel) {
+    // a public route that reads a token itself when one is sent (as identity's MFA verify does)
+    app.get('/parsers/who', { config: { access: 'public' } }, async (request) => {
+      const token = bearerToken(request.headers.authorization);
+      return { userId: token ? (await kernel.authenticator.authenticate(token)).userId : null };
+    });
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      try {
+        JSON.parse(String(body));
+        done(null, { text: String(body) });
+      } catch (error) {
+        done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+      }
+    });
+    app.addContentTypeParser('text/csv', { parseAs: 'buffer' }, (_request, body, done) => done(null, { text: (body as Buffer).toString('utf8') }));
+    app.post('/parsers/echo', async (request) => ({ contentType: request.headers['content-type'], received: request.body }));
+  },
+});
+const modules = mergeModules(tallyModules, moneyModules, { write: [ownParsers] });
 
 /** split deployment: a gateway proxying to a write-api and a read-api on one database */
 let writeApi: TestPlatform;
@@ -13,9 +41,12 @@ const token = (tenant: string) => testToken(tenant, 'user-1', ['tally.*']);
 const json = (tenant: string) => ({ authorization: `Bearer ${token(tenant)}`, 'content-type': 'application/json' });
 
 beforeAll(async () => {
-  writeApi = await startTestPlatform({ role: 'write-api', env: { PLATFORM_SECRET_KEY: secret } });
-  readApi = await startTestPlatform({ role: 'read-api', env: { PLATFORM_SECRET_KEY: secret, DATABASE_URL: writeApi.database.url } });
-  gateway = await startTestPlatform({ role: 'gateway', env: { PLATFORM_SECRET_KEY: secret, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
+  // every role has the one ROOT_URL: the gateway's
+  const port = await freePort();
+  const shared = { PLATFORM_SECRET_KEY: secret, ROOT_URL: `http://127.0.0.1:${port}` };
+  writeApi = await startTestPlatform({ role: 'write-api', modules, env: shared });
+  readApi = await startTestPlatform({ role: 'read-api', modules, env: { ...shared, DATABASE_URL: writeApi.database.url } });
+  gateway = await startTestPlatform({ role: 'gateway', modules, env: { ...shared, PORT: String(port), WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -64,6 +95,41 @@ describe('a gateway in front of write-api and read-api', () => {
     const problem = (await invalid.json()) as { errors: unknown[] };
     expect(problem.errors.length).toBeGreaterThan(0);
     expect((await gateway.http('/v1/tally/counters', { method: 'POST', headers: { ...json('tenant-a'), 'content-type': 'text/plain' }, body: 'x' })).status).toBe(415);
+  });
+});
+
+describe('request bodies through the gateway', () => {
+  it('reach write-api byte for byte whatever parser the route declares (money: exact JSON numbers)', async () => {
+    const text = '{ "amount": 9223372036854775807,\n  "note": "spaces kept" }';
+    const res = await gateway.http('/v1/parsers/echo', { method: 'POST', headers: json('tenant-a'), body: text });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ contentType: 'application/json', received: { text } });
+    const csv = await gateway.http('/v1/parsers/echo', { method: 'POST', headers: { ...json('tenant-a'), 'content-type': 'text/csv' }, body: 'a,b\n1,2\n' });
+    expect(await csv.json()).toEqual({ contentType: 'text/csv', received: { text: 'a,b\n1,2\n' } });
+  });
+
+  it('are still refused at the gateway when the route\'s parser refuses them', async () => {
+    const res = await gateway.http('/v1/parsers/echo', { method: 'POST', headers: json('tenant-a'), body: '{"amount": 1,' });
+    expect(res.status).toBe(400);
+  });
+
+  it('carry every money mutation: open, credit, transfer', async () => {
+    const c = moneyClient(gateway.url, `tenant-money-${randomUUID()}`);
+    const a = await c.openWallet('alice');
+    const b = await c.openWallet('bob');
+    const credit = await c.post(`/wallets/${a}/credit`, { amount: 500, currency: 'USD' });
+    expect(credit.status, credit.text).toBe(200);
+    const transfer = await c.post('/transfers', { fromWalletId: a, toWalletId: b, amount: 200, currency: 'USD' });
+    expect(transfer.status, transfer.text).toBe(200);
+    expect((await c.get(`/wallets/${b}/balance`)).body).toEqual({ available: 200, pending: 0, frozen: 0 });
+  });
+});
+
+describe('a public route that reads a token itself', () => {
+  it('gets the client\'s token through the gateway, and verifies it with its own authenticator', async () => {
+    expect(await (await gateway.http('/v1/parsers/who', { headers: json('tenant-a') })).json()).toEqual({ userId: 'user-1' });
+    expect(await (await gateway.http('/v1/parsers/who')).json()).toEqual({ userId: null });
+    expect((await gateway.http('/v1/parsers/who', { headers: { authorization: 'Bearer forged' } })).status).toBe(401);
   });
 });
 

@@ -3,14 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureMoney } from '../../../commands/money/context';
 import { planLimitsKey } from '../../../commands/money/plan-limits';
 import { AUDIT_TOPIC } from '../../../infra/audit';
-import { fixedClock } from '../../../infra/runtime/clock';
 import { expireDueHolds } from '../../../workers/money/hold-expiry';
+import { fixedTestClock } from '../../support/clock';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { Body, MoneyClient } from '../../support/money';
-import { moneyClient, moneyModules } from '../../support/money';
+import { moneyClient } from '../../support/money';
+import { allInOneOnly } from '../../support/all-in-one-only';
 
-const clock = fixedClock(new Date());
+const clock = fixedTestClock(new Date());
+const startedAt = Date.now();
 let platform: TestPlatform;
 let c: MoneyClient;
 
@@ -29,7 +31,7 @@ const funded = async (amount = 1000, user = `u-${randomUUID()}`) => {
 };
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: moneyModules, clock });
+  platform = await startTestPlatform({ modules: ['money'], clock });
   c = moneyClient(platform.url, 'tenant-a', 'u-admin', { members: platform.kernel.db });
 });
 afterAll(async () => { await platform?.close(); });
@@ -154,7 +156,8 @@ describe('debits and plan limits', () => {
     expect(res.body.limit).toBe('maxBalance');
   });
 
-  it('fails closed with 503 billing-unavailable when billing is down and nothing is cached, and uses a stale value while it is down', async () => {
+  // configureMoney replaces the billing ports of the process that runs the handlers with functions
+  allInOneOnly('replaces the billing port of the running process')('fails closed with 503 billing-unavailable when billing is down and nothing is cached, and uses a stale value while it is down', async () => {
     let down = false;
     configureMoney(platform.kernel, { limitsSource: { fetch: async () => { if (down) throw new Error('billing down'); return { maxTxAmount: 500n, maxBalance: 0n }; } } });
     try {
@@ -175,7 +178,7 @@ describe('debits and plan limits', () => {
     }
   });
 
-  it('keeps debit, transfer, hold, confirm and cancel for a suspended subscription, and refuses credit', async () => {
+  allInOneOnly('replaces the subscription port of the running process')('keeps debit, transfer, hold, confirm and cancel for a suspended subscription, and refuses credit', async () => {
     const a = await funded(100);
     const b = await funded(0);
     configureMoney(platform.kernel, { subscriptions: { statusOf: async () => 'suspended' } });
@@ -250,11 +253,13 @@ describe('holds', () => {
   });
 });
 
+/** the audit records published since this file started (the topic of a shared Kafka holds every run's) */
 const auditEvents = async (): Promise<{ type: string; data: Body }[]> => {
   const log = platform.kernel.log;
   const events: { type: string; data: Body }[] = [];
+  const from = await log.offsetsForTime(AUDIT_TOPIC, startedAt);
   for (let p = 0; p < (await log.partitionsOf(AUDIT_TOPIC)); p += 1) {
-    for (let offset = 0; ;) {
+    for (let offset = from[p] ?? 0; ;) {
       const records = await log.read(AUDIT_TOPIC, p, offset, 1000);
       if (records.length === 0) break;
       events.push(...records.map((r) => JSON.parse(r.value) as { type: string; data: Body }));

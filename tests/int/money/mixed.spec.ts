@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { Body } from '../../support/money';
-import { moneyClient, moneyModules } from '../../support/money';
+import { moneyClient } from '../../support/money';
 import { checkMoneyInvariants } from '../../support/money-checks';
 
 /*
@@ -22,7 +22,7 @@ describe(`${WORKERS} workers mixing every movement on ${WALLETS} wallets for ${S
   let platform: TestPlatform;
   beforeAll(async () => {
     platform = await startTestPlatform({
-      modules: moneyModules,
+      modules: ['money'],
       env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000', COMMAND_BATCH_CONCURRENCY: '2', COMMAND_BATCH_MAX_SIZE: '8' },
     });
   });

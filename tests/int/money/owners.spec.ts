@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import moneyProjections from '../../../projections/money';
-import moneyRead from '../../../read-api/money';
-import moneyWrite from '../../../write-api/money';
 import type { IdentityPlatform } from '../../support/identity';
 import { addMember, registerUser, startIdentityPlatform } from '../../support/identity';
 
@@ -22,7 +19,7 @@ const register = async () => {
 };
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ extra: { write: [moneyWrite], read: [moneyRead], projections: moneyProjections.projections } });
+  p = await startIdentityPlatform({ modules: ['identity', 'money'] });
 });
 afterAll(async () => { await p?.close(); });
 

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import type { Logger } from '../../../infra/observability/logger';
+import type { Logger } from '../../infra/observability/logger';
 
 /** a logger whose lines the test can read */
 export const captureLogger = (): { logger: Logger; lines: { level: number; msg: string; [k: string]: unknown }[] } => {

@@ -1,0 +1,11 @@
+import { defineRoutes, mergeModules } from '../../../infra/modules';
+
+/** a route that fails unexpectedly: the 5xx of the hardening suite's header checks */
+const boom = defineRoutes({
+  namespace: 'gateway',
+  register(app) {
+    app.get('/test/boom', { config: { access: 'public' } }, async () => { throw new Error('boom'); });
+  },
+});
+
+export const hardeningFixture = mergeModules({ read: [boom] });

@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { identity } from '../../../commands/identity/runtime';
+import { loadConfig } from '../../../infra/config';
+import type { Role, RunningPlatform } from '../../../infra/runtime/platform';
+import { startPlatform } from '../../../infra/runtime/platform';
+import type { TestDatabase } from '../../support/db';
+import { createTestDatabase } from '../../support/db';
+import { requireEnv } from '../../support/env';
+import type { IdentityPlatform } from '../../support/identity';
+import { PASSWORD, startIdentityPlatform, uniqueEmail } from '../../support/identity';
+import { captureLogger } from '../../support/log-capture';
+import { loadTestModules } from '../../support/modules';
+import type { TcpProxy } from '../../support/tcp-proxy';
+import { startTcpProxy } from '../../support/tcp-proxy';
+
+/*
+ * The two other halves of "a change of access takes effect on the next request" (the epochs are
+ * tested in access.spec.ts, in both topologies): the invalidation delivered through the log to a
+ * process that shares no cache with the one that made the change, and what happens while the
+ * shared cache is unreachable. Each starts its processes itself.
+ */
+const api = async (url: string, path: string, init: { method?: string; token?: string; body?: unknown } = {}) => {
+  const res = await fetch(`${url}/v1${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+};
+
+const urlOf = (running: RunningPlatform) => {
+  const address = running.app.server.address();
+  return typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
+};
+
+/** an owner, and a member holding one role that grants users.list, signed in */
+const ownerAndMember = async (url: string) => {
+  const email = uniqueEmail('owner');
+  const registered = await api(url, '/auth/register', { body: { email, password: PASSWORD } });
+  const owner = registered.body.accessToken as string;
+  const role = await api(url, '/rbac/roles', { token: owner, body: { name: 'Lister', permissions: ['users.list'] } });
+  const memberEmail = uniqueEmail('member');
+  const member = await api(url, '/users', { token: owner, body: { email: memberEmail, password: PASSWORD, role_ids: [role.body.id] } });
+  const login = await api(url, '/auth/login', { body: { email: memberEmail, password: PASSWORD } });
+  return { owner, roleId: role.body.id as string, memberId: member.body.id as string, member: login.body.accessToken as string };
+};
+
+describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => {
+  let database: TestDatabase;
+  let one: RunningPlatform;
+  let two: RunningPlatform;
+  beforeAll(async () => {
+    database = await createTestDatabase('acl');
+    const env = {
+      PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
+      KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'), ROOT_URL: 'http://platform.test',
+      RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000',
+    };
+    const start = async (role: Role) => startPlatform({ role, config: loadConfig(env), logger: captureLogger().logger, modules: await loadTestModules(['identity']) });
+    one = await start('all'); // runs the relay
+    two = await start('gateway'); // serves the same routes in-process, no relay
+  });
+  afterAll(async () => {
+    await two?.stop();
+    await one?.stop();
+    await database?.drop();
+  });
+
+  it('drops the access the other process cached when the event reaches it through the log', async () => {
+    const { owner, roleId, memberId, member } = await ownerAndMember(urlOf(one));
+    // only the log can tell process two: its cached access would otherwise live a minute
+    identity(two.kernel).accessCacheMs = 60_000;
+    // a new Kafka group resolves "latest" at its first fetch: wait until process two hears auth events at all
+    let hearing = false;
+    two.kernel.invalidations.on(['auth.user.created'], () => { hearing = true; });
+    await two.kernel.invalidations.ready();
+    for (let i = 0; !hearing && i < 100; i += 1) {
+      await api(urlOf(one), '/auth/register', { body: { email: uniqueEmail('ping'), password: PASSWORD } });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(hearing).toBe(true);
+    expect((await api(urlOf(two), '/users', { token: member })).status).toBe(200);
+    expect((await api(urlOf(one), `/rbac/roles/${roleId}/revoke`, { token: owner, body: { user_id: memberId } })).status).toBe(200);
+    await expect.poll(async () => (await api(urlOf(two), '/users', { token: member })).status, { timeout: 20_000, interval: 100 }).toBe(403);
+  });
+});
+
+describe('a process whose shared cache (Redis) is unreachable', () => {
+  let proxy: TcpProxy;
+  let p: IdentityPlatform;
+  beforeAll(async () => {
+    const redis = new URL(requireEnv('TEST_REDIS_URL'));
+    proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });
+    redis.port = String(proxy.port);
+    p = await startIdentityPlatform({ env: { REDIS_URL: redis.toString(), REDIS_KEY_PREFIX: `access-cache-${randomBytes(4).toString('hex')}:` } });
+  });
+  afterAll(async () => {
+    await proxy?.restore().catch(() => undefined);
+    await p?.close();
+    await proxy?.close();
+  });
+
+  /** a change made behind the platform's back: no epoch bump, no event (what a lost bump looks like to the others) */
+  const revokeQuietly = (userId: string) => p.kernel.db.query('UPDATE rm.iam_members SET role_ids = $2 WHERE user_id = $1', [userId, []]);
+
+  it('serves access from its cache while the epochs are readable (the quiet change is not seen yet)', async () => {
+    const { memberId, member } = await ownerAndMember(p.url);
+    expect((await p.api('/users', { token: member })).status).toBe(200);
+    await revokeQuietly(memberId);
+    expect((await p.api('/users', { token: member })).status).toBe(200);
+  });
+
+  it('reads access from PostgreSQL on every request meanwhile: answers stay right, never a 500', async () => {
+    const { memberId, member } = await ownerAndMember(p.url);
+    await proxy.cut();
+    expect((await p.api('/users', { token: member })).status).toBe(200);
+    await revokeQuietly(memberId);
+    expect((await p.api('/users', { token: member })).status).toBe(403);
+    // an access change made through the API still answers: its commit stands, the failed bump is logged
+    const other = await ownerAndMember(p.url);
+    expect((await p.api(`/rbac/roles/${other.roleId}/revoke`, { token: other.owner, body: { user_id: other.memberId } })).status).toBe(200);
+    expect((await p.api('/users', { token: other.member })).status).toBe(403);
+  });
+});

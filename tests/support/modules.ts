@@ -1,0 +1,39 @@
+import type { ServiceModules } from '../../infra/modules';
+import { mergeModules } from '../../infra/modules';
+
+/**
+ * The services a test platform runs, by name, so that a suite can start the same ones in this
+ * process (all-in-one) or in the role processes of the split topology (tests/support/split.ts),
+ * which load them by the names they receive in PLATFORM_TEST_MODULES. A new service joins the
+ * split run by adding its entry here; a suite-specific fixture (routes that misbehave on purpose,
+ * ports installed by a start hook) lives in a file of its own and gets an entry too.
+ * Loaders import lazily: a role process pays only for what it runs.
+ */
+export const TEST_MODULES = {
+  /** the kernel's sample context: counters with an inline and an async projection */
+  tally: async () => {
+    const [{ tallyRead, tallyWrite }, tally] = await Promise.all([import('./tally/routes'), import('./tally/projections')]);
+    return mergeModules({ write: [tallyWrite], read: [tallyRead], projections: tally.default.projections });
+  },
+  identity: async () => {
+    const [write, read, projections] = await Promise.all([import('../../write-api/identity'), import('../../read-api/identity'), import('../../projections/identity')]);
+    return mergeModules({ write: [write.default], read: [read.default], projections: projections.default.projections });
+  },
+  money: async () => (await import('./money')).moneyModules,
+  /** the gateway's audit fallback replay */
+  'gateway-workers': async () => mergeModules({ workers: [(await import('../../workers/gateway')).default] }),
+  /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */
+  'hardening-fixture': async () => (await import('../int/gateway/hardening-fixture')).hardeningFixture,
+  /** routes and gateway ports the edge suite needs (tests/int/gateway/edge-fixture.ts) */
+  'edge-fixture': async () => (await import('../int/gateway/edge-fixture')).edgeFixture,
+} satisfies Record<string, () => Promise<ServiceModules>>;
+
+export type TestModuleName = keyof typeof TEST_MODULES;
+
+export const isTestModuleName = (name: string): name is TestModuleName => Object.hasOwn(TEST_MODULES, name);
+
+/** the named modules; a projection two of them bring (money brings identity's read models) is kept once */
+export const loadTestModules = async (names: readonly TestModuleName[]): Promise<ServiceModules> => {
+  const merged = mergeModules(...(await Promise.all(names.map((name) => TEST_MODULES[name]()))));
+  return { ...merged, projections: merged.projections.filter((p, i) => merged.projections.findIndex((q) => q.name === p.name) === i) };
+};

@@ -1,0 +1,60 @@
+/**
+ * One role of the split test topology (tests/support/split.ts): what `platform serve <role>` runs
+ * (startPlatform with that role, configuration from the environment), plus the things only tests
+ * need, chosen by environment variables. It lives under tests/ and is no part of the package's
+ * `platform` command: nothing here reaches a production process.
+ *
+ *   PLATFORM_TEST_ROLE          gateway | write-api | read-api | workers
+ *   PLATFORM_TEST_MODULES       comma-separated names of tests/support/modules.ts
+ *   PLATFORM_TEST_AUTH          token (the test authenticator, tests/support/auth.ts) or identity (real tokens)
+ *   PLATFORM_TEST_CLOCK_FILE    a clock the test moves (tests/support/clock.ts fileClock); real time without it
+ *
+ * Prints one line `READY <url>` once it accepts requests; logs are pino JSON lines on stdout.
+ * SIGTERM, or the end of the IPC channel of the process that started it, drains and stops it.
+ */
+import { loadConfig } from '../../infra/config';
+import { createLogger } from '../../infra/observability/logger';
+import type { Role } from '../../infra/runtime/platform';
+import { startPlatform } from '../../infra/runtime/platform';
+import { testAuthenticator } from './auth';
+import { fileClock } from './clock';
+import { isTestModuleName, loadTestModules } from './modules';
+
+const ROLES: readonly Role[] = ['gateway', 'write-api', 'read-api', 'workers'];
+
+const fail = (message: string): never => {
+  process.stderr.write(`role-server: ${message}\n`);
+  process.exit(2);
+};
+
+const config = loadConfig();
+const role = process.env.PLATFORM_TEST_ROLE as Role;
+if (!ROLES.includes(role)) fail(`PLATFORM_TEST_ROLE must be one of ${ROLES.join(', ')}`);
+const names = (process.env.PLATFORM_TEST_MODULES ?? '').split(',').filter(Boolean);
+const unknown = names.filter((n) => !isTestModuleName(n));
+if (unknown.length) fail(`unknown test modules: ${unknown.join(', ')}`);
+const auth = process.env.PLATFORM_TEST_AUTH ?? 'token';
+if (auth !== 'token' && auth !== 'identity') fail('PLATFORM_TEST_AUTH must be token or identity');
+
+const clockFile = process.env.PLATFORM_TEST_CLOCK_FILE;
+const running = await startPlatform({
+  role, config, logger: createLogger({ level: config.LOG_LEVEL, name: role }),
+  modules: await loadTestModules(names.filter(isTestModuleName)), clock: clockFile ? fileClock(clockFile) : undefined,
+});
+if (auth === 'token') running.kernel.authenticator = testAuthenticator;
+const address = running.app.server.address();
+process.stdout.write(`READY ${typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url}\n`);
+
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  running.stop().then(() => process.exit(0), (error: unknown) => {
+    process.stderr.write(`role-server: stop failed: ${String(error)}\n`);
+    process.exit(1);
+  });
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+// started with an IPC channel by the test harness: a test process that dies does not leave its roles behind
+process.on('disconnect', stop);

@@ -1,0 +1,161 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../infra/config';
+import type { Kernel } from '../../infra/kernel';
+import { silentLogger } from '../../infra/observability/logger';
+import { openKernel } from '../../infra/runtime/platform';
+import type { TestClock } from './clock';
+import type { TestDatabase } from './db';
+import { createTestDatabase } from './db';
+import { requireEnv } from './env';
+import type { TestModuleName } from './modules';
+import { loadTestModules } from './modules';
+import { freePort } from './process';
+
+export type SplitRole = 'gateway' | 'write-api' | 'read-api' | 'workers';
+const ROLES: readonly SplitRole[] = ['write-api', 'read-api', 'workers', 'gateway'];
+
+export interface LogLine { level: number; msg: string; name?: string; [field: string]: unknown }
+
+export interface SplitOptions {
+  modules: readonly TestModuleName[];
+  /** token: the test authenticator at the gateway (tests/support/auth.ts); identity: real tokens */
+  auth: 'token' | 'identity';
+  env?: Record<string, string>;
+  clock?: TestClock;
+  database?: TestDatabase;
+  /** LOG_LEVEL of the roles (silent by default); their lines are kept for logLines() */
+  logLevel?: string;
+}
+
+export interface SplitPlatform {
+  /** the gateway: what clients and the test talk to */
+  url: string;
+  /** ROOT_URL of every role (the gateway's URL unless the suite set one) */
+  rootUrl: string;
+  /**
+   * A kernel in the test process on the same database, log, shared cache and clock, with the same
+   * modules, and neither HTTP nor workers: what an operator's CLI opens beside the running roles.
+   * Tests reach through it for what they check or do behind the API (queries, `platform owner create`).
+   */
+  kernel: Kernel;
+  database: TestDatabase;
+  processes: Record<SplitRole, ChildProcess>;
+  /** the JSON log lines of every role so far (each carries its role in `name`) */
+  logLines(): LogLine[];
+  stop(): Promise<void>;
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const START_TIMEOUT_MS = 90_000;
+
+interface RoleProcess { child: ChildProcess; url: Promise<string>; output: () => string }
+
+const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[]): RoleProcess => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/role-server.ts'], {
+    // the IPC channel closes when this process dies, however it dies: the role then stops itself
+    cwd: ROOT, env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  child.channel?.unref();
+  let output = '';
+  let pending = '';
+  const url = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const complete = pending.split('\n');
+      pending = complete.pop()!;
+      for (const line of complete) {
+        const ready = /^READY (\S+)/.exec(line);
+        if (ready) {
+          clearTimeout(timer);
+          resolve(ready[1]!);
+        } else if (line.startsWith('{')) {
+          try { lines.push(JSON.parse(line) as LogLine); } catch { output += `${line}\n`; }
+        } else output += `${line}\n`;
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${role} exited (${code ?? signal}) before it was ready:\n${output}`));
+    });
+  });
+  url.catch(() => undefined);
+  return { child, url, output: () => output };
+};
+
+const stopRole = async (p: RoleProcess): Promise<void> => {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => p.child.once('exit', () => resolve()));
+  p.child.kill('SIGTERM');
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+};
+
+/**
+ * Starts gateway, write-api, read-api and workers as separate processes (tests/support/role-server.ts,
+ * i.e. `platform serve <role>`) on a database of their own, the test Kafka and the test Redis (under a
+ * key prefix of their own), sharing one PLATFORM_SECRET_KEY and one ROOT_URL. Projections are
+ * prepared once, by the control kernel, before the roles start.
+ */
+export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPlatform> => {
+  const database = options.database ?? (await createTestDatabase('split'));
+  const ownsDatabase = !options.database;
+  const gatewayPort = await freePort();
+  const rootUrl = options.env?.ROOT_URL ?? `http://127.0.0.1:${gatewayPort}`;
+  const id = randomBytes(6).toString('hex');
+  const clockFile = options.clock ? join(tmpdir(), `platform-split-clock-${process.pid}-${id}.json`) : null;
+  if (clockFile) options.clock!.shareThrough(clockFile);
+  const env: Record<string, string> = {
+    PLATFORM_ENV: 'test', LOG_LEVEL: options.logLevel ?? 'silent', DATA_DIR: join(tmpdir(), `platform-split-${process.pid}`),
+    DATABASE_URL: database.url, KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), REDIS_URL: requireEnv('TEST_REDIS_URL'),
+    REDIS_KEY_PREFIX: `platform-test:${id}:`, PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+    PLATFORM_TEST_MODULES: options.modules.join(','), PLATFORM_TEST_AUTH: options.auth,
+    ...(clockFile ? { PLATFORM_TEST_CLOCK_FILE: clockFile } : {}),
+    ...options.env,
+    ROOT_URL: rootUrl,
+  };
+  const config = loadConfig(env);
+  const kernel = await openKernel({ config, logger: silentLogger(), modules: await loadTestModules(options.modules), clock: options.clock });
+  const lines: LogLine[] = [];
+  const started: Partial<Record<SplitRole, RoleProcess>> = {};
+  const stopAll = async () => {
+    // the gateway first: no request reaches an upstream that is already gone
+    for (const role of [...ROLES].reverse()) if (started[role]) await stopRole(started[role]);
+  };
+  try {
+    await kernel.projections.prepare();
+    const [writePort, readPort] = [await freePort(), await freePort()];
+    started['write-api'] = startRole('write-api', { ...env, PORT: String(writePort) }, lines);
+    started['read-api'] = startRole('read-api', { ...env, PORT: String(readPort) }, lines);
+    started.workers = startRole('workers', { ...env, PORT: '0' }, lines);
+    started.gateway = startRole('gateway', { ...env, PORT: String(gatewayPort), WRITE_API_URL: `http://127.0.0.1:${writePort}`, READ_API_URL: `http://127.0.0.1:${readPort}` }, lines);
+    await Promise.all(ROLES.map((role) => started[role]!.url));
+  } catch (error) {
+    await stopAll();
+    await kernel.close();
+    if (ownsDatabase) await database.drop();
+    throw error;
+  }
+  const processes = Object.fromEntries(ROLES.map((role) => [role, started[role]!.child])) as Record<SplitRole, ChildProcess>;
+  let stopped: Promise<void> | null = null;
+  return {
+    url: `http://127.0.0.1:${gatewayPort}`, rootUrl, kernel, database, processes,
+    logLines: () => [...lines],
+    stop: () => {
+      stopped ??= (async () => {
+        await stopAll();
+        await kernel.close();
+        if (clockFile) rmSync(clockFile, { force: true });
+        if (ownsDatabase) await database.drop();
+      })();
+      return stopped;
+    },
+  };
+};
