@@ -8,6 +8,8 @@ import type { Upstream } from './upstream/client';
 /** request headers a client may pass to the services behind the gateway; everything else stays at the edge */
 const FORWARDED = ['accept', 'accept-language', 'content-type', 'idempotency-key', 'if-match', 'if-none-match', 'x-correlation-id', 'user-agent'];
 
+const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
+
 /** answer headers that belong to one hop, or that the gateway sets itself */
 const NOT_RETURNED = new Set([
   'connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'upgrade',
@@ -66,7 +68,8 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
       tenantId: request.principal?.tenantId ?? null, signal: aborter.signal,
     });
     for (const [name, value] of Object.entries(answer.headers)) {
-      if (value !== undefined && !NOT_RETURNED.has(name)) reply.header(name, value);
+      // a 429 of the service itself (a limit of its own, such as the verification resend) carries that limit's counters
+      if (value !== undefined && (!NOT_RETURNED.has(name) || (answer.status === 429 && RATE_LIMIT_HEADERS.has(name)))) reply.header(name, value);
     }
     return reply.code(answer.status).send(answer.body);
   };
