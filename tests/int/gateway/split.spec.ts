@@ -114,7 +114,7 @@ describe('request bodies through the gateway', () => {
   });
 
   it('carry every money mutation: open, credit, transfer', async () => {
-    const c = moneyClient(gateway.url, `tenant-money-${randomUUID()}`);
+    const c = moneyClient(gateway.url, `tenant-money-${randomUUID()}`, 'u-admin', { members: writeApi.kernel.db });
     const a = await c.openWallet('alice');
     const b = await c.openWallet('bob');
     const credit = await c.post(`/wallets/${a}/credit`, { amount: 500, currency: 'USD' });

@@ -12,6 +12,8 @@ import { requireEnv } from '../../support/env';
 import type { IdentityPlatform } from '../../support/identity';
 import { PASSWORD, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 import { captureLogger } from '../../support/log-capture';
+import type { SmtpCapture } from '../../support/smtp-capture';
+import { startSmtpCapture } from '../../support/smtp-capture';
 import { loadTestModules } from '../../support/modules';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { startTcpProxy } from '../../support/tcp-proxy';
@@ -37,28 +39,33 @@ const urlOf = (running: RunningPlatform) => {
   return typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
 };
 
-/** an owner, and a member holding one role that grants users.list, signed in */
-const ownerAndMember = async (url: string) => {
+/** an owner, and a member holding one role that grants users.list (invited, accepted, signed in) */
+const ownerAndMember = async (url: string, smtp: SmtpCapture) => {
   const email = uniqueEmail('owner');
   const registered = await api(url, '/auth/register', { body: { email, password: PASSWORD } });
   const owner = registered.body.accessToken as string;
   const role = await api(url, '/rbac/roles', { token: owner, body: { name: 'Lister', permissions: ['users.list'] } });
   const memberEmail = uniqueEmail('member');
-  const member = await api(url, '/users', { token: owner, body: { email: memberEmail, password: PASSWORD, role_ids: [role.body.id] } });
-  const login = await api(url, '/auth/login', { body: { email: memberEmail, password: PASSWORD } });
-  return { owner, roleId: role.body.id as string, memberId: member.body.id as string, member: login.body.accessToken as string };
+  const before = smtp.messages.length;
+  expect((await api(url, '/users', { token: owner, body: { email: memberEmail, role_ids: [role.body.id] } })).status).toBe(202);
+  const invite = await smtp.waitFor((m) => smtp.messages.indexOf(m) >= before && m.envelope.to.includes(memberEmail) && m.parsed.headers.get('x-platform-purpose') === 'invite');
+  const accepted = await api(url, '/auth/accept-invite', { body: { token: String(invite.parsed.headers.get('x-platform-token')), name: 'Member', password: PASSWORD } });
+  expect(accepted.status).toBe(201);
+  return { owner, roleId: role.body.id as string, memberId: accepted.body.user.id as string, member: accepted.body.access_token as string };
 };
 
 describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => {
   let database: TestDatabase;
   let one: RunningPlatform;
   let two: RunningPlatform;
+  let smtp: SmtpCapture;
   beforeAll(async () => {
     database = await createTestDatabase('acl');
+    smtp = await startSmtpCapture();
     const env = {
       PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
       KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'), ROOT_URL: 'http://platform.test',
-      RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000',
+      RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000', SMTP_URL: smtp.url,
     };
     const start = async (role: Role) => startPlatform({ role, config: loadConfig(env), logger: captureLogger().logger, modules: await loadTestModules(['identity']) });
     one = await start('all'); // runs the relay
@@ -67,11 +74,12 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
   afterAll(async () => {
     await two?.stop();
     await one?.stop();
+    await smtp?.close();
     await database?.drop();
   });
 
   it('drops the access the other process cached when the event reaches it through the log', async () => {
-    const { owner, roleId, memberId, member } = await ownerAndMember(urlOf(one));
+    const { owner, roleId, memberId, member } = await ownerAndMember(urlOf(one), smtp);
     // only the log can tell process two: its cached access would otherwise live a minute
     identity(two.kernel).accessCacheMs = 60_000;
     // a new Kafka group resolves "latest" at its first fetch: wait until process two hears auth events at all
@@ -108,20 +116,20 @@ describe('a process whose shared cache (Redis) is unreachable', () => {
   const revokeQuietly = (userId: string) => p.kernel.db.query('UPDATE rm.iam_members SET role_ids = $2 WHERE user_id = $1', [userId, []]);
 
   it('serves access from its cache while the epochs are readable (the quiet change is not seen yet)', async () => {
-    const { memberId, member } = await ownerAndMember(p.url);
+    const { memberId, member } = await ownerAndMember(p.url, p.smtp);
     expect((await p.api('/users', { token: member })).status).toBe(200);
     await revokeQuietly(memberId);
     expect((await p.api('/users', { token: member })).status).toBe(200);
   });
 
   it('reads access from PostgreSQL on every request meanwhile: answers stay right, never a 500', async () => {
-    const { memberId, member } = await ownerAndMember(p.url);
+    const { memberId, member } = await ownerAndMember(p.url, p.smtp);
     await proxy.cut();
     expect((await p.api('/users', { token: member })).status).toBe(200);
     await revokeQuietly(memberId);
     expect((await p.api('/users', { token: member })).status).toBe(403);
     // an access change made through the API still answers: its commit stands, the failed bump is logged
-    const other = await ownerAndMember(p.url);
+    const other = await ownerAndMember(p.url, p.smtp);
     expect((await p.api(`/rbac/roles/${other.roleId}/revoke`, { token: other.owner, body: { user_id: other.memberId } })).status).toBe(200);
     expect((await p.api('/users', { token: other.member })).status).toBe(403);
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdentityPlatform, Registered } from '../../support/identity';
-import { mailToken, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
+import { addMember, mailToken, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 
 /*
  * A change of access takes effect on the very next request (DESIGN.md mechanism 8). In the split
@@ -23,17 +23,15 @@ const signIn = async (email: string) => {
 /** a member of the owner's tenant holding one role with these permissions */
 const memberWith = async (owner: Registered, permissions: string[]) => {
   const role = await p.api('/rbac/roles', { token: owner.accessToken, body: { name: `role ${uniqueEmail()}`, permissions } });
-  const email = uniqueEmail('member');
-  const user = await p.api('/users', { token: owner.accessToken, body: { email, password: PASSWORD, role_ids: [role.body.id] } });
-  expect(user.status).toBe(201);
-  return { roleId: role.body.id as string, userId: user.body.id as string, token: await signIn(email) };
+  const member = await addMember(p, owner, { role_ids: [role.body.id] });
+  return { roleId: role.body.id as string, userId: member.userId, token: await signIn(member.email) };
 };
 
 describe('a user whose email is not verified yet', () => {
   it('may transfer on the request right after verify-email (not 403 EMAIL_NOT_VERIFIED)', async () => {
     const user = await registerUser(p);
     const open = async (userId: string) => (await p.api('/wallets', { token: user.accessToken, body: { userId, currency: 'USD' }, headers: idempotent() })).body.id as string;
-    const [from, to] = [await open(user.userId), await open('payee')];
+    const [from, to] = [await open(user.userId), await open((await addMember(p, user)).userId)];
     expect((await p.api(`/wallets/${from}/credit`, { token: user.accessToken, body: { amount: 100, currency: 'USD' }, headers: idempotent() })).status).toBe(200);
     const transfer = () => p.api('/transfers', { token: user.accessToken, body: { fromWalletId: from, toWalletId: to, amount: 1, currency: 'USD' }, headers: idempotent() });
     // given: refused while unverified (and the refusal's access is now cached wherever it was checked)
