@@ -22,7 +22,7 @@ export const LIFETIMES = {
 export const RECOVERY = {
   maxAttempts: 5, windowMs: 15 * 60_000, lockMs: 3600_000, lockoutsBeforeLock: 3,
   /** no refused recovery answers sooner: known and unknown emails take the same time */
-  failureFloorMs: 40,
+  failureFloorMs: 100,
 } as const;
 export const VERIFY_RESEND = { max: 3, windowMs: 3600_000 } as const;
 
