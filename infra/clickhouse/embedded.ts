@@ -7,6 +7,8 @@ import { storeOverClient } from './client-store';
 export interface EmbeddedClickHouseOptions {
   /** the platform's data folder; the engine keeps its files in <dataDir>/clickhouse */
   dataDir: string;
+  /** the database the platform's tables live in (created when missing) */
+  database?: string;
 }
 
 /**
@@ -24,7 +26,7 @@ export const openEmbeddedClickHouse = async (options: EmbeddedClickHouseOptions)
   // chdb types its Connection against @clickhouse/client-common, which @clickhouse/client bundles as
   // its own copy; the shapes match at run time (chdb tracks the client's hook), not by declaration.
   const connection = createChdbConnection({ path }) as unknown as ClickHouseClientConfigOptions['connection'];
-  const store = storeOverClient(createClient({ connection }), 'embedded');
+  const store = await storeOverClient(createClient({ connection }), 'embedded', options.database ?? 'platform');
   return {
     ...store,
     // close() returns before the engine has let go of the directory; wait, so a store opened next
