@@ -1,7 +1,7 @@
-import type { ChainHead } from '../../domain/audit/chain';
-import { chain, START } from '../../domain/audit/chain';
-import type { AuditRow, UnchainedRow } from '../../domain/audit/record';
-import { rowOf } from '../../domain/audit/record';
+import type { ChainHead } from '../../projections/audit/chain';
+import { chain, START } from '../../projections/audit/chain';
+import type { AuditRow, UnchainedRow } from '../../projections/audit/rows';
+import { rowOf } from '../../projections/audit/rows';
 import { API_CALLED, recordOfAuditEvent } from '../../domain/audit/sources';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { Db } from '../../infra/postgres/db';

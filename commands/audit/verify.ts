@@ -1,5 +1,5 @@
-import type { ChainBreak, ChainHead } from '../../domain/audit/chain';
-import { verifyPage } from '../../domain/audit/chain';
+import type { ChainBreak, ChainHead } from '../../projections/audit/chain';
+import { verifyPage } from '../../projections/audit/chain';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { ChainName } from '../../projections/audit/queries';
 import { CHAINS, chainPage, chainTenants } from '../../projections/audit/queries';

@@ -8,6 +8,7 @@ import { parseCommandLine, USAGE, UsageError } from './commands';
 import { describeError } from './errors';
 import { progressBar } from './progress';
 import { replay } from './replay';
+import { runAudit } from './audit';
 
 const fail = (message: string): never => {
   console.error(message);
@@ -104,6 +105,11 @@ const run = async (invocation: Invocation): Promise<void> => {
         const { createPlatformOwner } = await import('../../commands/identity/accounts');
         const { userId, created } = await createPlatformOwner(kernel, { email: invocation.email, password: invocation.password });
         console.log(`${created ? 'created' : 'promoted'} platform owner ${invocation.email} (${userId})`);
+      });
+    case 'audit':
+      return withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        process.exitCode = await runAudit(kernel, invocation);
       });
     case 'replay':
       return withKernel(async (kernel) => {

@@ -1,7 +1,7 @@
-import type { ChainHead } from '../../domain/audit/chain';
-import { chain, START } from '../../domain/audit/chain';
-import type { AuditRow, UnchainedRow } from '../../domain/audit/record';
-import { rowOf } from '../../domain/audit/record';
+import type { ChainHead } from './chain';
+import { chain, START } from './chain';
+import type { AuditRow, UnchainedRow } from './rows';
+import { rowOf } from './rows';
 import { recordOfDomainEvent } from '../../domain/audit/sources';
 import { defineProjections } from '../../infra/modules';
 import type { AnalyticsProjection } from '../../infra/projections/projection';

@@ -1,5 +1,5 @@
 import type { AuditFilter } from '../../domain/audit/filters';
-import type { AuditRow } from '../../domain/audit/record';
+import type { AuditRow } from './rows';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import { tableOf } from '../../infra/clickhouse/port';
 
@@ -16,7 +16,8 @@ export const DOMAIN = 'audit_domain';
 export const CHAINS = { log: RECORDS, domain: DOMAIN } as const;
 export type ChainName = keyof typeof CHAINS;
 
-const COLUMNS = 'tenant_id, id, toString(seq) AS seq, action, entity_type, entity_id, actor_id, actor_ip, actor_user_agent, before, after, meta, trace_id, timestamp, prev_hash, hash';
+// UInt64 seq arrives as a string (output_format_json_quote_64bit_integers)
+const COLUMNS = 'tenant_id, id, seq, action, entity_type, entity_id, actor_id, actor_ip, actor_user_agent, before, after, meta, trace_id, timestamp, prev_hash, hash';
 
 /** ISO 8601 → the text ClickHouse binds to DateTime64(3) */
 export const chTime = (t: Date | string): string => new Date(t).toISOString().replace('T', ' ').replace('Z', '');
@@ -95,9 +96,9 @@ export const chainTails = async (ch: AnalyticsStore, heads: readonly { tenantId:
     params[`s${i}`] = h.seq;
     return `(tenant_id = {t${i}:String} AND seq > {s${i}:UInt64})`;
   });
-  const rows = await ch.query<{ tenant_id: string; seq: string; hash: string }>(
-    `SELECT tenant_id, toString(max(seq)) AS seq, argMax(hash, seq) AS hash FROM ${tableOf(ch, RECORDS)} WHERE ${clauses.join(' OR ')} GROUP BY tenant_id`, params);
-  return new Map(rows.map((r) => [r.tenant_id, { seq: Number(r.seq), hash: r.hash }]));
+  const rows = await ch.query<{ tenant_id: string; last_seq: string; last_hash: string }>(
+    `SELECT tenant_id, max(seq) AS last_seq, argMax(hash, seq) AS last_hash FROM ${tableOf(ch, RECORDS)} WHERE ${clauses.join(' OR ')} GROUP BY tenant_id`, params);
+  return new Map(rows.map((r) => [r.tenant_id, { seq: Number(r.last_seq), hash: r.last_hash }]));
 };
 
 /** a page of one tenant's chain in seq order (the verifier); from the oldest retained link when after is null */

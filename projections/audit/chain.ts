@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { AuditRow, UnchainedRow } from './record';
-import { isoOf } from './record';
+import type { AuditRow, UnchainedRow } from './rows';
+import { isoOf } from './rows';
 
 /**
  * Tamper evidence: the records of a tenant form a hash chain in append order. Each record's hash
