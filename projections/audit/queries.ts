@@ -108,9 +108,13 @@ export const chainPage = async (ch: AnalyticsStore, chainName: ChainName, tenant
      ORDER BY seq LIMIT 1 BY seq, id LIMIT {limit:UInt32}`,
     { tenant: tenantId, after: afterSeq ?? 0, limit });
 
-export const chainTenants = async (ch: AnalyticsStore, chainName: ChainName): Promise<{ tenantId: string; records: number }[]> =>
-  (await ch.query<{ tenant_id: string; n: string }>(`SELECT tenant_id, uniqExact(id) AS n FROM ${tableOf(ch, CHAINS[chainName])} GROUP BY tenant_id ORDER BY tenant_id`))
+/** the tenants of a chain and how many records each has; none when its table does not exist (the domain view before its first preparation) */
+export const chainTenants = async (ch: AnalyticsStore, chainName: ChainName): Promise<{ tenantId: string; records: number }[]> => {
+  const exists = await ch.query(`SELECT 1 FROM system.tables WHERE database = {db:String} AND name = {name:String}`, { db: ch.database, name: CHAINS[chainName] });
+  if (exists.length === 0) return [];
+  return (await ch.query<{ tenant_id: string; n: string }>(`SELECT tenant_id, uniqExact(id) AS n FROM ${tableOf(ch, CHAINS[chainName])} GROUP BY tenant_id ORDER BY tenant_id`))
     .map((r) => ({ tenantId: r.tenant_id, records: Number(r.n) }));
+};
 
 /** per tenant and month (UTC) before `before`, how many records the hot store holds */
 export const monthlyCounts = async (ch: AnalyticsStore, before: Date): Promise<{ tenantId: string; month: string; records: number }[]> => {
