@@ -71,6 +71,8 @@ const run = async (invocation: Invocation): Promise<void> => {
         const bar = progressBar('migrate');
         const n = await migrate(kernel.db, { onProgress: (p) => bar.update(p.applied, p.total) });
         bar.done(n ? `applied ${n} migration(s)` : 'database is up to date');
+        // a ClickHouse server is migrated here too; the embedded engine is migrated by the process that opens it
+        if (kernel.config.CLICKHOUSE_URL) await kernel.analytics();
       });
     case 'projections':
       return withKernel(async (kernel) => {
