@@ -108,11 +108,15 @@ const run = async (invocation: Invocation): Promise<void> => {
         const { userId, created } = await createPlatformOwner(kernel, { email: invocation.email, password: invocation.password });
         console.log(`${created ? 'created' : 'promoted'} platform owner ${invocation.email} (${userId})`);
       });
-    case 'audit':
-      return withKernel(async (kernel) => {
+    case 'audit': {
+      const code = await withKernel(async (kernel) => {
         await migrate(kernel.db);
-        process.exitCode = await runAudit(kernel, invocation);
+        return runAudit(kernel, invocation);
       });
+      // said explicitly: the embedded ClickHouse's exit hooks would otherwise end the process with 0
+      if (code !== 0) process.exit(code);
+      return;
+    }
     case 'replay':
       return withKernel(async (kernel) => {
         await migrate(kernel.db);
