@@ -297,7 +297,7 @@ describe('tenant isolation', () => {
 
 describe('the OpenAPI namespace audit', () => {
   it('documents the audit endpoints', async () => {
-    const doc = await (await platform.http('/api/v1/audit/openapi.json')).json();
+    const doc = (await (await platform.http('/api/v1/audit/openapi.json')).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/audit', '/v1/audit/anonymize', '/v1/audit/batch', '/v1/audit/entity-history', '/v1/audit/export', '/v1/audit/export/jobs/{jobId}', '/v1/audit/export/jobs/{jobId}/file', '/v1/audit/{id}',
     ]);
