@@ -36,12 +36,16 @@ export class AnalyticsProjector {
   /** the first generation: tables, views and registry row at version 0 ("never built") */
   async create(p: AnyAnalyticsProjection): Promise<void> {
     const ch = await this.analytics();
-    await this.createTables(ch, p, 1);
-    await this.pointViews(ch, p, 1);
-    await inTransaction(this.db, async (tx) => {
-      await tx.query('INSERT INTO es.projections (name, version, mode, active_generation) VALUES ($1, 0, $2, 1) ON CONFLICT (name) DO NOTHING', [p.name, p.mode]);
-      await tx.query('INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING', [analyticsCheckpointName(p.name, 1)]);
-    });
+    // processes starting together take turns; the later ones find the registry row and leave the tables alone
+    await this.withLock(p.name, 'wait', async () => {
+      if ((await this.db.query('SELECT 1 FROM es.projections WHERE name = $1', [p.name])).rowCount) return;
+      await this.createTables(ch, p, 1);
+      await this.pointViews(ch, p, 1);
+      await inTransaction(this.db, async (tx) => {
+        await tx.query('INSERT INTO es.projections (name, version, mode, active_generation) VALUES ($1, 0, $2, 1) ON CONFLICT (name) DO NOTHING', [p.name, p.mode]);
+        await tx.query('INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING', [analyticsCheckpointName(p.name, 1)]);
+      });
+    }, undefined);
   }
 
   /** one batch into the active generation, unless another process runs this projection now; returns how many events it read */

@@ -48,7 +48,9 @@ const page = async (kernel: Kernel, tenantId: string, rows: AuditRow[], size: nu
 export default defineRoutes({
   namespace: 'audit',
   async start(kernel) {
-    await kernel.analytics();
+    // open ClickHouse and apply its migrations before the first request; a ClickHouse that is down
+    // must not keep the other services of this process from becoming ready (reads retry it)
+    await kernel.analytics().catch((error: unknown) => kernel.logger.warn({ err: error }, 'ClickHouse is unavailable; audit reads fail until it is back'));
   },
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
