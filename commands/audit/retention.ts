@@ -23,7 +23,7 @@ export const syncHotRetention = async (kernel: Kernel): Promise<void> => {
 };
 
 /** drops fallback records older than 7 days (the log was down that long: spec 002 keeps them no longer); returns how many */
-export const purgeFallback = async (kernel: Kernel): Promise<number> => {
+export const purgeFallback = async (kernel: Pick<Kernel, 'db' | 'logger'>): Promise<number> => {
   const { rowCount } = await kernel.db.query(
     'DELETE FROM gateway.api_audit_fallback WHERE created_at < now() - make_interval(days => $1)', [FALLBACK_RETENTION_DAYS]);
   if (rowCount) kernel.logger.warn({ dropped: rowCount }, 'audit fallback records older than 7 days dropped: the log was unreachable all that time');

@@ -214,13 +214,20 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
     objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {
-      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) });
+      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
+        // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
+        // with the client's own 30 s deadline: exports and archives read large ranges; its refusals of a query are answers
+        .then((store) => (config.CLICKHOUSE_URL ? guardPort(store, new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e) }), new Set(['query'])) : store));
       return analytics;
     },
     // a scan reads its stream once: never retried
     scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
   };
 };
+
+/** an error ClickHouse answered with (a refused query), as opposed to a failure to reach it */
+const isClickHouseAnswer = (error: unknown): boolean =>
+  error instanceof Error && 'type' in error && /^\d+$/.test(String((error as { code?: unknown }).code ?? ''));
 
 /** object store calls that may be repeated safely */
 const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ingestAuditRecords } from '../../../commands/audit/ingest';
+import { purgeFallback } from '../../../commands/audit/retention';
 import { verifyChains } from '../../../commands/audit/verify';
 import { AUDIT_TOPIC, AuditRecorder, auditRecord, replayAuditFallback } from '../../../infra/audit';
 import { openEmbeddedClickHouse } from '../../../infra/clickhouse/embedded';
@@ -209,5 +210,17 @@ describe('the verifier', () => {
     await ch.command(`ALTER TABLE ${ch.database}.audit_records DELETE WHERE tenant_id = '${tenantId}' AND id = '${rows[9]!.id}' SETTINGS mutations_sync = 2`);
     const report = await verifyChains(ch, { tenantId });
     expect(report.breaks).toEqual([{ chain: 'log', tenantId, seq: rows[10]!.seq, id: rows[10]!.id, reason: 'gap' }]);
+  });
+});
+
+describe('the fallback table', () => {
+  it('keeps records 7 days: older ones are dropped, younger ones stay for the replay', async () => {
+    const id = () => randomUUID();
+    const [young, old] = [id(), id()];
+    await database.db.query(`INSERT INTO gateway.api_audit_fallback (event_id, record, created_at) VALUES ($1, '{}', now() - interval '6 days 23 hours'), ($2, '{}', now() - interval '7 days 1 hour')`, [young, old]);
+    expect(await purgeFallback({ db: database.db, logger })).toBe(1);
+    const { rows } = await database.db.query('SELECT event_id FROM gateway.api_audit_fallback WHERE event_id = ANY($1::uuid[])', [[young, old]]);
+    expect(rows.map((r) => r.event_id)).toEqual([young]);
+    await database.db.query('DELETE FROM gateway.api_audit_fallback WHERE event_id = $1', [young]);
   });
 });
