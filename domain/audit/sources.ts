@@ -54,6 +54,12 @@ const previousValues = (data: Record<string, unknown>): Record<string, unknown> 
   return entries.length ? Object.fromEntries(entries) : null;
 };
 
+/** the tenant whose audit log a domain event belongs to (see recordOfDomainEvent) */
+export const tenantOfDomainEvent = (e: Pick<StoredEvent<Record<string, unknown>>, 'tenantId' | 'data'>): string => {
+  const named = isObject(e.data) ? e.data.tenantId : undefined;
+  return e.tenantId === PLATFORM_TENANT_ID && typeof named === 'string' && named !== '' ? named : e.tenantId;
+};
+
 /**
  * The audit record of a domain event: action = its type; entity = its stream (aggregate name's last
  * segment, entity id); actor and trace from its envelope; before/after = the event's own
@@ -63,7 +69,7 @@ const previousValues = (data: Record<string, unknown>): Record<string, unknown> 
  */
 export const recordOfDomainEvent = (e: StoredEvent<Record<string, unknown>>): NewAuditRecord => {
   const data = isObject(e.data) ? e.data : {};
-  const tenantId = e.tenantId === PLATFORM_TENANT_ID && typeof data.tenantId === 'string' && data.tenantId !== '' ? data.tenantId : e.tenantId;
+  const tenantId = tenantOfDomainEvent(e);
   const aggregate = e.streamId.slice(0, e.streamId.indexOf(':'));
   const { before: ownBefore, after: ownAfter, ...rest } = data;
   const meta = Object.fromEntries(Object.entries({ streamVersion: e.streamVersion, schemaVersion: e.schemaVersion, correlationId: e.correlationId, causationId: e.causationId })

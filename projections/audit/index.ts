@@ -2,7 +2,7 @@ import type { ChainHead } from './chain';
 import { chain, START } from './chain';
 import type { AuditRow, UnchainedRow } from './rows';
 import { rowOf } from './rows';
-import { recordOfDomainEvent } from '../../domain/audit/sources';
+import { recordOfDomainEvent, tenantOfDomainEvent } from '../../domain/audit/sources';
 import { defineProjections } from '../../infra/modules';
 import type { AnalyticsProjection } from '../../infra/projections/projection';
 import { EVERY_EVENT } from '../../infra/projections/projection';
@@ -52,7 +52,7 @@ export const auditDomainView: AnalyticsProjection<'audit_domain', ChainHead> = {
     ) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(timestamp) ORDER BY (tenant_id, timestamp, id)
     TTL toDateTime(timestamp) + INTERVAL 90 DAY`],
   },
-  stateKey: (event) => recordOfDomainEvent(event).tenantId,
+  stateKey: tenantOfDomainEvent,
   rows(events, state) {
     const byTenant = new Map<string, UnchainedRow[]>();
     for (const event of events) {
