@@ -11,6 +11,7 @@ import { isoOf, viewOf } from '../../projections/audit/rows';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { Kernel } from '../../infra/kernel';
 import { listRecords, monthlyCounts } from '../../projections/audit/queries';
+import { loadOverlay } from './anonymize';
 
 /**
  * Cold storage (spec 002: hot 90 days, cold 7 years then deleted): one gzip-compressed JSON-lines
@@ -37,12 +38,12 @@ const nextMonth = (month: string): Date => {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
 };
 
-/** the stored rows of a tenant's month in the hot store, oldest first, a chunk at a time */
-async function* hotRows(ch: AnalyticsStore, tenantId: string, since: Date, until: Date): AsyncGenerator<AuditRow> {
+/** the stored rows of a tenant's month in the hot store, oldest first, a chunk at a time (under the tenant's overlay, if any) */
+async function* hotRows(ch: AnalyticsStore, tenantId: string, since: Date, until: Date, overlay: Overlay | null): AsyncGenerator<ArchivedRow> {
   let after: { timestamp: string; id: string } | undefined;
   for (;;) {
     const rows = await listRecords(ch, tenantId, { filter: { since, until }, after, limit: CHUNK, order: 'oldest' });
-    yield* rows;
+    for (const row of rows) yield overlay ? redactedRow(row, overlay) : row;
     if (rows.length < CHUNK) return;
     const last = rows[rows.length - 1]!;
     after = { timestamp: isoOf(last.timestamp), id: last.id };
@@ -88,7 +89,8 @@ export const archiveClosedMonths = async (kernel: Kernel, now: Date): Promise<st
   const written: string[] = [];
   for (const m of await monthlyCounts(ch, before)) {
     if ((archived.get(`${m.tenantId} ${m.month}`) ?? -1) >= m.records) continue;
-    await writeArchive(kernel, m.tenantId, m.month, hotRows(ch, m.tenantId, monthStart(m.month), nextMonth(m.month)));
+    // an anonymized user's values never reach cold storage, whenever the month is archived
+    await writeArchive(kernel, m.tenantId, m.month, hotRows(ch, m.tenantId, monthStart(m.month), nextMonth(m.month), await loadOverlay(kernel, m.tenantId)));
     written.push(`${m.tenantId} ${m.month}`);
   }
   return written;
