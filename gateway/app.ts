@@ -36,6 +36,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
     span?: Span;
+    /** the caller's address: the socket's, or in split deployment the one the gateway forwarded (write-api and read-api trust only the gateway) */
+    clientAddress: string;
   }
   interface FastifyContextConfig {
     /** who may call the route; bearer when absent */
@@ -172,6 +174,12 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   const tracer = trace.getTracer('platform');
   const edge = options.edge ?? true;
   const principalOf = options.principalFrom === 'gateway' ? gatewayPrincipal(kernel) : tokenPrincipal(kernel);
+  // behind the gateway the socket is the gateway's; it sets X-Forwarded-For itself (never a client's)
+  app.decorateRequest('clientAddress', '');
+  app.addHook('onRequest', async (request) => {
+    const forwarded = options.principalFrom === 'gateway' ? request.headers['x-forwarded-for'] : undefined;
+    request.clientAddress = typeof forwarded === 'string' && forwarded !== '' ? forwarded.split(',')[0]!.trim() : request.ip;
+  });
   const guard = edge ? edgeGuard(kernel) : null;
   app.addHook('onRequest', async (request, reply) => {
     request.span = tracer.startSpan(`HTTP ${request.method}`, { attributes: { 'http.method': request.method, 'http.target': request.url, traceId: request.id } });

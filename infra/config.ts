@@ -51,6 +51,8 @@ export const ConfigSchema = z.object({
   KAFKA_PARTITIONS: int(3, 1),
   KAFKA_RETENTION_HOURS: int(168, 1),
   CLICKHOUSE_URL: url('http://user:password@clickhouse:8123/platform').optional(),
+  /** the ClickHouse database of the audit views (default: the one CLICKHOUSE_URL names, else the PostgreSQL database's name) */
+  CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'expected a plain identifier such as platform').optional(),
   REDIS_URL: url('redis://valkey:6379').optional(),
   /** prepended to every key, so several platforms (or test runs) can share one Redis */
   REDIS_KEY_PREFIX: z.string().min(1).max(100).default('platform:'),
@@ -91,6 +93,10 @@ export const ConfigSchema = z.object({
   /** RFC 8594 Sunset of /v1: an ISO date or HTTP-date */
   API_SUNSET: z.string().refine((v) => !Number.isNaN(Date.parse(v)), 'a date').optional(),
   AUDIT_REPLAY_INTERVAL_MS: int(30_000, 10),
+  /** audit: days records stay in ClickHouse (spec 002: 90); at least 40, so a month is archived before it leaves */
+  AUDIT_HOT_DAYS: int(90, 40),
+  /** audit: years monthly cold archives are kept in the object store before they are deleted (spec 002: 7) */
+  AUDIT_COLD_YEARS: int(7, 1),
   /** where the OpenAPI snapshots of deprecated versions live (default docs/api-snapshots) */
   API_SNAPSHOT_DIR: z.string().optional(),
 

@@ -16,6 +16,7 @@ import { systemClock, uuidV7Ids } from './runtime/clock';
 import type { ServiceModules } from './modules';
 import type { KeyValueCache } from './cache';
 import type { AnalyticsStore } from './clickhouse';
+import { migrateAnalytics } from './clickhouse/migrate';
 import type { Mailer } from './mail';
 import type { ObjectStore } from './objects';
 import type { VirusScanner } from './scan';
@@ -108,7 +109,7 @@ export class Kernel {
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;
     this.store = new EventStore(this.clock, this.ids);
-    this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections);
+    this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections, () => this.analytics());
     this.commands = new CommandRunner(this.db, this.store, this.projections, {
       ...defaultRunnerOptions, idempotencyTtlMs: parts.config.IDEMPOTENCY_TTL_HOURS * 3600_000,
       batch: {
@@ -132,6 +133,26 @@ export class Kernel {
     if (!this.readiness.log) return 'the log is not reachable';
     if (!this.readiness.projections) return 'projections are being prepared';
     return null;
+  }
+
+  private analyticsStore: Promise<AnalyticsStore> | null = null;
+
+  /**
+   * The ClickHouse store (ClickHouse over HTTP, or chdb in process) with its schema migrations
+   * applied (infra/clickhouse/migrations): opened on first use, so processes that never touch the
+   * audit views never load the engine.
+   */
+  analytics(): Promise<AnalyticsStore> {
+    this.analyticsStore ??= (async () => {
+      const store = await this.engines.analytics();
+      const applied = await migrateAnalytics(store, this.db);
+      if (applied) this.logger.info({ applied }, 'ClickHouse migrations applied');
+      return store;
+    })().catch((error: unknown) => {
+      this.analyticsStore = null;
+      throw error;
+    });
+    return this.analyticsStore;
   }
 
   private auditRecorder: AuditRecorder | null = null;

@@ -2,7 +2,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import type { AnyProjection } from './projections/projection';
+import type { RegisteredProjection } from './projections/projection';
 import type { Kernel } from './kernel';
 
 
@@ -39,7 +39,7 @@ export interface WorkerSet {
 }
 
 export interface ProjectionSet {
-  projections: AnyProjection[];
+  projections: RegisteredProjection[];
 }
 
 export const defineRoutes = (plugin: RoutePlugin): RoutePlugin => plugin;
@@ -49,7 +49,7 @@ export const defineWorkers = (set: WorkerSet): WorkerSet => set;
 export interface ServiceModules {
   write: RoutePlugin[];
   read: RoutePlugin[];
-  projections: AnyProjection[];
+  projections: RegisteredProjection[];
   workers: WorkerSet[];
 }
 

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Role } from '../runtime/platform';
+import type { AuditInvocation } from './audit';
+import { AUDIT_USAGE, parseAudit } from './audit';
 
 /**
  * The command line of `platform`, parsed without side effects: main.ts runs what this returns,
@@ -18,6 +20,7 @@ Usage:
   platform projections rebuild <name> [--tenant <id>]
   platform owner create --email <e> --password <p>  create the first platform owner (identity)
   platform replay --topic <t> (--from-offset <n> | --from-time <iso>) [--to <offset|iso>] --into <consumer group|projection>
+${AUDIT_USAGE}
 
 Configuration comes from the environment; see README.md.`;
 
@@ -35,7 +38,8 @@ export type Invocation =
   | { command: 'projections'; action: 'status' }
   | { command: 'projections'; action: 'rebuild'; name: string; tenant?: string }
   | { command: 'owner'; action: 'create'; email: string; password: string }
-  | { command: 'replay'; topic: string; from: Position; to?: Position; into: string };
+  | { command: 'replay'; topic: string; from: Position; to?: Position; into: string }
+  | AuditInvocation;
 
 /** a command line the CLI does not accept; the message says what it needs */
 export class UsageError extends Error {
@@ -114,6 +118,8 @@ export const parseCommandLine = (argv: string[]): Invocation => {
       const to = values.to === undefined ? undefined : /^\d+$/.test(values.to) ? { offset: Number(values.to) } : { time: time(values.to) };
       return { command: 'replay', topic: values.topic, from, to, into: values.into };
     }
+    case 'audit':
+      return parseAudit(argv.slice(1), (args) => options(args, { tenant: { type: 'string' } }).values, (message) => new UsageError(message));
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

@@ -8,6 +8,7 @@ import { parseCommandLine, USAGE, UsageError } from './commands';
 import { describeError } from './errors';
 import { progressBar } from './progress';
 import { replay } from './replay';
+import { runAudit } from './audit';
 
 const fail = (message: string): never => {
   console.error(message);
@@ -70,6 +71,8 @@ const run = async (invocation: Invocation): Promise<void> => {
         const bar = progressBar('migrate');
         const n = await migrate(kernel.db, { onProgress: (p) => bar.update(p.applied, p.total) });
         bar.done(n ? `applied ${n} migration(s)` : 'database is up to date');
+        // a ClickHouse server is migrated here too; the embedded engine is migrated by the process that opens it
+        if (kernel.config.CLICKHOUSE_URL) await kernel.analytics();
       });
     case 'projections':
       return withKernel(async (kernel) => {
@@ -105,6 +108,15 @@ const run = async (invocation: Invocation): Promise<void> => {
         const { userId, created } = await createPlatformOwner(kernel, { email: invocation.email, password: invocation.password });
         console.log(`${created ? 'created' : 'promoted'} platform owner ${invocation.email} (${userId})`);
       });
+    case 'audit': {
+      const code = await withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        return runAudit(kernel, invocation);
+      });
+      // said explicitly: the embedded ClickHouse's exit hooks would otherwise end the process with 0
+      if (code !== 0) process.exit(code);
+      return;
+    }
     case 'replay':
       return withKernel(async (kernel) => {
         await migrate(kernel.db);

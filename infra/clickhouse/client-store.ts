@@ -1,5 +1,6 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { AnalyticsStore } from './port';
+import { IDENTIFIER } from './port';
 
 /**
  * Settings pinned on every call so the server and chdb answer alike: their defaults differ
@@ -14,8 +15,19 @@ export const sharedSettings: ClickHouseSettings = {
 // Table names are ours, never a caller's, but they are spliced into SQL: keep them plain identifiers.
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
-export const storeOverClient = (client: ClickHouseClient, kind: AnalyticsStore['kind']): AnalyticsStore => ({
+/**
+ * The store over a client, with the platform's database created when missing (every statement of
+ * ours names it, so the two adapters need no per-connection default database).
+ */
+export const storeOverClient = async (client: ClickHouseClient, kind: AnalyticsStore['kind'], database: string): Promise<AnalyticsStore> => {
+  if (!IDENTIFIER.test(database)) throw new Error(`invalid ClickHouse database name: ${database}`);
+  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}`, clickhouse_settings: sharedSettings });
+  return storeOf(client, kind, database);
+};
+
+const storeOf = (client: ClickHouseClient, kind: AnalyticsStore['kind'], database: string): AnalyticsStore => ({
   kind,
+  database,
   async command(sql) {
     await client.command({ query: sql, clickhouse_settings: sharedSettings });
   },

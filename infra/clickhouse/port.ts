@@ -5,6 +5,8 @@
  */
 export interface AnalyticsStore {
   readonly kind: 'http' | 'embedded';
+  /** the database every table of the platform lives in; SQL names tables as `${database}.<table>` */
+  readonly database: string;
   /** DDL and other statements without a result */
   command(sql: string): Promise<void>;
   /** rows as JSON objects (JSONEachRow); 64-bit integers must be given as strings or bigint-free numbers */
@@ -18,3 +20,12 @@ export interface AnalyticsStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** database and table names are spliced into SQL: only plain identifiers */
+export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `<database>.<table>` for a table of the platform's database */
+export const tableOf = (store: Pick<AnalyticsStore, 'database'>, table: string): string => {
+  if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`);
+  return `${store.database}.${table}`;
+};

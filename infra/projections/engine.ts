@@ -5,8 +5,10 @@ import type { EventStore, LogCheckpoint } from '../eventstore/event-store';
 import { checkpointOf, LOG_START } from '../eventstore/event-store';
 import { withSpan } from '../observability/tracing';
 import { executeBatch } from './batch';
-import type { AnyProjection, Statement } from './projection';
-import { generationTable, relationsFor, statementsFor, viewName } from './projection';
+import type { AnalyticsStore } from '../clickhouse/port';
+import { AnalyticsProjector } from './analytics';
+import type { AnyProjection, RegisteredProjection, Statement } from './projection';
+import { generationTable, isAnalytics, relationsFor, statementsFor, viewName } from './projection';
 
 export interface ProjectionStatus {
   name: string;
@@ -29,23 +31,27 @@ const BATCH = 1000;
  * while readers keep reading the old one, then repoint the views atomically.
  */
 export class ProjectionEngine {
-  private readonly byName = new Map<string, AnyProjection>();
+  private readonly byName = new Map<string, RegisteredProjection>();
   private readonly inlineByType = new Map<string, AnyProjection[]>();
+  private readonly analytics: AnalyticsProjector;
 
-  constructor(private readonly db: Db, private readonly store: EventStore, projections: AnyProjection[]) {
+  /** analytics: the ClickHouse store, for projections that target it (opened on first use) */
+  constructor(private readonly db: Db, private readonly store: EventStore, projections: RegisteredProjection[], analytics?: () => Promise<AnalyticsStore>) {
+    this.analytics = new AnalyticsProjector(db, store, analytics ?? (() => Promise.reject(new Error('no ClickHouse store was given to the projection engine'))));
     for (const p of projections) {
       if (this.byName.has(p.name)) throw new Error(`projection ${p.name} is registered twice`);
       this.byName.set(p.name, p);
-      if (p.mode !== 'inline') continue;
+      if (isAnalytics(p) && (p.mode as string) !== 'async') throw new Error(`projection ${p.name} targets ClickHouse and must be async`);
+      if (isAnalytics(p) || p.mode !== 'inline') continue;
       for (const type of p.handles) this.inlineByType.set(type, [...(this.inlineByType.get(type) ?? []), p]);
     }
   }
 
-  get projections(): AnyProjection[] {
+  get projections(): RegisteredProjection[] {
     return [...this.byName.values()];
   }
 
-  get(name: string): AnyProjection {
+  get(name: string): RegisteredProjection {
     const p = this.byName.get(name);
     if (!p) throw new Error(`unknown projection ${name}; known: ${[...this.byName.keys()].join(', ') || 'none'}`);
     return p;
@@ -77,7 +83,7 @@ export class ProjectionEngine {
     for (const p of this.byName.values()) {
       const { rows } = await this.db.query<{ version: number }>('SELECT version FROM es.projections WHERE name = $1', [p.name]);
       const stored = rows[0];
-      if (!stored) await this.create(p);
+      if (!stored) await (isAnalytics(p) ? this.analytics.create(p) : this.create(p));
       if (!stored || stored.version !== p.version) await this.rebuild(p.name, onProgress);
     }
   }
@@ -85,6 +91,7 @@ export class ProjectionEngine {
   /** one batch of an async projection; returns how many events it applied */
   async runBatch(name: string, limit = BATCH): Promise<number> {
     const p = this.get(name);
+    if (isAnalytics(p)) return this.analytics.runBatch(p, limit);
     return inTransaction(this.db, async (tx) => {
       const generation = await this.lockActive(tx, name);
       return this.applyBatch(tx, p, generation, limit);
@@ -113,6 +120,7 @@ export class ProjectionEngine {
    */
   async rebuild(name: string, onProgress?: RebuildProgress): Promise<void> {
     const p = this.get(name);
+    if (isAnalytics(p)) return this.analytics.rebuild(p, BATCH, (applied, total) => onProgress?.({ name, applied, total }));
     const next = await inTransaction(this.db, async (tx) => {
       const { rows } = await tx.query<{ active_generation: number; building: number | null }>(
         'SELECT active_generation, building FROM es.projections WHERE name = $1 FOR UPDATE', [name]);
@@ -150,6 +158,8 @@ export class ProjectionEngine {
    */
   async rebuildTenant(name: string, tenantId: string, onProgress?: RebuildProgress): Promise<number> {
     const p = this.get(name);
+    // ClickHouse rows are append-only and the rows of a tenant may depend on carried state: a whole rebuild is the way
+    if (isAnalytics(p)) throw new Error(`${name} is a ClickHouse projection: rebuild it whole (platform projections rebuild ${name}); --tenant rebuilds PostgreSQL read models`);
     return inTransaction(this.db, async (tx) => {
       const generation = await this.lockActive(tx, name);
       await tx.query('LOCK TABLE es.events IN SHARE MODE');

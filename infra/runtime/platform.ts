@@ -11,6 +11,7 @@ import { Kernel } from '../kernel';
 import { openKeyValueCache } from '../cache';
 import type { AnalyticsStore } from '../clickhouse';
 import { openAnalyticsStore } from '../clickhouse';
+import { databaseOfUrl } from '../clickhouse/http';
 import { createMailer } from '../mail';
 import { createObjectStore, InvalidObjectKeyError, ObjectNotFoundError } from '../objects';
 import { Guard } from '../resilience/guard';
@@ -159,7 +160,11 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
-  const engines = await openEngines(config, options.role ?? 'cli');
+  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl);
+  // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
+  let analyticsOpened: Promise<AnalyticsStore> | null = null;
+  const openAnalytics = engines.analytics;
+  engines.analytics = () => (analyticsOpened ??= openAnalytics());
   const modules = options.modules ?? (await discoverModules());
   const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids });
   kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
@@ -171,7 +176,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   kernel.onClose('engines', async () => {
     await log.close();
     await engines.cache.close();
-    if (analyticsOpened) await (await engines.analytics()).close();
+    if (analyticsOpened) await (await analyticsOpened.catch(() => null))?.close();
     await db.end();
     for (const step of cleanup.reverse()) await step();
     await stopTelemetry();
@@ -179,9 +184,20 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   return kernel;
 };
 
-let analyticsOpened = false;
+/**
+ * The ClickHouse database: CLICKHOUSE_DATABASE, else the one CLICKHOUSE_URL names, else the
+ * PostgreSQL database's name — one deployment's two stores stay paired (and each test database
+ * gets audit views of its own in a shared chdb folder).
+ */
+export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' | 'CLICKHOUSE_URL'>, databaseUrl: string): string => {
+  if (config.CLICKHOUSE_DATABASE) return config.CLICKHOUSE_DATABASE;
+  const named = config.CLICKHOUSE_URL ? databaseOfUrl(config.CLICKHOUSE_URL) : null;
+  if (named) return named;
+  const pg = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, '')).replace(/[^A-Za-z0-9_]/g, '_');
+  return /^[A-Za-z_]/.test(pg) ? pg : `platform${pg ? `_${pg}` : ''}`;
+};
 
-const openEngines = async (config: Config, role: string): Promise<Engines> => {
+const openEngines = async (config: Config, role: string, databaseUrl: string): Promise<Engines> => {
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
@@ -198,14 +214,20 @@ const openEngines = async (config: Config, role: string): Promise<Engines> => {
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
     objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {
-      analyticsOpened = true;
-      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR });
+      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
+        // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
+        // with the client's own 30 s deadline: exports and archives read large ranges; its refusals of a query are answers
+        .then((store) => (config.CLICKHOUSE_URL ? guardPort(store, new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e) }), new Set(['query'])) : store));
       return analytics;
     },
     // a scan reads its stream once: never retried
     scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
   };
 };
+
+/** an error ClickHouse answered with (a refused query), as opposed to a failure to reach it */
+const isClickHouseAnswer = (error: unknown): boolean =>
+  error instanceof Error && 'type' in error && /^\d+$/.test(String((error as { code?: unknown }).code ?? ''));
 
 /** object store calls that may be repeated safely */
 const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);

@@ -1,6 +1,6 @@
 import type { Config } from '../config';
 import { ConfigError } from '../config';
-import type { AnyProjection } from '../projections/projection';
+import type { RegisteredProjection } from '../projections/projection';
 import type { Role } from './platform';
 
 /**
@@ -13,7 +13,7 @@ export interface RoleCheck {
   /** for role projector: the projection named on the command line */
   projection?: string;
   /** the projections this platform registers */
-  projections: readonly Pick<AnyProjection, 'name' | 'mode'>[];
+  projections: readonly Pick<RegisteredProjection, 'name' | 'mode'>[];
 }
 
 export const roleConfigProblems = ({ role, config, projection, projections }: RoleCheck): string[] => {

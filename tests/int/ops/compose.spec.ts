@@ -7,7 +7,7 @@ import { parseCommandLine } from '../../../infra/cli/commands';
 import type { Config } from '../../../infra/config';
 import { loadConfig } from '../../../infra/config';
 import { discoverModules } from '../../../infra/modules';
-import type { AnyProjection } from '../../../infra/projections/projection';
+import type { RegisteredProjection } from '../../../infra/projections/projection';
 import { roleConfigProblems } from '../../../infra/runtime/role-config';
 import type { ComposeFile, ComposeService, Vars } from '../../support/compose';
 import { commandOf, durationMs, loadCompose, parseDotEnv, serviceEnvironment } from '../../support/compose';
@@ -25,7 +25,7 @@ const dotEnv: Vars = { ...example, PLATFORM_SECRET_KEY: randomBytes(32).toString
 interface Role { name: string; service: ComposeService; invocation: Invocation; env: Vars }
 let compose: ComposeFile;
 let roles: Role[];
-let projections: AnyProjection[];
+let projections: RegisteredProjection[];
 
 /** the services built from this repository's Dockerfile: the platform's roles and jobs */
 const platformServices = (c: ComposeFile) => Object.entries(c.services).filter(([, s]) => s.build !== undefined || s.image === 'platform:local');

@@ -1,0 +1,152 @@
+import { Readable } from 'node:stream';
+import type { Overlay } from '../../domain/audit/anonymization';
+import { redact } from '../../domain/audit/anonymization';
+import type { ExportFormat } from '../../domain/audit/export';
+import { exportFormat } from '../../domain/audit/export';
+import { monthKey, monthsOf } from './months';
+import type { AuditRecordView } from '../../domain/audit/record';
+import { isoOf, viewOf } from '../../projections/audit/rows';
+import type { Kernel } from '../../infra/kernel';
+import { listRecords } from '../../projections/audit/queries';
+import { hasPendingAnonymization, loadOverlay } from './anonymize';
+import { readArchive } from './archive';
+
+const CHUNK = 5000;
+
+export interface ExportRange {
+  tenantId: string;
+  since: Date;
+  until: Date;
+}
+
+/** the hot records of a range, oldest first, a chunk of rows in memory at a time */
+async function* hotRecords(kernel: Kernel, range: ExportRange, overlay: Overlay | null): AsyncGenerator<AuditRecordView> {
+  const ch = await kernel.analytics();
+  let after: { timestamp: string; id: string } | undefined;
+  for (;;) {
+    const rows = await listRecords(ch, range.tenantId, { filter: { since: range.since, until: range.until }, after, limit: CHUNK, order: 'oldest' });
+    for (const row of rows) yield redact(viewOf(row), overlay);
+    if (rows.length < CHUNK) return;
+    const last = rows[rows.length - 1]!;
+    after = { timestamp: isoOf(last.timestamp), id: last.id };
+  }
+}
+
+/** a range restored month by month: from the month's cold archive when there is one, else from the hot store */
+async function* restoredRecords(kernel: Kernel, range: ExportRange, overlay: Overlay | null): AsyncGenerator<AuditRecordView> {
+  const { rows } = await kernel.db.query<{ month: string; object_key: string }>('SELECT month, object_key FROM audit.archives WHERE tenant_id = $1', [range.tenantId]);
+  const archives = new Map(rows.map((r) => [r.month, r.object_key]));
+  for (const month of monthsOf(range.since, range.until)) {
+    const end = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 1));
+    const slice = { ...range, since: new Date(Math.max(month.getTime(), range.since.getTime())), until: new Date(Math.min(end.getTime(), range.until.getTime())) };
+    const key = archives.get(monthKey(month));
+    if (!key) {
+      yield* hotRecords(kernel, slice, overlay);
+      continue;
+    }
+    for await (const row of readArchive(kernel, key)) {
+      const t = Date.parse(row.timestamp);
+      if (t >= slice.since.getTime() && t < slice.until.getTime()) yield redact(viewOf(row), overlay);
+    }
+  }
+}
+
+/** an export file as a byte stream: head, one record at a time, tail */
+const encode = (records: AsyncIterable<AuditRecordView>, format: ExportFormat, onDone?: (count: number) => void): Readable => {
+  const f = exportFormat(format);
+  return Readable.from((async function* () {
+    yield f.head;
+    let count = 0;
+    for await (const record of records) yield f.item(record, count++);
+    yield f.tail(count);
+    onDone?.(count);
+  })());
+};
+
+/** GET /audit/export of a hot range: the file, streamed */
+export const streamHotExport = async (kernel: Kernel, range: ExportRange, format: ExportFormat): Promise<Readable> =>
+  encode(hotRecords(kernel, range, await loadOverlay(kernel, range.tenantId)), format);
+
+/**
+ * Waits while an anonymization of the tenant is still being applied (spec 002: an export blocks
+ * until pending anonymizations are done), at most `maxWaitMs`; answers whether none is left.
+ */
+export const anonymizationsSettled = async (kernel: Kernel, tenantId: string, maxWaitMs: number): Promise<boolean> => {
+  const deadline = Date.now() + maxWaitMs;
+  for (;;) {
+    if (!(await hasPendingAnonymization(kernel.db, tenantId))) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+export interface ExportJobView {
+  jobId: string;
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  format: ExportFormat;
+  since: string;
+  until: string;
+  records: number | null;
+  error: string | null;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+interface JobRow {
+  id: string; tenant_id: string; format: ExportFormat; since: Date; until: Date; status: ExportJobView['status'];
+  object_key: string | null; records: string | null; error: string | null; created_at: Date; completed_at: Date | null;
+}
+
+const jobView = (r: JobRow): ExportJobView => ({
+  jobId: r.id, status: r.status, format: r.format, since: r.since.toISOString(), until: r.until.toISOString(),
+  records: r.records === null ? null : Number(r.records), error: r.error, createdAt: r.created_at.toISOString(), completedAt: r.completed_at?.toISOString() ?? null,
+});
+
+export const createExportJob = async (kernel: Kernel, range: ExportRange, format: ExportFormat, requestedBy: string): Promise<ExportJobView> => {
+  const { rows: [row] } = await kernel.db.query<JobRow>(
+    `INSERT INTO audit.export_jobs (id, tenant_id, requested_by, format, since, until, status, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7) RETURNING *`,
+    [kernel.ids.next(), range.tenantId, requestedBy, format, range.since, range.until, kernel.clock.now()]);
+  return jobView(row!);
+};
+
+/** the tenant's job, or null (another tenant's id included) */
+export const findExportJob = async (kernel: Kernel, tenantId: string, jobId: string): Promise<(ExportJobView & { objectKey: string | null }) | null> => {
+  const { rows: [row] } = await kernel.db.query<JobRow>('SELECT * FROM audit.export_jobs WHERE tenant_id = $1 AND id = $2', [tenantId, jobId]);
+  return row ? { ...jobView(row), objectKey: row.object_key } : null;
+};
+
+/**
+ * Runs the oldest queued export job (restore from the cold archives, overlay applied, file written
+ * to the object store). A job waits while its tenant has an anonymization pending. Returns whether
+ * it ran one.
+ */
+export const runNextExportJob = async (kernel: Kernel): Promise<boolean> => {
+  const { rows: [job] } = await kernel.db.query<JobRow>(
+    `UPDATE audit.export_jobs SET status = 'running', started_at = now() WHERE id = (
+       SELECT j.id FROM audit.export_jobs j WHERE (j.status = 'queued' OR (j.status = 'running' AND j.started_at < now() - interval '1 hour'))
+         AND NOT EXISTS (SELECT 1 FROM audit.anonymizations a WHERE a.tenant_id = j.tenant_id AND a.status = 'pending')
+       ORDER BY j.created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+     RETURNING *`);
+  if (!job) return false;
+  const key = `audit/exports/${job.tenant_id}/${job.id}.${job.format}`;
+  try {
+    const range = { tenantId: job.tenant_id, since: job.since, until: job.until };
+    let records = 0;
+    const file = encode(restoredRecords(kernel, range, await loadOverlay(kernel, job.tenant_id)), job.format, (n) => { records = n; });
+    await kernel.engines.objects.put(key, file, { contentType: exportFormat(job.format).contentType });
+    await kernel.db.query(`UPDATE audit.export_jobs SET status = 'completed', object_key = $2, records = $3, completed_at = now() WHERE id = $1`, [job.id, key, records]);
+  } catch (error) {
+    kernel.logger.error({ err: error, jobId: job.id }, 'audit export job failed');
+    await kernel.db.query(`UPDATE audit.export_jobs SET status = 'failed', error = $2, completed_at = now() WHERE id = $1`, [job.id, 'the export could not be written; request it again']);
+  }
+  return true;
+};
+
+/** deletes finished export jobs and their files after `days` */
+export const purgeExportJobs = async (kernel: Kernel, days: number): Promise<number> => {
+  const { rows } = await kernel.db.query<{ id: string; object_key: string | null }>(
+    `DELETE FROM audit.export_jobs WHERE status IN ('completed', 'failed') AND completed_at < now() - make_interval(days => $1) RETURNING id, object_key`, [days]);
+  for (const r of rows) if (r.object_key) await kernel.engines.objects.delete(r.object_key);
+  return rows.length;
+};
