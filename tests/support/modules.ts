@@ -20,6 +20,8 @@ export const TEST_MODULES = {
     return mergeModules({ write: [write.default], read: [read.default], projections: projections.default.projections });
   },
   money: async () => (await import('./money')).moneyModules,
+  /** the audit service with the gateway's fallback replay (needs one ClickHouse for all roles: chdb is one process's) */
+  audit: async () => (await import('./audit')).auditModules,
   /** the gateway's audit fallback replay */
   'gateway-workers': async () => mergeModules({ workers: [(await import('../../workers/gateway')).default] }),
   /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */

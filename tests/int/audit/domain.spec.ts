@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeModules } from '../../../infra/modules';
 import type { Body } from '../../support/audit';
-import { auditModules, eventually } from '../../support/audit';
+import { eventually } from '../../support/audit';
 import type { IdentityPlatform, Member, Registered } from '../../support/identity';
 import { addMember, PASSWORD, registerUser, startIdentityPlatform } from '../../support/identity';
-import { moneyModules } from '../../support/money';
 
 /**
  * The audit view of the domain (issue 11) and the anonymization overlay, on the real identity
@@ -17,7 +15,7 @@ let owner: Registered;
 let member: Member;
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ extra: mergeModules(auditModules, moneyModules) });
+  p = await startIdentityPlatform({ modules: ['identity', 'money', 'audit'] });
   owner = await registerUser(p, { tenantName: 'Audit Co' });
   member = await addMember(p, owner, { name: 'Grace Hopper' });
 });
