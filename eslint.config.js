@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.test-infra/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', '.data/**', '.test-infra/**', 'coverage/**', '.scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

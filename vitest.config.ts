@@ -22,6 +22,8 @@ export const SPLIT_SUITES = [
   'tests/int/identity/burst.spec.ts',
   'tests/int/gateway/hardening.spec.ts',
   'tests/int/money/owners.spec.ts',
+  'tests/int/audit/api.spec.ts',
+  'tests/int/audit/domain.spec.ts',
   'tests/int/money/api.spec.ts',
   'tests/int/money/mixed.spec.ts',
   'tests/int/gateway/edge.spec.ts',

@@ -48,6 +48,8 @@ export const ConfigSchema = z.object({
   DATABASE_POOL_WAIT_MS: int(5000, 100),
   KAFKA_BROKERS: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'expected a comma-separated list of host:port, such as kafka:9092').optional(),
   KAFKA_CLIENT_ID: z.string().default('platform'),
+  /** a prefix of every topic and consumer group on the cluster, for platforms that share one Kafka (default none) */
+  KAFKA_NAMESPACE: z.string().regex(/^[A-Za-z0-9._-]*$/, 'expected letters, digits, dots, dashes or underscores, such as staging.').default(''),
   KAFKA_PARTITIONS: int(3, 1),
   KAFKA_RETENTION_HOURS: int(168, 1),
   CLICKHOUSE_URL: url('http://user:password@clickhouse:8123/platform').optional(),

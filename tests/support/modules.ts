@@ -32,6 +32,9 @@ export const TEST_MODULES = {
 
 export type TestModuleName = keyof typeof TEST_MODULES;
 
+/** modules whose roles need one ClickHouse between them in the split run (chdb is one process's) */
+export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit']);
+
 export const isTestModuleName = (name: string): name is TestModuleName => Object.hasOwn(TEST_MODULES, name);
 
 /** the named modules; a projection two of them bring (money brings identity's read models) is kept once */
