@@ -159,7 +159,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
-  const engines = await openEngines(config, options.role ?? 'cli');
+  const engines = await openEngines(config, options.role ?? 'cli', options.clock);
   const modules = options.modules ?? (await discoverModules());
   const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids });
   kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
@@ -181,12 +181,12 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
 
 let analyticsOpened = false;
 
-const openEngines = async (config: Config, role: string): Promise<Engines> => {
+const openEngines = async (config: Config, role: string, clock?: Clock): Promise<Engines> => {
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
   const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean): T =>
-    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure }), idempotent) : port;
+    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent) : port;
   const objects = createObjectStore({
     dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
     s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
@@ -195,7 +195,8 @@ const openEngines = async (config: Config, role: string): Promise<Engines> => {
   return {
     secrets,
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: 'platform:' }),
-    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
+    // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
+    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set(), (e) => !isSmtpRefusal(e)),
     objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {
       analyticsOpened = true;
@@ -205,6 +206,12 @@ const openEngines = async (config: Config, role: string): Promise<Engines> => {
     // a scan reads its stream once: never retried
     scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
   };
+};
+
+/** an SMTP server's permanent refusal of one message (5xx reply) */
+const isSmtpRefusal = (e: unknown): boolean => {
+  const code = (e as { responseCode?: unknown } | null)?.responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
 };
 
 /** object store calls that may be repeated safely */
