@@ -13,6 +13,7 @@ import { HEAD_JOIN, NotificationBatch } from './event-batch';
 import { workerIsLive } from './worker-session';
 
 interface QueueRow extends HeadColumns {
+  seq: string;
   module: string | null;
   rate_limited: boolean;
   channel_type: string;
@@ -56,13 +57,13 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
   const exhausted = (scope: string, limit: number) =>
     `EXISTS (SELECT 1 FROM notify.rate_windows w WHERE w.scope = ${scope} AND w.window_start > ${literal(new Date(now.getTime() - 60_000))} AND w.used >= ${limit})`;
   const [, found] = await tx.query(`BEGIN;
-    SELECT d.id, d.tenant_id, d.module, d.rate_limited, d.channel_type, d.channel_id, d.priority, d.attempt, d.possible_duplicate, d.message, d.created_at,
+    SELECT d.id, d.seq, d.tenant_id, d.module, d.rate_limited, d.channel_type, d.channel_id, d.priority, d.attempt, d.possible_duplicate, d.message, d.created_at,
            s.version, s.state, s.state_schema
       FROM notify.deliveries d ${HEAD_JOIN}
      WHERE d.state = 'queued' AND d.due_at <= ${literal(now)}
        AND NOT (d.rate_limited AND ${exhausted(`'t:' || d.tenant_id`, settings.ratePerTenant)})
        AND NOT (d.rate_limited AND d.module IS NOT NULL AND ${exhausted(`'m:' || d.tenant_id || ':' || d.module`, settings.ratePerModule)})
-     ORDER BY d.priority DESC, d.due_at, d.id
+     ORDER BY d.priority DESC, d.due_at, d.seq
      LIMIT ${settings.workerBatch}
      FOR UPDATE OF d SKIP LOCKED`) as unknown as [unknown, { rows: QueueRow[] }];
   const candidates = found.rows;
@@ -102,7 +103,7 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
   return claimed.map((row, i) => ({
     row,
     job: {
-      notificationId: row.id, tenantId: row.tenant_id, priority: PRIORITIES[row.priority] ?? 'normal', attempt: row.attempt, possibleDuplicate: row.possible_duplicate,
+      notificationId: row.id, tenantId: row.tenant_id, queuedSeq: Number(row.seq), priority: PRIORITIES[row.priority] ?? 'normal', attempt: row.attempt, possibleDuplicate: row.possible_duplicate,
       channel: { name: row.channel_type, type: row.channel_type, id: row.channel_id, config: configs[i]! }, message: row.message, createdAt: row.created_at.toISOString(),
     },
   }));

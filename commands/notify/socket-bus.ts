@@ -59,8 +59,8 @@ class RedisSocketBus implements SocketBus {
   private readonly channel: string;
 
   constructor(private readonly url: string, private readonly onError: (error: Error) => void) {
-    // fails fast while Redis is down: the delivery is retried, and the buffer keeps it for replay meanwhile
-    this.publisher = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 5_000 });
+    // a publish waits for the connection at most 5 s: then the delivery is retried (the buffer keeps the message for replay meanwhile)
+    this.publisher = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 5_000 });
     this.publisher.on('error', onError);
     this.channel = `platform:${CHANNEL}`;
   }

@@ -91,15 +91,21 @@ export class SocketHub {
     }
   }
 
-  /** up to 100 messages after the last one the client saw, within the hour, oldest first; the newest 100 of the hour when that one is unknown */
+  /**
+   * What the client missed: the messages delivered after the last one it saw, within the hour (the
+   * 100 sent last of them), in the order they were sent; the last 100 of the hour when the last one
+   * it saw is unknown (expired from the buffer).
+   */
   async replay(tenantId: string, userId: string, lastId: string | null): Promise<SocketPayload[]> {
     const since = new Date(this.kernel.clock.now().getTime() - REPLAY_WINDOW_MS);
     const { rows } = await this.kernel.db.query<{ payload: SocketPayload }>(
-      `SELECT payload FROM notify.socket_buffer
-        WHERE tenant_id = $1 AND user_id = $2 AND created_at > $3
-          AND seq > coalesce((SELECT seq FROM notify.socket_buffer WHERE tenant_id = $1 AND user_id = $2 AND notification_id = $4::uuid), 0)
-        ORDER BY seq DESC LIMIT $5`, [tenantId, userId, since, lastId, REPLAY_LIMIT]);
-    return rows.map((r) => r.payload).reverse();
+      `SELECT payload FROM (
+         SELECT payload, queued_seq FROM notify.socket_buffer
+          WHERE tenant_id = $1 AND user_id = $2 AND created_at > $3
+            AND seq > coalesce((SELECT seq FROM notify.socket_buffer WHERE tenant_id = $1 AND user_id = $2 AND notification_id = $4::uuid), 0)
+          ORDER BY queued_seq DESC LIMIT $5) missed
+        ORDER BY queued_seq`, [tenantId, userId, since, lastId, REPLAY_LIMIT]);
+    return rows.map((r) => r.payload);
   }
 
   /** one client: authentication, replay, then live messages */

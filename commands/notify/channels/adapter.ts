@@ -26,6 +26,8 @@ export interface DeliveryMessage {
 export interface DeliveryJob {
   notificationId: string;
   tenantId: string;
+  /** the queue's acceptance order (notify.deliveries.seq) */
+  queuedSeq: number;
   priority: Priority;
   /** 1-based attempt of this cycle */
   attempt: number;

@@ -27,9 +27,9 @@ export const websocketAdapter = (kernel: Kernel): ChannelAdapter => ({
     try {
       // a second attempt finds the row of the first: the same seq is published again (clients dedupe by notification_id)
       const { rows } = await kernel.db.query<{ seq: string }>(
-        `INSERT INTO notify.socket_buffer (tenant_id, user_id, notification_id, payload, created_at) VALUES ($1, $2, $3, $4, $5)
+        `INSERT INTO notify.socket_buffer (queued_seq, tenant_id, user_id, notification_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (tenant_id, notification_id) DO UPDATE SET payload = notify.socket_buffer.payload RETURNING seq`,
-        [job.tenantId, userId, job.notificationId, JSON.stringify(payload), kernel.clock.now()]);
+        [job.queuedSeq, job.tenantId, userId, job.notificationId, JSON.stringify(payload), kernel.clock.now()]);
       await socketBus(kernel).publish({ tenantId: job.tenantId, userId, seq: Number(rows[0]!.seq), notificationId: job.notificationId, payload });
       return { ok: true };
     } catch (error) {

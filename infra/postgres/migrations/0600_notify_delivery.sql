@@ -12,6 +12,8 @@ CREATE SCHEMA IF NOT EXISTS notify;
 -- whose process died is found (its lock is gone) and queued again at once.
 CREATE TABLE notify.deliveries (
   id                 uuid PRIMARY KEY,
+  -- acceptance order: first in, first out among messages of one priority due at the same time
+  seq                bigint GENERATED ALWAYS AS IDENTITY,
   tenant_id          text NOT NULL,
   module             text,
   rate_limited       boolean NOT NULL,
@@ -28,7 +30,7 @@ CREATE TABLE notify.deliveries (
   last_error         text,
   created_at         timestamptz NOT NULL
 );
-CREATE INDEX deliveries_due ON notify.deliveries (priority DESC, due_at, id) WHERE state = 'queued';
+CREATE INDEX deliveries_due ON notify.deliveries (priority DESC, due_at, seq) WHERE state = 'queued';
 CREATE INDEX deliveries_pending_per_tenant ON notify.deliveries (tenant_id) WHERE state <> 'failed';
 CREATE INDEX deliveries_sending ON notify.deliveries (lease_until) WHERE state = 'sending';
 CREATE INDEX deliveries_failed ON notify.deliveries (created_at) WHERE state = 'failed';
@@ -42,9 +44,11 @@ CREATE TABLE notify.rate_windows (
 );
 
 -- What the websocket channel delivered, kept an hour for replay after a reconnect (spec 002: up to
--- 100 messages from a buffer kept 1 hour). seq orders one user's messages.
+-- 100 messages from a buffer kept 1 hour). seq is the delivery order (a replay takes what was
+-- delivered after the client's last message), queued_seq the acceptance order (a replay is sent in it).
 CREATE TABLE notify.socket_buffer (
   seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  queued_seq      bigint NOT NULL,
   tenant_id       text NOT NULL,
   user_id         text NOT NULL,
   notification_id uuid NOT NULL,
