@@ -40,7 +40,7 @@ for (const bus of ['redis', 'postgres'] as const) {
     let edge: TestPlatform;
     /** serves the API and delivers */
     let deliverer: TestPlatform;
-    const env = bus === 'redis' ? { REDIS_URL: requireEnv('TEST_REDIS_URL') } : {};
+    const env: Record<string, string> = bus === 'redis' ? { REDIS_URL: requireEnv('TEST_REDIS_URL') } : {};
     const tenantId = `t-${bus}`;
 
     beforeAll(async () => {
