@@ -25,10 +25,11 @@ export const purgeExpired = async (kernel: Kernel, ctx: NotifyContext): Promise<
   const now = ctx.clock.now().getTime();
   const historyBefore = new Date(now - ctx.settings.historyRetentionDays * DAY_MS);
   const failedBefore = new Date(now - ctx.settings.failedRetentionDays * DAY_MS);
-  const history = await inChunks(kernel, `DELETE FROM rm.notify_notifications WHERE ctid = ANY(ARRAY(
-    SELECT ctid FROM rm.notify_notifications WHERE created_at < $1 AND status = 'delivered' LIMIT ${CHUNK}))`, [historyBefore]);
-  const failed = await inChunks(kernel, `DELETE FROM rm.notify_notifications WHERE ctid = ANY(ARRAY(
-    SELECT ctid FROM rm.notify_notifications WHERE status = 'failed' AND failed_at < $1 LIMIT ${CHUNK}))`, [failedBefore]);
+  // through the view rm.notify_notifications (a simple view: PostgreSQL deletes from the active generation)
+  const history = await inChunks(kernel, `DELETE FROM rm.notify_notifications WHERE (tenant_id, id) IN (
+    SELECT tenant_id, id FROM rm.notify_notifications WHERE created_at < $1 AND status = 'delivered' LIMIT ${CHUNK})`, [historyBefore]);
+  const failed = await inChunks(kernel, `DELETE FROM rm.notify_notifications WHERE (tenant_id, id) IN (
+    SELECT tenant_id, id FROM rm.notify_notifications WHERE status = 'failed' AND failed_at < $1 LIMIT ${CHUNK})`, [failedBefore]);
   await inChunks(kernel, `DELETE FROM notify.deliveries WHERE id IN (SELECT id FROM notify.deliveries WHERE state = 'failed' AND created_at < $1 LIMIT ${CHUNK})
     AND NOT EXISTS (SELECT 1 FROM rm.notify_notifications n WHERE n.tenant_id = notify.deliveries.tenant_id AND n.id = notify.deliveries.id::text)`, [failedBefore]);
   const buffer = await inChunks(kernel, `DELETE FROM notify.socket_buffer WHERE seq IN (SELECT seq FROM notify.socket_buffer WHERE created_at < $1 LIMIT ${CHUNK})`,
