@@ -9,9 +9,9 @@ const base64url = (bytes: number) => z.string().regex(/^[A-Za-z0-9_-]+$/, 'expec
 
 /** the notification variables (spec 002, Limits, and what it leaves open); read from the environment once per process */
 export const NotifySettingsSchema = z.object({
-  NOTIFY_RATE_LIMIT_PER_TENANT: int(100, 1, 1_000_000),
-  NOTIFY_RATE_LIMIT_PER_MODULE: int(50, 1, 1_000_000),
-  NOTIFY_QUEUE_MAX_PER_TENANT: int(10_000, 1, 10_000_000),
+  NOTIFY_RATE_LIMIT_PER_TENANT: int(100, 1, 1_000_000_000),
+  NOTIFY_RATE_LIMIT_PER_MODULE: int(50, 1, 1_000_000_000),
+  NOTIFY_QUEUE_MAX_PER_TENANT: int(10_000, 1, 1_000_000_000),
   NOTIFY_HISTORY_RETENTION_DAYS: int(90, 1, 3650),
   NOTIFY_FAILED_RETENTION_DAYS: int(180, 1, 3650),
   NOTIFY_ATTEMPT_TIMEOUT_SEC: int(10, 1, 300),
