@@ -6,13 +6,16 @@ import { ChannelView, NotificationView, TemplateView } from '../../domain/notify
 import { notifyContext } from '../../commands/notify/context';
 import { installNotifyPort } from '../../commands/notify/port';
 import { Instant } from '../../infra/http/instant';
-import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
+import type { Cursor } from '../../infra/http/pagination';
+import { decodeCursor, encodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
 import { builtInChannels, findNotification, findTemplateView, listChannels, listFailed, listNotifications, notificationOf, templateOf, listTemplates } from '../../projections/notify/queries';
 import { socketHub } from './socket';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const TimeCursor = z.object({ t: Instant, id: z.uuid() }).transform((c) => ({ at: c.t, id: c.id }));
+/** channels: built-in ones first (b: how many were shown), then registered ones by name (n: the last shown; '' for none yet) */
+const ChannelCursor = z.union([z.object({ b: z.number().int().min(0).max(100) }).strict(), z.object({ n: z.string().max(256).refine((s) => !s.includes('\0')) }).strict()]);
 const read = { access: 'permission', permission: 'notify.read' } as const;
 const Status = NotificationView.shape.status;
 
@@ -81,11 +84,17 @@ export default defineRoutes({
       schema: { summary: 'Channels: the built-in ones, then those the tenant registered', querystring: z.object(pageQuery), response: { 200: pageEnvelope(ChannelView) } },
     }, async (request) => {
       const q = request.query;
-      const after = decodeCursor(q.page_token, ['n']);
-      const builtIn = after ? [] : builtInChannels(new Set(notifyContext(kernel).adapters.keys())).slice(0, q.page_size);
-      const rows = await listChannels(kernel.db, tenantOf(request), { afterName: after?.n, limit: q.page_size - builtIn.length + 1 });
-      const page = toPage(rows, q.page_size - builtIn.length, ({ cursor: _cursor, ...view }) => view, (row) => ({ n: row.cursor }));
-      return { ...page, data: [...builtIn, ...page.data] };
+      const after = decodeCursor(q.page_token, ChannelCursor);
+      const all = builtInChannels(new Set(notifyContext(kernel).adapters.keys()));
+      const from = after && 'b' in after ? after.b : after ? all.length : 0;
+      const builtIn = all.slice(from, from + q.page_size);
+      const room = q.page_size - builtIn.length;
+      const rows = await listChannels(kernel.db, tenantOf(request), { afterName: after && 'n' in after ? after.n : undefined, limit: room + 1 });
+      const shown = rows.slice(0, room);
+      const data = [...builtIn, ...shown.map(({ cursor: _cursor, ...view }) => view)];
+      // the next page starts at the next built-in channel, or after the last registered one shown
+      const next: Cursor | null = from + builtIn.length < all.length ? { b: from + builtIn.length } : rows.length > room ? { n: shown.at(-1)?.cursor ?? '' } : null;
+      return next ? { data, next_page_token: encodeCursor(next) } : { data };
     });
 
     r.get('/notify/push/vapid-key', {

@@ -115,6 +115,7 @@ export class SocketHub {
     let alive = true;
     const authTimer = setTimeout(() => socket.close(4408, 'send {"type":"auth","token":…} first'), AUTH_TIMEOUT_MS);
     const heartbeat = setInterval(() => {
+      if (socket.readyState !== socket.OPEN) return;
       if (!alive) { socket.terminate(); return; }
       alive = false;
       socket.ping();
@@ -136,6 +137,8 @@ export class SocketHub {
       void this.authenticate(socket, message).then((c) => {
         clearTimeout(authTimer);
         connection = c;
+        // closed while it was being authenticated: the close handler saw no connection yet
+        if (socket.readyState === socket.CLOSED || socket.readyState === socket.CLOSING) this.detach(c);
       }, () => socket.close(4401, 'unauthorized'));
     });
   }

@@ -81,6 +81,15 @@ describe('the channels', () => {
     const second = await c.get(`/notify/channels?page_size=4&page_token=${first.body.next_page_token}`);
     expect(second.body.data.map((ch: { name: string }) => ch.name)).toEqual(['b-chan', 'c-chan']);
     expect(second.body.next_page_token).toBeUndefined();
+    // a page smaller than the built-in channels still reaches every channel
+    const names: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await c.get(`/notify/channels?page_size=2${token ? `&page_token=${token}` : ''}`);
+      names.push(...page.body.data.map((ch: { name: string }) => ch.name));
+      token = page.body.next_page_token;
+    } while (token);
+    expect(names).toEqual(['email', 'websocket', 'push', 'Acme Mail', 'b-chan', 'c-chan']);
   });
 });
 
