@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import { trace, type Span } from '@opentelemetry/api';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyContextConfig, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
@@ -221,6 +222,8 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     transform: openApiTransform,
   });
 
+  // WebSocket routes (the real-time socket of notify); a message is at most 64 KiB (clients send auth and pings)
+  await app.register(websocket, { options: { maxPayload: 65_536 } });
   registerOperational(app, kernel);
   const routeDoc = (key: string): RouteDoc | null => {
     const route = routes.get(key);

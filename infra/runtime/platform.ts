@@ -160,7 +160,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
-  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl);
+  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl, options.clock);
   // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
   let analyticsOpened: Promise<AnalyticsStore> | null = null;
   const openAnalytics = engines.analytics;
@@ -197,12 +197,12 @@ export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' |
   return /^[A-Za-z_]/.test(pg) ? pg : `platform${pg ? `_${pg}` : ''}`;
 };
 
-const openEngines = async (config: Config, role: string, databaseUrl: string): Promise<Engines> => {
+const openEngines = async (config: Config, role: string, databaseUrl: string, clock?: Clock): Promise<Engines> => {
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
   const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean): T =>
-    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure }), idempotent) : port;
+    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent) : port;
   const objects = createObjectStore({
     dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
     s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
@@ -211,13 +211,14 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
   return {
     secrets,
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX }),
-    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
+    // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
+    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set(), (e) => !isSmtpRefusal(e)),
     objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {
       analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
         // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
         // with the client's own 30 s deadline: exports and archives read large ranges; its refusals of a query are answers
-        .then((store) => (config.CLICKHOUSE_URL ? guardPort(store, new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e) }), new Set(['query'])) : store));
+        .then((store) => (config.CLICKHOUSE_URL ? guardPort(store, new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e), clock }), new Set(['query'])) : store));
       return analytics;
     },
     // a scan reads its stream once: never retried
@@ -228,6 +229,12 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
 /** an error ClickHouse answered with (a refused query), as opposed to a failure to reach it */
 const isClickHouseAnswer = (error: unknown): boolean =>
   error instanceof Error && 'type' in error && /^\d+$/.test(String((error as { code?: unknown }).code ?? ''));
+
+/** an SMTP server's permanent refusal of one message (5xx reply) */
+const isSmtpRefusal = (e: unknown): boolean => {
+  const code = (e as { responseCode?: unknown } | null)?.responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
+};
 
 /** object store calls that may be repeated safely */
 const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);

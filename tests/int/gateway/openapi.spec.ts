@@ -55,7 +55,7 @@ const problemRef = (op: Operation, status: number) => op.responses[String(status
 
 describe('the OpenAPI documents', () => {
   it('exist for the namespaces the installed services serve', () => {
-    expect([...documents.keys()]).toEqual(expect.arrayContaining(['iam', 'money', 'gateway']));
+    expect([...documents.keys()]).toEqual(expect.arrayContaining(['iam', 'money', 'notify', 'gateway']));
   });
 
   it('each pass openapi-spec-validator', async () => {
