@@ -45,7 +45,7 @@ const uniformRandom = () => randomInt(0, 2 ** 32) / 2 ** 32;
 /** installs the context; tests pass overrides (settings, a directory, a push agent) */
 export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {}): NotifyContext => {
   const previous = contexts.get(kernel);
-  const settings = { ...(previous?.settings ?? loadNotifySettings()), ...overrides.settings };
+  const settings = { ...(previous?.settings ?? loadNotifySettings(kernel.config.env)), ...overrides.settings };
   const context: NotifyContext = {
     settings,
     directory: overrides.directory ?? previous?.directory ?? identityDirectory,
