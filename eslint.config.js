@@ -23,5 +23,5 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: globals.node } },
-  { files: ['infra/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'gateway/snapshot-cli.ts'], rules: { 'no-console': 'off' } },
+  { files: ['app/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'gateway/snapshot-cli.ts'], rules: { 'no-console': 'off' } },
 );

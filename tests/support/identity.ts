@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
-import { startPlatform } from '../../infra/runtime/platform';
+import { startPlatform } from '../../app/platform';
 import { identity } from '../../commands/identity/runtime';
 import type { TestClock } from './clock';
 import { offsetClock } from './clock';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
-import { openKernel } from '../../infra/runtime/platform';
+import { openKernel } from '../../app/platform';
 import type { TestClock } from './clock';
 import type { TestDatabase } from './db';
 import { createTestDatabase } from './db';

@@ -6,7 +6,7 @@ import { actionFilter } from '../../../domain/audit/filters';
 import type { AuditRecordView } from '../../../domain/audit/record';
 import { recordOfAuditEvent, recordOfDomainEvent } from '../../../domain/audit/sources';
 import type { StoredEvent } from '../../../domain/shared/event';
-import { parseCommandLine } from '../../../infra/cli/commands';
+import { parseCommandLine } from '../../../app/cli/commands';
 import { chain, START, verifyPage } from '../../../projections/audit/chain';
 import { rowOf } from '../../../projections/audit/rows';
 

@@ -1,9 +1,9 @@
 import type { StoredEvent } from '../../domain/shared/event';
-import type { Kernel } from '../kernel';
-import type { LogRecord } from '../log/port';
-import { inTransaction } from '../postgres/db';
-import { executeBatch } from '../projections/batch';
-import { isAnalytics, relationsFor, statementsFor } from '../projections/projection';
+import type { Kernel } from '../../infra/kernel';
+import type { LogRecord } from '../../infra/log/port';
+import { inTransaction } from '../../infra/postgres/db';
+import { executeBatch } from '../../infra/projections/batch';
+import { isAnalytics, relationsFor, statementsFor } from '../../infra/projections/projection';
 import { progressBar } from './progress';
 
 export interface ReplayOptions {

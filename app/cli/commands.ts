@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import type { Role } from '../runtime/platform';
+import type { Role } from '../platform';
 import type { AuditInvocation } from './audit';
 import { AUDIT_USAGE, parseAudit } from './audit';
 

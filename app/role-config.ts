@@ -1,6 +1,6 @@
-import type { Config } from '../config';
-import { ConfigError } from '../config';
-import type { RegisteredProjection } from '../projections/projection';
+import type { Config } from '../infra/config';
+import { ConfigError } from '../infra/config';
+import type { RegisteredProjection } from '../infra/projections/projection';
 import type { Role } from './platform';
 
 /**

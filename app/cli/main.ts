@@ -1,8 +1,8 @@
-import { ConfigError, loadConfig } from '../config';
-import { createLogger } from '../observability/logger';
-import { migrate } from '../postgres/migrate';
-import type { Role } from '../runtime/platform';
-import { openKernel, startPlatform } from '../runtime/platform';
+import { ConfigError, loadConfig } from '../../infra/config';
+import { createLogger } from '../../infra/observability/logger';
+import { migrate } from '../../infra/postgres/migrate';
+import type { Role } from '../platform';
+import { openKernel, startPlatform } from '../platform';
 import type { Invocation } from './commands';
 import { parseCommandLine, USAGE, UsageError } from './commands';
 import { describeError } from './errors';

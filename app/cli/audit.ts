@@ -1,4 +1,4 @@
-import type { Kernel } from '../kernel';
+import type { Kernel } from '../../infra/kernel';
 import { progressBar } from './progress';
 
 /**
