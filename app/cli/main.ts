@@ -104,7 +104,7 @@ const run = async (invocation: Invocation): Promise<void> => {
       return withKernel(async (kernel) => {
         await migrate(kernel.db);
         await kernel.projections.prepare();
-        const { createPlatformOwner } = await import('../../commands/identity/accounts');
+        const { createPlatformOwner } = await import('../../commands/identity/account');
         const { userId, created } = await createPlatformOwner(kernel, { email: invocation.email, password: invocation.password });
         console.log(`${created ? 'created' : 'promoted'} platform owner ${invocation.email} (${userId})`);
       });

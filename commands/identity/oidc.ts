@@ -7,7 +7,7 @@ import type { OidcProviderConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { hashToken, isOpaqueToken, newOpaqueToken } from '../../infra/security/one-time-tokens';
 import type { ExternalIdentity, Intent, LoginProvider } from './providers';
-import { identity } from './runtime';
+import { identityRuntime as identity } from '../../infra/identity/runtime';
 import { consumeOneTimeToken, createOneTimeToken } from './tokens';
 
 /**
@@ -121,7 +121,7 @@ export const oidcProvider = (kernel: Kernel, config: OidcProviderConfig): LoginP
         emailVerified: email !== '' && info.email_verified === true, displayName: name || email || String(claims.sub),
         firstName: typeof info.given_name === 'string' ? info.given_name : '', lastName: typeof info.family_name === 'string' ? info.family_name : '',
       };
-      const intent: Intent = row.payload.intent === 'link' && row.user_id && row.tenant_id ? { kind: 'link', userId: row.user_id, tenantId: row.tenant_id } : { kind: 'login' };
+      const intent: Intent = row.payload.intent === 'link' && row.userId && row.tenantId ? { kind: 'link', userId: row.userId, tenantId: row.tenantId } : { kind: 'login' };
       return { identity: found, intent };
     },
   };
