@@ -160,7 +160,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
-  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl);
+  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl, options.clock);
   // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
   let analyticsOpened: Promise<AnalyticsStore> | null = null;
   const openAnalytics = engines.analytics;
@@ -197,7 +197,7 @@ export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' |
   return /^[A-Za-z_]/.test(pg) ? pg : `platform${pg ? `_${pg}` : ''}`;
 };
 
-const openEngines = async (config: Config, role: string, databaseUrl: string): Promise<Engines> => {
+const openEngines = async (config: Config, role: string, databaseUrl: string, clock?: Clock): Promise<Engines> => {
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
@@ -210,7 +210,7 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
   const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
   return {
     secrets,
-    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX }),
+    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
     objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
     analytics: () => {

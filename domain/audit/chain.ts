@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { AuditRow, UnchainedRow } from './rows';
 import { isoOf } from './rows';
 
@@ -8,6 +7,8 @@ import { isoOf } from './rows';
  * or reordering one record breaks every link after it. Two chains per tenant: `log` (records of
  * platform.audit.events, in the order the audit consumer appends them) and `domain` (the audit
  * view of domain events, in the global log's order — a rebuild recomputes the very same hashes).
+ * Pure: the SHA-256 function arrives from outside (infra/security/digest.ts), bound once by each
+ * side that links or checks records (commands/audit/chain.ts, projections/audit/index.ts).
  */
 export const GENESIS = '0'.repeat(64);
 const VERSION = 'audit-chain-v1';
@@ -18,15 +19,32 @@ export interface ChainHead {
 }
 export const START: ChainHead = { seq: 0, hash: GENESIS };
 
-/** the hash of a record at its place: covers the previous hash and every stored field */
-export const hashOf = (row: Omit<AuditRow, 'hash'>): string =>
-  createHash('sha256').update(JSON.stringify([
+/** SHA-256 of a text, hex */
+export type Sha256 = (text: string) => string;
+
+export type ChainBreak = { seq: string; id: string; reason: 'altered' | 'broken-link' | 'gap' };
+
+export interface HashChain {
+  /** the hash of a record at its place: covers the previous hash and every stored field */
+  hashOf(row: Omit<AuditRow, 'hash'>): string;
+  /** appends rows of one tenant after its head; returns the chained rows and the new head */
+  chain(head: ChainHead, rows: readonly UnchainedRow[]): { rows: AuditRow[]; head: ChainHead };
+  /**
+   * Walks one tenant's chain in seq order, a page at a time: call with each page; returns the first
+   * break, or null with the head to continue from.
+   */
+  verifyPage(head: ChainHead, rows: readonly AuditRow[]): { head: ChainHead; broken: ChainBreak | null };
+}
+
+export const hashChain = (sha256: Sha256): HashChain => {
+  const hashOf = (row: Omit<AuditRow, 'hash'>): string => sha256(JSON.stringify([
     VERSION, row.prev_hash, row.tenant_id, String(row.seq), row.id, row.action, row.entity_type, row.entity_id, row.actor_id,
     row.actor_ip, row.actor_user_agent, row.before, row.after, row.meta, row.trace_id, isoOf(row.timestamp),
-  ])).digest('hex');
+  ]));
+  return { hashOf, chain: (head, rows) => chain(hashOf, head, rows), verifyPage: (head, rows) => verifyPage(hashOf, head, rows) };
+};
 
-/** appends rows of one tenant after its head; returns the chained rows and the new head */
-export const chain = (head: ChainHead, rows: readonly UnchainedRow[]): { rows: AuditRow[]; head: ChainHead } => {
+const chain = (hashOf: HashChain['hashOf'], head: ChainHead, rows: readonly UnchainedRow[]): { rows: AuditRow[]; head: ChainHead } => {
   let { seq, hash } = head;
   const chained = rows.map((r) => {
     seq += 1;
@@ -37,13 +55,7 @@ export const chain = (head: ChainHead, rows: readonly UnchainedRow[]): { rows: A
   return { rows: chained, head: { seq, hash } };
 };
 
-export type ChainBreak = { seq: string; id: string; reason: 'altered' | 'broken-link' | 'gap' };
-
-/**
- * Walks one tenant's chain in seq order, a page at a time: call with each page; returns the first
- * break, or null with the head to continue from.
- */
-export const verifyPage = (head: ChainHead, rows: readonly AuditRow[]): { head: ChainHead; broken: ChainBreak | null } => {
+const verifyPage = (hashOf: HashChain['hashOf'], head: ChainHead, rows: readonly AuditRow[]): { head: ChainHead; broken: ChainBreak | null } => {
   let current = head;
   for (const row of rows) {
     const seq = Number(row.seq);

@@ -1,6 +1,18 @@
-import type { AuditRecordView, NewAuditRecord } from '../../domain/audit/record';
+import type { AuditRecordView, NewAuditRecord } from './record';
 
 type Json = Record<string, unknown>;
+
+/**
+ * The two ClickHouse tables that hold a tenant's records, with the same columns: the audit store
+ * (records of platform.audit.events, written by the audit consumer) and the audit view of the
+ * domain (a projection of the global log, `audit.domain`, read through its view). Each is one of
+ * the tenant's hash chains.
+ */
+export const RECORDS = 'audit_records';
+export const DOMAIN = 'audit_domain';
+export const DOMAIN_VIEW = 'audit.domain';
+export const CHAINS = { log: RECORDS, domain: DOMAIN } as const;
+export type ChainName = keyof typeof CHAINS;
 
 /**
  * A record as ClickHouse holds it: JSON members as text (hashed as stored), the position in its
@@ -50,3 +62,6 @@ export const viewOf = (row: Omit<AuditRow, 'seq' | 'prev_hash' | 'hash'>): Audit
   actorIp: row.actor_ip, actorUserAgent: row.actor_user_agent, tenantId: row.tenant_id,
   before: parsed(row.before), after: parsed(row.after), meta: parsed(row.meta), traceId: row.trace_id, timestamp: isoOf(row.timestamp),
 });
+
+/** a chained row as ClickHouse takes it (UInt64 as a JSON number) */
+export const insertable = (row: AuditRow) => ({ ...row, seq: Number(row.seq) });
