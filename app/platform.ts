@@ -51,7 +51,7 @@ export interface RunningPlatform {
   app: FastifyInstance;
   /** the address the HTTP server listens on */
   url: string;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 const serves = (role: Role) => ({
@@ -156,7 +156,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
     // a CLI command beside a running `platform start` uses its server
     const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, { useRunning: options.role === undefined });
     databaseUrl = embedded.url;
-    cleanup.push(embedded.stop);
+    cleanup.push(() => embedded.stop());
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
@@ -226,8 +226,10 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
 };
 
 /** an error ClickHouse answered with (a refused query), as opposed to a failure to reach it */
-const isClickHouseAnswer = (error: unknown): boolean =>
-  error instanceof Error && 'type' in error && /^\d+$/.test(String((error as { code?: unknown }).code ?? ''));
+const isClickHouseAnswer = (error: unknown): boolean => {
+  const code = error instanceof Error && 'type' in error ? (error as { code?: unknown }).code : undefined;
+  return (typeof code === 'string' || typeof code === 'number') && /^\d+$/.test(String(code));
+};
 
 /** object store calls that may be repeated safely */
 const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);

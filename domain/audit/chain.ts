@@ -26,14 +26,14 @@ export type ChainBreak = { seq: string; id: string; reason: 'altered' | 'broken-
 
 export interface HashChain {
   /** the hash of a record at its place: covers the previous hash and every stored field */
-  hashOf(row: Omit<AuditRow, 'hash'>): string;
+  hashOf: (row: Omit<AuditRow, 'hash'>) => string;
   /** appends rows of one tenant after its head; returns the chained rows and the new head */
-  chain(head: ChainHead, rows: readonly UnchainedRow[]): { rows: AuditRow[]; head: ChainHead };
+  chain: (head: ChainHead, rows: readonly UnchainedRow[]) => { rows: AuditRow[]; head: ChainHead };
   /**
    * Walks one tenant's chain in seq order, a page at a time: call with each page; returns the first
    * break, or null with the head to continue from.
    */
-  verifyPage(head: ChainHead, rows: readonly AuditRow[]): { head: ChainHead; broken: ChainBreak | null };
+  verifyPage: (head: ChainHead, rows: readonly AuditRow[]) => { head: ChainHead; broken: ChainBreak | null };
 }
 
 export const hashChain = (sha256: Sha256): HashChain => {

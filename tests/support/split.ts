@@ -46,8 +46,8 @@ export interface SplitPlatform {
   database: TestDatabase;
   processes: Record<SplitRole, ChildProcess>;
   /** the JSON log lines of every role so far (each carries its role in `name`) */
-  logLines(): LogLine[];
-  stop(): Promise<void>;
+  logLines: () => LogLine[];
+  stop: () => Promise<void>;
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -49,7 +49,7 @@ const ownerAndMember = async (url: string, smtp: SmtpCapture) => {
   const before = smtp.messages.length;
   expect((await api(url, '/users', { token: owner, body: { email: memberEmail, role_ids: [role.body.id] } })).status).toBe(202);
   const invite = await smtp.waitFor((m) => smtp.messages.indexOf(m) >= before && m.envelope.to.includes(memberEmail) && m.parsed.headers.get('x-platform-purpose') === 'invite');
-  const accepted = await api(url, '/auth/accept-invite', { body: { token: String(invite.parsed.headers.get('x-platform-token')), name: 'Member', password: PASSWORD } });
+  const accepted = await api(url, '/auth/accept-invite', { body: { token: invite.parsed.headers.get('x-platform-token') as string, name: 'Member', password: PASSWORD } });
   expect(accepted.status).toBe(201);
   return { owner, roleId: role.body.id as string, memberId: accepted.body.user.id as string, member: accepted.body.access_token as string };
 };
