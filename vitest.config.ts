@@ -24,6 +24,7 @@ export const SPLIT_SUITES = [
   'tests/int/money/owners.spec.ts',
   'tests/int/audit/api.spec.ts',
   'tests/int/audit/domain.spec.ts',
+  'tests/int/notify/channels.spec.ts',
   'tests/int/money/api.spec.ts',
   'tests/int/money/mixed.spec.ts',
   'tests/int/gateway/edge.spec.ts',

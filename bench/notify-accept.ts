@@ -34,7 +34,7 @@ try {
   await run(1);
   const r = await run(seconds);
   const statuses: Record<string, number> = {};
-  for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) statuses[code] = (v as { count: number }).count;
+  for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) statuses[code] = (v).count;
   const { rows } = await server.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM rm.notify_notifications');
   console.log(`# notifications accepted — ${machine()}, PostgreSQL local, delivery ${deliver ? 'on' : 'off'}`);
   console.log(`accepted ${Math.round(r['2xx'] / seconds)}/s over ${seconds} s, ${connections} connections (aim ≥ 2,000/s); p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, max ${r.latency.max} ms; statuses ${JSON.stringify(statuses)}; history rows ${rows[0]!.n}`);

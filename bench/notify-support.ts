@@ -26,7 +26,7 @@ export const startNotifyServer = async (env: Record<string, string>): Promise<No
   });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
+    child.stdout.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
     child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
   return {

@@ -121,7 +121,11 @@ export const ConfigSchema = z.object({
   }
 });
 
-export type Config = z.infer<typeof ConfigSchema> & { rootUrl: string; appUrl: string; problemsBaseUrl: string };
+export type Config = z.infer<typeof ConfigSchema> & {
+  rootUrl: string; appUrl: string; problemsBaseUrl: string;
+  /** the environment the configuration was read from: services read their own variables (MONEY_*, NOTIFY_*, …) from it, so a test's or a role's environment reaches them the same way */
+  env: Readonly<Record<string, string | undefined>>;
+};
 
 /** A configuration the process cannot run with: one line per problem, naming the variable and what to do. */
 export class ConfigError extends Error {
@@ -160,5 +164,5 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   }
   const c = parsed.data;
   const rootUrl = (c.ROOT_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, rootUrl, appUrl: (c.APP_URL ?? rootUrl).replace(/\/$/, ''), problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
+  return { ...c, env: { ...env }, rootUrl, appUrl: (c.APP_URL ?? rootUrl).replace(/\/$/, ''), problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
 };

@@ -6,13 +6,13 @@ import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import type { ChannelAdapter } from './channels/adapter';
 import { emailAdapter } from './channels/email';
 import { pushAdapter } from './channels/push';
-import type { VapidKeys } from './channels/vapid';
-import { deriveVapidKeys, vapidSubjectOf } from './channels/vapid';
+import type { VapidKeys } from '../../infra/notify/vapid';
+import { deriveVapidKeys, vapidSubjectOf } from '../../infra/notify/vapid';
 import { websocketAdapter } from './channels/websocket';
 import type { RecipientDirectory } from './lookups';
 import { identityDirectory } from './lookups';
-import type { NotifySettings } from './settings';
-import { loadNotifySettings } from './settings';
+import type { NotifySettings } from '../../infra/notify/settings';
+import { loadNotifySettings } from '../../infra/notify/settings';
 
 /** what the notify handlers and workers need beyond the unit of work */
 export interface NotifyContext {
@@ -45,11 +45,11 @@ const uniformRandom = () => randomInt(0, 2 ** 32) / 2 ** 32;
 /** installs the context; tests pass overrides (settings, a directory, a push agent) */
 export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {}): NotifyContext => {
   const previous = contexts.get(kernel);
-  const settings = { ...(previous?.settings ?? loadNotifySettings()), ...overrides.settings };
+  const settings = { ...(previous?.settings ?? loadNotifySettings(kernel.config.env)), ...overrides.settings };
   const context: NotifyContext = {
     settings,
     directory: overrides.directory ?? previous?.directory ?? identityDirectory,
-    adapters: previous?.adapters ?? new Map(),
+    adapters: previous?.adapters ?? new Map<string, ChannelAdapter>(),
     vapid: {
       keys: settings.vapid ?? deriveVapidKeys(kernel.engines.secrets),
       subject: vapidSubjectOf(settings.vapidSubject, kernel.config.rootUrl, kernel.config.MAIL_FROM),

@@ -1,6 +1,6 @@
 import type { Kernel } from '../../infra/kernel';
 import type { NotifyContext } from './context';
-import { REPLAY_WINDOW_MS } from './socket-constants';
+import { REPLAY_WINDOW_MS } from '../../domain/notify/socket';
 
 const DAY_MS = 86_400_000;
 const CHUNK = 5_000;

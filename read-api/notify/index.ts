@@ -3,12 +3,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notifyErrors, socketErrors } from '../../domain/notify/errors';
 import { ChannelView, NotificationView, TemplateView } from '../../domain/notify/views';
-import { notifyContext } from '../../commands/notify/context';
-import { installNotifyPort } from '../../commands/notify/port';
+import { BUILT_IN_CHANNELS } from '../../domain/notify/channel';
 import { Instant } from '../../infra/http/instant';
 import type { Cursor } from '../../infra/http/pagination';
 import { decodeCursor, encodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
+import { loadNotifySettings } from '../../infra/notify/settings';
+import { deriveVapidKeys } from '../../infra/notify/vapid';
 import { builtInChannels, findNotification, findTemplateView, listChannels, listFailed, listNotifications, notificationOf, templateOf, listTemplates } from '../../projections/notify/queries';
 import { socketHub } from './socket';
 
@@ -21,11 +22,9 @@ const Status = NotificationView.shape.status;
 
 export default defineRoutes({
   namespace: 'notify',
-  async start(kernel) {
-    notifyContext(kernel);
-    installNotifyPort(kernel);
-  },
   register(app, kernel) {
+    // configured keys, else derived from PLATFORM_SECRET_KEY: the same pair the delivering workers sign with
+    const vapidPublicKey = (loadNotifySettings(kernel.config.env).vapid ?? deriveVapidKeys(kernel.engines.secrets)).publicKey;
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
 
@@ -85,7 +84,7 @@ export default defineRoutes({
     }, async (request) => {
       const q = request.query;
       const after = decodeCursor(q.page_token, ChannelCursor);
-      const all = builtInChannels(new Set(notifyContext(kernel).adapters.keys()));
+      const all = builtInChannels(new Set(BUILT_IN_CHANNELS));
       const from = after && 'b' in after ? after.b : after ? all.length : 0;
       const builtIn = all.slice(from, from + q.page_size);
       const room = q.page_size - builtIn.length;
@@ -100,7 +99,7 @@ export default defineRoutes({
     r.get('/notify/push/vapid-key', {
       config: { access: 'bearer' },
       schema: { summary: 'The VAPID public key browsers subscribe with (applicationServerKey)', response: { 200: z.object({ publicKey: z.string() }) } },
-    }, async () => ({ publicKey: notifyContext(kernel).vapid.keys.publicKey }));
+    }, async () => ({ publicKey: vapidPublicKey }));
 
     r.get('/notify/:id', {
       config: read,

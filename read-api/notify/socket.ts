@@ -1,9 +1,9 @@
 import type { WebSocket } from 'ws';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
-import type { SocketEnvelope, SocketPayload } from '../../commands/notify/socket-bus';
-import { socketBus } from '../../commands/notify/socket-bus';
-import { REPLAY_LIMIT, REPLAY_WINDOW_MS } from '../../commands/notify/socket-constants';
+import type { SocketEnvelope, SocketPayload } from '../../infra/notify/socket-bus';
+import { socketBus } from '../../infra/notify/socket-bus';
+import { REPLAY_LIMIT, REPLAY_WINDOW_MS } from '../../domain/notify/socket';
 
 /**
  * The real-time socket (GET /v1/notify/ws). Protocol (spec 002, the rest decided here):

@@ -92,7 +92,7 @@ export const startPushService = async (): Promise<PushService> => {
     if (auth[2] !== sub.serverKey) return [403, 'not the application server key the subscription was made with'];
     let jwt: PushedMessage['jwt'];
     try {
-      const verified = await jwtVerify(auth[1]!, await importJWK(publicJwk(Buffer.from(auth[2]!, 'base64url')), 'ES256'), { algorithms: ['ES256'], audience: origin });
+      const verified = await jwtVerify(auth[1]!, await importJWK(publicJwk(Buffer.from(auth[2], 'base64url')), 'ES256'), { algorithms: ['ES256'], audience: origin });
       jwt = verified.payload as PushedMessage['jwt'];
     } catch (error) {
       return [403, `VAPID JWT refused: ${(error as Error).message}`];

@@ -21,7 +21,7 @@ export const connectSocket = async (baseUrl: string): Promise<SocketClient> => {
   const messages: SocketMessage[] = [];
   const listeners = new Set<() => void>();
   socket.on('message', (raw) => {
-    messages.push(JSON.parse(String(raw)));
+    messages.push(JSON.parse((raw as Buffer).toString('utf8')));
     for (const l of listeners) l();
   });
   const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => {

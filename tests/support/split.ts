@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
-import { openKernel } from '../../infra/runtime/platform';
+import { openKernel } from '../../app/platform';
 import type { TestClock } from './clock';
 import type { TestDatabase } from './db';
 import { createTestDatabase } from './db';
@@ -46,8 +46,8 @@ export interface SplitPlatform {
   database: TestDatabase;
   processes: Record<SplitRole, ChildProcess>;
   /** the JSON log lines of every role so far (each carries its role in `name`) */
-  logLines(): LogLine[];
-  stop(): Promise<void>;
+  logLines: () => LogLine[];
+  stop: () => Promise<void>;
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Kernel } from '../../../infra/kernel';
-import type { SocketPayload } from '../socket-bus';
-import { socketBus } from '../socket-bus';
+import type { SocketPayload } from '../../../infra/notify/socket-bus';
+import { socketBus } from '../../../infra/notify/socket-bus';
 import type { ChannelAdapter, DeliveryJob } from './adapter';
 import { failure } from './adapter';
 

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configureNotify } from '../../../commands/notify/context';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
 import type { Answer, NotifyClient } from '../../support/notify';
-import { eventually, notifyClient, notifyModules, seedMember } from '../../support/notify';
+import { eventually, notifyClient, seedMember } from '../../support/notify';
 
 /** the channel registry: built-in channels, channels a tenant registers, secrets sealed and redacted */
 let platform: TestPlatform;
@@ -21,8 +20,7 @@ const problem = (res: Answer, status: number, suffix: string) => {
 beforeAll(async () => {
   platformSmtp = await startSmtpCapture();
   tenantSmtp = await startSmtpCapture();
-  platform = await startTestPlatform({ modules: notifyModules, env: { SMTP_URL: platformSmtp.url } });
-  configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 } });
+  platform = await startTestPlatform({ modules: ['notify'], env: { SMTP_URL: platformSmtp.url, NOTIFY_POLL_INTERVAL_MS: '20' } });
   c = notifyClient(platform.url, 'acme');
   await seedMember(platform.kernel.db, 'acme', 'ann');
 });

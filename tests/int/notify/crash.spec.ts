@@ -37,7 +37,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-const idOf = (m: SmtpCapture['messages'][number]) => String(m.parsed.headers.get('x-notification-id'));
+const idOf = (m: SmtpCapture['messages'][number]) => m.parsed.headers.get('x-notification-id') as string;
 
 describe('a delivery worker killed mid-send and replaced', () => {
   it('delivers every notification; only those it was sending when killed arrive twice, marked as possible duplicates', async () => {

@@ -2,7 +2,7 @@ import { Agent } from 'node:https';
 import webpush from 'web-push';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureNotify } from '../../../commands/notify/context';
-import { deriveVapidKeys } from '../../../commands/notify/channels/vapid';
+import { deriveVapidKeys } from '../../../infra/notify/vapid';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { PushService } from '../../support/push-service';
