@@ -39,7 +39,7 @@ export const configureEvents = (kernel: Kernel, overrides: { settings?: Partial<
   const context: EventsContext = {
     settings,
     broker: previous && previous.settings.brokerTimeoutMs === settings.brokerTimeoutMs ? previous.broker : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),
-    handlers: previous?.handlers ?? new Map(),
+    handlers: previous?.handlers ?? new Map<string, InProcessHandler>(),
     fetch: overrides.fetch ?? previous?.fetch ?? fetch,
   };
   contexts.set(kernel, context);

@@ -1,7 +1,7 @@
 import { domainOfTopic, dlqTopicOfDomain } from '../../domain/modules/manifest';
 import type { EventView } from '../../domain/events/views';
 import type { Tx } from '../../infra/postgres/db';
-import type { SubscriptionRow } from '../../projections/events/queries';
+import type { SubscriptionRow } from './lookups';
 
 export interface DeadLetter {
   id: string;

@@ -6,7 +6,7 @@ import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Tx } from '../../infra/postgres/db';
 import { inTransaction } from '../../infra/postgres/db';
-import { DLQ_COLUMNS, findDlq, subscriptionById, type DlqRow } from '../../projections/events/queries';
+import { DLQ_COLUMNS, findDlq, subscriptionById, type DlqRow } from './lookups';
 import { eventsContext } from './context';
 import { attemptDelivery, targetOf } from './delivery';
 

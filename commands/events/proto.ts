@@ -45,7 +45,7 @@ const reservedOf = (reserved: (number[] | string)[] | undefined) => ({
 const messageOf = (type: protobuf.Type): MessageDescriptor => ({
   fields: type.fieldsArray.map((f): FieldDescriptor => {
     // proto3 `optional` is a synthetic oneof: presence only, not a oneof a reader would see
-    const synthetic = (f.options as Record<string, unknown> | undefined)?.proto3_optional === true;
+    const synthetic = f.options?.proto3_optional === true;
     return {
       name: f.name,
       id: f.id,
@@ -58,27 +58,3 @@ const messageOf = (type: protobuf.Type): MessageDescriptor => ({
 });
 
 const enumOf = (e: protobuf.Enum): EnumDescriptor => ({ values: { ...e.values }, ...reservedOf(e.reserved) });
-
-/**
- * The schema of a topic nobody has given one: the event envelope with a free payload. Shown by
- * GET /events/topics/:topic/schema until a schema is registered (its registeredAt is null).
- */
-export const envelopeSchema = (topic: string): string => `syntax = "proto3";
-
-// ${topic}: every event is this envelope; the payload is free JSON until the topic's owner registers a schema.
-package ${topic.replace(/[^a-z0-9_.]/g, '_')};
-
-import "google/protobuf/struct.proto";
-
-message Event {
-  string event_id = 1;        // UUID v7, for deduplication
-  string type = 2;            // domain.entity.verb
-  string source = 3;          // the publishing module or platform service
-  string tenant_id = 4;
-  google.protobuf.Struct payload = 5;
-  string schema_version = 6;  // semver
-  string trace_id = 7;
-  string timestamp = 8;       // ISO 8601 UTC
-  string entity_id = 9;       // the partition key
-}
-`;

@@ -12,34 +12,16 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
-import { registeredSchema, schemaVersions } from '../../projections/events/queries';
-import type { TopicEntry } from './catalog';
-import { envelopeSchema, parseSchema } from './proto';
+import type { CurrentSchema, TopicEntry } from '../../domain/events/catalog';
+import { currentSchemaOf } from '../../domain/events/catalog';
+import { registeredSchema, schemaVersions } from './lookups';
+import { parseSchema } from './proto';
 
 export const SchemaAggregate = defineAggregate({ name: 'events.topic-schema', decider: schemaDecider, stateSchema: 'events.topic-schema.v1', toEvent: (e) => SchemaEvent.parse(e) });
 const schemaStream = (topic: string): string => streamIdOf('events.topic-schema', PLATFORM_TENANT_ID, topic);
 
-export interface CurrentSchema {
-  topic: string;
-  schemaVersion: string;
-  protoDefinition: string;
-  breakingChangesPolicy: BreakingChangesPolicy;
-  /** null: nobody registered one; this is the generic envelope, and the first registration is not checked against it */
-  registeredAt: string | null;
-}
-
 /** the topic's current schema: the last registered, else the module manifest's, else the envelope (1.0.0) */
-export const currentSchema = async (q: Queryable, entry: TopicEntry): Promise<CurrentSchema> => {
-  const registered = await registeredSchema(q, entry.topic);
-  if (registered) {
-    return {
-      topic: entry.topic, schemaVersion: registered.schema_version, protoDefinition: registered.proto_definition,
-      breakingChangesPolicy: registered.policy as BreakingChangesPolicy, registeredAt: registered.registered_at.toISOString(),
-    };
-  }
-  if (entry.manifestSchema) return { topic: entry.topic, ...entry.manifestSchema, breakingChangesPolicy: 'BACKWARD' };
-  return { topic: entry.topic, schemaVersion: '1.0.0', protoDefinition: envelopeSchema(entry.topic), breakingChangesPolicy: 'BACKWARD', registeredAt: null };
-};
+export const currentSchema = async (q: Queryable, entry: TopicEntry): Promise<CurrentSchema> => currentSchemaOf(entry, await registeredSchema(q, entry.topic));
 
 export interface SchemaChange { protoDefinition: string; schemaVersion: string; breakingChangesPolicy?: BreakingChangesPolicy }
 

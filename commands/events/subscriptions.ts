@@ -1,6 +1,5 @@
 import { eventErrors } from '../../domain/events/errors';
 import { SubscriptionEvent } from '../../domain/events/events';
-import type { LagLevel } from '../../domain/events/lag';
 import { subscriptionDecider } from '../../domain/events/subscription';
 import { retentionHoursOf } from '../../domain/events/topics';
 import type { SubscriptionView } from '../../domain/events/views';
@@ -11,7 +10,7 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
-import { activeSubscriptionByGroup, findSubscription, subscriptionOf, type SubscriptionRow } from '../../projections/events/queries';
+import { activeSubscriptionByGroup, findSubscription, type SubscriptionRow } from './lookups';
 import { moduleOfPrincipal, requireTopic } from './catalog';
 import { subscriptionLockName } from './locks';
 
@@ -131,34 +130,3 @@ export const seekSubscription = async (kernel: Kernel, uow: UnitOfWork, principa
     partitions: rows.map((r) => ({ partition: r.partition, offset: Number(r.target) })).sort((a, b) => a.partition - b.partition),
   };
 };
-
-/**
- * Where the subscription stands (spec 002, Position response). On a topic tenants share, a
- * tenant's offsets count its own events only: currentOffset is how many of the tenant's events on
- * the partition the subscription has passed, logEndOffset how many there are, lag the difference —
- * nothing about other tenants' traffic shows.
- */
-export const positionOf = async (kernel: Kernel, q: Queryable, sub: SubscriptionRow) => {
-  const { rows } = await q.query<{ partition: number; next_seq: string; head: string | null }>(
-    `SELECT c.partition, c.next_seq, h.next_seq AS head FROM events.cursors c
-       LEFT JOIN events.tenant_heads h ON h.topic = c.topic AND h.tenant_id = c.tenant_id AND h.partition = c.partition
-      WHERE c.subscription_id = $1 ORDER BY c.partition`, [sub.id]);
-  const partitions = rows.map((r) => {
-    const logEndOffset = Number(r.head ?? 0);
-    const currentOffset = Math.min(Number(r.next_seq), logEndOffset);
-    return { partition: r.partition, currentOffset, logEndOffset, lag: Math.max(0, logEndOffset - currentOffset) };
-  });
-  const { rows: oldest } = await q.query<{ ts: Date | null; level: LagLevel | null }>(
-    `SELECT (SELECT min(r.ts) FROM events.cursors c JOIN events.records r ON r.topic = c.topic AND r.tenant_id = c.tenant_id AND r.partition = c.partition AND r.seq = c.next_seq
-              WHERE c.subscription_id = $1) AS ts,
-            (SELECT level FROM events.lag_alerts WHERE subscription_id = $1) AS level`, [sub.id]);
-  const ts = oldest[0]?.ts ?? null;
-  return {
-    subscriptionId: sub.id, topic: sub.topic, consumerGroup: sub.consumer_group, partitions,
-    totalLag: partitions.reduce((n, p) => n + p.lag, 0),
-    lagSeconds: ts ? Math.max(0, Math.floor((kernel.clock.now().getTime() - ts.getTime()) / 1000)) : 0,
-    alertLevel: oldest[0]?.level ?? 'ok' as LagLevel,
-  };
-};
-
-export { subscriptionOf };

@@ -48,10 +48,6 @@ export const revokeKey = async (kernel: Kernel, q: Queryable, moduleId: string, 
   if (!rowCount) throw moduleErrors.keyNotFound();
 };
 
-export interface KeyRow { id: string; created_at: Date; created_by: string; revoked_at: Date | null; last_used_at: Date | null }
-export const keysOf = async (q: Queryable, moduleId: string): Promise<KeyRow[]> =>
-  (await q.query<KeyRow>('SELECT id, created_at, created_by, revoked_at, last_used_at FROM modules.keys WHERE module_id = $1 ORDER BY created_at DESC, id DESC', [moduleId])).rows;
-
 /** the newest key that is not revoked: its webhook secret signs the module's deliveries */
 export const signingKeyOf = async (q: Queryable, moduleId: string): Promise<string | null> =>
   (await q.query<{ id: string }>('SELECT id FROM modules.keys WHERE module_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1', [moduleId])).rows[0]?.id ?? null;

@@ -4,7 +4,8 @@ import type { Manifest } from '../../domain/modules/manifest';
 import { manifestProblems } from '../../domain/modules/manifest';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
-import { findModule, moduleOf, type ModuleView } from '../../projections/modules/queries';
+import { moduleView } from '../../domain/modules/views';
+import { findModule } from './lookups';
 import { ModuleAggregate, moduleStream } from './aggregates';
 
 /**
@@ -12,7 +13,7 @@ import { ModuleAggregate, moduleStream } from './aggregates';
  * endpoint must be https outside development and test (it receives every event it subscribes to).
  * The command runs in the platform tenant's unit of work (the registry is the platform's).
  */
-export const registerModule = async (kernel: Kernel, uow: UnitOfWork, manifest: Manifest, registeredBy: string): Promise<ModuleView> => {
+export const registerModule = async (kernel: Kernel, uow: UnitOfWork, manifest: Manifest, registeredBy: string): Promise<ReturnType<typeof moduleView>> => {
   const problems = manifestProblems(manifest);
   const endpoint = manifest.events.endpoint;
   if (endpoint && new URL(endpoint).protocol !== 'https:' && !['development', 'test'].includes(kernel.config.PLATFORM_ENV)) {
@@ -25,7 +26,7 @@ export const registerModule = async (kernel: Kernel, uow: UnitOfWork, manifest: 
   const registeredAt = kernel.clock.now();
   const data = { moduleId, slug: manifest.slug, version: manifest.version, manifest, registeredBy, registeredAt: registeredAt.toISOString() };
   uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(moduleId)), { type: 'RegisterModule', data });
-  return moduleOf({
+  return moduleView({
     id: moduleId, slug: manifest.slug, name: manifest.name ?? null, version: manifest.version, description: manifest.description ?? null, status: 'registered',
     manifest, registered_by: registeredBy, registered_at: registeredAt, updated_at: registeredAt,
   });

@@ -51,3 +51,27 @@ export const TaskView = z.object({
   attempts: z.number().int(), maxAttempts: z.number().int(), runAt: z.string(), lastError: z.string().nullable(),
   createdAt: z.string(), updatedAt: z.string(), completedAt: z.string().nullable(),
 });
+
+/** a subscription as both sides read it (rm.events_subscriptions) */
+export interface SubscriptionRecord {
+  tenant_id: string; id: string; topic: string; consumer_group: string; handler_name: string; source: string; delivery: 'webhook' | 'in-process';
+  dedup: boolean; status: 'active' | 'deleted'; created_at: Date; deleted_at: Date | null;
+}
+
+export const subscriptionView = (r: SubscriptionRecord): SubscriptionView => ({
+  id: r.id, topic: r.topic, consumerGroup: r.consumer_group, handlerName: r.handler_name, source: r.source, delivery: r.delivery, dedup: r.dedup,
+  status: r.status, createdAt: r.created_at.toISOString(), deletedAt: r.deleted_at?.toISOString() ?? null,
+});
+
+/** a dead letter as both sides read it (events.dlq) */
+export interface DlqRecord {
+  id: string; tenant_id: string; subscription_id: string; consumer_group: string; handler_name: string; source: string; topic: string; partition: number; seq: string;
+  event_id: string; type: string; payload: Record<string, unknown>; event: string; failure_count: number; last_error: string; status: 'pending' | 'retrying' | 'resolved';
+  due_at: Date | null; created_at: Date; updated_at: Date; resolved_at: Date | null;
+}
+
+export const dlqView = (r: DlqRecord): DlqView => ({
+  id: r.id, eventId: r.event_id, topic: r.topic, type: r.type, payload: r.payload, failureCount: r.failure_count, lastError: r.last_error, status: r.status,
+  createdAt: r.created_at.toISOString(), subscriptionId: r.subscription_id, consumerGroup: r.consumer_group, updatedAt: r.updated_at.toISOString(),
+  resolvedAt: r.resolved_at?.toISOString() ?? null,
+});

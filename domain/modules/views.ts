@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Manifest } from './manifest';
 
 /** what the registry shows of a module */
 export const ModuleView = z.object({
@@ -14,3 +15,15 @@ export const IssuedKeyView = z.object({
 });
 
 export const KeyView = z.object({ keyId: z.string(), createdAt: z.string(), createdBy: z.string(), revokedAt: z.string().nullable(), lastUsedAt: z.string().nullable() });
+
+/** a registry row as both sides read it (rm.modules) */
+export interface ModuleRecord {
+  id: string; slug: string; name: string | null; version: string; description: string | null; status: string; manifest: Manifest;
+  registered_by: string; registered_at: Date; updated_at: Date;
+}
+
+export const moduleView = (r: ModuleRecord): z.infer<typeof ModuleView> => ({
+  id: r.id, slug: r.slug, name: r.name, version: r.version, description: r.description, status: r.status,
+  events: { publishes: r.manifest.events.publishes, subscribes: r.manifest.events.subscribes, endpoint: r.manifest.events.endpoint ?? null },
+  manifest: r.manifest, registeredBy: r.registered_by, registeredAt: r.registered_at.toISOString(), updatedAt: r.updated_at.toISOString(),
+});

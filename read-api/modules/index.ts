@@ -1,12 +1,11 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { moduleErrors } from '../../domain/modules/errors';
-import { KeyView, ModuleView } from '../../domain/modules/views';
+import { KeyView, ModuleView, moduleView } from '../../domain/modules/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
-import { keysOf } from '../../commands/modules/keys';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
-import { findModule, listModules, moduleOf } from '../../projections/modules/queries';
+import { findModule, keysOf, listModules } from '../../projections/modules/queries';
 
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
 const Id = z.string().min(1).max(64).describe('module id or slug');
@@ -23,7 +22,7 @@ export default defineRoutes({
     }, async (request) => {
       const q = request.query;
       const rows = await listModules(kernel.db, { afterSlug: decodeCursor(q.page_token, ['slug'])?.slug, limit: q.page_size + 1 });
-      return toPage(rows, q.page_size, moduleOf, (row) => ({ slug: row.slug }));
+      return toPage(rows, q.page_size, moduleView, (row) => ({ slug: row.slug }));
     });
 
     r.get('/modules/:id', {
@@ -32,7 +31,7 @@ export default defineRoutes({
     }, async (request) => {
       const found = await findModule(kernel.db, request.params.id);
       if (!found) throw moduleErrors.moduleNotFound();
-      return moduleOf(found);
+      return moduleView(found);
     });
 
     r.get('/modules/:id/keys', {

@@ -5,7 +5,7 @@ import { eventsContext } from '../../commands/events/context';
 import { deliverTurn, subscriptionsWithWork, targetOf } from '../../commands/events/delivery';
 import { RECORDS_CHANNEL } from '../../commands/events/fanout';
 import { subscriptionLockName } from '../../commands/events/locks';
-import { subscriptionById } from '../../projections/events/queries';
+import { subscriptionById } from '../../commands/events/lookups';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 

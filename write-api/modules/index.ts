@@ -10,7 +10,7 @@ import { auditRecord } from '../../infra/audit';
 import { addCredentialScheme } from '../../infra/http/credentials';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
-import { findModule } from '../../projections/modules/queries';
+import { findModule } from '../../commands/modules/lookups';
 
 /** the platform owner only (platform.*): the registry is the platform's */
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
