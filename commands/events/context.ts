@@ -35,7 +35,7 @@ const contexts = new WeakMap<Kernel, EventsContext>();
 
 export const configureEvents = (kernel: Kernel, overrides: { settings?: Partial<EventsSettings>; fetch?: typeof fetch } = {}): EventsContext => {
   const previous = contexts.get(kernel);
-  const settings = { ...(previous?.settings ?? loadEventsSettings()), ...overrides.settings };
+  const settings = { ...(previous?.settings ?? loadEventsSettings(kernel.config.env)), ...overrides.settings };
   const context: EventsContext = {
     settings,
     broker: previous && previous.settings.brokerTimeoutMs === settings.brokerTimeoutMs ? previous.broker : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),

@@ -80,33 +80,52 @@ export const resolveDeadLetter = async (kernel: Kernel, principal: Principal, id
   return rows[0];
 };
 
+/** when each tenant's last redelivery left this process (real time): redeliveries are paced at the rate whatever their due times say */
+const lastSent = new WeakMap<Kernel, Map<string, number>>();
+
 /**
  * The redrive worker's step: claims the dead letters whose redelivery is due (a lease of the webhook
  * deadline and a margin: a worker that dies leaves them to another), hands each to its
- * subscription's handler once, then marks it resolved, or pending with one more failure. Returns
- * how many it handled and when the next one is due.
+ * subscription's handler once — one tenant's one after another, never closer than 1 / rate seconds
+ * apart, so that entries claimed late do not go out in a burst — then marks it resolved, or pending
+ * with one more failure. Returns how many it handled and when the next one is due.
  */
 export const redriveDue = async (kernel: Kernel, limit: number): Promise<{ handled: number; nextDueAt: Date | null }> => {
   const ctx = eventsContext(kernel);
   const now = kernel.clock.now();
   const lease = new Date(now.getTime() + ctx.settings.webhookTimeoutMs + 30_000);
-  const { rows } = await kernel.db.query<DlqRow>(`UPDATE events.dlq SET due_at = $2 WHERE id IN (
-      SELECT id FROM events.dlq WHERE status = 'retrying' AND due_at <= $1 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-    RETURNING ${DLQ_COLUMNS}`, [now, lease, limit]);
-  await Promise.all(rows.map(async (row) => {
-    const sub = await subscriptionById(kernel.db, row.subscription_id);
-    const target = sub && sub.status === 'active' ? await targetOf(kernel, ctx, sub) : null;
-    const outcome = sub && target
-      ? await attemptDelivery(kernel, ctx, sub, target, JSON.parse(row.event) as EventView, row.failure_count + 1)
-      : { ok: false as const, error: sub?.status === 'active' ? 'no handler for the subscription in the process that redelivered it' : 'the subscription was deleted' };
-    const at = kernel.clock.now();
-    if (outcome.ok) {
-      await kernel.db.query(`UPDATE events.dlq SET status = 'resolved', resolved_at = $2, resolved_by = 'redelivery', due_at = NULL, updated_at = $2 WHERE id = $1 AND status = 'retrying'`, [row.id, at]);
-    } else {
-      await kernel.db.query(`UPDATE events.dlq SET status = 'pending', failure_count = failure_count + 1, last_error = $2, due_at = NULL, updated_at = $3 WHERE id = $1 AND status = 'retrying'`,
-        [row.id, outcome.error, at]);
+  const { rows } = await kernel.db.query<DlqRow & { scheduled_at: Date }>(`WITH due AS (
+      SELECT id, due_at FROM events.dlq WHERE status = 'retrying' AND due_at <= $1 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+    UPDATE events.dlq d SET due_at = $2 FROM due WHERE d.id = due.id
+    RETURNING ${DLQ_COLUMNS.split(',').map((c) => `d.${c.trim()}`).join(', ')}, due.due_at AS scheduled_at`, [now, lease, limit]);
+  const sent = lastSent.get(kernel) ?? new Map<string, number>();
+  lastSent.set(kernel, sent);
+  const interval = 1000 / ctx.settings.replayRatePerSecond;
+  const byTenant = new Map<string, (DlqRow & { scheduled_at: Date })[]>();
+  for (const row of rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime())) byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
+  await Promise.all([...byTenant.entries()].map(async ([tenantId, tenantRows]) => {
+    for (const row of tenantRows) {
+      const wait = (sent.get(tenantId) ?? 0) + interval - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      sent.set(tenantId, Date.now());
+      await redeliver(kernel, ctx, row);
     }
   }));
   const { rows: next } = await kernel.db.query<{ due: Date | null }>(`SELECT min(due_at) AS due FROM events.dlq WHERE status = 'retrying'`);
   return { handled: rows.length, nextDueAt: next[0]?.due ?? null };
+};
+
+const redeliver = async (kernel: Kernel, ctx: ReturnType<typeof eventsContext>, row: DlqRow): Promise<void> => {
+  const sub = await subscriptionById(kernel.db, row.subscription_id);
+  const target = sub && sub.status === 'active' ? await targetOf(kernel, ctx, sub) : null;
+  const outcome = sub && target
+    ? await attemptDelivery(kernel, ctx, sub, target, JSON.parse(row.event) as EventView, row.failure_count + 1)
+    : { ok: false as const, error: sub?.status === 'active' ? 'no handler for the subscription in the process that redelivered it' : 'the subscription was deleted' };
+  const at = kernel.clock.now();
+  if (outcome.ok) {
+    await kernel.db.query(`UPDATE events.dlq SET status = 'resolved', resolved_at = $2, resolved_by = 'redelivery', due_at = NULL, updated_at = $2 WHERE id = $1 AND status = 'retrying'`, [row.id, at]);
+  } else {
+    await kernel.db.query(`UPDATE events.dlq SET status = 'pending', failure_count = failure_count + 1, last_error = $2, due_at = NULL, updated_at = $3 WHERE id = $1 AND status = 'retrying'`,
+      [row.id, outcome.error, at]);
+  }
 };

@@ -21,7 +21,7 @@ export const eventsModules: ServiceModules = mergeModules({
 });
 
 /** fast retries and polls, so that three failed attempts take a fraction of a second */
-export const EVENTS_TEST_ENV = { EVENTS_RETRY_BACKOFF_MS: '30', EVENTS_POLL_INTERVAL_MS: '30', EVENTS_TASK_POLL_INTERVAL_MS: '30' };
+export const EVENTS_TEST_ENV = { EVENTS_RETRY_BACKOFF_MS: '30', EVENTS_POLL_INTERVAL_MS: '30', EVENTS_TASK_POLL_INTERVAL_MS: '30', EVENTS_TASK_BACKOFF_MS: '30' };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
 export type Body = any;
@@ -69,7 +69,7 @@ export const startReceiver = async (): Promise<Receiver> => {
         res.writeHead(500).end('handler failed on purpose');
         return;
       }
-      receiver.received.push({ ...body, signature: req.headers['x-platform-signature'] });
+      receiver.received.push({ ...body, signature: req.headers['x-platform-signature'], at: Date.now() });
       res.writeHead(204).end();
     });
   });
