@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { Manifest } from './manifest';
 
 /**
- * The module registry's events (platform.module.events, spec 002 topics table). Registration is the
- * first; the data-model layer adds installation, activation, update and deletion to the same stream.
+ * The module registry's events (platform.module.events, spec 002 topics table): registration, a new
+ * version (PATCH), activation and deactivation for a tenant (installing activates), soft deletion
+ * and the platform owner's purge. One stream per module, in the platform tenant.
  */
 const ModuleRegistered = z.object({
   type: z.literal('module.registry.registered'),
@@ -17,7 +18,37 @@ const ModuleRegistered = z.object({
   }),
 });
 
-export const ModuleEvent = z.discriminatedUnion('type', [ModuleRegistered]);
+const ModuleUpdated = z.object({
+  type: z.literal('module.registry.updated'),
+  data: z.object({ moduleId: z.string(), slug: z.string(), version: z.string(), previousVersion: z.string(), manifest: Manifest, updatedBy: z.string(), updatedAt: z.string() }),
+});
+
+/** the module serves the tenant: installed (first time, schemaVersion reached by its migrations) or activated again */
+const ModuleActivated = z.object({
+  type: z.literal('module.registry.activated'),
+  data: z.object({ moduleId: z.string(), slug: z.string(), tenantId: z.string(), version: z.string(), schemaVersion: z.number().int(), installed: z.boolean(), at: z.string() }),
+});
+
+/** the module no longer serves the tenant; its tables and rows are kept */
+const ModuleDeactivated = z.object({
+  type: z.literal('module.registry.deactivated'),
+  data: z.object({ moduleId: z.string(), slug: z.string(), tenantId: z.string(), at: z.string() }),
+});
+
+const ModuleDeleted = z.object({
+  type: z.literal('module.registry.deleted'),
+  data: z.object({ moduleId: z.string(), slug: z.string(), deletedBy: z.string(), at: z.string() }),
+});
+
+const ModulePurged = z.object({
+  type: z.literal('module.registry.purged'),
+  data: z.object({ moduleId: z.string(), slug: z.string(), purgedBy: z.string(), at: z.string() }),
+});
+
+export const ModuleEvent = z.discriminatedUnion('type', [ModuleRegistered, ModuleUpdated, ModuleActivated, ModuleDeactivated, ModuleDeleted, ModulePurged]);
 export type ModuleEvent = z.infer<typeof ModuleEvent>;
 export type ModuleRegisteredData = z.infer<typeof ModuleRegistered>['data'];
+export type ModuleUpdatedData = z.infer<typeof ModuleUpdated>['data'];
+export type ModuleActivatedData = z.infer<typeof ModuleActivated>['data'];
+export type ModuleDeactivatedData = z.infer<typeof ModuleDeactivated>['data'];
 export const moduleEventTypes = ModuleEvent.options.map((o) => o.shape.type.value);

@@ -40,16 +40,41 @@ export const ManifestEvents = z.object({
   schema: z.object({ protoDefinition: z.string().min(1).max(256 * 1024), schemaVersion: SemVer }).strict().optional(),
 }).strict();
 
+/** a SQL identifier the data layer names tables and columns by (no quoting needed) */
+export const SqlName = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, 'lowercase letters, digits and underscores, starting with a letter');
+
+export const ManifestMigration = z.object({
+  version: z.number().int().min(1).max(1_000_000),
+  name: z.string().min(1).max(200),
+  sql: z.string().min(1).max(1024 * 1024),
+}).strict();
+export type ManifestMigration = z.infer<typeof ManifestMigration>;
+
+export const ManifestModel = z.object({
+  name: SqlName,
+  /** the table in module_<slug>; the model's name by default */
+  table: SqlName.optional(),
+  autoApi: z.boolean().default(false),
+}).strict();
+export type ManifestModel = z.infer<typeof ManifestModel>;
+
+/** a model's table: its own name unless the manifest names one */
+export const tableOfModel = (m: ManifestModel): string => m.table ?? m.name;
+/** the SQL schema of a module */
+export const schemaOfModule = (slug: string): string => `module_${slug}`;
+
 export const Manifest = z.object({
   slug: Slug,
   name: z.string().min(1).max(200).optional(),
   version: SemVer,
   description: z.string().max(2000).optional(),
   events: ManifestEvents.default({ publishes: [], subscribes: [] }),
-  // the data-model layer's parts (numbered migrations, models, permissions): kept as given until it validates them
-  migrations: z.array(z.unknown()).max(1000).optional(),
-  models: z.array(z.unknown()).max(1000).optional(),
-  permissions: z.record(z.string(), z.string()).optional(),
+  /** numbered SQL files, applied in order into schema module_<slug> (the CLI reads them from migrations/NNNN_<name>.sql) */
+  migrations: z.array(ManifestMigration).max(1000).default([]),
+  /** the module's models: a table each; autoApi generates CRUD endpoints and permissions */
+  models: z.array(ManifestModel).max(200).default([]),
+  /** the module's own permissions beyond the generated ones (key → description) */
+  permissions: z.record(z.string().max(200).regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_-]+)+$/, 'a permission is a dotted key'), z.string().max(500)).optional(),
 }).strict();
 export type Manifest = z.infer<typeof Manifest>;
 
@@ -73,6 +98,16 @@ export const manifestProblems = (m: Manifest): ManifestProblem[] => {
   });
   if (new Set(m.events.publishes).size !== m.events.publishes.length) problems.push({ field: 'events.publishes', message: 'types are listed once', code: 'DUPLICATE' });
   if (new Set(m.events.subscribes).size !== m.events.subscribes.length) problems.push({ field: 'events.subscribes', message: 'topics are listed once', code: 'DUPLICATE' });
+  m.migrations.forEach((mig, i) => {
+    if (mig.version !== i + 1) problems.push({ field: `migrations.${i}.version`, message: `migrations are numbered 1, 2, 3, … in order (expected ${i + 1})`, code: 'NOT_SEQUENTIAL' });
+  });
+  const names = m.models.map((x) => x.name);
+  if (new Set(names).size !== names.length) problems.push({ field: 'models', message: 'models are listed once', code: 'DUPLICATE' });
+  // /data/<module>/models is the introspection path: a model of that name could never be reached
+  m.models.forEach((x, i) => { if (x.name === 'models') problems.push({ field: `models.${i}.name`, message: 'models is a reserved name', code: 'RESERVED' }); });
+  Object.keys(m.permissions ?? {}).forEach((key) => {
+    if (!key.startsWith(`${m.slug}.`)) problems.push({ field: `permissions.${key}`, message: `a module registers only ${m.slug}.* permissions`, code: 'FOREIGN_DOMAIN' });
+  });
   if (m.events.subscribes.length > 0 && !m.events.endpoint) problems.push({ field: 'events.endpoint', message: 'a module that subscribes names the endpoint its events are delivered to', code: 'REQUIRED' });
   return problems;
 };
