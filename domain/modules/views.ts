@@ -6,7 +6,14 @@ export const ModuleView = z.object({
   id: z.string(), slug: z.string(), name: z.string().nullable(), version: z.string(), description: z.string().nullable(), status: z.string(),
   events: z.object({ publishes: z.array(z.string()), subscribes: z.array(z.string()), endpoint: z.string().nullable() }),
   manifest: z.record(z.string(), z.unknown()), registeredBy: z.string(), registeredAt: z.string(), updatedAt: z.string(),
+  /** the version its migrations reached in module_<slug> (null before the first install) */
+  schemaVersion: z.number().int().nullable().optional(),
+  /** spec 002, Module status: set with status error */
+  migrationError: z.string().nullable().optional(),
 });
+
+/** the data layer's state of a module's schema, as the registry shows it */
+export interface SchemaStatus { version: number; dirty: boolean; migration_error: string | null }
 
 /** a module key as issued: the key and its webhook secret are shown once */
 export const IssuedKeyView = z.object({
@@ -22,8 +29,10 @@ export interface ModuleRecord {
   registered_by: string; registered_at: Date; updated_at: Date;
 }
 
-export const moduleView = (r: ModuleRecord): z.infer<typeof ModuleView> => ({
-  id: r.id, slug: r.slug, name: r.name, version: r.version, description: r.description, status: r.status,
+/** a module whose last migration failed shows status error with its migrationError (spec 002, Module status) */
+export const moduleView = (r: ModuleRecord, schema?: SchemaStatus | null): z.infer<typeof ModuleView> => ({
+  id: r.id, slug: r.slug, name: r.name, version: r.version, description: r.description, status: schema?.dirty && r.status === 'registered' ? 'error' : r.status,
+  ...(schema === undefined ? {} : { schemaVersion: schema?.version ?? null, migrationError: schema?.dirty ? schema.migration_error : null }),
   events: { publishes: r.manifest.events.publishes, subscribes: r.manifest.events.subscribes, endpoint: r.manifest.events.endpoint ?? null },
   manifest: r.manifest, registeredBy: r.registered_by, registeredAt: r.registered_at.toISOString(), updatedAt: r.updated_at.toISOString(),
 });

@@ -1,6 +1,6 @@
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Manifest } from '../../domain/modules/manifest';
-import type { ModuleRecord } from '../../domain/modules/views';
+import type { ModuleRecord, SchemaStatus } from '../../domain/modules/views';
 import type { Queryable } from '../../infra/postgres/db';
 
 /** typed reads of the module registry (rm.modules, the platform tenant's) and of its keys' public part */
@@ -24,3 +24,7 @@ export interface KeyRow { id: string; created_at: Date; created_by: string; revo
 /** a module's keys, never their hashes */
 export const keysOf = async (q: Queryable, moduleId: string): Promise<KeyRow[]> =>
   (await q.query<KeyRow>('SELECT id, created_at, created_by, revoked_at, last_used_at FROM modules.keys WHERE module_id = $1 ORDER BY created_at DESC, id DESC', [moduleId])).rows;
+
+/** the data layer's state of the module's schema (modules.schema_state): version, dirty, migrationError */
+export const schemaStatusOf = async (q: Queryable, moduleId: string): Promise<SchemaStatus | null> =>
+  (await q.query<SchemaStatus>('SELECT version, dirty, migration_error FROM modules.schema_state WHERE module_id = $1', [moduleId])).rows[0] ?? null;

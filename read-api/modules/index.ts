@@ -5,7 +5,7 @@ import { KeyView, ModuleView, moduleView } from '../../domain/modules/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
-import { findModule, keysOf, listModules } from '../../projections/modules/queries';
+import { findModule, keysOf, listModules, schemaStatusOf } from '../../projections/modules/queries';
 
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
 const Id = z.string().min(1).max(64).describe('module id or slug');
@@ -31,7 +31,7 @@ export default defineRoutes({
     }, async (request) => {
       const found = await findModule(kernel.db, request.params.id);
       if (!found) throw moduleErrors.moduleNotFound();
-      return moduleView(found);
+      return moduleView(found, await schemaStatusOf(kernel.db, found.id));
     });
 
     r.get('/modules/:id/keys', {

@@ -11,6 +11,8 @@ import { addCredentialScheme } from '../../infra/http/credentials';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 import { findModule } from '../../commands/modules/lookups';
+import { activateModule, deactivateModule, deleteModule, installModule, retryMigrations, updateModule } from '../../commands/modules/lifecycle';
+import { loadModulePermissions } from '../../commands/modules/permissions';
 
 /** the platform owner only (platform.*): the registry is the platform's */
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
@@ -31,6 +33,8 @@ export default defineRoutes({
   namespace: 'data',
   async start(kernel) {
     addCredentialScheme(kernel, moduleKeyScheme(kernel));
+    // the modules' permissions in this process, and reconciliations a failed migration run left pending
+    await loadModulePermissions(kernel);
   },
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
@@ -46,6 +50,46 @@ export default defineRoutes({
       });
       audit(kernel, 'module.key.issued', answer.id, actor, request.id, { keyId: answer.credentials.keyId });
       return reply.code(201).send(answer);
+    });
+
+    const TenantBody = z.object({ tenantId: z.string().min(1).max(64) }).strict();
+    const Installation = z.object({ moduleId: z.string(), slug: z.string(), tenantId: z.string(), status: z.enum(['active', 'inactive']), version: z.string(), schemaVersion: z.number().int() });
+
+    r.patch('/modules/:id', {
+      config: { ...owner, problems: [409] },
+      schema: { summary: 'Publish a new version of the module (migrates its installed tenants\' schema)', params: z.object({ id: Id }), body: Manifest, response: { 200: ModuleView } },
+    }, async (request) => {
+      const view = await updateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body);
+      audit(kernel, 'module.updated', view.id, request.principal!.userId, request.id, { version: view.version });
+      return view;
+    });
+
+    r.post('/modules/:id/installations', {
+      config: { ...owner, problems: [422] },
+      schema: { summary: 'Install the module for a tenant: runs its pending migrations, then activates it', params: z.object({ id: Id }), body: TenantBody, response: { 201: Installation } },
+    }, async (request, reply) => reply.code(201).send(await installModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId)));
+
+    r.post('/modules/:id/activate', {
+      config: owner,
+      schema: { summary: 'Activate the module again for a tenant it is installed for', params: z.object({ id: Id }), body: TenantBody, response: { 200: Installation } },
+    }, async (request) => activateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId));
+
+    r.post('/modules/:id/deactivate', {
+      config: owner,
+      schema: { summary: 'Deactivate the module for a tenant (its tables and rows are kept)', params: z.object({ id: Id }), body: TenantBody, response: { 200: Installation } },
+    }, async (request) => deactivateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId));
+
+    r.post('/modules/:id/retry', {
+      config: owner,
+      schema: { summary: 'Retry the module\'s failed migration (clears the dirty flag)', params: z.object({ id: Id }), response: { 200: ModuleView } },
+    }, async (request) => retryMigrations(kernel, request.params.id));
+
+    r.delete('/modules/:id', {
+      config: owner,
+      schema: { summary: 'Delete the module (soft: its schema stays until `platform modules purge`)', params: z.object({ id: Id }), response: { 204: z.null() } },
+    }, async (request, reply) => {
+      await deleteModule(kernel, request.principal!.userId, request.id, request.params.id);
+      return reply.code(204).send(null);
     });
 
     r.post('/modules/:id/keys', {

@@ -1,0 +1,76 @@
+import type { Model } from '../../domain/data/catalog';
+import type { ListQuery } from '../../domain/data/query';
+import { OPERATORS } from '../../domain/data/query';
+import type { Kernel } from '../../infra/kernel';
+import { inTransaction, type Tx } from '../../infra/postgres/db';
+
+type Row = Record<string, unknown>;
+const MODULE_DATA_ROLE = 'platform_module_data';
+const roles = new WeakMap<Kernel, Promise<boolean>>();
+
+/** whether this process can take the data role (row-level security then binds even a superuser's connection) */
+const useRole = (kernel: Kernel): Promise<boolean> => {
+  let found = roles.get(kernel);
+  if (!found) {
+    found = kernel.db.query<{ usable: boolean }>(`SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`, [MODULE_DATA_ROLE])
+      .then((r) => r.rows[0]?.usable ?? false);
+    roles.set(kernel, found);
+  }
+  return found;
+};
+
+/**
+ * Reads of a module's tables, as the tenant: every statement filters by tenant_id, and runs under
+ * the tenant setting and the data role, so row-level security holds even if a filter were missing.
+ */
+export const asTenantRead = async <T>(kernel: Kernel, tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T> => {
+  const role = await useRole(kernel);
+  return inTransaction(kernel.db, async (tx) => {
+    await tx.query(`SELECT set_config('app.tenant_id', $1, true)`, [tenantId]);
+    if (role) await tx.query(`SET LOCAL ROLE ${MODULE_DATA_ROLE}`);
+    return fn(tx);
+  });
+};
+
+const tableOf = (m: Model) => `"${m.schema}"."${m.table}"`;
+const castOf = (m: Model, column: string) => m.columns.find((c) => c.name === column)!.type;
+
+export const findRecord = async (tx: Tx, m: Model, tenantId: string, id: string): Promise<Row | null> =>
+  (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE tenant_id = $1 AND id::text = $2`, [tenantId, id])).rows[0] ?? null;
+
+/** a keyset page: filters as bound parameters, ordered by (sort, id) */
+export const listRecords = async (tx: Tx, m: Model, tenantId: string, q: ListQuery, after: { v: string; id: string } | null, limit: number): Promise<Row[]> => {
+  const values: unknown[] = [tenantId];
+  const where = ['tenant_id = $1'];
+  for (const f of q.filters) {
+    const col = `"${f.column.name}"`;
+    if (f.op === 'is_null') where.push(f.value === 'true' ? `${col} IS NULL` : `${col} IS NOT NULL`);
+    else if (f.op === 'like') { values.push(f.value); where.push(`${col}::text LIKE $${values.length}`); }
+    else { values.push(f.value); where.push(`${col} ${OPERATORS[f.op]} $${values.length}::${castOf(m, f.column.name)}`); }
+  }
+  const sort = `"${q.sort.column.name}"`;
+  const dir = q.sort.desc ? 'DESC' : 'ASC';
+  if (after) {
+    values.push(after.v, after.id);
+    const cmp = q.sort.desc ? '<' : '>';
+    where.push(`(${sort}, id::text) ${cmp} ($${values.length - 1}::${castOf(m, q.sort.column.name)}, $${values.length})`);
+  }
+  values.push(limit);
+  return (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, id::text ${dir} LIMIT $${values.length}`, values)).rows;
+};
+
+/** expands relations (depth ≤ 2, checked by the query's parser): each row gets the referenced row under the relation's name */
+export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantId: string, rows: Row[], paths: string[][]): Promise<void> => {
+  for (const path of paths) {
+    const [head, ...rest] = path;
+    const relation = m.relations.find((r) => r.name === head);
+    const target = relation && models.find((x) => x.name === relation.target);
+    if (!relation || !target) continue;
+    for (const row of rows) {
+      const ref = row[relation.fk];
+      const related = ref === null || ref === undefined ? null : await findRecord(tx, target, tenantId, String(ref));
+      if (related && rest.length) await expandRelations(tx, models, target, tenantId, [related], [rest]);
+      row[relation.name] = related;
+    }
+  }
+};
