@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../gateway/app';
+import { setGatewayPorts } from '../gateway/ports';
+import { moduleStatusOf } from '../commands/modules/installations';
+import { modulesProjection } from '../projections/modules';
 import { OutboxRelay } from '../workers/outbox-relay';
 import { ProjectorWorker } from '../workers/projector';
 import { MaintenanceWorker } from '../workers/maintenance';
@@ -101,6 +104,10 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
     await kernel.projections.prepare(({ name, applied, total }) => logger.info({ projection: name, applied, total }, 'projection rebuild'));
+    // the module registry answers the gateway's module check (404 module-not-found) wherever it runs
+    if (kernel.modules.projections.some((p) => p.name === modulesProjection.name)) {
+      setGatewayPorts(kernel, { moduleStatus: (tenantId, slug) => moduleStatusOf(kernel.db, tenantId, slug) });
+    }
     const mounted = [...(what.write ? kernel.modules.write : []), ...(what.read ? kernel.modules.read : [])];
     for (const plugin of mounted) await plugin.start?.(kernel);
     kernel.readiness.projections = true;

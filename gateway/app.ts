@@ -410,6 +410,12 @@ const edgeGuard = (kernel: Kernel) => {
     if (namespace && request.principal && !PLATFORM_NAMESPACES.has(namespace)) {
       const installed = await ports().installedModules(request.principal.tenantId);
       if (installed !== 'all' && !installed.has(namespace)) throw gatewayErrors.moduleNotFound(namespace);
+      if (await ports().moduleStatus(request.principal.tenantId, namespace) === 'absent') throw gatewayErrors.moduleNotFound(namespace);
+    }
+    // the data layer's paths name their module: /v1/data/<module>/… answers only for a module the tenant has installed
+    const dataModule = namespace === 'data' ? (request.params as Record<string, unknown> | undefined)?.module : undefined;
+    if (typeof dataModule === 'string' && request.principal && await ports().moduleStatus(request.principal.tenantId, dataModule) !== 'installed') {
+      throw gatewayErrors.moduleNotFound(dataModule);
     }
     return undefined;
   };

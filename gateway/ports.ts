@@ -12,6 +12,12 @@ export interface GatewayPorts {
   tenantRateCeiling(tenantId: string): Promise<number | null>;
   /** the modules (API namespaces) installed for the tenant; 'all' when every module is */
   installedModules(tenantId: string): Promise<ReadonlySet<string> | 'all'>;
+  /**
+   * the module registry's answer for a module slug: 'installed' (active for the tenant), 'absent'
+   * (registered, not active for the tenant, or deleted), 'unknown' (no module of that slug: a
+   * platform service's namespace). Checked for the route's namespace and for /v1/data/<module>/….
+   */
+  moduleStatus(tenantId: string, slug: string): Promise<'installed' | 'absent' | 'unknown'>;
   /** origins the tenant allows on top of CORS_ALLOWED_ORIGINS */
   tenantCorsOrigins(tenantId: string): Promise<readonly string[]>;
   /** whether any tenant allows this origin (a preflight carries no token, so no tenant yet) */
@@ -24,6 +30,7 @@ export const PLATFORM_NAMESPACES: ReadonlySet<string> = new Set(['iam', 'gateway
 export const defaultGatewayPorts: GatewayPorts = {
   tenantRateCeiling: async () => null,
   installedModules: async () => 'all',
+  moduleStatus: async () => 'unknown',
   tenantCorsOrigins: async () => [],
   originKnownToAnyTenant: async () => false,
 };

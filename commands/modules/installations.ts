@@ -1,3 +1,4 @@
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -15,3 +16,16 @@ export const recordInstallation = async (q: Queryable, moduleId: string, tenantI
 /** the tenants where the module is active */
 export const activeTenantsOf = async (q: Queryable, moduleId: string): Promise<string[]> =>
   (await q.query<{ tenant_id: string }>(`SELECT tenant_id FROM modules.installations WHERE module_id = $1 AND status = 'active' ORDER BY tenant_id`, [moduleId])).rows.map((r) => r.tenant_id);
+
+/**
+ * The gateway's module check (spec 000: 404 module-not-found): installed when the module is
+ * registered, not deleted, and active for the tenant; unknown when no module has that slug (a
+ * platform service's namespace).
+ */
+export const moduleStatusOf = async (q: Queryable, tenantId: string, slug: string): Promise<'installed' | 'absent' | 'unknown'> => {
+  const row = (await q.query<{ status: string; installation: string | null }>(
+    `SELECT m.status, i.status AS installation FROM rm.modules m LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
+      WHERE m.tenant_id = $1 AND m.slug = $2`, [PLATFORM_TENANT_ID, slug, tenantId])).rows[0];
+  if (!row) return 'unknown';
+  return row.status === 'registered' && row.installation === 'active' ? 'installed' : 'absent';
+};

@@ -70,6 +70,7 @@ export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantI
       const ref = row[relation.fk];
       const related = ref === null || ref === undefined ? null : await findRecord(tx, target, tenantId, String(ref));
       if (related && rest.length) await expandRelations(tx, models, target, tenantId, [related], [rest]);
+      if (related) delete related.tenant_id;
       row[relation.name] = related;
     }
   }

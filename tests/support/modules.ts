@@ -26,6 +26,8 @@ export const TEST_MODULES = {
   audit: async () => (await import('./audit')).auditModules,
   /** the module registry and the event bus (routes, read models, workers) */
   events: async () => (await import('./events')).eventsModules,
+  /** the module registry and the data layer (migrations, generated CRUD, introspection) */
+  data: async () => (await import('./data')).dataModules,
   /** the gateway's audit fallback replay */
   'gateway-workers': async () => mergeModules({ workers: [(await import('../../workers/gateway')).default] }),
   /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */
