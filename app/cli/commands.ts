@@ -3,6 +3,8 @@ import { z } from 'zod';
 import type { Role } from '../platform';
 import type { AuditInvocation } from './audit';
 import { AUDIT_USAGE, parseAudit } from './audit';
+import type { ModulesInvocation } from './modules';
+import { MODULES_USAGE, parseModules } from './modules';
 
 /**
  * The command line of `platform`, parsed without side effects: main.ts runs what this returns,
@@ -21,6 +23,7 @@ Usage:
   platform owner create --email <e> --password <p>  create the first platform owner (identity)
   platform replay --topic <t> (--from-offset <n> | --from-time <iso>) [--to <offset|iso>] --into <consumer group|projection>
 ${AUDIT_USAGE}
+${MODULES_USAGE}
 
 Configuration comes from the environment; see README.md.`;
 
@@ -39,7 +42,8 @@ export type Invocation =
   | { command: 'projections'; action: 'rebuild'; name: string; tenant?: string }
   | { command: 'owner'; action: 'create'; email: string; password: string }
   | { command: 'replay'; topic: string; from: Position; to?: Position; into: string }
-  | AuditInvocation;
+  | AuditInvocation
+  | ModulesInvocation;
 
 /** a command line the CLI does not accept; the message says what it needs */
 export class UsageError extends Error {
@@ -51,7 +55,7 @@ export class UsageError extends Error {
 
 const OwnerEmail = z.string().trim().email().max(254);
 
-const options = <T extends Record<string, { type: 'string' }>>(args: string[], spec: T, allowPositionals = false) => {
+const options = <T extends Record<string, { type: 'string' } | { type: 'boolean' }>>(args: string[], spec: T, allowPositionals = false) => {
   try {
     return parseArgs({ args, options: spec, allowPositionals, strict: true });
   } catch (error) {
@@ -118,6 +122,11 @@ export const parseCommandLine = (argv: string[]): Invocation => {
       const to = values.to === undefined ? undefined : /^\d+$/.test(values.to) ? { offset: Number(values.to) } : { time: time(values.to) };
       return { command: 'replay', topic: values.topic, from, to, into: values.into };
     }
+    case 'modules':
+      return parseModules(argv.slice(1), (args) => {
+        const { values, positionals } = options(args, { tenant: { type: 'string' }, yes: { type: 'boolean' } }, true);
+        return { tenant: values.tenant, yes: values.yes, positionals };
+      }, (message) => new UsageError(message));
     case 'audit':
       return parseAudit(argv.slice(1), (args) => options(args, { tenant: { type: 'string' } }).values, (message) => new UsageError(message));
     default:

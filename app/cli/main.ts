@@ -9,6 +9,7 @@ import { describeError } from './errors';
 import { progressBar } from './progress';
 import { replay } from './replay';
 import { runAudit } from './audit';
+import { runModules } from './modules';
 
 const fail = (message: string): never => {
   console.error(message);
@@ -114,6 +115,15 @@ const run = async (invocation: Invocation): Promise<void> => {
         return runAudit(kernel, invocation);
       });
       // said explicitly: the embedded ClickHouse's exit hooks would otherwise end the process with 0
+      if (code !== 0) process.exit(code);
+      return;
+    }
+    case 'modules': {
+      const code = await withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        await kernel.projections.prepare();
+        return runModules(kernel, invocation);
+      });
       if (code !== 0) process.exit(code);
       return;
     }

@@ -68,7 +68,7 @@ export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantI
     if (!relation || !target) continue;
     for (const row of rows) {
       const ref = row[relation.fk];
-      const related = ref === null || ref === undefined ? null : await findRecord(tx, target, tenantId, String(ref));
+      const related = typeof ref === 'string' || typeof ref === 'number' ? await findRecord(tx, target, tenantId, String(ref)) : null;
       if (related && rest.length) await expandRelations(tx, models, target, tenantId, [related], [rest]);
       if (related) delete related.tenant_id;
       row[relation.name] = related;
