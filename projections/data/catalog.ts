@@ -30,3 +30,8 @@ export const catalogOf = async (kernel: Kernel, row: ModuleRow): Promise<{ model
   cache.set(row.id, entry);
   return entry;
 };
+
+/** the slugs of the modules active for a tenant */
+export const activeModulesOf = async (q: Queryable, tenantId: string): Promise<string[]> =>
+  (await q.query<{ slug: string }>(`SELECT m.slug FROM modules.installations i JOIN rm.modules m ON m.tenant_id = $1 AND m.id = i.module_id
+     WHERE i.tenant_id = $2 AND i.status = 'active' AND m.status = 'registered' ORDER BY m.slug`, [PLATFORM_TENANT_ID, tenantId])).rows.map((r) => r.slug);

@@ -75,3 +75,15 @@ export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantI
     }
   }
 };
+
+/** usage for billing (spec 002, Limits): the tenant's active modules and the records of their generated models */
+export const usageOf = async (kernel: Kernel, tenantId: string, modules: { slug: string; models: Model[] }[]): Promise<{ slug: string; records: number }[]> =>
+  asTenantRead(kernel, tenantId, async (tx) => {
+    const out: { slug: string; records: number }[] = [];
+    for (const m of modules) {
+      let records = 0;
+      for (const model of m.models) records += (await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${tableOf(model)} WHERE tenant_id = $1`, [tenantId])).rows[0]?.n ?? 0;
+      out.push({ slug: m.slug, records });
+    }
+    return out;
+  });

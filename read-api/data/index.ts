@@ -2,13 +2,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { gateIntrospection, gateModel, gateModule } from '../../domain/data/access';
 import type { Model } from '../../domain/data/catalog';
-import { ModelDetail, ModelListItem, modelDetail, modelListItem } from '../../domain/data/catalog';
+import { ModelDetail, ModelListItem, modelDetail, modelListItem, servable } from '../../domain/data/catalog';
 import { dataErrors } from '../../domain/data/errors';
 import { parseListQuery } from '../../domain/data/query';
 import { decodeCursor, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
-import { catalogOf, moduleRowOf } from '../../projections/data/catalog';
-import { asTenantRead, expandRelations, findRecord, listRecords } from '../../projections/data/queries';
+import { activeModulesOf, catalogOf, moduleRowOf } from '../../projections/data/catalog';
+import { asTenantRead, expandRelations, findRecord, listRecords, usageOf } from '../../projections/data/queries';
 
 const Slug = z.string().regex(/^[a-z][a-z0-9_]{1,31}$/).describe('the module\'s slug');
 const Name = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/).describe('the model\'s name');
@@ -46,6 +46,23 @@ export default defineRoutes({
       const row = gateModule(await moduleRowOf(kernel.db, slug, tenantId));
       return { row, ...(await catalogOf(kernel, row)) };
     };
+
+    r.get('/data/usage', {
+      config: { access: 'bearer' },
+      schema: {
+        summary: 'The tenant\'s data usage, for billing: active modules and the records of their generated models',
+        response: { 200: z.object({ modules: z.number().int(), records: z.number().int(), byModule: z.array(z.object({ slug: z.string(), records: z.number().int() })) }) },
+      },
+    }, async (request) => {
+      const tenantId = request.principal!.tenantId;
+      const modules = [];
+      for (const slug of await activeModulesOf(kernel.db, tenantId)) {
+        const row = await moduleRowOf(kernel.db, slug, tenantId);
+        if (row && !row.dirty) modules.push({ slug, models: (await catalogOf(kernel, row)).models.filter(servable) });
+      }
+      const byModule = await usageOf(kernel, tenantId, modules);
+      return { modules: byModule.length, records: byModule.reduce((n, m) => n + m.records, 0), byModule };
+    });
 
     r.get('/data/:module/models', {
       config: { access: 'bearer' },

@@ -35,6 +35,8 @@ export default defineRoutes({
     addCredentialScheme(kernel, moduleKeyScheme(kernel));
     // the modules' permissions in this process, and reconciliations a failed migration run left pending
     await loadModulePermissions(kernel);
+    // spec 002: a reconciliation left pending is retried at the next start or health check
+    kernel.health.register('module-permissions', () => loadModulePermissions(kernel));
   },
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();

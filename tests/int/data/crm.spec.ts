@@ -153,6 +153,13 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
     expect((await a.call('GET', '/data/crm/notes?expand=nothing')).status).toBe(400);
   });
 
+  it('reports usage for billing: the tenant\'s active modules and its records', async () => {
+    const contacts = (await a.call('GET', '/data/crm/contacts?page_size=100')).body.data.length as number;
+    const usage = await a.call('GET', '/data/usage');
+    expect(usage.body).toEqual({ modules: 1, records: contacts, byModule: [{ slug: 'crm', records: contacts }] });
+    expect((await apiClient(p.url, testToken('tenant-crm-none', 'u', [])).call('GET', '/data/usage')).body).toEqual({ modules: 0, records: 0, byModule: [] });
+  });
+
   it('a deactivated module answers 404 module-not-found and keeps its rows; activated again, they are back', async () => {
     const before = (await a.call('GET', '/data/crm/contacts?page_size=100')).body.data.length as number;
     expect((await owner.call('POST', '/modules/crm/deactivate', { tenantId: TENANT_A })).body.status).toBe('inactive');
