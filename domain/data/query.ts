@@ -17,7 +17,8 @@ const RESERVED = new Set(['page_size', 'page_token', 'sort', 'expand']);
 const KEY = /^([a-z][a-z0-9_]*)(?:\[([a-z_]+)\])?$/;
 const FILTERABLE = new Set(['text', 'citext', 'varchar', 'bpchar', 'int2', 'int4', 'int8', 'numeric', 'float4', 'float8', 'bool', 'uuid', 'timestamptz', 'timestamp', 'date']);
 
-const valueProblem = (c: Column, v: string): string | null => {
+/** what a text value of the column must look like, or null when it does (filters and page tokens are checked before any query) */
+export const valueProblem = (c: Column, v: string): string | null => {
   if (['int2', 'int4', 'int8'].includes(c.udt)) return /^-?\d{1,18}$/.test(v) ? null : 'an integer';
   if (['numeric', 'float4', 'float8'].includes(c.udt)) return /^-?\d+(\.\d+)?$/.test(v) ? null : 'a number';
   if (c.udt === 'bool') return v === 'true' || v === 'false' ? null : 'true or false';

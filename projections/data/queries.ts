@@ -53,10 +53,10 @@ export const listRecords = async (tx: Tx, m: Model, tenantId: string, q: ListQue
   if (after) {
     values.push(after.v, after.id);
     const cmp = q.sort.desc ? '<' : '>';
-    where.push(`(${sort}, id::text) ${cmp} ($${values.length - 1}::${castOf(m, q.sort.column.name)}, $${values.length})`);
+    where.push(`(${sort}, id) ${cmp} ($${values.length - 1}::${castOf(m, q.sort.column.name)}, $${values.length}::${castOf(m, 'id')})`);
   }
   values.push(limit);
-  return (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, id::text ${dir} LIMIT $${values.length}`, values)).rows;
+  return (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, id ${dir} LIMIT $${values.length}`, values)).rows;
 };
 
 /** expands relations (depth ≤ 2, checked by the query's parser): each row gets the referenced row under the relation's name */

@@ -4,7 +4,7 @@ import { gateIntrospection, gateModel, gateModule } from '../../domain/data/acce
 import type { Model } from '../../domain/data/catalog';
 import { ModelDetail, ModelListItem, modelDetail, modelListItem, servable } from '../../domain/data/catalog';
 import { dataErrors } from '../../domain/data/errors';
-import { parseListQuery } from '../../domain/data/query';
+import { parseListQuery, valueProblem } from '../../domain/data/query';
 import { decodeCursor, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
 import { activeModulesOf, catalogOf, moduleRowOf } from '../../projections/data/catalog';
@@ -102,6 +102,10 @@ export default defineRoutes({
       const list = parseListQuery(m, q);
       checkExpand(models, m, list.expand);
       const after = decodeCursor(q.page_token, Cursor);
+      const idColumn = m.columns.find((c) => c.name === 'id')!;
+      if (after && (valueProblem(list.sort.column, after.v) || valueProblem(idColumn, after.id))) {
+        throw dataErrors.invalidQuery([{ field: 'page_token', message: 'page_token is not a valid page token for this sort', code: 'INVALID_PAGE_TOKEN' }]);
+      }
       const rows = await asTenantRead(kernel, p.tenantId, async (tx) => {
         const found = await listRecords(tx, m, p.tenantId, list, after, q.page_size + 1);
         await expandRelations(tx, models, m, p.tenantId, found.slice(0, q.page_size), list.expand);

@@ -86,6 +86,8 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
     const second = await a.call('GET', `/data/crm/contacts?sort=-name&page_size=2&page_token=${first.body.next_page_token}`);
     expect(second.body.data.map((c: { name: string }) => c.name)).toEqual(['Bea', 'Ada']);
     expect(second.body.next_page_token).toBeUndefined();
+    const forged = Buffer.from(JSON.stringify({ v: 'Cid', id: 'not-a-uuid' })).toString('base64url');
+    expect((await a.call('GET', `/data/crm/contacts?sort=-name&page_token=${forged}`)).status).toBe(400);
     const filtered = await a.call('GET', '/data/crm/contacts?name[gte]=C&email[like]=%25example.com');
     expect(filtered.body.data.map((c: { name: string }) => c.name).sort()).toEqual(['Cid', 'Dan']);
   });
