@@ -1,4 +1,5 @@
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import { PLATFORM_DOMAINS } from '../../domain/modules/manifest';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -23,6 +24,8 @@ export const activeTenantsOf = async (q: Queryable, moduleId: string): Promise<s
  * platform service's namespace).
  */
 export const moduleStatusOf = async (q: Queryable, tenantId: string, slug: string): Promise<'installed' | 'absent' | 'unknown'> => {
+  // a platform service's namespace (money, notify, …) is never a module's slug: no query on their hot paths
+  if (PLATFORM_DOMAINS.includes(slug)) return 'unknown';
   const row = (await q.query<{ status: string; installation: string | null }>(
     `SELECT m.status, i.status AS installation FROM rm.modules m LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
       WHERE m.tenant_id = $1 AND m.slug = $2`, [PLATFORM_TENANT_ID, slug, tenantId])).rows[0];
