@@ -45,6 +45,11 @@ export class PermissionRegistry {
     }
   }
 
+  /** permissions archived by their module (spec 002): hidden from the catalog; the data layer denies them even to roles that still hold them */
+  unregister(keys: readonly string[]): void {
+    for (const key of keys) this.entries.delete(key);
+  }
+
   list(): { key: string; description: string; module: string }[] {
     return [...this.entries.values()].sort((a, b) => a.key.localeCompare(b.key));
   }

@@ -125,6 +125,8 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
       { key: 'crm.contacts.delete', status: 'active' }, { key: 'crm.contacts.read', status: 'active' }, { key: 'crm.contacts.write', status: 'active' },
       { key: 'crm.notes.delete', status: 'archived' }, { key: 'crm.notes.read', status: 'archived' }, { key: 'crm.notes.write', status: 'archived' },
     ]);
+    expect(p.kernel.permissions.has('crm.notes.read')).toBe(false);
+    expect(p.kernel.permissions.has('crm.contacts.read')).toBe(true);
     expect((await noteReader.call('GET', '/data/crm/models')).status).toBe(403);
     expect((await noteReader.call('GET', '/data/crm/notes')).status).toBe(404);
   });
