@@ -14,7 +14,7 @@ export const reconcilePermissions = async (kernel: Kernel, module: { id: string;
   const desired = desiredPermissions(module.slug, module.manifest, await loadModels(kernel.db, module.slug, module.manifest));
   const now = kernel.clock.now();
   const client = await kernel.db.connect();
-  let archived: string[] = [];
+  let archived: string[];
   try {
     await client.query('BEGIN');
     for (const [key, description] of Object.entries(desired)) {
