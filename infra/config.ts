@@ -8,6 +8,8 @@ const url = (example: string) => z.string().url(`expected a URL such as ${exampl
 const isUrl = (v: string, schemes: RegExp) => URL.canParse(v) && schemes.test(new URL(v).protocol);
 const int = (def: number, min = 0) =>
   z.coerce.number({ error: `expected a whole number ≥ ${min}` }).int(`expected a whole number ≥ ${min}`).min(min, `expected a whole number ≥ ${min}`).default(def);
+const megabytes = (def: number) =>
+  z.coerce.number({ error: 'expected a number of megabytes such as 10 or 0.5' }).positive('expected a number of megabytes above 0').max(5120, 'expected at most 5120 MB').default(def);
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `expected one of ${values.join(', ')}` });
 
 /** one OpenID Connect login provider (identity): OIDC_PROVIDERS is a JSON list of these */
@@ -65,6 +67,24 @@ export const ConfigSchema = z.object({
   MAIL_FROM: z.string().default('platform@localhost'),
   CLAMD_HOST: z.string().optional(),
   CLAMD_PORT: int(3310, 1),
+  /** files: `skip` releases uploads unscanned (scan status skipped), for `npm start` without clamd; development only */
+  FILES_SCAN: oneOf(['clamd', 'skip']).default('clamd'),
+  // Files (spec 002, Limits)
+  FILES_STAGING_TTL_HOURS: int(24, 1),
+  FILES_STAGING_MAX_PER_TENANT: int(100, 1),
+  FILES_PRESIGN_TTL_MIN: int(15, 1).pipe(z.number().max(10_080, 'expected at most 10080 minutes (7 days, S3\'s longest signature)')),
+  FILES_MAX_IMAGE_SIZE_MB: megabytes(10),
+  FILES_MAX_DOCUMENT_SIZE_MB: megabytes(50),
+  FILES_IMAGE_PROCESSING_TIMEOUT_SEC: int(30, 1),
+  /** decompression bombs: an image with more pixels is refused before it is decoded */
+  FILES_IMAGE_MAX_PIXELS: int(50_000_000, 1),
+  FILES_SOFT_DELETE_RETENTION_DAYS: int(30, 1),
+  FILES_ORPHAN_MIN_AGE_HOURS: int(24, 1),
+  FILES_ORPHAN_SCAN_INTERVAL_HOURS: int(24, 1),
+  /** scans (and image jobs) a workers process runs at once */
+  FILES_SCAN_CONCURRENCY: int(4, 1),
+  /** how often an idle files worker looks for staged files and jobs */
+  FILES_WORKER_POLL_MS: int(1000, 10),
   OTEL_EXPORTER_OTLP_ENDPOINT: url('http://otel-collector:4318').optional(),
   PLATFORM_SECRET_KEY: z.string().regex(/^[A-Za-z0-9+/]{43,}={0,2}$/, 'expected base64 of at least 32 random bytes (openssl rand -base64 32)').optional(),
 
@@ -113,6 +133,9 @@ export const ConfigSchema = z.object({
 }).superRefine((c, ctx) => {
   if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
     ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
+  }
+  if (c.FILES_SCAN === 'skip' && c.PLATFORM_ENV !== 'development') {
+    ctx.addIssue({ code: 'custom', path: ['FILES_SCAN'], message: 'skip (release files without a virus scan) is accepted only with PLATFORM_ENV=development; unset it or set it to clamd' });
   }
   if (Boolean(c.WRITE_API_URL) !== Boolean(c.READ_API_URL)) {
     ctx.addIssue({ code: 'custom', path: [c.WRITE_API_URL ? 'READ_API_URL' : 'WRITE_API_URL'], message: 'WRITE_API_URL and READ_API_URL are set together (split deployment)' });

@@ -17,6 +17,7 @@ import { createObjectStore, InvalidObjectKeyError, ObjectNotFoundError } from '.
 import { Guard } from '../resilience/guard';
 import { guardPort } from '../resilience/guard-port';
 import { createVirusScanner } from '../scan';
+import { isDomainError } from '../../domain/shared/errors';
 import { loadSecrets } from '../secrets';
 import { createLog } from '../log';
 import type { ServiceModules } from '../modules';
@@ -97,6 +98,8 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   try {
     await migrate(db, { onProgress: (p) => logger.info(p, 'migration applied') });
     kernel.readiness.migrations = true;
+    // files: S3_BUCKET (or the local folder) is created when missing; a store down at start shows in /health
+    await kernel.engines.objects.ensureBucket().catch((error: unknown) => logger.warn({ err: error }, 'the object store bucket could not be checked or created'));
     await log.ping();
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
@@ -201,8 +204,8 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
-  const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean): T =>
-    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure }), idempotent) : port;
+  const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean, deadlines?: Record<string, number | null>): T =>
+    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure }), idempotent, deadlines) : port;
   const objects = createObjectStore({
     dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
     s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
@@ -212,7 +215,7 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
     secrets,
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX }),
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set()),
-    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
+    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, isObjectFailure, OBJECT_DEADLINES),
     analytics: () => {
       analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
         // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
@@ -221,7 +224,7 @@ const openEngines = async (config: Config, role: string, databaseUrl: string): P
       return analytics;
     },
     // a scan reads its stream once: never retried
-    scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
+    scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set(), undefined, SCAN_DEADLINES),
   };
 };
 
@@ -230,7 +233,15 @@ const isClickHouseAnswer = (error: unknown): boolean =>
   error instanceof Error && 'type' in error && /^\d+$/.test(String((error as { code?: unknown }).code ?? ''));
 
 /** object store calls that may be repeated safely */
-const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);
+const OBJECT_READS = new Set(['get', 'head', 'list', 'presignGet', 'presignPut', 'presignPost']);
+// --- files: object store and scanner calls that outlast the guard's 5 s deadline (begin) ---
+/** a streamed put goes at its source's pace (the SDK's own timeouts apply); copies of 50 MB take a while */
+const OBJECT_DEADLINES = { put: null, copy: 60_000, move: 60_000 };
+/** a scan streams up to 50 MB to clamd, which has its own 30 s verdict deadline */
+const SCAN_DEADLINES = { scan: 120_000 };
+/** answers of the store (a missing object, a refused key) and refusals of the body it was fed (413) are no failure of S3 */
+const isObjectFailure = (e: unknown): boolean => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError || isDomainError(e));
+// --- files (end) ---
 
 /** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */
 export const platformTopics = (config: Config) => {

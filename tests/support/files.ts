@@ -1,0 +1,148 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import type { ServiceModules } from '../../infra/modules';
+import { mergeModules } from '../../infra/modules';
+import identityProjections from '../../projections/identity';
+import filesProjections from '../../projections/files';
+import filesRead from '../../read-api/files';
+import filesWrite from '../../write-api/files';
+import filesWorkers from '../../workers/files';
+import { testToken } from './auth';
+import { requireEnv } from './env';
+
+/** the files service as discovery finds it, with identity's read models (the Owners told about malware, avatar references) */
+export const filesModules: ServiceModules = mergeModules({
+  write: [filesWrite], read: [filesRead], projections: [...filesProjections.projections, ...identityProjections.projections], workers: [filesWorkers],
+});
+
+export const FILES_PERMISSIONS = ['files.read', 'files.write', 'files.delete'];
+
+// The EICAR anti-virus test file, kept as hex so this file is not itself "infected".
+export const EICAR = Buffer.from(
+  '58354f2150254041505b345c505a58353428505e2937434329377d2445494341522d5354414e444152442d414e544956495255532d544553542d46494c452124482b482a',
+  'hex',
+);
+
+/** a bucket of its own on the test S3Proxy for one suite: created by the platform at start (S3_BUCKET), emptied and removed by drop() */
+export const testBucket = () => {
+  const name = `files-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const client = () => new S3Client({
+    endpoint: requireEnv('TEST_S3_ENDPOINT'), region: process.env.TEST_S3_REGION || 'us-east-1', forcePathStyle: true,
+    credentials: { accessKeyId: requireEnv('TEST_S3_ACCESS_KEY'), secretAccessKey: requireEnv('TEST_S3_SECRET_KEY') },
+  });
+  return {
+    name,
+    env: {
+      S3_ENDPOINT: requireEnv('TEST_S3_ENDPOINT'), S3_ACCESS_KEY: requireEnv('TEST_S3_ACCESS_KEY'), S3_SECRET_KEY: requireEnv('TEST_S3_SECRET_KEY'),
+      S3_REGION: process.env.TEST_S3_REGION || 'us-east-1', S3_BUCKET: name,
+    },
+    /** every key in the bucket */
+    async keys(): Promise<string[]> {
+      const s3 = client();
+      try {
+        const keys: string[] = [];
+        let token: string | undefined;
+        do {
+          const page = await s3.send(new ListObjectsV2Command({ Bucket: name, ContinuationToken: token }));
+          keys.push(...(page.Contents ?? []).map((o) => o.Key!));
+          token = page.NextContinuationToken;
+        } while (token);
+        return keys;
+      } finally {
+        s3.destroy();
+      }
+    },
+    async drop(): Promise<void> {
+      const s3 = client();
+      try {
+        for (const key of await this.keys()) await s3.send(new DeleteObjectCommand({ Bucket: name, Key: key }));
+        await s3.send(new DeleteBucketCommand({ Bucket: name })).catch(() => undefined);
+      } finally {
+        s3.destroy();
+      }
+    },
+  };
+};
+
+/** the test clamd, or a TCP proxy in front of it (a test that cuts the scanner off) */
+export const clamdEnv = (port = Number(requireEnv('TEST_CLAMD_PORT'))) => ({ CLAMD_HOST: requireEnv('TEST_CLAMD_HOST'), CLAMD_PORT: String(port) });
+
+/** a parsed response body: tests read whatever fields they check */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
+export type Body = any;
+export interface Answer { status: number; body: Body; headers: Headers; text: string }
+
+export interface UploadFields {
+  bucket?: string;
+  originalName?: string;
+  mimeType?: string;
+  meta?: string;
+  /** the name sent with the file part (the browser's file name) */
+  filename?: string;
+}
+
+const parse = async (res: Response): Promise<Answer> => {
+  const text = await res.text();
+  let body: unknown;
+  try { body = text ? JSON.parse(text) : null; } catch { body = text; }
+  return { status: res.status, body, headers: res.headers, text };
+};
+
+/** an HTTP client of the files API as one user of one tenant */
+export const filesClient = (baseUrl: string, tenantId: string, userId = 'u-uploader', permissions = FILES_PERMISSIONS) => {
+  const token = testToken(tenantId, userId, permissions);
+  const auth = { authorization: `Bearer ${token}` };
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> =>
+    parse(await fetch(`${baseUrl}/v1${path}`, {
+      method, redirect: 'manual',
+      headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }));
+  const form = (bytes: Buffer | Blob, fields: UploadFields) => {
+    const data = new FormData();
+    for (const name of ['bucket', 'originalName', 'mimeType', 'meta'] as const) {
+      const value = name === 'bucket' ? fields.bucket ?? 'documents' : name === 'originalName' ? fields.originalName ?? 'report.bin' : fields[name];
+      if (value !== undefined) data.append(name, value);
+    }
+    data.append('file', bytes instanceof Blob ? bytes : new Blob([bytes]), fields.filename ?? 'upload.bin');
+    return data;
+  };
+  return {
+    token,
+    auth,
+    call,
+    get: (path: string, headers?: Record<string, string>) => call('GET', path, undefined, headers),
+    post: (path: string, body?: unknown) => call('POST', path, body ?? {}),
+    del: (path: string) => call('DELETE', path),
+    /** POST /files/upload with multipart/form-data built by fetch */
+    upload: async (bytes: Buffer | Blob, fields: UploadFields = {}): Promise<Answer> =>
+      parse(await fetch(`${baseUrl}/v1/files/upload`, { method: 'POST', headers: auth, body: form(bytes, fields) })),
+    form,
+  };
+};
+export type FilesClient = ReturnType<typeof filesClient>;
+
+/** polls until check returns a value (not undefined), or fails after timeoutMs */
+export const eventually = async <T>(check: () => Promise<T | undefined>, timeoutMs = 20_000, what = 'the condition'): Promise<T> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+};
+
+/** waits until the file's status (as the tenant's list shows it) is one of these */
+export const statusOf = async (client: FilesClient, fileId: string): Promise<string | null> => {
+  for (const status of ['available', 'pending_scan', 'rejected', 'deleted']) {
+    const page = await client.get(`/files?status=${status}&page_size=100`);
+    if ((page.body.data as { id: string }[]).some((f) => f.id === fileId)) return status;
+  }
+  return null;
+};
+
+export const waitForStatus = (client: FilesClient, fileId: string, wanted: string, timeoutMs = 20_000): Promise<string> =>
+  eventually(async () => ((await statusOf(client, fileId)) === wanted ? wanted : undefined), timeoutMs, `file ${fileId} to be ${wanted}`);
+
+export const uniqueTenant = (label: string): string => `${label}-${randomUUID()}`;
