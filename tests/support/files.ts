@@ -1,6 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import type { Kernel } from '../../infra/kernel';
 import type { ServiceModules } from '../../infra/modules';
+import type { Queryable } from '../../infra/postgres/db';
 import { mergeModules } from '../../infra/modules';
 import identityProjections from '../../projections/identity';
 import filesProjections from '../../projections/files';
@@ -146,3 +149,56 @@ export const waitForStatus = (client: FilesClient, fileId: string, wanted: strin
   eventually(async () => ((await statusOf(client, fileId)) === wanted ? wanted : undefined), timeoutMs, `file ${fileId} to be ${wanted}`);
 
 export const uniqueTenant = (label: string): string => `${label}-${randomUUID()}`;
+
+/** makes userId an active Owner of the tenant in identity's read models (whom an infected upload is reported to) */
+export const seedOwner = async (q: Queryable, tenantId: string, userId: string, email: string): Promise<void> => {
+  const roleId = `owner-role-${tenantId}`;
+  await q.query(`INSERT INTO rm.iam_roles (tenant_id, id, name, description, permissions, built_in, created_by, created_at, updated_at, version)
+    VALUES ($1, $2, 'Owner', 'the tenant owner', '{}', true, 'system', now(), now(), 1) ON CONFLICT DO NOTHING`, [tenantId, roleId]);
+  await q.query(`INSERT INTO rm.iam_accounts (tenant_id, id, email, first_name, last_name, email_verified, status, created_at, updated_at, version)
+    VALUES ($1, $2, $3, 'Olga', 'Owner', true, 'active', now(), now(), 1) ON CONFLICT DO NOTHING`, [PLATFORM_TENANT_ID, userId, email]);
+  await q.query(`INSERT INTO rm.iam_members (tenant_id, user_id, role_ids, status, created_at, updated_at, version)
+    VALUES ($1, $2, ARRAY[$3], 'active', now(), now(), 1) ON CONFLICT DO NOTHING`, [tenantId, userId, roleId]);
+};
+
+/** the events of a topic published since `since` (the shared Kafka holds every run's) */
+export const topicEvents = async (kernel: Kernel, topic: string, since: number): Promise<{ type: string; tenantId: string; data: Body }[]> => {
+  const log = kernel.log;
+  const events: { type: string; tenantId: string; data: Body }[] = [];
+  const from = await log.offsetsForTime(topic, since);
+  for (let p = 0; p < (await log.partitionsOf(topic)); p += 1) {
+    for (let offset = from[p] ?? 0; ;) {
+      const records = await log.read(topic, p, offset, 1000);
+      if (records.length === 0) break;
+      events.push(...records.map((r) => JSON.parse(r.value) as { type: string; tenantId: string; data: Body }));
+      offset = records[records.length - 1]!.offset + 1;
+    }
+  }
+  return events;
+};
+
+/** a signed link as the platform gave it, fetched from the test's address (all-in-one tests have no public root URL) */
+export const fetchLink = (baseUrl: string, link: string, init?: RequestInit): Promise<Response> => {
+  const url = new URL(link);
+  return fetch(`${baseUrl}${url.pathname}${url.search}`, { redirect: 'manual', ...init });
+};
+
+/** a body sent without Content-Length (chunked), so only the limit measured while streaming can refuse it */
+export const chunked = (bytes: Buffer, chunkSize = 64 * 1024): ReadableStream<Uint8Array> => {
+  let at = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (at >= bytes.length) return controller.close();
+      controller.enqueue(new Uint8Array(bytes.subarray(at, at + chunkSize)));
+      at += chunkSize;
+    },
+  });
+};
+
+/** a multipart body built by hand (fields, then the file), to stream it or send odd names */
+export const multipartBody = (fields: Record<string, string>, file: Buffer, filename = 'upload.bin'): { body: Buffer; contentType: string } => {
+  const boundary = `----files-test-${randomBytes(8).toString('hex')}`;
+  const parts = Object.entries(fields).map(([name, value]) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  return { body: Buffer.concat([...parts, head, file, Buffer.from(`\r\n--${boundary}--\r\n`)]), contentType: `multipart/form-data; boundary=${boundary}` };
+};

@@ -16,6 +16,7 @@ import { executeCommand } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 import { countStaged } from '../../projections/files/queries';
+import { drainRest } from './drain';
 import { registerLocalUpload } from './local-upload';
 
 const Id = z.uuid({ message: 'must be a UUID' });
@@ -43,31 +44,39 @@ const refuseUnread = (reply: FastifyReply, error: Error): never => {
 };
 
 /**
+ * What can be refused before a byte of the upload is read — not multipart, a Content-Length over
+ * the largest limit, the staging area full — as a route hook, so that in split deployment the
+ * gateway answers it itself instead of streaming a body that will be refused.
+ */
+const beforeUpload = (kernel: Kernel) => async (request: FastifyRequest, reply: FastifyReply) => {
+  const { limits, maxStagedPerTenant } = filesContext(kernel).settings;
+  if (!request.bodyStream) throw filesErrors.multipartRequired(request.headers['content-type']);
+  const largest = Math.max(limits.imageBytes, limits.documentBytes);
+  if (Number(request.headers['content-length'] ?? 0) > largest + MULTIPART_SLACK) {
+    refuseUnread(reply, filesErrors.payloadTooLarge(limits.documentBytes >= limits.imageBytes ? 'document' : 'image', largest));
+  }
+  // the exact count is taken again when the file is recorded; this one spares streaming bytes for nothing
+  if ((await countStaged(kernel.db, request.principal!.tenantId)) >= maxStagedPerTenant) refuseUnread(reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
+};
+
+/**
  * POST /files/upload: the multipart body streams into the staging area (never whole in memory,
  * bounded while it flows), then the file is recorded as pending_scan and its scan queued.
  */
 const upload = (kernel: Kernel) => async (request: FastifyRequest, reply: FastifyReply) => {
   const ctx = filesContext(kernel);
   const tenantId = request.principal!.tenantId;
-  const { limits, maxStagedPerTenant } = ctx.settings;
-  if (!request.bodyStream) throw filesErrors.multipartRequired(request.headers['content-type']);
-  const largest = Math.max(limits.imageBytes, limits.documentBytes);
-  if (Number(request.headers['content-length'] ?? 0) > largest + MULTIPART_SLACK) {
-    refuseUnread(reply, filesErrors.payloadTooLarge(limits.documentBytes >= limits.imageBytes ? 'document' : 'image', largest));
-  }
-  // the exact count is taken again when the file is recorded; this one spares storing bytes for nothing
-  if ((await countStaged(kernel.db, tenantId)) >= maxStagedPerTenant) refuseUnread(reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
   const fileId = kernel.ids.next();
   const key = stagingKey(tenantId, fileId);
-  const received = await receiveMultipart(ctx.objects, { headers: request.headers, body: request.bodyStream }, key, limits)
-    .catch((error: Error) => refuseUnread(reply, error));
   try {
+    const received = await receiveMultipart(ctx.objects, { headers: request.headers, body: request.bodyStream! }, key, ctx.settings.limits);
     const f = uploadFields(received.fields);
     await executeCommand(kernel, request, reply, { status: 201 }, (uow) => files.stageFile(uow, ctx, {
       fileId, bucket: f.bucket, originalName: f.originalName, mimeType: received.mimeType, sizeBytes: received.sizeBytes, meta: f.meta,
       uploadedBy: request.principal!.userId, via: 'upload', stagingKey: key, uploadBy: null,
     }));
   } catch (error) {
+    drainRest(request);
     await ctx.objects.delete(key).catch(() => undefined);
     throw error;
   }
@@ -102,6 +111,7 @@ export default defineRoutes({
 
     r.post('/files/upload', {
       config: { ...write, streamBody: true, problems: [413, 415, 503] },
+      preHandler: beforeUpload(kernel),
       schema: {
         summary: 'Upload a file (multipart/form-data: file, bucket, originalName, mimeType?, meta?)',
         description: 'Streams the part `file` into the staging area; the type is detected from its bytes. Images up to FILES_MAX_IMAGE_SIZE_MB, '

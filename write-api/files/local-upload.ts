@@ -6,6 +6,7 @@ import { filesErrors } from '../../domain/files/errors';
 import { filesContext } from '../../commands/files/context';
 import { verifyLocalPost } from '../../infra/objects/local-signature';
 import type { Kernel } from '../../infra/kernel';
+import { drainRest } from './drain';
 
 /**
  * The local object store's form uploads (`npm start` without S3): what S3 does with a presigned
@@ -82,7 +83,7 @@ export const registerLocalUpload = (app: FastifyInstance, kernel: Kernel): void 
     try {
       await receive(kernel, request);
     } catch (error) {
-      reply.header('connection', 'close');
+      drainRest(request);
       throw error;
     }
     return reply.code(204).send();
