@@ -29,6 +29,7 @@ export const SPLIT_SUITES = [
   'tests/int/eventstore/idempotency.spec.ts',
   'tests/int/files/uploads.spec.ts',
   'tests/int/files/scanner-outage.spec.ts',
+  'tests/int/files/presign.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

@@ -163,7 +163,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   }
   const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
   const log = await createLog(config, db, logger);
-  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl);
+  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl, options.clock);
   // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
   let analyticsOpened: Promise<AnalyticsStore> | null = null;
   const openAnalytics = engines.analytics;
@@ -200,14 +200,14 @@ export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' |
   return /^[A-Za-z_]/.test(pg) ? pg : `platform${pg ? `_${pg}` : ''}`;
 };
 
-const openEngines = async (config: Config, role: string, databaseUrl: string): Promise<Engines> => {
+const openEngines = async (config: Config, role: string, databaseUrl: string, clock?: Clock): Promise<Engines> => {
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
   const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean, deadlines?: Record<string, number | null>): T =>
     remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure }), idempotent, deadlines) : port;
   const objects = createObjectStore({
-    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
+    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'), clock,
     s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
   });
   const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
