@@ -30,6 +30,7 @@ export const SPLIT_SUITES = [
   'tests/int/files/uploads.spec.ts',
   'tests/int/files/scanner-outage.spec.ts',
   'tests/int/files/presign.spec.ts',
+  'tests/int/files/lifecycle.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,
