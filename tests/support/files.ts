@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Kernel } from '../../infra/kernel';
@@ -201,4 +202,29 @@ export const multipartBody = (fields: Record<string, string>, file: Buffer, file
   const parts = Object.entries(fields).map(([name, value]) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
   return { body: Buffer.concat([...parts, head, file, Buffer.from(`\r\n--${boundary}--\r\n`)]), contentType: `multipart/form-data; boundary=${boundary}` };
+};
+
+/** resident memory of a process in bytes (Linux: VmRSS of /proc/<pid>/status) */
+export const rssOf = (pid: number): number => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
+};
+
+/**
+ * The largest growth of resident memory of the given processes above their level before, sampled
+ * every 20 ms while `work` runs: a bound on what the work held in memory at once.
+ */
+export const peakGrowth = async <T>(pids: Record<string, number>, work: () => Promise<T>): Promise<{ result: T; growth: Record<string, number> }> => {
+  const before = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, rssOf(pid)]));
+  const peak = { ...before };
+  const timer = setInterval(() => {
+    for (const [role, pid] of Object.entries(pids)) peak[role] = Math.max(peak[role]!, rssOf(pid));
+  }, 20);
+  try {
+    const result = await work();
+    for (const [role, pid] of Object.entries(pids)) peak[role] = Math.max(peak[role]!, rssOf(pid));
+    return { result, growth: Object.fromEntries(Object.keys(pids).map((role) => [role, peak[role]! - before[role]!])) };
+  } finally {
+    clearInterval(timer);
+  }
 };
