@@ -20,6 +20,7 @@ export const SPLIT_SUITES = [
   'tests/int/identity/lockout.spec.ts',
   'tests/int/identity/contract.spec.ts',
   'tests/int/identity/burst.spec.ts',
+  'tests/int/identity/mail-notify.spec.ts',
   'tests/int/gateway/hardening.spec.ts',
   'tests/int/money/owners.spec.ts',
   'tests/int/audit/api.spec.ts',
