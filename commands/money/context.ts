@@ -28,7 +28,7 @@ const contexts = new WeakMap<Kernel, MoneyContext>();
 
 /** installs the ports (billing will pass its gRPC client here); tests pass fakes */
 export const configureMoney = (kernel: Kernel, overrides: MoneyOverrides = {}): MoneyContext => {
-  const settings = { ...loadMoneySettings(), ...overrides.settings };
+  const settings = { ...loadMoneySettings(kernel.config.env), ...overrides.settings };
   const context: MoneyContext = {
     settings,
     limits: new CachedPlanLimits(kernel.engines.cache, overrides.limitsSource ?? defaultPlanLimitsSource, kernel.clock, settings.planLimitsFreshMs),
