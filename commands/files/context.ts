@@ -1,13 +1,11 @@
-import type { PresetName } from '../../domain/files/constants';
+import type { Linker } from '../../domain/files/links';
+import { DEFAULT_LINK_TTL_SECONDS, LINK_KEY_PURPOSE, LINK_SCHEME, linkerOf } from '../../domain/files/links';
 import type { Kernel } from '../../infra/kernel';
 import type { ObjectStore } from '../../infra/objects';
 import type { VirusScanner } from '../../infra/scan';
-import type { Linker } from '../../projections/files/queries';
-import { LINK_KEY_PURPOSE, linkUrl } from './links';
+import { linkSigner } from '../../infra/security/signed-links';
 import type { OwnerDirectory } from './lookups';
 import { identityOwners } from './lookups';
-import type { FileNotices } from './notices';
-import { mailNotices } from './notices';
 import type { FileReferences } from './references';
 import { platformReferences } from './references';
 import type { FilesSettings } from './settings';
@@ -21,12 +19,11 @@ export interface FilesContext {
   objects: ObjectStore;
   /** clamd, or null when CLAMD_HOST is not set */
   scanner: VirusScanner | null;
-  notices: FileNotices;
+  /** whom an infected upload is reported to (through kernel.notifications) */
+  owners: OwnerDirectory;
   references: FileReferences;
-  /** signed links of the tenant's files, valid ttlSeconds (default: the settings' 300 s) */
+  /** signed links of the tenant's files, valid ttlSeconds (default 300 s) */
   linker(tenantId: string, ttlSeconds?: number): Linker;
-  /** the expiry of a link made now with this lifetime, in epoch seconds */
-  linkExpiry(ttlSeconds: number): number;
   /** tells this process's workers that a task is waiting (other processes find it when they next look) */
   wake(kind: TaskKind): void;
   onWake(kind: TaskKind, listener: () => void): () => void;
@@ -34,28 +31,23 @@ export interface FilesContext {
 
 export interface FilesOverrides {
   settings?: Partial<FilesSettings>;
-  notices?: FileNotices;
   owners?: OwnerDirectory;
   references?: FileReferences;
 }
 
 const contexts = new WeakMap<Kernel, FilesContext>();
 
-/** installs the ports (the notification hub will replace notices); tests pass their own */
+/** installs the ports; tests pass their own */
 export const configureFiles = (kernel: Kernel, overrides: FilesOverrides = {}): FilesContext => {
   const settings = { ...filesSettingsOf(kernel.config), ...overrides.settings };
-  const key = kernel.engines.secrets.key(LINK_KEY_PURPOSE);
+  const signer = linkSigner(kernel.engines.secrets.key(LINK_KEY_PURPOSE), LINK_SCHEME);
   const listeners = new Map<TaskKind, Set<() => void>>();
-  const linkExpiry = (ttlSeconds: number) => Math.floor(kernel.clock.now().getTime() / 1000) + ttlSeconds;
   const context: FilesContext = {
     kernel, settings, objects: kernel.engines.objects, scanner: kernel.engines.scanner,
-    notices: overrides.notices ?? mailNotices(kernel.db, kernel.engines.mail, overrides.owners ?? identityOwners),
+    owners: overrides.owners ?? identityOwners,
     references: overrides.references ?? platformReferences,
-    linker: (tenantId, ttlSeconds = settings.linkTtlSeconds) => {
-      const expires = linkExpiry(ttlSeconds);
-      return (fileId: string, variant: 'original' | PresetName) => linkUrl(key, kernel.config.rootUrl, { tenantId, fileId, variant, expires });
-    },
-    linkExpiry,
+    linker: (tenantId, ttlSeconds = DEFAULT_LINK_TTL_SECONDS) =>
+      linkerOf(signer.sign, kernel.config.rootUrl, tenantId, Math.floor(kernel.clock.now().getTime() / 1000) + ttlSeconds),
     wake: (kind) => {
       for (const listener of listeners.get(kind) ?? []) listener();
     },

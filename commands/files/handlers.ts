@@ -8,8 +8,8 @@ import { RawJson } from '../../domain/shared/json';
 import { auditRecord } from '../../infra/audit';
 import type { Loaded, UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { File } from '../../domain/files/file';
-import type { Linker } from '../../projections/files/queries';
-import { countStaged, findFile, type FileRow } from '../../projections/files/queries';
+import type { Linker } from '../../domain/files/links';
+import { availableFile, countStaged } from './lookups';
 import { plannedDimensions } from '../../domain/files/operations';
 import { probeImage } from './images';
 import { isProcessableImage, readContent } from './thumbnails';
@@ -130,24 +130,16 @@ export const startProcessing = async (
   return { fileId, jobId: job.jobId, status: 'processing', startedAt: now.toISOString() };
 };
 
-/** an available file of the tenant as the read model has it: 404 for unknown, pending, trashed or purged, 422 for rejected */
-export const availableFile = async (ctx: FilesContext, tenantId: string, fileId: string): Promise<FileRow & { object_key: string }> => {
-  const row = await findFile(ctx.kernel.db, tenantId, fileId);
-  if (row?.status === 'rejected') throw filesErrors.fileRejected(row.rejection_reason ?? 'rejected');
-  if (!row || row.status !== 'available' || !row.object_key) throw filesErrors.fileNotFound();
-  return row as FileRow & { object_key: string };
-};
-
 /**
  * Before a job is accepted: the file is an available picture sharp can process, its header is
  * sound and within the pixel limit (read without decoding: decompression bombs stop here), and the
  * operations fit it. Refusals are 422 processing-failed.
  */
 export const checkProcessable = async (ctx: FilesContext, tenantId: string, fileId: string, operations: Operation[]): Promise<void> => {
-  const row = await availableFile(ctx, tenantId, fileId);
-  if (!isProcessableImage(row.mime_type)) throw filesErrors.processingFailed(`a ${row.mime_type} file cannot be processed; images only (JPEG, PNG, WebP, GIF, AVIF, TIFF)`);
+  const row = await availableFile(ctx.kernel.db, tenantId, fileId);
+  if (!isProcessableImage(row.mimeType)) throw filesErrors.processingFailed(`a ${row.mimeType} file cannot be processed; images only (JPEG, PNG, WebP, GIF, AVIF, TIFF)`);
   const { maxPixels, processingTimeoutMs } = ctx.settings;
-  const size = await probeImage(await readContent(ctx, row.object_key), { maxPixels, timeoutMs: processingTimeoutMs });
+  const size = await probeImage(await readContent(ctx, row.objectKey), { maxPixels, timeoutMs: processingTimeoutMs });
   const plan = plannedDimensions(operations, size, maxPixels);
   if (!plan.ok) throw filesErrors.processingFailed(plan.reason);
 };

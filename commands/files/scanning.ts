@@ -10,6 +10,7 @@ import type { ScanVerdict } from '../../infra/scan';
 import { FileAggregate, fileStream } from './aggregates';
 import type { FilesContext } from './context';
 import { contentKey } from './keys';
+import { notifyInfected } from './notices';
 import { peek } from './uploads';
 import type { Task } from './tasks';
 import { finishTask, postponeTask } from './tasks';
@@ -142,7 +143,7 @@ const reject = async (
     meta: { bucket: state.bucket, originalName: state.originalName, uploadedBy: state.uploadedBy, sizeBytes: sizeBytes ?? state.sizeBytes }, timestamp: now,
   }, kernel.ids.next()));
   if (reason === 'infected') {
-    await ctx.notices.infected({ tenantId: task.tenantId, fileId: task.fileId, originalName: state.originalName, signature: signature ?? 'malware', uploadedBy: state.uploadedBy, at: now })
+    await notifyInfected(kernel, ctx.owners, { tenantId: task.tenantId, fileId: task.fileId, originalName: state.originalName, signature: signature ?? 'malware', uploadedBy: state.uploadedBy, at: now })
       .catch((error: unknown) => kernel.logger.error({ err: error, fileId: task.fileId, tenantId: task.tenantId }, 'the tenant admins could not be told about an infected file'));
   }
   return 'rejected';

@@ -21,8 +21,6 @@ export interface FilesSettings {
   leaseMs: number;
   /** a scanner that is down is asked again after 2, 4, 8 … s, at most this long */
   maxRetryDelayMs: number;
-  linkTtlSeconds: number;
-  maxLinkTtlSeconds: number;
 }
 
 const MB = 1_048_576;
@@ -44,6 +42,4 @@ export const filesSettingsOf = (config: Config): FilesSettings => ({
   pollMs: config.FILES_WORKER_POLL_MS,
   leaseMs: 5 * 60_000,
   maxRetryDelayMs: 60_000,
-  linkTtlSeconds: 300,
-  maxLinkTtlSeconds: 86_400,
 });

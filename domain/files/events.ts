@@ -83,4 +83,4 @@ export const FileEvent = z.discriminatedUnion('type', [
 ]);
 export type FileEvent = z.infer<typeof FileEvent>;
 export type FileEventType = FileEvent['type'];
-export const fileEventTypes = FileEvent.options.map((o) => o.shape.type.value) as FileEventType[];
+export const fileEventTypes = FileEvent.options.map<FileEventType>((o) => o.shape.type.value);

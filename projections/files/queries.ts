@@ -1,6 +1,8 @@
 import type { Bucket, FileStatus, PresetName } from '../../domain/files/constants';
+import { filesErrors } from '../../domain/files/errors';
 import type { Thumbnail } from '../../domain/files/file';
 import { RawJson } from '../../domain/shared/json';
+import type { Linker } from '../../domain/files/links';
 import type { FileView, JobView } from '../../domain/files/views';
 import type { Queryable } from '../../infra/postgres/db';
 
@@ -13,9 +15,6 @@ export interface FileRow {
 }
 const COLUMNS = `tenant_id, id, bucket, original_name, mime_type, size_bytes::text, meta, status, via, staging_key, upload_by, object_key, content_version,
   scan_status, thumbnails, uploaded_by, created_at, released_at, deleted_at, orphaned_at, rejection_reason`;
-
-/** makes signed links for a file's variants (commands/files/links.ts) */
-export type Linker = (fileId: string, variant: 'original' | PresetName) => string;
 
 export const fileView = (r: FileRow, link: Linker): FileView => {
   const available = r.status === 'available';
@@ -32,6 +31,14 @@ export const fileView = (r: FileRow, link: Linker): FileView => {
 export const findFile = async (q: Queryable, tenantId: string, id: string): Promise<FileRow | null> => {
   const { rows } = await q.query<FileRow>(`SELECT ${COLUMNS} FROM rm.files_files WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
   return rows[0] ?? null;
+};
+
+/** an available file of the tenant: 404 for unknown, pending, trashed or purged, 422 for rejected */
+export const availableFile = async (q: Queryable, tenantId: string, id: string): Promise<FileRow & { object_key: string }> => {
+  const row = await findFile(q, tenantId, id);
+  if (row?.status === 'rejected') throw filesErrors.fileRejected(row.rejection_reason ?? 'rejected');
+  if (!row || row.status !== 'available' || !row.object_key) throw filesErrors.fileNotFound();
+  return { ...row, object_key: row.object_key };
 };
 
 export interface FileFilter {
@@ -61,9 +68,6 @@ export const listFiles = async (q: Queryable, tenantId: string, f: FileFilter): 
   const { rows } = await q.query<FileRow>(`SELECT ${COLUMNS} FROM rm.files_files WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $2`, params);
   return rows;
 };
-
-export const countStaged = async (q: Queryable, tenantId: string): Promise<number> =>
-  Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM rm.files_files WHERE tenant_id = $1 AND status = 'pending_scan'`, [tenantId])).rows[0]?.n ?? 0);
 
 /** the bytes a tenant stores (available and in the trash: a deleted file is still billed), thumbnails not counted */
 export const storageBytes = async (q: Queryable, tenantId: string): Promise<number> =>

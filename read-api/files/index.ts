@@ -1,16 +1,14 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { BUCKETS, FILE_STATUSES, isPreset, type PresetName } from '../../domain/files/constants';
+import { BUCKETS, FILE_STATUSES } from '../../domain/files/constants';
 import { filesErrors } from '../../domain/files/errors';
+import { DEFAULT_LINK_TTL_SECONDS, isLinkVariant, MAX_LINK_TTL_SECONDS } from '../../domain/files/links';
 import { FileView, JobView } from '../../domain/files/views';
-import { filesContext } from '../../commands/files/context';
-import { availableFile } from '../../commands/files/handlers';
-import { isLinkVariant, LINK_KEY_PURPOSE, verifyLink } from '../../commands/files/links';
-import { makeThumbnail } from '../../commands/files/thumbnails';
 import { Instant } from '../../infra/http/instant';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
-import { fileView, findFile, findJob, listFiles, storageBytes } from '../../projections/files/queries';
+import { readLinks } from '../../projections/files/links';
+import { availableFile, fileView, findFile, findJob, listFiles, storageBytes } from '../../projections/files/queries';
 import { sendObject } from './content';
 
 const Id = z.uuid({ message: 'must be a UUID' });
@@ -24,7 +22,8 @@ export default defineRoutes({
   namespace: 'files',
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const ctx = () => filesContext(kernel);
+    const links = readLinks(kernel);
+    const objects = kernel.engines.objects;
     const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
 
     r.get('/files', {
@@ -39,7 +38,7 @@ export default defineRoutes({
       const rows = await listFiles(kernel.db, tenantOf(request), {
         bucket: q.bucket, status: q.status, uploadedBy: q.uploadedBy, after: after ? { createdAt: after.c, id: after.id } : undefined, limit: q.page_size + 1,
       });
-      const link = ctx().linker(tenantOf(request));
+      const link = links.linker(tenantOf(request));
       return toPage(rows, q.page_size, (row) => fileView(row, link), (row) => ({ c: row.created_at.toISOString(), id: row.id }));
     });
 
@@ -56,45 +55,27 @@ export default defineRoutes({
         response: { 200: FileView.describe('meta=1: the File object; download=1: the bytes (application/octet-stream or the file\'s type)'), 302: Redirect },
       },
     }, async (request, reply) => {
-      const c = ctx();
       const tenantId = tenantOf(request);
-      const row = await availableFile(c, tenantId, request.params.id);
-      if (request.query.meta) return fileView(row, c.linker(tenantId));
+      const row = await availableFile(kernel.db, tenantId, request.params.id);
+      if (request.query.meta) return fileView(row, links.linker(tenantId));
       if (request.query.download) {
-        return sendObject(reply, c.objects, { key: row.object_key, mimeType: row.mime_type, name: row.original_name, disposition: 'attachment', range: request.headers.range, maxAgeSeconds: 0 });
+        return sendObject(reply, objects, { key: row.object_key, mimeType: row.mime_type, name: row.original_name, disposition: 'attachment', range: request.headers.range, maxAgeSeconds: 0 });
       }
-      return reply.redirect(c.linker(tenantId)(row.id, 'original'), 302);
+      return reply.redirect(links.linker(tenantId)(row.id, 'original'), 302);
     });
 
     r.get('/files/:id/url', {
       config: { ...read, problems: [422] },
       schema: {
         params: IdParams,
-        querystring: z.object({ ttlSeconds: z.coerce.number().int().min(1).max(86_400).default(300).meta({ type: 'integer', minimum: 1, maximum: 86_400, default: 300 }) }),
+        querystring: z.object({ ttlSeconds: z.coerce.number().int().min(1).max(MAX_LINK_TTL_SECONDS).default(DEFAULT_LINK_TTL_SECONDS).meta({ type: 'integer', minimum: 1, maximum: MAX_LINK_TTL_SECONDS, default: DEFAULT_LINK_TTL_SECONDS }) }),
         response: { 200: z.object({ url: z.string(), expiresAt: z.string() }) },
       },
     }, async (request) => {
-      const c = ctx();
       const tenantId = tenantOf(request);
-      const row = await availableFile(c, tenantId, request.params.id);
+      const row = await availableFile(kernel.db, tenantId, request.params.id);
       const ttl = request.query.ttlSeconds;
-      return { url: c.linker(tenantId, ttl)(row.id, 'original'), expiresAt: new Date(c.linkExpiry(ttl) * 1000).toISOString() };
-    });
-
-    r.get('/files/:id/thumbnail/:preset', {
-      config: { ...read, problems: [422] },
-      schema: { params: z.object({ id: Id, preset: z.string().max(32) }), response: { 302: Redirect } },
-    }, async (request, reply) => {
-      const c = ctx();
-      const tenantId = tenantOf(request);
-      const { preset } = request.params;
-      if (!isPreset(preset)) throw filesErrors.presetNotFound(preset);
-      const row = await availableFile(c, tenantId, request.params.id);
-      // made on the first request (on-demand presets, or automatic ones that are missing), then kept
-      if (!row.thumbnails[preset]) {
-        await makeThumbnail(c, { tenantId, fileId: row.id, bucket: row.bucket, objectKey: row.object_key, contentVersion: row.content_version, mimeType: row.mime_type }, preset);
-      }
-      return reply.redirect(c.linker(tenantId)(row.id, preset), 302);
+      return { url: links.linker(tenantId, ttl)(row.id, 'original'), expiresAt: new Date(links.expiry(ttl) * 1000).toISOString() };
     });
 
     r.get('/files/:id/jobs/:jobId', {
@@ -106,8 +87,7 @@ export default defineRoutes({
       return job;
     });
 
-    // the signed links: no token, the signature is the permission (commands/files/links.ts)
-    const linkKey = kernel.engines.secrets.key(LINK_KEY_PURPOSE);
+    // the signed links: no token, the signature is the permission (domain/files/links.ts)
     r.get('/files/:id/content', {
       config: { access: 'public', problems: [403, 416] },
       schema: {
@@ -119,22 +99,21 @@ export default defineRoutes({
         }),
       },
     }, async (request, reply) => {
-      const c = ctx();
       const q = request.query;
       const link = { tenantId: q.tenant, fileId: request.params.id, variant: isLinkVariant(q.variant) ? q.variant : 'original' as const, expires: q.expires };
-      const check = isLinkVariant(q.variant) ? verifyLink(linkKey, link, q.signature, kernel.clock.now().getTime()) : { valid: false as const, reason: 'bad-signature' as const };
+      const check = isLinkVariant(q.variant) ? links.verify(link, q.signature) : { valid: false as const, reason: 'bad-signature' as const };
       if (!check.valid) throw filesErrors.linkInvalid(check.reason);
       const row = await findFile(kernel.db, link.tenantId, link.fileId);
       // a link outlives nothing: a file deleted, purged or changed to rejected answers 404 at once
       if (!row || row.status !== 'available' || !row.object_key) throw filesErrors.fileNotFound();
       const remaining = Math.max(0, link.expires - Math.floor(kernel.clock.now().getTime() / 1000));
       if (link.variant === 'original') {
-        return sendObject(reply, c.objects, { key: row.object_key, mimeType: row.mime_type, name: row.original_name, disposition: 'inline', range: request.headers.range, maxAgeSeconds: remaining });
+        return sendObject(reply, objects, { key: row.object_key, mimeType: row.mime_type, name: row.original_name, disposition: 'inline', range: request.headers.range, maxAgeSeconds: remaining });
       }
-      const thumbnail = row.thumbnails[link.variant as PresetName];
+      const thumbnail = row.thumbnails[link.variant];
       if (!thumbnail) throw filesErrors.fileNotFound();
       const name = `${row.original_name.replace(/\.[^.]*$/, '')}-${link.variant}.webp`;
-      return sendObject(reply, c.objects, { key: thumbnail.objectKey, mimeType: thumbnail.mimeType, name, disposition: 'inline', range: request.headers.range, maxAgeSeconds: remaining });
+      return sendObject(reply, objects, { key: thumbnail.objectKey, mimeType: thumbnail.mimeType, name, disposition: 'inline', range: request.headers.range, maxAgeSeconds: remaining });
     });
   },
 });

@@ -57,5 +57,5 @@ export const solidPng = (width: number, height: number, background = '#48c'): Pr
 
 export const dimensionsOf = async (bytes: Buffer): Promise<{ width: number; height: number; format: string }> => {
   const meta = await sharp(bytes).metadata();
-  return { width: meta.width!, height: meta.height!, format: meta.format! };
+  return { width: meta.width, height: meta.height, format: meta.format };
 };

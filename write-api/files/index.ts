@@ -11,13 +11,14 @@ import { FileView } from '../../domain/files/views';
 import { configureFiles, filesContext } from '../../commands/files/context';
 import * as files from '../../commands/files/handlers';
 import { stagingKey } from '../../commands/files/keys';
+import { countStaged } from '../../commands/files/lookups';
 import { receiveMultipart } from '../../commands/files/uploads';
 import { executeCommand } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
-import { countStaged } from '../../projections/files/queries';
 import { drainRest } from './drain';
 import { registerLocalUpload } from './local-upload';
+import { registerThumbnail } from './thumbnail';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const IdParams = z.object({ id: Id });
@@ -176,6 +177,7 @@ export default defineRoutes({
         files.startProcessing(uow, c, request.params.id, { jobId: kernel.ids.next(), operations: request.body.operations, quality: request.body.quality }));
     });
 
+    registerThumbnail(app, kernel);
     registerLocalUpload(app, kernel);
   },
 });

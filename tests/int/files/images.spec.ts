@@ -3,7 +3,7 @@ import { filesContext } from '../../../commands/files/context';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import { allInOneOnly } from '../../support/all-in-one-only';
-import type { Answer, Body, FilesClient } from '../../support/files';
+import type { Answer, FilesClient } from '../../support/files';
 import { clamdEnv, eventually, fetchLink, filesClient, peakGrowth, testBucket, topicEvents, uniqueTenant, waitForStatus } from '../../support/files';
 import { corruptPng, dimensionsOf, pixelFloodPng, solidPng } from '../../support/images';
 
@@ -141,7 +141,7 @@ describe('files that are no picture to process', () => {
 describe('a job that runs out of time', () => {
   allInOneOnly('shortens the processing deadline of the running process')('fails with a timeout and keeps the original content', async () => {
     const id = await uploadImage(await solidPng(800, 600), 'slow.png');
-    const before = (await c.get(`/files/${id}?meta=1`)).body as Body;
+    const before = (await c.get(`/files/${id}?meta=1`)).body;
     const settings = filesContext(p.kernel).settings;
     const deadline = settings.processingTimeoutMs;
     settings.processingTimeoutMs = 1;
@@ -156,7 +156,7 @@ describe('a job that runs out of time', () => {
     } finally {
       settings.processingTimeoutMs = deadline;
     }
-    const after = (await c.get(`/files/${id}?meta=1`)).body as Body;
+    const after = (await c.get(`/files/${id}?meta=1`)).body;
     expect(after).toMatchObject({ mimeType: before.mimeType, size: before.size, status: 'available' });
     expect((await bucket.keys()).filter((k) => k.includes(id) && /\/v\d+$/.test(k))).toEqual([expect.stringMatching(/\/v1$/)]);
   });

@@ -173,7 +173,7 @@ describe('the type of an upload', () => {
 describe('size limits (here: images 0.5 MB, documents 2 MB)', () => {
   const streamed = async (bytes: Buffer, fields: Record<string, string>) => {
     const { body, contentType } = multipartBody(fields, bytes);
-    const res = await fetch(`${p.url}/v1/files/upload`, { method: 'POST', headers: { ...c.auth, 'content-type': contentType }, body: chunked(body), duplex: 'half' } as RequestInit);
+    const res = await fetch(`${p.url}/v1/files/upload`, { method: 'POST', headers: { ...c.auth, 'content-type': contentType }, body: chunked(body), duplex: 'half' });
     return { status: res.status, body: await res.json() };
   };
 
@@ -238,7 +238,8 @@ describe('file names with NUL, CRLF, ../, quotes and 300 bytes', () => {
     const answer = await c.upload(bytes, { originalName: name, mimeType: 'text/plain' });
     expect(answer.status).toBe(201);
     const stored = answer.body.originalName as string;
-    expect(stored).not.toMatch(/[\u0000\r\n/\\]/);
+    expect(stored).not.toMatch(/[\r\n/\\]/);
+    expect(stored).not.toContain('\u0000');
     expect(Buffer.byteLength(stored)).toBeLessThanOrEqual(255);
     await waitForStatus(c, answer.body.id, 'available');
     const download = await fetch(`${p.url}/v1/files/${answer.body.id}?download=1`, { headers: c.auth });

@@ -70,7 +70,7 @@ describe('a local object store signing URLs at 10:00:00', () => {
 
 describe('a local object store handing out a form upload at 10:00:00', () => {
   const now = new Date('2024-05-01T10:00:00Z');
-  const post = async () => (await createLocalObjectStore({ dataDir: await newDataDir(), publicBaseUrl: 'https://app.example.test', signingSecret: SECRET, clock: fixedClock(now) }))
+  const post = async () => createLocalObjectStore({ dataDir: await newDataDir(), publicBaseUrl: 'https://app.example.test', signingSecret: SECRET, clock: fixedClock(now) })
     .presignPost('t-1/_staging/f.png', { ttlSeconds: 900, contentType: 'image/png', minBytes: 1, maxBytes: 100 });
 
   it('posts to /v1/objects/local with fields whose signature covers key, type, size and expiry', async () => {
