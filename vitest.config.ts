@@ -36,6 +36,7 @@ export const SPLIT_SUITES = [
   'tests/int/files/presign.spec.ts',
   'tests/int/files/lifecycle.spec.ts',
   'tests/int/files/images.spec.ts',
+  'tests/int/files/large.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

@@ -39,22 +39,27 @@ const isNotFound = (error: unknown) => {
   return e.name === 'NoSuchKey' || e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404;
 };
 
-/** Reads up to `size` bytes; fewer means the stream has ended. */
-const readUpTo = async (source: AsyncIterator<Buffer>, carry: Buffer[], size: number): Promise<{ chunk: Buffer; ended: boolean }> => {
-  let length = carry.reduce((n, b) => n + b.length, 0);
-  while (length < size) {
+/**
+ * Reads up to `size` bytes into a part of its own; fewer means the stream has ended. The bytes are
+ * copied into the part as they arrive (no concatenation of the chunks, no part kept alive by a
+ * leftover that is a slice of it): one part, and the chunk in hand, is what an upload holds.
+ */
+const readPart = async (source: AsyncIterator<Buffer>, carry: { rest: Buffer | null }, size: number): Promise<{ chunk: Buffer; ended: boolean }> => {
+  const part = Buffer.allocUnsafeSlow(size);
+  let filled = 0;
+  const take = (bytes: Buffer): Buffer | null => {
+    const n = Math.min(bytes.length, size - filled);
+    bytes.copy(part, filled, 0, n);
+    filled += n;
+    return n < bytes.length ? bytes.subarray(n) : null;
+  };
+  if (carry.rest) carry.rest = take(carry.rest);
+  while (filled < size) {
     const next = await source.next();
-    if (next.done) {
-      const chunk = Buffer.concat(carry.splice(0));
-      return { chunk, ended: true };
-    }
-    const buffer = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
-    carry.push(buffer);
-    length += buffer.length;
+    if (next.done) return { chunk: part.subarray(0, filled), ended: true };
+    carry.rest = take(Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value));
   }
-  const all = Buffer.concat(carry.splice(0));
-  carry.push(all.subarray(size));
-  return { chunk: all.subarray(0, size), ended: false };
+  return { chunk: part, ended: false };
 };
 
 /**
@@ -65,7 +70,7 @@ const readUpTo = async (source: AsyncIterator<Buffer>, carry: Buffer[], size: nu
 export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore => {
   const clock = options.clock ?? systemClock;
   const Bucket = options.bucket;
-  const partSize = options.partSize ?? 8 * 1024 * 1024;
+  const partSize = options.partSize ?? 5 * 1024 * 1024; // S3's smallest part: the least an upload holds
   const client = new S3Client({
     endpoint: options.endpoint,
     region: options.region ?? 'us-east-1',
@@ -82,8 +87,8 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
 
   const putStream = async (Key: string, body: Readable, ContentType: string) => {
     const source = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const carry: Buffer[] = [];
-    const first = await readUpTo(source, carry, partSize);
+    const carry = { rest: null as Buffer | null };
+    const first = await readPart(source, carry, partSize);
     if (first.ended) {
       await client.send(new PutObjectCommand({ Bucket, Key, Body: first.chunk, ContentType }));
       return;
@@ -96,7 +101,7 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
         const { ETag } = await client.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }));
         parts.push({ ETag, PartNumber });
         if (part.ended) break;
-        part = await readUpTo(source, carry, partSize);
+        part = await readPart(source, carry, partSize);
         if (part.ended && part.chunk.length === 0) break;
       }
       await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
@@ -227,4 +227,76 @@ export const peakGrowth = async <T>(pids: Record<string, number>, work: () => Pr
   } finally {
     clearInterval(timer);
   }
+};
+
+/**
+ * Content that is never whole in memory: `size` pseudo-random bytes made 64 KB at a time (a hash
+ * chain from `seed`), with their SHA-256 known once the stream has ended.
+ */
+export const generatedContent = (size: number, seed = 'files') => {
+  const digest = createHash('sha256');
+  let made = 0;
+  let block = createHash('sha256').update(seed).digest();
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (made >= size) {
+        controller.close();
+        return;
+      }
+      const chunk = Buffer.allocUnsafe(Math.min(65_536, size - made));
+      for (let at = 0; at < chunk.length; at += 32) {
+        block = createHash('sha256').update(block).digest();
+        block.copy(chunk, at, 0, Math.min(32, chunk.length - at));
+      }
+      digest.update(chunk);
+      made += chunk.length;
+      controller.enqueue(new Uint8Array(chunk));
+    },
+  });
+  return { stream, sha256: () => digest.digest('hex') };
+};
+
+/** POST /files/upload of generated content, streamed (chunked: no Content-Length), the multipart framing around it */
+export const streamUpload = async (baseUrl: string, auth: Record<string, string>, size: number, fields: Record<string, string> = {}) => {
+  const boundary = `----files-test-${randomBytes(8).toString('hex')}`;
+  const content = generatedContent(size);
+  const text = (s: string) => new TextEncoder().encode(s);
+  const all = { bucket: 'documents', originalName: 'large.bin', ...fields };
+  const head = Object.entries(all).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`).join('')
+    + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  const reader = content.stream.getReader();
+  let stage: 'head' | 'body' | 'done' = 'head';
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (stage === 'head') {
+        stage = 'body';
+        controller.enqueue(text(head));
+        return;
+      }
+      if (stage === 'done') return;
+      const next = await reader.read();
+      if (!next.done) {
+        controller.enqueue(next.value);
+        return;
+      }
+      stage = 'done';
+      controller.enqueue(text(`\r\n--${boundary}--\r\n`));
+      controller.close();
+    },
+  });
+  const res = await fetch(`${baseUrl}/v1/files/upload`, {
+    method: 'POST', headers: { ...auth, 'content-type': `multipart/form-data; boundary=${boundary}` }, body, duplex: 'half',
+  } as RequestInit & { duplex: 'half' });
+  return { answer: await parse(res), sha256: content.sha256() };
+};
+
+/** the SHA-256 and length of an answer's body, read as it streams */
+export const digestOf = async (res: Response): Promise<{ sha256: string; size: number }> => {
+  const digest = createHash('sha256');
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    digest.update(chunk);
+    size += chunk.length;
+  }
+  return { sha256: digest.digest('hex'), size };
 };
