@@ -286,7 +286,7 @@ export const streamUpload = async (baseUrl: string, auth: Record<string, string>
   });
   const res = await fetch(`${baseUrl}/v1/files/upload`, {
     method: 'POST', headers: { ...auth, 'content-type': `multipart/form-data; boundary=${boundary}` }, body, duplex: 'half',
-  } as RequestInit & { duplex: 'half' });
+  });
   return { answer: await parse(res), sha256: content.sha256() };
 };
 
