@@ -117,6 +117,15 @@ describe('the bytes behind a presigned form', () => {
     expect((await c.get(`/files/${form.body.fileId}`)).body).toMatchObject({ status: 422, reason: 'infected' });
   });
 
+  it('over the limit of their detected type are rejected (too-large): a picture presigned as a PDF is held to the image limit', async () => {
+    const picture = Buffer.concat([await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer(), randomBytes(10 * 1_048_576)]);
+    const form = await presign({ sizeBytes: picture.length, mimeType: 'application/pdf', originalName: 'report.pdf', bucket: 'documents' });
+    expect(form.status).toBe(200);
+    expect((await send(form.body, picture, 'application/pdf')).status).toBe(204);
+    await waitForStatus(c, form.body.fileId, 'rejected', 60_000);
+    expect((await c.get(`/files/${form.body.fileId}`)).body).toMatchObject({ status: 422, reason: 'too-large' });
+  });
+
   it('that never arrive leave the file rejected (upload-missing) an hour after the form expired', async () => {
     const form = await presign({ sizeBytes: 1000 });
     clock.advance(60 * 60_000);

@@ -178,6 +178,31 @@ describe('the EICAR test file', () => {
   });
 });
 
+/** a ZIP local file header (30 bytes) + name + data, with the encryption flag (bit 0) as given */
+const zipEntry = (name: string, data: Buffer, flags: number): Buffer => {
+  const header = Buffer.alloc(30);
+  header.writeUInt32LE(0x04034b50, 0);
+  header.writeUInt16LE(20, 4);
+  header.writeUInt16LE(flags, 6);
+  header.writeUInt32LE(data.length, 18);
+  header.writeUInt32LE(data.length, 22);
+  header.writeUInt16LE(Buffer.byteLength(name), 26);
+  return Buffer.concat([header, Buffer.from(name), data]);
+};
+
+describe('content a scanner cannot see into', () => {
+  it.each([
+    ['a ZIP with an encrypted entry', Buffer.concat([zipEntry('readme.txt', Buffer.from('hello'), 0), zipEntry('secret.bin', randomBytes(2000), 1)]), 'bundle.zip'],
+    ['a PDF with an /Encrypt dictionary', Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R /Encrypt 2 0 R >>\n%%EOF\n'), 'locked.pdf'],
+  ])('is not passed as clean: %s is rejected (encrypted) and removed', async (_label, bytes, name) => {
+    const answer = await c.upload(bytes, { originalName: name });
+    expect(answer.status).toBe(201);
+    await waitForStatus(c, answer.body.id, 'rejected');
+    expect((await c.get(`/files/${answer.body.id}`)).body).toMatchObject({ status: 422, reason: 'encrypted' });
+    expect((await bucket.keys()).filter((k) => k.includes(answer.body.id as string))).toEqual([]);
+  });
+});
+
 describe('the type of an upload', () => {
   it('comes from its bytes, never from the client: PNG bytes named and typed as a PDF are image/png', async () => {
     const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#08f' } }).png().toBuffer();
