@@ -204,8 +204,9 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
-  const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean, deadlines?: Record<string, number | null>): T =>
-    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent, deadlines) : port;
+  const guarded = <T extends object>(
+    port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean, deadlines?: Record<string, number | null>, unguarded?: ReadonlySet<string>,
+  ): T => (remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent, deadlines, unguarded) : port);
   const objects = createObjectStore({
     dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'), clock,
     s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
@@ -216,7 +217,7 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
     // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set(), (e) => !isSmtpRefusal(e)),
-    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, isObjectFailure, OBJECT_DEADLINES),
+    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, isObjectFailure, OBJECT_DEADLINES, OBJECT_START_CHECKS),
     analytics: () => {
       analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
         // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
@@ -246,6 +247,8 @@ const OBJECT_READS = new Set(['get', 'head', 'list', 'presignGet', 'presignPut',
 // --- files: object store and scanner calls that outlast the guard's 5 s deadline (begin) ---
 /** a streamed put goes at its source's pace (the SDK's own timeouts apply); copies of 50 MB take a while */
 const OBJECT_DEADLINES = { put: null, copy: 60_000, move: 60_000 };
+/** the bucket check at start: a store down then is a warning and /health's, not the first failures of the circuit */
+const OBJECT_START_CHECKS = new Set(['ensureBucket']);
 /** a scan streams up to 50 MB to clamd, which has its own 30 s verdict deadline */
 const SCAN_DEADLINES = { scan: 120_000 };
 /** answers of the store (a missing object, a refused key) and refusals of the body it was fed (413) are no failure of S3 */
