@@ -1,0 +1,78 @@
+import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import type { Kernel } from '../../infra/kernel';
+import type { Clock, IdGenerator } from '../../infra/runtime/clock';
+import { planLimitsKey } from '../money/plan-limits';
+import { LimitBook, loadTenantLimits } from './limits';
+import type { TenantDirectory } from './lookups';
+import { identityTenants } from './lookups';
+import type { NoticePort } from './notices';
+import { mailNotices } from './notices';
+import type { BillingSettings } from './settings';
+import { loadBillingSettings } from './settings';
+
+/** what billing's handlers, routes and workers need beyond the unit of work */
+export interface BillingContext {
+  settings: BillingSettings;
+  book: LimitBook;
+  tenants: TenantDirectory;
+  notices: NoticePort;
+  clock: Clock;
+  ids: IdGenerator;
+  /** after a committed change of the tenant's subscription (or every tenant's, for a plan): fresh answers in this process at once */
+  changed(tenantId: string | null): Promise<void>;
+}
+
+export interface BillingOverrides {
+  settings?: Partial<BillingSettings>;
+  tenants?: TenantDirectory;
+  notices?: NoticePort;
+}
+
+const contexts = new WeakMap<Kernel, BillingContext>();
+
+/** money's cache entry of a tenant's plan limits (docs/decisions.md, "Money plan-limit cache"): written fresh by billing */
+const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void> => {
+  const { info } = await loadTenantLimits(kernel.db, tenantId);
+  const value = { maxTxAmount: String(info.limits.moneyMaxTransaction), maxBalance: String(info.limits.moneyMaxBalance), fetchedAt: kernel.clock.now().getTime() };
+  await kernel.engines.cache.set(planLimitsKey(tenantId), JSON.stringify(value), 7 * 24 * 3600_000);
+};
+
+/** money's entries of every tenant of a plan are dropped: money asks billing again on its next movement */
+const dropMoneyLimitsOfPlan = async (kernel: Kernel, planId: string): Promise<void> => {
+  const { rows } = await kernel.db.query<{ tenant_id: string }>(
+    'SELECT DISTINCT tenant_id FROM rm.billing_subscriptions WHERE plan_id = $1 OR pending_plan_id = $1', [planId]);
+  for (const r of rows) await kernel.engines.cache.del(planLimitsKey(r.tenant_id));
+};
+
+export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {}): BillingContext => {
+  const settings = { ...loadBillingSettings(), ...overrides.settings };
+  const book = new LimitBook(kernel.db, kernel.clock);
+  const context: BillingContext = {
+    settings, book,
+    tenants: overrides.tenants ?? identityTenants,
+    notices: overrides.notices ?? mailNotices(kernel.engines.mail),
+    clock: kernel.clock,
+    ids: kernel.ids,
+    changed: async (tenantId) => {
+      if (tenantId === null) book.dropAll();
+      else {
+        book.drop(tenantId);
+        if (settings.enabled) await writeMoneyLimits(kernel, tenantId);
+      }
+    },
+  };
+  contexts.set(kernel, context);
+  // every process learns of changes made elsewhere through the log (DESIGN.md mechanism 8)
+  kernel.invalidations.on(['billing.subscription.changed'], async (event) => {
+    book.drop(event.tenantId);
+    if (settings.enabled) await writeMoneyLimits(kernel, event.tenantId);
+  });
+  kernel.invalidations.on(['billing.plan.changed'], async (event) => {
+    book.dropAll();
+    if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
+  });
+  kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => book.drop(event.tenantId));
+  return context;
+};
+
+export const billingContext = (kernel: Kernel): BillingContext => contexts.get(kernel) ?? configureBilling(kernel);
