@@ -4,7 +4,7 @@ import { assertNever } from '../shared/decider';
 import { billingErrors } from './errors';
 import type { PlanLimits } from './resources';
 import { isDowngrade } from './resources';
-import { DAY_MS, HOUR_MS, plusDays, plusMonth, reached, TIMELINE } from './timeline';
+import { dayOf, hoursSince, plusDays, plusMonth, reached, TIMELINE } from './timeline';
 
 /** spec 001 SubscriptionStatus, with the ruled canceled = 6 */
 export const STATUSES = ['trialing', 'active', 'past_due', 'suspended', 'terminated', 'canceled'] as const;
@@ -232,11 +232,11 @@ const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Ac
   }
   if (s.status === 'terminated' && s.termination) {
     const t = s.termination;
-    if (t.phase === 'deleting_records' && Date.parse(now) >= Date.parse(t.startedAt) + TIMELINE.deletingFilesAfterHours * HOUR_MS) {
+    if (t.phase === 'deleting_records' && hoursSince(t.startedAt, now) >= TIMELINE.deletingFilesAfterHours) {
       step('termination_phase', mutate(s, now, { termination: { ...t, phase: 'deleting_files', phaseStartedAt: now } }));
     }
     const t2 = s.termination!;
-    if (t2.phase === 'deleting_files' && Date.parse(now) >= Date.parse(t2.startedAt) + TIMELINE.completedAfterHours * HOUR_MS) {
+    if (t2.phase === 'deleting_files' && hoursSince(t2.startedAt, now) >= TIMELINE.completedAfterHours) {
       step('termination_phase', mutate(s, now, { termination: { ...t2, phase: 'completed', phaseStartedAt: now } }));
     }
   }
@@ -281,5 +281,4 @@ export const subscriptionDecider: Decider<Account, SubscriptionCommand, Subscrip
 };
 
 /** the day n of the current unpaid episode, or null outside one */
-export const episodeDay = (s: Subscription, now: string): number | null =>
-  (s.pastDueSince === null ? null : Math.floor((Date.parse(now) - Date.parse(s.pastDueSince)) / DAY_MS));
+export const episodeDay = (s: Subscription, now: string): number | null => (s.pastDueSince === null ? null : dayOf(s.pastDueSince, now));

@@ -3,6 +3,8 @@
  * unpaid episode starts n whole days after the subscription became past_due: grace on days 0-7,
  * suspended from day 8, terminated from day 38; notices on the days below.
  */
+import { civilOf, daysInMonth, fromMs, toMs } from './instant';
+
 export const DAY_MS = 86_400_000;
 export const HOUR_MS = 3_600_000;
 
@@ -25,20 +27,20 @@ export const TIMELINE = {
   minNoticesBeforeTermination: 5,
 } as const;
 
-export const plusMs = (iso: string, ms: number): string => new Date(Date.parse(iso) + ms).toISOString();
+export const plusMs = (iso: string, ms: number): string => fromMs(toMs(iso) + ms);
 export const plusDays = (iso: string, days: number): string => plusMs(iso, days * DAY_MS);
 
-/** the same day of the next month, clamped to its last day (Jan 31 → Feb 28/29) */
+/** the same day of the next month, clamped to its last day (Jan 31 → Feb 28/29), same time of day */
 export const plusMonth = (iso: string): string => {
-  const d = new Date(Date.parse(iso));
-  const day = d.getUTCDate();
-  const next = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()));
-  const last = new Date(Date.UTC(next.getUTCFullYear(), next.getUTCMonth() + 1, 0)).getUTCDate();
-  next.setUTCDate(Math.min(day, last));
-  return next.toISOString();
+  const [y, m, d] = civilOf(iso);
+  const [ny, nm] = m === 12 ? [y + 1, 1] : [y, m + 1];
+  const day = Math.min(d, daysInMonth(ny, nm));
+  return fromMs(toMs(`${String(ny).padStart(4, '0')}-${String(nm).padStart(2, '0')}-${String(day).padStart(2, '0')}T00:00:00.000Z`) + (toMs(iso) % DAY_MS + DAY_MS) % DAY_MS);
 };
 
 /** whole days since `since` (day 0 is the first day) */
-export const dayOf = (since: string, now: string): number => Math.floor((Date.parse(now) - Date.parse(since)) / DAY_MS);
+export const dayOf = (since: string, now: string): number => Math.floor((toMs(now) - toMs(since)) / DAY_MS);
 
-export const reached = (now: string, at: string | null): boolean => at !== null && Date.parse(now) >= Date.parse(at);
+export const reached = (now: string, at: string | null): boolean => at !== null && toMs(now) >= toMs(at);
+
+export const hoursSince = (since: string, now: string): number => (toMs(now) - toMs(since)) / HOUR_MS;
