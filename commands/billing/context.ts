@@ -8,7 +8,7 @@ import { identityTenants } from './lookups';
 import type { NoticePort } from './notices';
 import { mailNotices } from './notices';
 import type { BillingSettings } from './settings';
-import { loadBillingSettings } from './settings';
+import { billingSettingsOf } from './settings';
 
 /** what billing's handlers, routes and workers need beyond the unit of work */
 export interface BillingContext {
@@ -45,7 +45,7 @@ const dropMoneyLimitsOfPlan = async (kernel: Kernel, planId: string): Promise<vo
 };
 
 export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {}): BillingContext => {
-  const settings = { ...loadBillingSettings(), ...overrides.settings };
+  const settings = { ...billingSettingsOf(kernel.config), ...overrides.settings };
   const book = new LimitBook(kernel.db, kernel.clock);
   const context: BillingContext = {
     settings, book,
