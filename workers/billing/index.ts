@@ -1,3 +1,5 @@
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import { isDomainError } from '../../domain/shared/errors';
 import { billingContext } from '../../commands/billing/context';
 import { backfillSubscriptions, deliverAllNotices, escalationStep, startTrial, takeUsageSnapshots } from '../../commands/billing/escalation';
 import { processWebhooks } from '../../commands/billing/webhooks';
@@ -29,7 +31,14 @@ const tenantTrials = (kernel: Kernel): Worker => {
             for (const record of records) {
               if (record.headers.type !== 'auth.tenant.created') continue;
               const tenantId = (JSON.parse(record.value) as { tenantId: string }).tenantId;
-              await startTrial(kernel, billingContext(kernel), tenantId);
+              // the platform's own tenant is no customer; a refusal is an answer, not a reason to read the batch again
+              if (tenantId === PLATFORM_TENANT_ID) continue;
+              try {
+                await startTrial(kernel, billingContext(kernel), tenantId);
+              } catch (error) {
+                if (!isDomainError(error)) throw error;
+                kernel.logger.warn({ err: error, tenantId }, 'billing: no trial for a new tenant');
+              }
             }
           },
         });
