@@ -1,63 +1,27 @@
-import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import { isDomainError } from '../../domain/shared/errors';
 import { billingContext } from '../../commands/billing/context';
-import { backfillSubscriptions, deliverAllNotices, escalationStep, startTrial, takeUsageSnapshots } from '../../commands/billing/escalation';
+import { backfillSubscriptions, deliverAllNotices, escalationStep, takeUsageSnapshots } from '../../commands/billing/escalation';
+import { trialsForNewTenants } from '../../commands/billing/tenants';
 import { processWebhooks } from '../../commands/billing/webhooks';
 import type { Kernel } from '../../infra/kernel';
-import type { Subscription as LogSubscription } from '../../infra/log/port';
 import { defineWorkers } from '../../infra/modules';
 import type { Worker } from '../../infra/modules';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 
 const BACKFILL_EVERY_MS = 10 * 60_000;
-const RETRY_MS = 2_000;
 
-/**
- * New tenants get their trial (spec 001: a trialing subscription for every new tenant): a consumer
- * of identity's auth.tenant.created on platform.auth.events (group billing.tenant-trials, from the
- * earliest offset the first time), plus the backfill, at start and every 10 minutes, for tenants
- * that existed before billing or whose event the consumer has not seen yet.
- */
+/** new tenants get their trial within moments of their creation (commands/billing/tenants.ts) */
 const tenantTrials = (kernel: Kernel): Worker => {
-  let subscription: LogSubscription | null = null;
-  let stopped = false;
-  const subscribe = async (): Promise<void> => {
-    while (!stopped) {
-      try {
-        const s = await kernel.log.subscribe({
-          groupId: 'billing.tenant-trials', topics: ['platform.auth.events'], start: 'earliest',
-          eachBatch: async (records) => {
-            for (const record of records) {
-              if (record.headers.type !== 'auth.tenant.created') continue;
-              const tenantId = (JSON.parse(record.value) as { tenantId: string }).tenantId;
-              // the platform's own tenant is no customer; a refusal is an answer, not a reason to read the batch again
-              if (tenantId === PLATFORM_TENANT_ID) continue;
-              try {
-                await startTrial(kernel, billingContext(kernel), tenantId);
-              } catch (error) {
-                if (!isDomainError(error)) throw error;
-                kernel.logger.warn({ err: error, tenantId }, 'billing: no trial for a new tenant');
-              }
-            }
-          },
-        });
-        if (stopped) await s.stop();
-        else subscription = s;
-        return;
-      } catch (error) {
-        kernel.logger.warn({ err: error }, 'billing: the tenant consumer could not subscribe; retrying (the backfill covers new tenants meanwhile)');
-        await new Promise((resolve) => setTimeout(resolve, RETRY_MS).unref());
-      }
-    }
-  };
+  let loop: Loop | null = null;
   return {
     name: 'billing.tenant-trials',
-    start() { void subscribe(); },
-    async stop() {
-      stopped = true;
-      await subscription?.stop();
+    start() {
+      const ctx = billingContext(kernel);
+      loop = startLoop(async () => (await trialsForNewTenants(kernel, ctx)) > 0, {
+        idleMs: 200, onError: (error) => kernel.logger.warn({ err: error }, 'billing: starting the trials of new tenants failed; retrying'),
+      });
     },
+    async stop() { await loop?.stop(); },
   };
 };
 
