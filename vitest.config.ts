@@ -29,6 +29,7 @@ export const SPLIT_SUITES = [
   'tests/int/eventstore/idempotency.spec.ts',
   'tests/int/billing/gateway.spec.ts',
   'tests/int/billing/escalation.spec.ts',
+  'tests/int/billing/webhooks.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

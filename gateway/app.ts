@@ -55,6 +55,8 @@ declare module 'fastify' {
     counts?: string;
     /** the mutation stays open to a tenant whose subscription is suspended (spec 001: money debit, transfer, hold, confirm, cancel) */
     allowedWhileSuspended?: boolean;
+    /** request headers (lower case) the split gateway forwards to the route beyond its usual few (a webhook's signature header) */
+    forwardHeaders?: string[];
   }
 }
 

@@ -1,36 +1,36 @@
 import { defineErrors } from '../shared/errors';
 
 /**
- * The billing catalog (spec 001, Errors). Each refusal also has its gRPC status (commands/billing
- * grpc mapping reads `extensions.grpc` when the REST status alone does not decide it).
+ * The billing catalog (spec 001, Errors). The gRPC statuses of the same refusals are mapped in one
+ * place, billingGrpcStatus below.
  */
 export const billingErrors = defineErrors({
   planNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The plan does not exist.' }),
   subscriptionNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The subscription does not exist.' }),
   tenantNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The tenant does not exist.' }),
-  planNameTaken: (name: string) => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail: `A plan named ${JSON.stringify(name)} exists already.`, extensions: { grpc: 'ALREADY_EXISTS' } }),
+  planNameTaken: (name: string) => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail: `A plan named ${JSON.stringify(name)} exists already.` }),
   subscriptionExists: () => ({
-    status: 409, suffix: 'conflict', title: 'Conflict', detail: 'The tenant has a subscription already; change its plan with PATCH instead.', extensions: { grpc: 'ALREADY_EXISTS' },
+    status: 409, suffix: 'conflict', title: 'Conflict', detail: 'The tenant has a subscription already; change its plan with PATCH instead.',
   }),
   versionMismatch: (expected: number, current: number) => ({
     status: 409, suffix: 'optimistic-lock-conflict', title: 'Version conflict',
-    detail: `The subscription is at version ${current}, not ${expected}: read it again and retry.`, extensions: { grpc: 'ABORTED', currentVersion: current },
+    detail: `The subscription is at version ${current}, not ${expected}: read it again and retry.`, extensions: { currentVersion: current },
   }),
   planChangeInProgress: () => ({
     status: 409, suffix: 'plan-change-in-progress', title: 'Plan change in progress',
-    detail: 'A plan change is pending until the end of the period; cancel it (cancel-downgrade) before asking for another.', extensions: { grpc: 'FAILED_PRECONDITION' },
+    detail: 'A plan change is pending until the end of the period; cancel it (cancel-downgrade) before asking for another.',
   }),
-  invalidTransition: (detail: string) => ({ status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail, extensions: { grpc: 'FAILED_PRECONDITION' } }),
+  invalidTransition: (detail: string) => ({ status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail }),
   planHasSubscribers: () => ({
-    status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail: 'The plan has active subscribers and cannot be deactivated.', extensions: { grpc: 'FAILED_PRECONDITION' },
+    status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail: 'The plan has active subscribers and cannot be deactivated.',
   }),
-  planInactive: () => ({ status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail: 'The plan is not active; choose an active plan.', extensions: { grpc: 'FAILED_PRECONDITION' } }),
+  planInactive: () => ({ status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail: 'The plan is not active; choose an active plan.' }),
   signatureInvalid: (detail = 'The provider signature is missing or does not match the body.') => ({
-    status: 401, suffix: 'webhook-signature-invalid', title: 'Webhook signature invalid', detail, extensions: { grpc: 'PERMISSION_DENIED' },
+    status: 401, suffix: 'webhook-signature-invalid', title: 'Webhook signature invalid', detail,
   }),
   /** REST answers a missing header as any bad signature (401); gRPC lists it under INVALID_ARGUMENT */
   signatureMissing: (header: string) => ({
-    status: 401, suffix: 'webhook-signature-invalid', title: 'Webhook signature invalid', detail: `The ${header} header is missing.`, extensions: { grpc: 'INVALID_ARGUMENT' },
+    status: 401, suffix: 'webhook-signature-invalid', title: 'Webhook signature invalid', detail: `The ${header} header is missing.`, extensions: { code: 'SIGNATURE_MISSING' },
   }),
   malformedWebhook: (detail: string) => ({
     status: 400, suffix: 'validation-error', title: 'Validation failed', detail,
@@ -52,3 +52,19 @@ export const billingErrors = defineErrors({
   }),
   notPlatformOwner: () => ({ status: 403, suffix: 'forbidden', title: 'Forbidden', detail: 'Only the platform owner may do this.' }),
 });
+
+/**
+ * spec 001's gRPC statuses for billing's refusals: ABORTED for a stale version (the caller re-reads
+ * and retries), FAILED_PRECONDITION for a state that forbids the change, PERMISSION_DENIED for a
+ * bad signature but INVALID_ARGUMENT for a missing one, ALREADY_EXISTS for a conflict; null: decided
+ * by the HTTP status (infra/grpc).
+ */
+export const billingGrpcStatus = (suffix: string, status: number, code: unknown): string | null => {
+  switch (suffix) {
+    case 'optimistic-lock-conflict': return 'ABORTED';
+    case 'plan-change-in-progress': case 'invalid-transition': return 'FAILED_PRECONDITION';
+    case 'webhook-signature-invalid': return code === 'SIGNATURE_MISSING' ? 'INVALID_ARGUMENT' : 'PERMISSION_DENIED';
+    case 'conflict': return status === 409 ? 'ALREADY_EXISTS' : null;
+    default: return null;
+  }
+};

@@ -41,11 +41,14 @@ export const channelCredentials = (tls: TlsFiles | null): grpc.ChannelCredential
 
 const BY_NAME = grpc.status as unknown as Record<string, grpc.status>;
 
-/** the gRPC status of an error: a catalog error names it (extensions.grpc) or its HTTP status decides; anything else is INTERNAL */
-export const grpcStatusOf = (error: unknown): grpc.status => {
+/** a context's own mapping of refusals to status names (by suffix); null leaves it to the HTTP status */
+export type StatusNames = (suffix: string, status: number, code: unknown) => string | null;
+
+/** the gRPC status of an error: the context's mapping names it or its HTTP status decides; anything else is INTERNAL */
+export const grpcStatusOf = (error: unknown, names?: StatusNames): grpc.status => {
   if (!isDomainError(error)) return grpc.status.INTERNAL;
-  const named = error.extensions?.grpc;
-  if (typeof named === 'string' && named in BY_NAME) return BY_NAME[named]!;
+  const named = names?.(error.suffix, error.status, error.extensions?.code);
+  if (named && named in BY_NAME) return BY_NAME[named]!;
   switch (error.status) {
     case 400: return grpc.status.INVALID_ARGUMENT;
     case 401: return grpc.status.UNAUTHENTICATED;
@@ -60,8 +63,8 @@ export const grpcStatusOf = (error: unknown): grpc.status => {
   }
 };
 
-export const toServiceError = (error: unknown): Partial<grpc.ServiceError> => {
-  const code = grpcStatusOf(error);
+export const toServiceError = (error: unknown, names?: StatusNames): Partial<grpc.ServiceError> => {
+  const code = grpcStatusOf(error, names);
   const metadata = new grpc.Metadata();
   if (isDomainError(error)) {
     metadata.set('problem-type', error.suffix);
@@ -74,11 +77,11 @@ export const toServiceError = (error: unknown): Partial<grpc.ServiceError> => {
 export type UnaryHandler<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
 
 /** an async handler as grpc-js calls it: its refusals become statuses, unexpected failures INTERNAL (logged) */
-export const unary = <Req, Res>(logger: Logger, name: string, handler: UnaryHandler<Req, Res>): grpc.handleUnaryCall<Req, Res> =>
+export const unary = <Req, Res>(logger: Logger, name: string, handler: UnaryHandler<Req, Res>, names?: StatusNames): grpc.handleUnaryCall<Req, Res> =>
   (call, callback) => {
     handler(call.request, call).then((response) => callback(null, response), (error: unknown) => {
       if (!isDomainError(error)) logger.error({ err: error, rpc: name }, 'gRPC call failed');
-      callback(toServiceError(error) as grpc.ServiceError);
+      callback(toServiceError(error, names) as grpc.ServiceError);
     });
   };
 

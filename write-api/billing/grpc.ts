@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import { billingErrors } from '../../domain/billing/errors';
+import { billingErrors, billingGrpcStatus } from '../../domain/billing/errors';
 import type { PlanSnapshot } from '../../domain/billing/plan';
 import type { PlanLimits, Resource } from '../../domain/billing/resources';
 import { LIMIT_KEYS, LIMIT_OF, percentageOf, RESOURCES } from '../../domain/billing/resources';
@@ -108,7 +108,7 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
     if (!s) throw billingErrors.subscriptionNotFound();
     return s.tenantId;
   };
-  const rpc = <Req extends Msg, Res>(name: string, handler: (request: Req) => Promise<Res>) => unary<Req, Res>(kernel.logger, name, (request) => handler(request));
+  const rpc = <Req extends Msg, Res>(name: string, handler: (request: Req) => Promise<Res>) => unary<Req, Res>(kernel.logger, name, (request) => handler(request), billingGrpcStatus);
 
   return {
     CreatePlan: rpc('CreatePlan', async (r) => {

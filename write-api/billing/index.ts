@@ -7,7 +7,7 @@ import { SubscriptionView, subscriptionView, TerminationStatusView } from '../..
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { billingContext } from '../../commands/billing/context';
 import * as billing from '../../commands/billing/handlers';
-import { receiveWebhook } from '../../commands/billing/webhooks';
+import { receiveWebhook, SIGNATURE_HEADERS } from '../../commands/billing/webhooks';
 import { installMoneyBillingPorts } from '../../commands/money/context';
 import { startBillingServing } from './serving';
 import type { Principal } from '../../infra/http/auth';
@@ -36,7 +36,7 @@ const webhookRoutes = (kernel: Kernel) => async (scope: FastifyInstance): Promis
   scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   const r = scope.withTypeProvider<ZodTypeProvider>();
   r.post('/billing/webhooks/:provider', {
-    config: { access: 'public', problems: [401] },
+    config: { access: 'public', problems: [401], forwardHeaders: Object.values(SIGNATURE_HEADERS) },
     schema: {
       summary: 'Payment-provider webhook receiver (stripe, paddle): verified by the provider signature header over the raw body',
       params: z.object({ provider: z.string().min(1).max(32) }),
