@@ -30,6 +30,7 @@ export const SPLIT_SUITES = [
   'tests/int/billing/gateway.spec.ts',
   'tests/int/billing/escalation.spec.ts',
   'tests/int/billing/webhooks.spec.ts',
+  'tests/int/billing/gateways.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,
