@@ -31,6 +31,7 @@ export const SPLIT_SUITES = [
   'tests/int/billing/escalation.spec.ts',
   'tests/int/billing/webhooks.spec.ts',
   'tests/int/billing/gateways.spec.ts',
+  'tests/int/billing/usage.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

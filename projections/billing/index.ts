@@ -86,8 +86,7 @@ export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'
         version int NOT NULL, updated_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, resource, item_id))`,
     ],
     billing_usage: (t) => [
-      `CREATE TABLE ${t} (tenant_id text NOT NULL, resource text NOT NULL, used bigint NOT NULL, updated_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, resource),
-        CHECK (used >= 0))`,
+      `CREATE TABLE ${t} (tenant_id text NOT NULL, resource text NOT NULL, used bigint NOT NULL, updated_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, resource))`,
     ],
   },
   evolve: (stored, t) => {

@@ -53,8 +53,8 @@ export default defineRoutes({
   permissions: BILLING_PERMISSIONS,
   async start(kernel) {
     const ctx = billingContext(kernel);
-    if (!ctx.settings.enabled) return;
     await kernel.commands.run(systemMeta(PLATFORM_TENANT_ID), (uow) => billing.seedFreePlan(uow, ctx));
+    if (!ctx.settings.enabled) return;
     // money's plan limits and subscription hook come from billing from now on
     installMoneyBillingPorts(kernel, {
       limitsSource: {
