@@ -5,6 +5,7 @@ import { planLimitsKey } from '../money/plan-limits';
 import { LimitBook, loadTenantLimits } from './limits';
 import type { TenantDirectory } from './lookups';
 import { identityTenants } from './lookups';
+import { WebhookIntake } from './intake';
 import type { NoticePort } from './notices';
 import { mailNotices } from './notices';
 import type { BillingSettings } from './settings';
@@ -16,6 +17,8 @@ export interface BillingContext {
   book: LimitBook;
   tenants: TenantDirectory;
   notices: NoticePort;
+  /** verified webhooks stored durably, deliveries arriving together in one commit */
+  intake: WebhookIntake;
   clock: Clock;
   ids: IdGenerator;
   /** after a committed change of the tenant's subscription (or every tenant's, for a plan): fresh answers in this process at once */
@@ -51,6 +54,7 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
     settings, book,
     tenants: overrides.tenants ?? identityTenants,
     notices: overrides.notices ?? mailNotices(kernel.engines.mail),
+    intake: new WebhookIntake(kernel.db),
     clock: kernel.clock,
     ids: kernel.ids,
     changed: async (tenantId) => {

@@ -78,7 +78,7 @@ export const configuredProvider = (ctx: BillingContext, name: string): { provide
  * Verifies, parses and stores a delivery; answers processed true for an event seen the first
  * time, false for a replay (no side effect). Nothing is applied here: the worker does it.
  */
-export const receiveWebhook = async (kernel: Kernel, ctx: BillingContext, name: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<WebhookAnswer> => {
+export const receiveWebhook = async (_kernel: Kernel, ctx: BillingContext, name: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<WebhookAnswer> => {
   const { provider, secret } = configuredProvider(ctx, name);
   const header = headers[SIGNATURE_HEADERS[provider]];
   verifySignature(provider, secret, Array.isArray(header) ? header[0] : header, rawBody, ctx.clock.now().getTime(), ctx.settings.webhookToleranceSec);
@@ -90,10 +90,8 @@ export const receiveWebhook = async (kernel: Kernel, ctx: BillingContext, name: 
   }
   const event = readProviderEvent(provider, body);
   if (!event) throw billingErrors.malformedWebhook(provider === 'stripe' ? 'The event has no id or type.' : 'The event has no event_id or event_type.');
-  const { rowCount } = await kernel.db.query(
-    `INSERT INTO billing.webhook_events (provider, event_id, event_type, payload, received_at) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (provider, event_id) DO NOTHING`, [provider, event.eventId, event.eventType, rawBody, ctx.clock.now()]);
-  return { processed: (rowCount ?? 0) > 0, eventId: event.eventId, eventType: event.eventType };
+  const stored = await ctx.intake.store({ provider, eventId: event.eventId, eventType: event.eventType, payload: rawBody, receivedAt: ctx.clock.now() });
+  return { processed: stored, eventId: event.eventId, eventType: event.eventType };
 };
 
 interface PendingRow { provider: Provider; event_id: string; payload: Buffer }
