@@ -42,7 +42,7 @@ try {
           const outcome = await ingestAuditRecords(platform.kernel.db, ch, records.map((r) => r.value), new Date());
           stored += outcome.stored;
           if (stored >= total) resolve();
-        } catch (error) { reject(error); throw error; }
+        } catch (error) { reject(error instanceof Error ? error : new Error('the ingest failed')); throw error; }
       },
     }).then((s) => done.finally(() => s.stop()));
   });

@@ -25,7 +25,7 @@ try {
   progress('bench', `single-event appends, 8 writers, ${seconds} s`);
   const versions = new Array(8).fill(0);
   const single = await load(8, seconds, async (w) => {
-    await inTransaction(db, (tx) => store.append(tx, [{ streamId: `bench:w${w}`, expectedVersion: versions[w]!, events: [event(versions[w]!)] }], meta));
+    await inTransaction(db, (tx) => store.append(tx, [{ streamId: `bench:w${w}`, expectedVersion: versions[w]!, events: [event(versions[w])] }], meta));
     versions[w] += 1;
   });
   const s1 = summarize(single.latencies);
@@ -34,7 +34,7 @@ try {
   progress('bench', `single-event appends as one autocommit statement, 8 writers, ${seconds} s`);
   const aversions = new Array(8).fill(0);
   const auto = await load(8, seconds, async (w) => {
-    await store.appendOne(db, { streamId: `bench:a${w}`, expectedVersion: aversions[w]!, events: [event(aversions[w]!)] }, meta);
+    await store.appendOne(db, { streamId: `bench:a${w}`, expectedVersion: aversions[w]!, events: [event(aversions[w])] }, meta);
     aversions[w] += 1;
   });
   const s0 = summarize(auto.latencies);

@@ -11,7 +11,7 @@ import Fastify from 'fastify';
 import { loadConfig } from '../infra/config';
 import { mergeModules } from '../infra/modules';
 import { silentLogger } from '../infra/observability/logger';
-import { startPlatform } from '../infra/runtime/platform';
+import { startPlatform } from '../app/platform';
 import { benchAuthenticator, benchRoutes, pingHandler } from './gateway-support';
 import { benchDatabase, machine } from './support';
 

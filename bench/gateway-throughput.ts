@@ -10,7 +10,7 @@
 import { cpus, loadavg } from 'node:os';
 import { loadConfig } from '../infra/config';
 import { silentLogger } from '../infra/observability/logger';
-import { startPlatform } from '../infra/runtime/platform';
+import { startPlatform } from '../app/platform';
 import { tallyModules } from '../tests/support/platform';
 import { mergeModules } from '../infra/modules';
 import { benchAuthenticator, benchRoutes, KONG, run } from './gateway-support';

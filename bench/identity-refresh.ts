@@ -2,10 +2,10 @@
  * Token refreshes per second: each worker walks its own rotation chain (every answer's refresh
  * token is the next request's), so every call is a real rotation: row lock, ES256 signature,
  * new row, sealed successor pair. Through HTTP (POST /v1/auth/refresh) and, to show the service
- * cost without the HTTP client sharing the cores, by calling refreshTokens directly.
+ * cost without the HTTP client sharing the cores, by calling refreshSession directly.
  * Aim: ≥ 1,500/s. Usage: source .test-infra/env; npx tsx bench/identity-refresh.ts [concurrency=16]
  */
-import { refreshTokens } from '../commands/identity/tokens';
+import { refreshSession } from '../commands/identity/session';
 import { KEYCLOAK_PER_VCPU, perCore, registerMany, seconds, startBenchPlatform } from './identity-support';
 import { load, machine, progress, summarize } from './support';
 
@@ -21,10 +21,10 @@ try {
     chains[w] = res.body.refreshToken;
   };
   const direct = async (w: number) => {
-    chains[w] = (await refreshTokens(p.kernel, chains[w]!)).refreshToken;
+    chains[w] = (await refreshSession(p.kernel, chains[w]!)).refreshToken;
   };
   console.log(`identity token refreshes, ${concurrency} in flight, ${machine()}`);
-  for (const [label, fn] of [['HTTP POST /v1/auth/refresh', viaHttp], ['refreshTokens() in process', direct]] as const) {
+  for (const [label, fn] of [['HTTP POST /v1/auth/refresh', viaHttp], ['refreshSession() in process', direct]] as const) {
     await load(concurrency, 2, fn);
     const run = await load(concurrency, seconds(), fn);
     const perSecond = run.calls / run.seconds;

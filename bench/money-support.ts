@@ -27,7 +27,7 @@ export const startBenchServer = async (extraArgs: string[] = []): Promise<BenchS
   });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
+    child.stdout.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
     child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
   return {
@@ -90,7 +90,7 @@ export const runTransfers = async (url: string, seconds: number, connections: nu
   await run(1);
   const r = await run(seconds);
   const statuses: Record<number, number> = {};
-  for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) statuses[Number(code)] = (v as { count: number }).count;
+  for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) statuses[Number(code)] = (v).count;
   return { requests: r.requests.total, ok: r['2xx'], perSecond: Math.round(r['2xx'] / seconds), p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, statuses };
 };
 

@@ -2,4 +2,4 @@
 // The `platform` command. TypeScript runs through tsx's loader, so there is no build step to forget.
 import { register } from 'tsx/esm/api';
 register();
-await import('../infra/cli/main.ts');
+await import('../app/cli/main.ts');

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import { trace, type Span } from '@opentelemetry/api';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyContextConfig, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyContextConfig, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { z } from 'zod';
 import { ResponseSerializationError } from 'fastify-type-provider-zod';
@@ -110,7 +111,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   const { config } = kernel;
   const headers = securityHeaders(config.rootUrl);
   const app = Fastify({
-    loggerInstance: kernel.logger as FastifyBaseLogger,
+    loggerInstance: kernel.logger,
     // request lines are logged by our onResponse hook; the request id is the traceId
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'traceId' }),
     genReqId: traceIdOf,
@@ -121,7 +122,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     // parser's (oversized headers, a malformed request line) are problems too, none echoing the input
     frameworkErrors: (error, request, reply) => {
       reply.headers({ ...headers, 'cache-control': NO_STORE });
-      return frameworkProblem(reply, error, config.problemsBaseUrl, request.id);
+      void frameworkProblem(reply, error, config.problemsBaseUrl, request.id);
     },
     clientErrorHandler: (error, socket) => rawProblemResponse(error, socket, config.problemsBaseUrl, headers),
     // /api/v1/... is the same API as /v1/... (spec ruling); the OpenAPI documents keep their own path.
@@ -140,7 +141,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') done(null, undefined);
-    else parseJson(request, String(body), done);
+    else void parseJson(request, String(body), done);
   });
   app.setValidatorCompiler(validatorCompiler);
   // Responses are checked against their schemas outside production (spec 000 rule 5).
@@ -227,6 +228,8 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     transform: openApiTransform,
   });
 
+  // WebSocket routes (the real-time socket of notify); a message is at most 64 KiB (clients send auth and pings)
+  await app.register(websocket, { options: { maxPayload: 65_536 } });
   registerOperational(app, kernel);
   const routeDoc = (key: string): RouteDoc | null => {
     const route = routes.get(key);

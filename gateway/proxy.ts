@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import '@fastify/websocket';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { Kernel } from '../infra/kernel';
@@ -40,6 +41,9 @@ export const proxyScope = (instance: FastifyInstance, kernel: Kernel, upstream: 
   instance.addHook('preParsing', async (request, _reply, payload) => (hasBody(request) ? keepRawBody(request, payload) : payload));
   const handler = forward(kernel, upstream);
   instance.addHook('onRoute', (route) => {
+    // a WebSocket route is served here, where the client's connection is (the real-time socket
+    // needs no upstream: it reads the replay buffer and the fan-out bus itself)
+    if (route.websocket || route.wsHandler) return;
     route.handler = handler;
   });
 };

@@ -49,6 +49,8 @@ export const ConfigSchema = z.object({
   DATABASE_POOL_WAIT_MS: int(5000, 100),
   KAFKA_BROKERS: z.string().regex(/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/, 'expected a comma-separated list of host:port, such as kafka:9092').optional(),
   KAFKA_CLIENT_ID: z.string().default('platform'),
+  /** a prefix of every topic and consumer group on the cluster, for platforms that share one Kafka (default none) */
+  KAFKA_NAMESPACE: z.string().regex(/^[A-Za-z0-9._-]*$/, 'expected letters, digits, dots, dashes or underscores, such as staging.').default(''),
   KAFKA_PARTITIONS: int(3, 1),
   KAFKA_RETENTION_HOURS: int(168, 1),
   CLICKHOUSE_URL: url('http://user:password@clickhouse:8123/platform').optional(),
@@ -146,7 +148,11 @@ export const ConfigSchema = z.object({
   }
 });
 
-export type Config = z.infer<typeof ConfigSchema> & { rootUrl: string; appUrl: string; problemsBaseUrl: string };
+export type Config = z.infer<typeof ConfigSchema> & {
+  rootUrl: string; appUrl: string; problemsBaseUrl: string;
+  /** the environment the configuration was read from: services read their own variables (MONEY_*, NOTIFY_*, …) from it, so a test's or a role's environment reaches them the same way */
+  env: Readonly<Record<string, string | undefined>>;
+};
 
 /** A configuration the process cannot run with: one line per problem, naming the variable and what to do. */
 export class ConfigError extends Error {
@@ -186,5 +192,5 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   }
   const c = parsed.data;
   const rootUrl = (c.ROOT_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, rootUrl, appUrl: (c.APP_URL ?? rootUrl).replace(/\/$/, ''), problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
+  return { ...c, env: { ...env }, rootUrl, appUrl: (c.APP_URL ?? rootUrl).replace(/\/$/, ''), problemsBaseUrl: (c.PROBLEMS_BASE_URL ?? `${rootUrl}/problems`).replace(/\/$/, '') };
 };

@@ -18,6 +18,8 @@ import type { KeyValueCache } from './cache';
 import type { AnalyticsStore } from './clickhouse';
 import { migrateAnalytics } from './clickhouse/migrate';
 import type { Mailer } from './mail';
+import type { NotificationPort } from './notifications';
+import { mailNotifications } from './notifications';
 import type { ObjectStore } from './objects';
 import type { VirusScanner } from './scan';
 import type { PlatformSecrets } from './secrets';
@@ -100,6 +102,11 @@ export class Kernel {
   readonly readiness: Readiness = { migrations: false, log: false, projections: false };
   /** replaced by the identity service when it is installed */
   authenticator: Authenticator = noAuthenticator;
+  /**
+   * the platform's own messages (infra/notifications.ts): straight to the mail port until the
+   * notification service installs its queue
+   */
+  notifications: NotificationPort;
   /** named resources that close on shutdown, in reverse order of registration */
   private readonly closers: { name: string; close: () => Promise<void> }[] = [];
 
@@ -113,6 +120,7 @@ export class Kernel {
     this.role = parts.role ?? 'cli';
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;
+    this.notifications = mailNotifications(parts.engines.mail);
     this.store = new EventStore(this.clock, this.ids);
     this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections, () => this.analytics());
     this.commands = new CommandRunner(this.db, this.store, this.projections, {

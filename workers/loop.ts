@@ -1,9 +1,11 @@
 /**
  * A worker loop: calls step until stopped; sleeps idleMs when a step did nothing and backs off
  * (up to maxBackoffMs) while steps fail, so an outage neither spins the CPU nor floods the log.
+ * wake() ends a sleep early (new work announced by a notification).
  */
 export interface Loop {
   stop(): Promise<void>;
+  wake(): void;
   readonly running: boolean;
 }
 
@@ -16,7 +18,10 @@ export interface LoopOptions {
 export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): Loop => {
   let running = true;
   let wake: (() => void) | null = null;
+  /** a wake-up that came while the step ran: the next sleep is skipped */
+  let woken = false;
   const sleep = (ms: number) => new Promise<void>((resolve) => {
+    if (woken) { woken = false; resolve(); return; }
     const timer = setTimeout(() => { wake = null; resolve(); }, ms);
     wake = () => { clearTimeout(timer); wake = null; resolve(); };
   });
@@ -24,6 +29,7 @@ export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): L
     let failures = 0;
     while (running) {
       try {
+        woken = false;
         const busy = await step();
         failures = 0;
         if (!busy && running) await sleep(options.idleMs);
@@ -36,6 +42,10 @@ export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): L
   })();
   return {
     get running() { return running; },
+    wake() {
+      if (wake) wake();
+      else woken = true;
+    },
     async stop() {
       running = false;
       wake?.();

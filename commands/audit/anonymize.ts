@@ -1,18 +1,14 @@
-import { createHmac } from 'node:crypto';
 import type { AnonymizationRule, Overlay } from '../../domain/audit/anonymization';
-import { ANONYMIZE_ACTION, overlayOf, ruleFor } from '../../domain/audit/anonymization';
+import { ANONYMIZE_ACTION, OVERLAY_KEY_PURPOSE, overlayOf, ruleFor } from '../../domain/audit/anonymization';
 import { auditErrors } from '../../domain/audit/errors';
 import { auditRecord } from '../../infra/audit';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
-import { recordsOfUser } from '../../projections/audit/queries';
-import { findPerson } from './lookups';
+import { hmacSha256Hex } from '../../infra/security/digest';
+import { findPerson, recordsOfUser } from './lookups';
 
 /** the keyed digest the overlay compares values by (a key derived from PLATFORM_SECRET_KEY) */
-export const overlayDigest = (kernel: Pick<Kernel, 'engines'>): ((normalized: string) => string) => {
-  const key = kernel.engines.secrets.key('audit.anonymization.v1');
-  return (normalized) => createHmac('sha256', key).update(normalized).digest('hex');
-};
+export const overlayDigest = (kernel: Pick<Kernel, 'engines'>): ((normalized: string) => string) => hmacSha256Hex(kernel.engines.secrets.key(OVERLAY_KEY_PURPOSE));
 
 /** the tenant's overlay: every anonymization requested, pending or completed (reads hide at once) */
 export const loadOverlay = async (kernel: Pick<Kernel, 'engines' | 'db'>, tenantId: string): Promise<Overlay | null> => {

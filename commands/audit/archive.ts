@@ -6,12 +6,12 @@ import type { Overlay } from '../../domain/audit/anonymization';
 import { redact } from '../../domain/audit/anonymization';
 import { monthKey } from './months';
 import type { AuditRecordView } from '../../domain/audit/record';
-import type { AuditRow } from '../../projections/audit/rows';
-import { isoOf, viewOf } from '../../projections/audit/rows';
+import type { AuditRow } from '../../domain/audit/rows';
+import { isoOf, viewOf } from '../../domain/audit/rows';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { Kernel } from '../../infra/kernel';
-import { listRecords, monthlyCounts } from '../../projections/audit/queries';
 import { loadOverlay } from './anonymize';
+import { monthlyCounts, storedRows } from './lookups';
 
 /**
  * Cold storage (spec 002: hot 90 days, cold 7 years then deleted): one gzip-compressed JSON-lines
@@ -42,7 +42,7 @@ const nextMonth = (month: string): Date => {
 async function* hotRows(ch: AnalyticsStore, tenantId: string, since: Date, until: Date, overlay: Overlay | null): AsyncGenerator<ArchivedRow> {
   let after: { timestamp: string; id: string } | undefined;
   for (;;) {
-    const rows = await listRecords(ch, tenantId, { filter: { since, until }, after, limit: CHUNK, order: 'oldest' });
+    const rows = await storedRows(ch, tenantId, { since, until, after, limit: CHUNK });
     for (const row of rows) yield overlay ? redactedRow(row, overlay) : row;
     if (rows.length < CHUNK) return;
     const last = rows[rows.length - 1]!;

@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream';
 import type { Overlay } from '../../domain/audit/anonymization';
 import { redact } from '../../domain/audit/anonymization';
-import type { ExportFormat } from '../../domain/audit/export';
-import { exportFormat } from '../../domain/audit/export';
+import type { ExportFormat, ExportJobRecord, ExportJobView } from '../../domain/audit/export';
+import { exportFormat, jobView } from '../../domain/audit/export';
 import { monthKey, monthsOf } from './months';
 import type { AuditRecordView } from '../../domain/audit/record';
-import { isoOf, viewOf } from '../../projections/audit/rows';
+import { isoOf, viewOf } from '../../domain/audit/rows';
 import type { Kernel } from '../../infra/kernel';
-import { listRecords } from '../../projections/audit/queries';
+import { storedRows } from './lookups';
 import { hasPendingAnonymization, loadOverlay } from './anonymize';
 import { readArchive } from './archive';
 
@@ -24,7 +24,7 @@ async function* hotRecords(kernel: Kernel, range: ExportRange, overlay: Overlay 
   const ch = await kernel.analytics();
   let after: { timestamp: string; id: string } | undefined;
   for (;;) {
-    const rows = await listRecords(ch, range.tenantId, { filter: { since: range.since, until: range.until }, after, limit: CHUNK, order: 'oldest' });
+    const rows = await storedRows(ch, range.tenantId, { since: range.since, until: range.until, after, limit: CHUNK });
     for (const row of rows) yield redact(viewOf(row), overlay);
     if (rows.length < CHUNK) return;
     const last = rows[rows.length - 1]!;
@@ -72,35 +72,16 @@ export const streamHotExport = async (kernel: Kernel, range: ExportRange, format
  * until pending anonymizations are done), at most `maxWaitMs`; answers whether none is left.
  */
 export const anonymizationsSettled = async (kernel: Kernel, tenantId: string, maxWaitMs: number): Promise<boolean> => {
-  const deadline = Date.now() + maxWaitMs;
+  // real elapsed time, not the platform's clock: the request really waits (a test's fixed clock would never let it end)
+  const deadline = performance.now() + maxWaitMs;
   for (;;) {
     if (!(await hasPendingAnonymization(kernel.db, tenantId))) return true;
-    if (Date.now() >= deadline) return false;
+    if (performance.now() >= deadline) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
 };
 
-export interface ExportJobView {
-  jobId: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
-  format: ExportFormat;
-  since: string;
-  until: string;
-  records: number | null;
-  error: string | null;
-  createdAt: string;
-  completedAt: string | null;
-}
-
-interface JobRow {
-  id: string; tenant_id: string; format: ExportFormat; since: Date; until: Date; status: ExportJobView['status'];
-  object_key: string | null; records: string | null; error: string | null; created_at: Date; completed_at: Date | null;
-}
-
-const jobView = (r: JobRow): ExportJobView => ({
-  jobId: r.id, status: r.status, format: r.format, since: r.since.toISOString(), until: r.until.toISOString(),
-  records: r.records === null ? null : Number(r.records), error: r.error, createdAt: r.created_at.toISOString(), completedAt: r.completed_at?.toISOString() ?? null,
-});
+type JobRow = ExportJobRecord;
 
 export const createExportJob = async (kernel: Kernel, range: ExportRange, format: ExportFormat, requestedBy: string): Promise<ExportJobView> => {
   const { rows: [row] } = await kernel.db.query<JobRow>(
@@ -108,12 +89,6 @@ export const createExportJob = async (kernel: Kernel, range: ExportRange, format
      VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7) RETURNING *`,
     [kernel.ids.next(), range.tenantId, requestedBy, format, range.since, range.until, kernel.clock.now()]);
   return jobView(row!);
-};
-
-/** the tenant's job, or null (another tenant's id included) */
-export const findExportJob = async (kernel: Kernel, tenantId: string, jobId: string): Promise<(ExportJobView & { objectKey: string | null }) | null> => {
-  const { rows: [row] } = await kernel.db.query<JobRow>('SELECT * FROM audit.export_jobs WHERE tenant_id = $1 AND id = $2', [tenantId, jobId]);
-  return row ? { ...jobView(row), objectKey: row.object_key } : null;
 };
 
 /**

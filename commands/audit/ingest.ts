@@ -1,12 +1,11 @@
-import type { ChainHead } from '../../projections/audit/chain';
-import { chain, START } from '../../projections/audit/chain';
-import type { AuditRow, UnchainedRow } from '../../projections/audit/rows';
-import { rowOf } from '../../projections/audit/rows';
+import type { AuditRow, UnchainedRow } from '../../domain/audit/rows';
+import { insertable, RECORDS, rowOf } from '../../domain/audit/rows';
 import { API_CALLED, recordOfAuditEvent } from '../../domain/audit/sources';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { Db } from '../../infra/postgres/db';
-import { chainTails, RECORDS, storedIds } from '../../projections/audit/queries';
-import { insertable } from '../../projections/audit';
+import type { ChainHead } from './chain';
+import { chain, START } from './chain';
+import { chainTails, storedIds } from './lookups';
 
 export interface IngestOutcome {
   stored: number;

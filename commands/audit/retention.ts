@@ -1,7 +1,6 @@
 import type { Kernel } from '../../infra/kernel';
 import { tableOf } from '../../infra/clickhouse/port';
-import { RECORDS } from '../../projections/audit/queries';
-import { auditDomainView } from '../../projections/audit';
+import { DOMAIN, DOMAIN_VIEW, RECORDS } from '../../domain/audit/rows';
 import { generationTable } from '../../infra/projections/analytics';
 
 /** spec 002: the fallback table keeps records 7 days */
@@ -16,9 +15,9 @@ export const syncHotRetention = async (kernel: Kernel): Promise<void> => {
   const ch = await kernel.analytics();
   const days = kernel.config.AUDIT_HOT_DAYS;
   await ch.command(`ALTER TABLE ${tableOf(ch, RECORDS)} MODIFY TTL toDateTime(ingested_at) + INTERVAL ${days} DAY SETTINGS materialize_ttl_after_modify = 0`);
-  const { rows: [p] } = await kernel.db.query<{ active_generation: number }>('SELECT active_generation FROM es.projections WHERE name = $1', [auditDomainView.name]);
+  const { rows: [p] } = await kernel.db.query<{ active_generation: number }>('SELECT active_generation FROM es.projections WHERE name = $1', [DOMAIN_VIEW]);
   if (!p) return;
-  const domain = generationTable(ch, Object.keys(auditDomainView.tables)[0]!, p.active_generation);
+  const domain = generationTable(ch, DOMAIN, p.active_generation);
   await ch.command(`ALTER TABLE ${domain} MODIFY TTL toDateTime(timestamp) + INTERVAL ${days} DAY SETTINGS materialize_ttl_after_modify = 0`);
 };
 

@@ -1,8 +1,9 @@
-import type { ChainBreak, ChainHead } from '../../projections/audit/chain';
-import { verifyPage } from '../../projections/audit/chain';
+import type { ChainName } from '../../domain/audit/rows';
+import { CHAINS } from '../../domain/audit/rows';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
-import type { ChainName } from '../../projections/audit/queries';
-import { CHAINS, chainPage, chainTenants } from '../../projections/audit/queries';
+import type { ChainBreak, ChainHead } from './chain';
+import { verifyPage } from './chain';
+import { chainPage, chainTenants } from './lookups';
 
 const PAGE = 5000;
 

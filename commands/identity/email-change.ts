@@ -2,14 +2,16 @@ import { LIFETIMES, PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { identityErrors } from '../../domain/identity/errors';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Kernel } from '../../infra/kernel';
+import { bumpAccessEpoch } from '../../infra/identity/runtime';
 import type { Queryable } from '../../infra/postgres/db';
-import { PgCode, pgErrorCode } from '../../infra/postgres/db';
-import { findAccount } from '../../projections/identity/queries';
-import { normalizeEmail } from './accounts';
 import { Account, accountStream, anonymousMeta } from './aggregates';
+import { findAccount } from './lookups';
 import { link, sendLater } from './mail';
-import { bumpAccessEpoch } from './runtime';
-import { consumeOneTimeToken, createOneTimeToken } from './tokens';
+import { normalizeEmail } from './passwords';
+import { credentials } from './repositories/credentials';
+import { emailChanges } from './repositories/email-changes';
+import { oneTimeTokens } from './repositories/one-time-tokens';
+import { consumeOneTimeToken, createOneTimeToken, userOf } from './tokens';
 
 /**
  * Changing the address an account signs in with (and receives its reset links at) is the most
@@ -17,7 +19,6 @@ import { consumeOneTimeToken, createOneTimeToken } from './tokens';
  * from the old address and proves the new one. Until then the account keeps its old address.
  */
 
-interface ChangeRow { user_id: string; change_id: string; new_email: string; old_confirmed: boolean; new_confirmed: boolean; expires_at: Date }
 type Side = 'old' | 'new';
 
 /** starts (or restarts) an address change in the caller's transaction; the mails leave after the answer */
@@ -28,11 +29,8 @@ export const requestEmailChange = async (kernel: Kernel, q: Queryable, o: { user
   if (newEmail === account.email) return;
   const changeId = kernel.ids.next();
   const expiresAt = new Date(kernel.clock.now().getTime() + LIFETIMES.verifyEmailMs);
-  await q.query("DELETE FROM identity.one_time_tokens WHERE purpose = 'email-change' AND user_id = $1", [o.userId]);
-  await q.query(
-    `INSERT INTO identity.email_changes (user_id, change_id, new_email, requested_by, expires_at) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (user_id) DO UPDATE SET change_id = $2, new_email = $3, old_confirmed = false, new_confirmed = false, requested_by = $4, expires_at = $5`,
-    [o.userId, changeId, newEmail, o.requestedBy, expiresAt]);
+  await oneTimeTokens.deleteOfUser(q, 'email-change', o.userId);
+  await emailChanges.start(q, { userId: o.userId, changeId, newEmail, requestedBy: o.requestedBy, expiresAt });
   const token = async (side: Side) => (await createOneTimeToken(kernel, q, {
     purpose: 'email-change', ttlMs: LIFETIMES.verifyEmailMs, userId: o.userId, email: side === 'old' ? account.email : newEmail, payload: { changeId, side },
   })).token;
@@ -50,37 +48,35 @@ export const requestEmailChange = async (kernel: Kernel, q: Queryable, o: { user
   ]);
 };
 
+const sideOf = (value: unknown): Side | null => (value === 'old' || value === 'new' ? value : null);
+
 export type EmailChangeOutcome = { email_change: 'completed'; email: string } | { email_change: 'pending'; confirmed: Side };
 
 /** one of the two confirmations; the second one moves the account to the new address */
 export const confirmEmailChange = async (kernel: Kernel, traceId: string, token: string): Promise<EmailChangeOutcome> => {
   const outcome = await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId), async (uow): Promise<EmailChangeOutcome & { userId: string; previous?: string }> => {
-    const claimed = await consumeOneTimeToken(kernel, uow.tx, 'email-change', token, 'confirmation token');
-    const userId = claimed.user_id!;
-    const side = claimed.payload.side as Side;
-    const { rows } = await uow.tx.query<ChangeRow>('SELECT * FROM identity.email_changes WHERE user_id = $1 FOR UPDATE', [userId]);
-    const change = rows[0];
-    if (!change || change.change_id !== claimed.payload.changeId) throw identityErrors.tokenInvalid('confirmation token');
-    if (change.expires_at.getTime() <= kernel.clock.now().getTime()) throw identityErrors.tokenExpired('confirmation token');
-    const confirmed = { old: change.old_confirmed || side === 'old', new: change.new_confirmed || side === 'new' };
+    const what = 'confirmation token';
+    const claimed = await consumeOneTimeToken(kernel, uow.tx, 'email-change', token, what);
+    const userId = userOf(claimed, what);
+    const side = sideOf(claimed.payload.side);
+    const change = await emailChanges.lock(uow.tx, userId);
+    if (!change || !side || change.changeId !== claimed.payload.changeId) throw identityErrors.tokenInvalid(what);
+    const at = kernel.clock.now();
+    if (change.expiresAt.getTime() <= at.getTime()) throw identityErrors.tokenExpired(what);
+    const confirmed = { old: change.oldConfirmed || side === 'old', new: change.newConfirmed || side === 'new' };
     if (!confirmed.old || !confirmed.new) {
-      await uow.tx.query('UPDATE identity.email_changes SET old_confirmed = $2, new_confirmed = $3 WHERE user_id = $1', [userId, confirmed.old, confirmed.new]);
+      await emailChanges.confirm(uow.tx, userId, confirmed);
       return { email_change: 'pending', confirmed: side, userId };
     }
-    try {
-      await uow.tx.query('UPDATE identity.credentials SET email = $2, updated_at = now() WHERE user_id = $1', [userId, change.new_email]);
-    } catch (error) {
-      if (pgErrorCode(error) === PgCode.uniqueViolation) throw commonErrors.conflict('The new address belongs to another account.');
-      throw error;
-    }
+    if (!(await credentials.changeEmail(uow.tx, userId, change.newEmail, at))) throw commonErrors.conflict('The new address belongs to another account.');
     const account = await uow.load(Account, accountStream(userId));
     const previous = account.state.status === 'none' ? '' : account.state.email;
-    uow.decide(Account, account, { type: 'ChangeEmail', email: change.new_email });
+    uow.decide(Account, account, { type: 'ChangeEmail', email: change.newEmail });
     uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
-    await uow.tx.query('DELETE FROM identity.email_changes WHERE user_id = $1', [userId]);
+    await emailChanges.delete(uow.tx, userId);
     // reset links sent to the old address no longer reset this account (verification links are refused as stale instead)
-    await uow.tx.query("DELETE FROM identity.one_time_tokens WHERE user_id = $1 AND purpose = 'reset'", [userId]);
-    return { email_change: 'completed', email: change.new_email, userId, previous };
+    await oneTimeTokens.deleteOfUser(uow.tx, 'reset', userId);
+    return { email_change: 'completed', email: change.newEmail, userId, previous };
   });
   if (outcome.email_change === 'completed') {
     if (outcome.previous) {

@@ -1,35 +1,42 @@
 import { identityErrors } from '../../domain/identity/errors';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
+import { identityRuntime } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { verifyPassword } from '../../infra/security/passwords';
-import { findAccount } from '../../projections/identity/queries';
 import { qrSvg } from '../../infra/security/qr';
 import { generateRecoveryCodes } from '../../infra/security/recovery-codes';
-import { generateTotpSecret, otpauthUri } from '../../infra/security/totp';
-import { checkTotp, credentialsOf, passwordWork } from './accounts';
+import { generateTotpSecret, otpauthUri, verifyTotp } from '../../infra/security/totp';
 import { flushPlatform, Mfa, mfaStream, platformUnit } from './aggregates';
-import { identity } from './runtime';
+import { findAccount } from './lookups';
+import { passwordWork } from './passwords';
+import { credentials } from './repositories/credentials';
+import { mfaSecrets, recoveryCodes } from './repositories/mfa-secrets';
 
 /** MFA commands of the signed-in user; the MFA stream lives in the platform pseudo-tenant. */
 
-const replaceRecoveryCodes = async (kernel: Kernel, q: Queryable, userId: string): Promise<string[]> => {
-  const codes = generateRecoveryCodes();
-  const { recovery } = identity(kernel);
-  await q.query('DELETE FROM identity.recovery_codes WHERE user_id = $1', [userId]);
-  await q.query('INSERT INTO identity.recovery_codes (user_id, code_hash) SELECT $1, unnest($2::text[])', [userId, codes.map((c) => recovery.hash(userId, c))]);
-  return codes;
+/** a TOTP code of the user, each accepted once (replay cache, 90 s, shared through Redis when configured) */
+export const checkTotp = async (kernel: Kernel, userId: string, code: string): Promise<boolean> => {
+  const sealed = await mfaSecrets.sealedSecretOf(kernel.db, userId);
+  if (!sealed) return false;
+  const secret = identityRuntime(kernel).box.openString(sealed, `totp:${userId}`);
+  const counter = verifyTotp(secret, code, Math.floor(kernel.clock.now().getTime() / 1000));
+  if (counter === null) return false;
+  return kernel.engines.cache.setIfAbsent(`identity:totp:${userId}:${counter}`, '1', 90_000);
 };
 
-export const remainingRecoveryCodes = async (q: Queryable, userId: string): Promise<number> =>
-  Number((await q.query<{ n: string }>('SELECT count(*) AS n FROM identity.recovery_codes WHERE user_id = $1 AND used_at IS NULL', [userId])).rows[0]?.n ?? 0);
+const replaceRecoveryCodes = async (kernel: Kernel, q: Queryable, userId: string): Promise<string[]> => {
+  const codes = generateRecoveryCodes();
+  const { recovery } = identityRuntime(kernel);
+  await recoveryCodes.replace(q, userId, codes.map((c) => recovery.hash(userId, c)));
+  return codes;
+};
 
 export const enableMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string, email: string) => {
   const p = platformUnit(kernel, uow);
   p.decide(Mfa, await p.load(Mfa, mfaStream(userId), { lock: true }), { type: 'StartMfaSetup', userId });
   const secret = generateTotpSecret();
-  await uow.tx.query(`INSERT INTO identity.mfa_secrets (user_id, sealed_secret) VALUES ($1, $2) ON CONFLICT (user_id) DO UPDATE SET sealed_secret = EXCLUDED.sealed_secret, created_at = now()`,
-    [userId, identity(kernel).box.seal(secret, `totp:${userId}`)]);
+  await mfaSecrets.save(uow.tx, userId, identityRuntime(kernel).box.seal(secret, `totp:${userId}`), kernel.clock.now());
   const codes = await replaceRecoveryCodes(kernel, uow.tx, userId);
   await flushPlatform(kernel, uow, p);
   const uri = otpauthUri({ issuer: 'Platform', account: email.replace(/:/g, ''), secretBase32: secret });
@@ -44,7 +51,7 @@ export const confirmMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string
   if (!(await checkTotp(kernel, userId, code))) throw identityErrors.mfaInvalid();
   p.decide(Mfa, mfa, { type: 'ConfirmMfa', userId });
   await flushPlatform(kernel, uow, p);
-  return { mfa_enabled: true as const, recovery_codes_remaining: await remainingRecoveryCodes(uow.tx, userId) };
+  return { mfa_enabled: true as const, recovery_codes_remaining: await recoveryCodes.remaining(uow.tx, userId) };
 };
 
 /**
@@ -54,7 +61,7 @@ export const confirmMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string
  */
 export const proveBothFactors = async (kernel: Kernel, userId: string, input: { password: string; code: string }): Promise<void> => {
   if (!(await findAccount(kernel.db, userId))?.mfa_enabled) throw identityErrors.mfaNotEnabled();
-  const hash = (await credentialsOf(kernel.db, userId))?.password_hash;
+  const hash = (await credentials.of(kernel.db, userId))?.passwordHash;
   if (!hash || !(await passwordWork(kernel, userId, () => verifyPassword(hash, input.password))).ok) throw identityErrors.invalidCredentials();
   if (!(await checkTotp(kernel, userId, input.code))) throw identityErrors.mfaInvalid();
 };
@@ -64,8 +71,7 @@ export const disableMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string
   const p = platformUnit(kernel, uow);
   const mfa = await p.load(Mfa, mfaStream(userId), { lock: true });
   p.decide(Mfa, mfa, { type: 'DisableMfa', userId });
-  await uow.tx.query('DELETE FROM identity.mfa_secrets WHERE user_id = $1', [userId]);
-  await uow.tx.query('DELETE FROM identity.recovery_codes WHERE user_id = $1', [userId]);
+  await mfaSecrets.delete(uow.tx, userId);
   await flushPlatform(kernel, uow, p);
   return { mfa_enabled: false as const };
 };

@@ -5,7 +5,9 @@ import { LIFETIMES } from '../../domain/identity/constants';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Kernel } from '../../infra/kernel';
 import { hashToken, safeEqual } from '../../infra/security/one-time-tokens';
+import { SIWE_PROVIDER } from '../../domain/identity/providers';
 import type { ExternalIdentity, LoginProvider } from './providers';
+import { oneTimeTokens } from './repositories/one-time-tokens';
 
 /**
  * Sign-In with Ethereum (EIP-4361). POST /auth/login/siwe hands out a nonce (single use, 10 minutes,
@@ -60,11 +62,9 @@ export const verifySiwe = async (kernel: Kernel, input: { message?: string; sign
 
   // last: only a fully valid message burns the nonce (single use under concurrency: DELETE … RETURNING)
   const hash = hashToken(m.nonce);
-  const { rows } = await kernel.db.query<{ token_hash: string; expires_at: Date }>(
-    "DELETE FROM identity.one_time_tokens WHERE token_hash = $1 AND purpose = 'siwe-nonce' RETURNING token_hash, expires_at", [hash]);
-  const row = rows[0];
-  if (!row || !safeEqual(row.token_hash, hash)) throw fail('The nonce is unknown or used.');
-  if (row.expires_at.getTime() <= now) throw fail('The nonce has expired.');
+  const row = await oneTimeTokens.take(kernel.db, 'siwe-nonce', hash);
+  if (!row || !safeEqual(row.tokenHash, hash)) throw fail('The nonce is unknown or used.');
+  if (row.expiresAt.getTime() <= now) throw fail('The nonce has expired.');
   return {
     providerId: 'siwe', providerType: 'wallet', externalId: address, email: '', emailVerified: false,
     displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, firstName: '', lastName: '',
@@ -72,15 +72,14 @@ export const verifySiwe = async (kernel: Kernel, input: { message?: string; sign
 };
 
 export const siweProvider = (kernel: Kernel): LoginProvider => ({
-  id: 'siwe', type: 'wallet', name: 'Sign-In with Ethereum',
+  ...SIWE_PROVIDER,
   async start() {
     const settings = siweSettings(kernel);
     // EIP-4361: the nonce is at least 8 alphanumeric characters; 128 random bits in hex
     const nonce = randomBytes(16).toString('hex');
     const now = kernel.clock.now();
     const expiresAt = new Date(now.getTime() + LIFETIMES.siweNonceMs);
-    await kernel.db.query(
-      "INSERT INTO identity.one_time_tokens (token_hash, purpose, payload, expires_at) VALUES ($1, 'siwe-nonce', '{}', $2)", [hashToken(nonce), expiresAt]);
+    await oneTimeTokens.insert(kernel.db, { tokenHash: hashToken(nonce), purpose: 'siwe-nonce', userId: null, tenantId: null, email: null, expiresAt, createdAt: now });
     return {
       nonce, domain: settings.domain, uri: settings.uri, version: '1' as const, chainId: settings.chainIds[0]!, chainIds: settings.chainIds,
       statement: 'Sign in to the platform.', issuedAt: now.toISOString(), expirationTime: expiresAt.toISOString(),

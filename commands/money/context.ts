@@ -46,7 +46,7 @@ const fromBilling = (kernel: Kernel): { limitsSource: PlanLimitsSource; subscrip
 
 /** installs the ports; tests pass fakes (billing's answers come through installMoneyBillingPorts) */
 export const configureMoney = (kernel: Kernel, overrides: MoneyOverrides = {}): MoneyContext => {
-  const settings = { ...loadMoneySettings(), ...overrides.settings };
+  const settings = { ...loadMoneySettings(kernel.config.env), ...overrides.settings };
   const billing = fromBilling(kernel);
   const context: MoneyContext = {
     settings,

@@ -14,6 +14,8 @@ import type { AuditRecordView } from './record';
 export const REDACTED = '[redacted]';
 export const REDACTED_IP = '0.0.0.0';
 export const ANONYMIZE_ACTION = 'audit.user.anonymized';
+/** the purpose of the platform key (infra/secrets.ts) the overlay's digests are keyed with */
+export const OVERLAY_KEY_PURPOSE = 'audit.anonymization.v1';
 
 export interface AnonymizationRule {
   userId: string;

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { commonErrors } from '../shared/errors';
 import { auditErrors } from './errors';
 import type { AuditRecordView } from './record';
@@ -41,4 +42,33 @@ export const exportFormat = (format: ExportFormat) => ({
     ? `${CSV_COLUMNS.map((c) => cell(record[c])).join(',')}\r\n`
     : `${index === 0 ? '\n' : ',\n'}${JSON.stringify(record)}`),
   tail: (count: number) => (format === 'csv' ? '' : count === 0 ? ']\n' : '\n]\n'),
+});
+
+export const ExportJob = z.object({
+  jobId: z.string(), status: z.enum(['queued', 'running', 'completed', 'failed']), format: z.enum(['json', 'csv']), since: z.string(), until: z.string(),
+  records: z.number().nullable(), error: z.string().nullable(), createdAt: z.string(), completedAt: z.string().nullable(),
+});
+
+/** an export job as GET /audit/export/jobs/:jobId shows it (spec 002: cold exports) */
+export interface ExportJobView {
+  jobId: string;
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  format: ExportFormat;
+  since: string;
+  until: string;
+  records: number | null;
+  error: string | null;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+/** a row of audit.export_jobs */
+export interface ExportJobRecord {
+  id: string; tenant_id: string; format: ExportFormat; since: Date; until: Date; status: ExportJobView['status'];
+  object_key: string | null; records: string | null; error: string | null; created_at: Date; completed_at: Date | null;
+}
+
+export const jobView = (r: ExportJobRecord): ExportJobView => ({
+  jobId: r.id, status: r.status, format: r.format, since: r.since.toISOString(), until: r.until.toISOString(),
+  records: r.records === null ? null : Number(r.records), error: r.error, createdAt: r.created_at.toISOString(), completedAt: r.completed_at?.toISOString() ?? null,
 });

@@ -1,4 +1,13 @@
+import { z } from 'zod';
 import { commonErrors } from '../shared/errors';
+import { PLATFORM_WILDCARD } from '../shared/permissions';
+
+export const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+export const AuditTenantChoice = z.string().min(1).max(128).optional().describe('the platform owner only: the tenant to read (ignored for anyone else)');
+
+/** the tenant a request reads: its own, or — for the platform owner only — the one it names */
+export const tenantOf = (caller: { tenantId: string; permissions: ReadonlySet<string> }, named: string | undefined): string =>
+  named !== undefined && caller.permissions.has(PLATFORM_WILDCARD) ? named : caller.tenantId;
 
 /** GET /audit filters, checked: an action is exact, or a prefix ending in `*` (money.*) */
 export interface AuditFilter {

@@ -52,7 +52,7 @@ export const WalletEvent = z.discriminatedUnion('type', [
 ]);
 export type WalletEvent = z.infer<typeof WalletEvent>;
 export type WalletEventType = WalletEvent['type'];
-export const walletEventTypes = WalletEvent.options.map((o) => o.shape.type.value) as WalletEventType[];
+export const walletEventTypes = WalletEvent.options.map<WalletEventType>((o) => o.shape.type.value);
 
 /** on the reversal guard stream of the original transaction: it can be created once */
 export const TransactionReversed = z.object({

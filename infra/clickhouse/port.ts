@@ -29,3 +29,6 @@ export const tableOf = (store: Pick<AnalyticsStore, 'database'>, table: string):
   if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`);
   return `${store.database}.${table}`;
 };
+
+/** ISO 8601 (or a Date) → the text ClickHouse binds to DateTime64(3) */
+export const chTime = (t: Date | string): string => new Date(t).toISOString().replace('T', ' ').replace('Z', '');

@@ -67,7 +67,7 @@ export class UnitOfWork {
     }
     const events = await this.store.readStream(this.tx, streamId);
     const toEvent = type.toEvent ?? ((e: { type: string; data: Record<string, unknown> }) => e as unknown as E);
-    return { streamId, state: fold(type.decider, events.map((e) => toEvent({ type: e.type, data: e.data as Record<string, unknown> }))), version: head.version };
+    return { streamId, state: fold(type.decider, events.map((e) => toEvent({ type: e.type, data: e.data }))), version: head.version };
   }
 
   /**

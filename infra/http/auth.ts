@@ -52,3 +52,9 @@ export const bearerToken = (header: string | undefined): string | null => {
   const match = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
   return match?.[1] ?? null;
 };
+
+/** the verified caller of a route that requires one (the edge set it before the handler ran) */
+export const callerOf = (request: { principal?: Principal }): Principal => {
+  if (!request.principal) throw commonErrors.unauthorized();
+  return request.principal;
+};

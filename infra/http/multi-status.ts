@@ -5,7 +5,7 @@ import type { Problem } from './problem';
 import { instanceOf, toProblem } from './problem';
 
 /** the outcome of one item of a batch or stream */
-export type ItemOutcome<T> = { ok: true; status?: number; data: T } | { ok: false; error: DomainError | unknown };
+export type ItemOutcome<T> = { ok: true; status?: number; data: T } | { ok: false; /** a DomainError, or whatever else was thrown */ error: unknown };
 
 export interface ItemResult<T> {
   index: number;

@@ -11,5 +11,6 @@ import { PgLog } from './pg-log';
 export const createLog = async (config: Config, db: Db, logger: Logger): Promise<LogPort> => {
   if (!config.KAFKA_BROKERS) return new PgLog(db, { logger });
   const { KafkaLog } = await import('./kafka-log');
-  return new KafkaLog({ brokers: config.KAFKA_BROKERS.split(','), clientId: config.KAFKA_CLIENT_ID, logger });
+  const { namespacedLog } = await import('./namespaced');
+  return namespacedLog(new KafkaLog({ brokers: config.KAFKA_BROKERS.split(','), clientId: config.KAFKA_CLIENT_ID, logger }), config.KAFKA_NAMESPACE);
 };

@@ -87,18 +87,23 @@ export class KafkaLog implements LogPort {
   async ensureTopics(topics: TopicSpec[]): Promise<void> {
     validateTopicSpecs(topics);
     const admin = await this.admin.get();
-    const existing = new Set(await admin.listTopics());
-    const missing = topics.filter((t) => !existing.has(t.name));
-    if (missing.length === 0) return;
-    // Another process may create the same topics meanwhile; kafkajs then answers false, not an error.
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((t) => ({
-        topic: t.name,
-        numPartitions: t.partitions,
-        replicationFactor: this.options.replicationFactor ?? -1,
-        configEntries: [{ name: 'retention.ms', value: String(t.retentionMs) }],
-      })),
+    // Roles starting together create the same topics at once: the loser's wait for leaders can meet
+    // UNKNOWN_TOPIC_OR_PARTITION (retriable) before the winner's topic reaches every broker's metadata.
+    const missing = await retryRetriable(async () => {
+      const existing = new Set(await admin.listTopics());
+      const absent = topics.filter((t) => !existing.has(t.name));
+      if (absent.length === 0) return absent;
+      // Another process may create the same topics meanwhile; kafkajs then answers false, not an error.
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: absent.map((t) => ({
+          topic: t.name,
+          numPartitions: t.partitions,
+          replicationFactor: this.options.replicationFactor ?? -1,
+          configEntries: [{ name: 'retention.ms', value: String(t.retentionMs) }],
+        })),
+      });
+      return absent;
     });
     // Resolve only once every new partition has a leader that serves offsets, so reads can follow at once.
     for (const t of missing) await this.topicOffsets(t.name);

@@ -10,6 +10,8 @@ export interface OutgoingMail {
   html?: string;
   /** extra headers, e.g. List-Unsubscribe or an idempotency marker */
   headers?: Record<string, string>;
+  /** the Message-ID, angle brackets included; generated when absent */
+  messageId?: string;
 }
 
 export interface SentMail {
@@ -32,4 +34,5 @@ export const toMessage = (from: string, mail: OutgoingMail) => ({
   text: mail.text,
   ...(mail.html === undefined ? {} : { html: mail.html }),
   ...(mail.headers === undefined ? {} : { headers: mail.headers }),
+  ...(mail.messageId === undefined ? {} : { messageId: mail.messageId }),
 });

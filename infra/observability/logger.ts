@@ -39,7 +39,7 @@ function uniqueKeys(this: Logger, args: Parameters<pino.LogFn>, method: pino.Log
       (args as unknown[])[0] = fields;
     }
   }
-  (method as (...a: unknown[]) => void).apply(this, args);
+  (method).apply(this, args);
 }
 
 /** JSON logs on stdout; every request's lines carry its traceId (bound by the HTTP layer). */

@@ -57,4 +57,4 @@ export const PgCode = {
 } as const;
 
 export const pgErrorCode = (error: unknown): string | undefined =>
-  typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;
+  typeof error === 'object' && error !== null && 'code' in error ? String((error).code) : undefined;

@@ -1,7 +1,5 @@
 import pgUtils from 'pg/lib/utils.js';
 
-const { prepareValue } = pgUtils;
-
 /**
  * Statements with their values written in as escaped literals, so that several can travel in one
  * simple-protocol round trip (which takes no bound parameters). Every string goes through
@@ -32,9 +30,11 @@ export const literal = (value: unknown): string => {
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (Buffer.isBuffer(value)) return `'\\x${value.toString('hex')}'::bytea`;
   if (value instanceof Date) return `${quoteLiteral(value.toISOString())}::timestamptz`;
-  if (Array.isArray(value)) return quoteLiteral(String(prepareValue(value)));
+  // pg writes an array as the text of a PostgreSQL array literal
+  if (Array.isArray(value)) return quoteLiteral(pgUtils.prepareValue(value) as string);
   if (typeof value === 'object') return `${quoteLiteral(JSON.stringify(value))}::jsonb`;
-  return quoteLiteral(String(value));
+  if (typeof value === 'string') return quoteLiteral(value);
+  throw new TypeError(`a ${typeof value} cannot be a bound value`);
 };
 
 /** the statement's text with its $n placeholders replaced by literals */

@@ -1,11 +1,14 @@
-import type { ChainHead } from './chain';
-import { chain, START } from './chain';
-import type { AuditRow, UnchainedRow } from './rows';
-import { rowOf } from './rows';
+import type { ChainHead } from '../../domain/audit/chain';
+import { hashChain, START } from '../../domain/audit/chain';
+import type { UnchainedRow } from '../../domain/audit/rows';
+import { DOMAIN_VIEW, insertable, rowOf } from '../../domain/audit/rows';
 import { recordOfDomainEvent, tenantOfDomainEvent } from '../../domain/audit/sources';
 import { defineProjections } from '../../infra/modules';
 import type { AnalyticsProjection } from '../../infra/projections/projection';
 import { EVERY_EVENT } from '../../infra/projections/projection';
+import { sha256Hex } from '../../infra/security/digest';
+
+const { chain } = hashChain(sha256Hex);
 
 /** ClickHouse columns shared by both audit tables */
 export const RECORD_COLUMNS = `
@@ -26,9 +29,6 @@ export const RECORD_COLUMNS = `
   prev_hash String,
   hash String`;
 
-/** a chained row as ClickHouse takes it (UInt64 as a JSON number) */
-export const insertable = (row: AuditRow) => ({ ...row, seq: Number(row.seq) });
-
 /**
  * The audit view of the domain (spec 002, issue 11): every event of the global log — what the
  * relay publishes on every platform.<domain>.events topic — becomes an audit record in ClickHouse,
@@ -38,7 +38,7 @@ export const insertable = (row: AuditRow) => ({ ...row, seq: Number(row.seq) });
  * per id (LIMIT 1 BY id).
  */
 export const auditDomainView: AnalyticsProjection<'audit_domain', ChainHead> = {
-  name: 'audit.domain',
+  name: DOMAIN_VIEW,
   version: 1,
   mode: 'async',
   target: 'clickhouse',

@@ -1,7 +1,11 @@
+import type { AnonymizationRule } from '../../domain/audit/anonymization';
+import type { ExportJobRecord } from '../../domain/audit/export';
 import type { AuditFilter } from '../../domain/audit/filters';
-import type { AuditRow } from './rows';
+import type { AuditRow } from '../../domain/audit/rows';
+import { DOMAIN, RECORDS } from '../../domain/audit/rows';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
-import { tableOf } from '../../infra/clickhouse/port';
+import { chTime, tableOf } from '../../infra/clickhouse/port';
+import type { Queryable } from '../../infra/postgres/db';
 
 /**
  * Reads of the audit views. A tenant's records live in two tables — the audit store
@@ -9,18 +13,12 @@ import { tableOf } from '../../infra/clickhouse/port';
  * view onto the projection's active generation) — read as one: each side ordered and limited on
  * its own (ClickHouse reads in the order of the key (tenant_id, timestamp, id) and stops early),
  * then merged. The domain side takes one row per id (a replayed batch may have left a duplicate
- * that ReplacingMergeTree has not merged yet). Every query filters by tenant.
+ * that ReplacingMergeTree has not merged yet). Every query filters by tenant. The audit commands
+ * read through their own lookups (commands/audit/lookups.ts).
  */
-export const RECORDS = 'audit_records';
-export const DOMAIN = 'audit_domain';
-export const CHAINS = { log: RECORDS, domain: DOMAIN } as const;
-export type ChainName = keyof typeof CHAINS;
 
 // UInt64 seq arrives as a string (output_format_json_quote_64bit_integers)
 const COLUMNS = 'tenant_id, id, seq, action, entity_type, entity_id, actor_id, actor_ip, actor_user_agent, before, after, meta, trace_id, timestamp, prev_hash, hash';
-
-/** ISO 8601 → the text ClickHouse binds to DateTime64(3) */
-export const chTime = (t: Date | string): string => new Date(t).toISOString().replace('T', ' ').replace('Z', '');
 
 export interface Keyset { timestamp: string; id: string }
 
@@ -66,61 +64,11 @@ export const findRecord = async (ch: AnalyticsStore, tenantId: string, id: strin
   return rows[0] ?? null;
 };
 
-/** how many records of the tenant name the user (as actor or as the entity), financial ones apart */
-export const recordsOfUser = async (ch: AnalyticsStore, tenantId: string, userId: string): Promise<{ financial: number; other: number }> => {
-  const side = (table: string) => `(SELECT id, action FROM ${tableOf(ch, table)} WHERE tenant_id = {tenant:String}
-    AND (actor_id = {user:String} OR startsWith(actor_id, {impersonated:String}) OR entity_id = {user:String}) LIMIT 1 BY id)`;
-  const [row] = await ch.query<{ financial: string; other: string }>(
-    `SELECT countIf(startsWith(action, 'money.')) AS financial, countIf(NOT startsWith(action, 'money.')) AS other
-     FROM (${side(RECORDS)} UNION ALL ${side(DOMAIN)})`, { tenant: tenantId, user: userId, impersonated: `${userId} (by ` });
-  return { financial: Number(row?.financial ?? 0), other: Number(row?.other ?? 0) };
-};
+/** the tenant's anonymization rules, pending or completed (reads hide at once): PostgreSQL's audit.anonymizations */
+export const anonymizationRules = async (q: Queryable, tenantId: string): Promise<AnonymizationRule[]> =>
+  (await q.query<{ user_id: string; digests: string[]; lengths: number[] }>('SELECT user_id, digests, lengths FROM audit.anonymizations WHERE tenant_id = $1', [tenantId])).rows
+    .map((r) => ({ userId: r.user_id, digests: r.digests, lengths: r.lengths }));
 
-/** ids among these that the audit store holds already (the consumer's dedup), for records of these tenants and times */
-export const storedIds = async (ch: AnalyticsStore, rows: readonly { tenant_id: string; id: string; timestamp: string }[]): Promise<Set<string>> => {
-  if (rows.length === 0) return new Set();
-  const times = rows.map((r) => Date.parse(r.timestamp));
-  const found = await ch.query<{ id: string }>(
-    `SELECT id FROM ${tableOf(ch, RECORDS)} WHERE tenant_id IN {tenants:Array(String)}
-       AND timestamp BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)} AND id IN {ids:Array(String)}`,
-    { tenants: [...new Set(rows.map((r) => r.tenant_id))], from: chTime(new Date(Math.min(...times))), to: chTime(new Date(Math.max(...times))), ids: rows.map((r) => r.id) });
-  return new Set(found.map((r) => r.id));
-};
-
-/** the newest link of each tenant's log chain beyond what PostgreSQL remembers (rows of a batch whose head update was lost) */
-export const chainTails = async (ch: AnalyticsStore, heads: readonly { tenantId: string; seq: number }[]): Promise<Map<string, { seq: number; hash: string }>> => {
-  if (heads.length === 0) return new Map();
-  const params: Record<string, unknown> = {};
-  const clauses = heads.map((h, i) => {
-    params[`t${i}`] = h.tenantId;
-    params[`s${i}`] = h.seq;
-    return `(tenant_id = {t${i}:String} AND seq > {s${i}:UInt64})`;
-  });
-  const rows = await ch.query<{ tenant_id: string; last_seq: string; last_hash: string }>(
-    `SELECT tenant_id, max(seq) AS last_seq, argMax(hash, seq) AS last_hash FROM ${tableOf(ch, RECORDS)} WHERE ${clauses.join(' OR ')} GROUP BY tenant_id`, params);
-  return new Map(rows.map((r) => [r.tenant_id, { seq: Number(r.last_seq), hash: r.last_hash }]));
-};
-
-/** a page of one tenant's chain in seq order (the verifier); from the oldest retained link when after is null */
-export const chainPage = async (ch: AnalyticsStore, chainName: ChainName, tenantId: string, afterSeq: number | null, limit: number): Promise<AuditRow[]> =>
-  ch.query<AuditRow>(
-    `SELECT ${COLUMNS} FROM ${tableOf(ch, CHAINS[chainName])} WHERE tenant_id = {tenant:String}${afterSeq === null ? '' : ' AND seq > {after:UInt64}'}
-     ORDER BY seq LIMIT 1 BY seq, id LIMIT {limit:UInt32}`,
-    { tenant: tenantId, after: afterSeq ?? 0, limit });
-
-/** the tenants of a chain and how many records each has; none when its table does not exist (the domain view before its first preparation) */
-export const chainTenants = async (ch: AnalyticsStore, chainName: ChainName): Promise<{ tenantId: string; records: number }[]> => {
-  const exists = await ch.query(`SELECT 1 FROM system.tables WHERE database = {db:String} AND name = {name:String}`, { db: ch.database, name: CHAINS[chainName] });
-  if (exists.length === 0) return [];
-  return (await ch.query<{ tenant_id: string; n: string }>(`SELECT tenant_id, uniqExact(id) AS n FROM ${tableOf(ch, CHAINS[chainName])} GROUP BY tenant_id ORDER BY tenant_id`))
-    .map((r) => ({ tenantId: r.tenant_id, records: Number(r.n) }));
-};
-
-/** per tenant and month (UTC) before `before`, how many records the hot store holds */
-export const monthlyCounts = async (ch: AnalyticsStore, before: Date): Promise<{ tenantId: string; month: string; records: number }[]> => {
-  const side = (table: string) => `(SELECT tenant_id, id, timestamp FROM ${tableOf(ch, table)} WHERE timestamp < {before:DateTime64(3)})`;
-  const rows = await ch.query<{ tenant_id: string; month: string; n: string }>(
-    `SELECT tenant_id, formatDateTime(timestamp, '%Y-%m') AS month, uniqExact(id) AS n FROM (${side(RECORDS)} UNION ALL ${side(DOMAIN)})
-     GROUP BY tenant_id, month ORDER BY tenant_id, month`, { before: chTime(before) });
-  return rows.map((r) => ({ tenantId: r.tenant_id, month: r.month, records: Number(r.n) }));
-};
+/** the tenant's export job, or null (another tenant's id included) */
+export const findExportJob = async (q: Queryable, tenantId: string, jobId: string): Promise<ExportJobRecord | null> =>
+  (await q.query<ExportJobRecord>('SELECT * FROM audit.export_jobs WHERE tenant_id = $1 AND id = $2', [tenantId, jobId])).rows[0] ?? null;

@@ -1,38 +1,27 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { loadOverlay } from '../../commands/audit/anonymize';
-import { anonymizationsSettled, createExportJob, findExportJob, streamHotExport } from '../../commands/audit/exports';
-import { redact } from '../../domain/audit/anonymization';
+import type { Overlay } from '../../domain/audit/anonymization';
+import { OVERLAY_KEY_PURPOSE, overlayOf, redact } from '../../domain/audit/anonymization';
 import { auditErrors } from '../../domain/audit/errors';
-import { exportFormat, planExport } from '../../domain/audit/export';
-import { actionFilter } from '../../domain/audit/filters';
+import { ExportJob, exportFormat, jobView } from '../../domain/audit/export';
+import { actionFilter, AuditTenantChoice, Instant, tenantOf } from '../../domain/audit/filters';
 import { AuditRecordView } from '../../domain/audit/record';
-import type { AuditRow } from '../../projections/audit/rows';
-import { isoOf, viewOf } from '../../projections/audit/rows';
-import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
+import type { AuditRow } from '../../domain/audit/rows';
+import { isoOf, viewOf } from '../../domain/audit/rows';
+import { callerOf } from '../../infra/http/auth';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
-import { findRecord, listRecords } from '../../projections/audit/queries';
+import { hmacSha256Hex } from '../../infra/security/digest';
+import { anonymizationRules, findExportJob, findRecord, listRecords } from '../../projections/audit/queries';
 
-const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
-const TenantChoice = z.string().min(1).max(128).optional().describe('the platform owner only: the tenant to read (ignored for anyone else)');
+const TenantChoice = AuditTenantChoice;
 const read = { access: 'permission', permission: 'audit.read' } as const;
 const exporting = { access: 'permission', permission: 'audit.export' } as const;
-/** longest wait of an export for a pending anonymization (under the gateway's upstream deadline) */
-const ANONYMIZATION_WAIT_MS = 3000;
 
-const ExportJob = z.object({
-  jobId: z.string(), status: z.enum(['queued', 'running', 'completed', 'failed']), format: z.enum(['json', 'csv']), since: z.string(), until: z.string(),
-  records: z.number().nullable(), error: z.string().nullable(), createdAt: z.string(), completedAt: z.string().nullable(),
-});
-
-/** the tenant a request reads: its own, or — for the platform owner only — the one it names */
-const tenantOf = (request: FastifyRequest, named: string | undefined): string => {
-  const p = request.principal!;
-  return named !== undefined && p.permissions.has(PLATFORM_WILDCARD) ? named : p.tenantId;
-};
+/** the tenant's overlay: every anonymization requested, pending or completed (reads hide at once) */
+const loadOverlay = async (kernel: Kernel, tenantId: string): Promise<Overlay | null> =>
+  overlayOf(await anonymizationRules(kernel.db, tenantId), hmacSha256Hex(kernel.engines.secrets.key(OVERLAY_KEY_PURPOSE)));
 
 const keysetOf = (row: AuditRow) => ({ t: isoOf(row.timestamp), id: row.id });
 const afterOf = (token: string | undefined) => {
@@ -67,7 +56,7 @@ export default defineRoutes({
       },
     }, async (request) => {
       const q = request.query;
-      const tenantId = tenantOf(request, q.tenantId);
+      const tenantId = tenantOf(callerOf(request), q.tenantId);
       const filter = {
         action: actionFilter(q.action), entityType: q.entityType, entityId: q.entityId, actorId: q.actorId,
         since: q.since ? new Date(q.since) : undefined, until: q.until ? new Date(q.until) : undefined,
@@ -86,63 +75,40 @@ export default defineRoutes({
       },
     }, async (request) => {
       const q = request.query;
-      const tenantId = tenantOf(request, q.tenantId);
+      const tenantId = tenantOf(callerOf(request), q.tenantId);
       const filter = { entityType: q.entityType, entityId: q.entityId, since: q.since ? new Date(q.since) : undefined };
       const rows = await listRecords(await kernel.analytics(), tenantId, { filter, after: afterOf(q.page_token), limit: q.page_size + 1, order: 'oldest' });
       return page(kernel, tenantId, rows, q.page_size);
-    });
-
-    r.get('/audit/export', {
-      config: exporting,
-      schema: {
-        querystring: z.object({ format: z.enum(['json', 'csv']).default('json'), since: Instant, until: Instant, tenantId: TenantChoice }),
-        response: { 202: ExportJob.extend({ code: z.literal('cold-export-initiated'), statusUrl: z.string() }) },
-      },
-    }, async (request, reply) => {
-      const q = request.query;
-      const range = { tenantId: tenantOf(request, q.tenantId), since: new Date(q.since), until: new Date(q.until) };
-      const plan = planExport({ ...range, now: kernel.clock.now(), hotDays: kernel.config.AUDIT_HOT_DAYS });
-      if (plan === 'cold') {
-        const job = await createExportJob(kernel, range, q.format, request.principal!.userId);
-        const statusUrl = `/v1/audit/export/jobs/${job.jobId}`;
-        return reply.code(202).header('location', statusUrl).send({ ...job, code: 'cold-export-initiated' as const, statusUrl });
-      }
-      if (!(await anonymizationsSettled(kernel, range.tenantId, ANONYMIZATION_WAIT_MS))) throw auditErrors.anonymizationPending();
-      const f = exportFormat(q.format);
-      const name = `audit-${range.since.toISOString().slice(0, 10)}-${range.until.toISOString().slice(0, 10)}.${f.extension}`;
-      // the file itself: a stream, outside the 202's JSON schema
-      return (reply as FastifyReply).code(200).type(f.contentType).header('content-disposition', `attachment; filename="${name}"`)
-        .send(await streamHotExport(kernel, range, q.format));
     });
 
     r.get('/audit/export/jobs/:jobId', {
       config: exporting,
       schema: { params: z.object({ jobId: z.uuid() }), querystring: z.object({ tenantId: TenantChoice }), response: { 200: ExportJob } },
     }, async (request) => {
-      const job = await findExportJob(kernel, tenantOf(request, request.query.tenantId), request.params.jobId);
+      const job = await findExportJob(kernel.db, tenantOf(callerOf(request), request.query.tenantId), request.params.jobId);
       if (!job) throw auditErrors.exportJobNotFound();
-      const { objectKey: _key, ...view } = job;
-      return view;
+      return jobView(job);
     });
 
     r.get('/audit/export/jobs/:jobId/file', {
       config: exporting,
       schema: { params: z.object({ jobId: z.uuid() }), querystring: z.object({ tenantId: TenantChoice }) },
     }, async (request, reply) => {
-      const job = await findExportJob(kernel, tenantOf(request, request.query.tenantId), request.params.jobId);
+      const job = await findExportJob(kernel.db, tenantOf(callerOf(request), request.query.tenantId), request.params.jobId);
       if (!job) throw auditErrors.exportJobNotFound();
-      if (job.status !== 'completed' || !job.objectKey) throw auditErrors.exportJobNotReady(job.status);
+      if (job.status !== 'completed' || !job.object_key) throw auditErrors.exportJobNotReady(job.status);
       const f = exportFormat(job.format);
-      const name = `audit-${job.since.slice(0, 10)}-${job.until.slice(0, 10)}.${f.extension}`;
+      const view = jobView(job);
+      const name = `audit-${view.since.slice(0, 10)}-${view.until.slice(0, 10)}.${f.extension}`;
       return reply.code(200).type(f.contentType).header('content-disposition', `attachment; filename="${name}"`)
-        .send(await kernel.engines.objects.get(job.objectKey));
+        .send(await kernel.engines.objects.get(job.object_key));
     });
 
     r.get('/audit/:id', {
       config: read,
       schema: { params: z.object({ id: z.string().min(1).max(128) }), querystring: z.object({ tenantId: TenantChoice }), response: { 200: AuditRecordView } },
     }, async (request) => {
-      const tenantId = tenantOf(request, request.query.tenantId);
+      const tenantId = tenantOf(callerOf(request), request.query.tenantId);
       const row = await findRecord(await kernel.analytics(), tenantId, request.params.id);
       if (!row) throw auditErrors.recordNotFound();
       return redact(viewOf(row), await loadOverlay(kernel, tenantId));

@@ -77,7 +77,7 @@ const entries = (environment: ComposeService['environment'], vars: Vars): [strin
     });
   }
   // a key without a value takes the variable from the shell (here: the .env variables)
-  return Object.entries(environment).map(([k, v]) => [k, v === null || v === undefined ? vars[k] ?? '' : String(v)]);
+  return Object.entries(environment).map(([k, v]) => [k, v === null || v === undefined ? vars[k] ?? '' : String(v as string | number | boolean)]);
 };
 
 /** the environment the service's container starts with */

@@ -7,7 +7,7 @@ import { requireEnv } from './env';
 export interface TestDatabase {
   url: string;
   db: Db;
-  drop(): Promise<void>;
+  drop: () => Promise<void>;
 }
 
 /** A fresh, migrated database of its own for one test file, on the test PostgreSQL server. */

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
-import { startPlatform } from '../../infra/runtime/platform';
-import { identity } from '../../commands/identity/runtime';
+import { startPlatform } from '../../app/platform';
+import { identityRuntime as identity } from '../../infra/identity/runtime';
 import type { TestClock } from './clock';
 import { offsetClock } from './clock';
 import type { TestDatabase } from './db';
@@ -109,7 +109,7 @@ export const registerUser = async (p: IdentityPlatform, o: { email?: string; ten
 /** the token a mail carries in its X-Platform-Token header */
 export const mailToken = async (p: IdentityPlatform, to: string, purpose: string, after = 0): Promise<string> => {
   const mail = await p.smtp.waitFor((m) => p.smtp.messages.indexOf(m) >= after && m.envelope.to.includes(to) && m.parsed.headers.get('x-platform-purpose') === purpose);
-  return String(mail.parsed.headers.get('x-platform-token'));
+  return mail.parsed.headers.get('x-platform-token') as string;
 };
 
 export const grace = (p: IdentityPlatform) => identity(p.kernel).graceMs;

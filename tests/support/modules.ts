@@ -22,6 +22,8 @@ export const TEST_MODULES = {
   money: async () => (await import('./money')).moneyModules,
   /** billing with identity's read models (its tenants and owners): suites name identity too for real tokens */
   billing: async () => (await import('./billing')).billingModules,
+  /** the notification hub with identity's read models (recipients by userId) */
+  notify: async () => (await import('./notify')).notifyModules,
   /** the audit service with the gateway's fallback replay (needs one ClickHouse for all roles: chdb is one process's) */
   audit: async () => (await import('./audit')).auditModules,
   /** the gateway's audit fallback replay */
@@ -33,6 +35,9 @@ export const TEST_MODULES = {
 } satisfies Record<string, () => Promise<ServiceModules>>;
 
 export type TestModuleName = keyof typeof TEST_MODULES;
+
+/** modules whose roles need one ClickHouse between them in the split run (chdb is one process's) */
+export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit']);
 
 export const isTestModuleName = (name: string): name is TestModuleName => Object.hasOwn(TEST_MODULES, name);
 

@@ -5,7 +5,7 @@
  */
 import { loadConfig } from '../../infra/config';
 import { silentLogger } from '../../infra/observability/logger';
-import { startPlatform } from '../../infra/runtime/platform';
+import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
 import { moneyModules } from './money';
 

@@ -8,8 +8,8 @@ import { mergeModules } from '../../infra/modules';
 import type { Logger } from '../../infra/observability/logger';
 import { silentLogger } from '../../infra/observability/logger';
 import type { Clock } from '../../infra/runtime/clock';
-import type { Role } from '../../infra/runtime/platform';
-import { startPlatform } from '../../infra/runtime/platform';
+import type { Role } from '../../app/platform';
+import { startPlatform } from '../../app/platform';
 import { captureLogger } from './log-capture';
 import { testAuthenticator } from './auth';
 import type { TestClock } from './clock';
@@ -75,7 +75,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     if (options.clock && !isTestClock(options.clock)) throw new Error('a suite of the split run moves time with a TestClock (tests/support/clock.ts)');
     if (options.logger) throw new Error('a suite of the split run reads logs with captureLogs, not its own logger');
     const split = await startSplitPlatform({
-      modules: names ?? ['tally'], auth: 'token', env: options.env, clock: options.clock as TestClock | undefined,
+      modules: names ?? ['tally'], auth: 'token', env: options.env, clock: options.clock,
       database: options.database, logLevel: options.captureLogs ? 'info' : undefined,
     });
     return {
@@ -108,7 +108,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
   return {
     kernel: running.kernel, app: running.app, url, topology: 'all', database,
     http: (path, init) => fetch(`${url}${path}`, init),
-    logLines: () => (capture?.lines ?? []) as LogLine[],
+    logLines: () => (capture?.lines ?? []),
     stop: running.stop, close,
   };
 };

@@ -27,8 +27,8 @@ export interface PlatformProcess {
 export const runPlatform = (args: string[], env: Record<string, string>, port: number): PlatformProcess => {
   let output = '';
   const child = spawn(process.execPath, ['bin/platform.js', ...args], { cwd: ROOT, env: { ...process.env, GRPC_PORT: '0', ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, url: `http://127.0.0.1:${port}`, output: () => output, exited };
 };
@@ -45,8 +45,8 @@ export const runCli = (args: string[], env: Record<string, string>, timeoutMs = 
   });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
   const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`platform ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stdout}\n${stderr}`)); }, timeoutMs);
   child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
 });

@@ -14,8 +14,8 @@
  */
 import { loadConfig } from '../../infra/config';
 import { createLogger } from '../../infra/observability/logger';
-import type { Role } from '../../infra/runtime/platform';
-import { startPlatform } from '../../infra/runtime/platform';
+import type { Role } from '../../app/platform';
+import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
 import { fileClock } from './clock';
 import { isTestModuleName, loadTestModules } from './modules';

@@ -11,11 +11,22 @@ export interface CapturedMail {
   parsed: ParsedMail;
 }
 
+/** how the capture answers each message's DATA; change it while a test runs */
+export interface SmtpBehaviour {
+  /** refuse every message with this SMTP reply (4xx: try again later, 5xx: never) instead of accepting it */
+  refuse: { code: number; message: string } | null;
+  /** keep the client waiting this long for the answer to DATA, after the message was received and kept */
+  delayMs: number;
+}
+
 export interface SmtpCapture {
   /** smtp://user:pass@127.0.0.1:<port>: plain SMTP, any credentials accepted */
   url: string;
   port: number;
   readonly messages: readonly CapturedMail[];
+  /** messages answered with the refusal of behaviour.refuse */
+  readonly refused: readonly CapturedMail[];
+  behaviour: SmtpBehaviour;
   /** resolves with the first captured message (past or future) matching, rejects after timeoutMs */
   waitFor(predicate: (mail: CapturedMail) => boolean, timeoutMs?: number): Promise<CapturedMail>;
   close(): Promise<void>;
@@ -28,7 +39,9 @@ export interface SmtpCapture {
  */
 export const startSmtpCapture = async (): Promise<SmtpCapture> => {
   const messages: CapturedMail[] = [];
+  const refused: CapturedMail[] = [];
   const waiters = new Set<() => void>();
+  const behaviour: SmtpBehaviour = { refuse: null, delayMs: 0 };
 
   const server = new SMTPServer({
     authOptional: true,
@@ -47,14 +60,22 @@ export const startSmtpCapture = async (): Promise<SmtpCapture> => {
         simpleParser(raw).then(
           (parsed) => {
             const from = session.envelope.mailFrom;
-            messages.push({
+            const mail: CapturedMail = {
               envelope: { from: from ? from.address : null, to: session.envelope.rcptTo.map((r) => r.address) },
               authUser: typeof session.user === 'string' ? session.user : null,
               raw,
               parsed,
-            });
+            };
+            const refusal = capture.behaviour.refuse;
+            if (refusal) {
+              refused.push(mail);
+              for (const wake of waiters) wake();
+              return callback(Object.assign(new Error(refusal.message), { responseCode: refusal.code }));
+            }
+            messages.push(mail);
             for (const wake of waiters) wake();
-            callback();
+            if (capture.behaviour.delayMs > 0) setTimeout(() => callback(), capture.behaviour.delayMs);
+            else callback();
           },
           (error: Error) => callback(error),
         );
@@ -88,11 +109,14 @@ export const startSmtpCapture = async (): Promise<SmtpCapture> => {
       check();
     });
 
-  return {
+  const capture: SmtpCapture = {
     url: `smtp://capture:secret@127.0.0.1:${port}`,
     port,
     messages,
+    refused,
+    behaviour,
     waitFor,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+  return capture;
 };

@@ -7,13 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
-import { openKernel } from '../../infra/runtime/platform';
+import { openKernel } from '../../app/platform';
 import type { TestClock } from './clock';
 import type { TestDatabase } from './db';
 import { createTestDatabase } from './db';
 import { requireEnv } from './env';
 import type { TestModuleName } from './modules';
-import { loadTestModules } from './modules';
+import { loadTestModules, NEEDS_CLICKHOUSE } from './modules';
 import { freePort } from './process';
 
 export type SplitRole = 'gateway' | 'write-api' | 'read-api' | 'workers';
@@ -46,10 +46,10 @@ export interface SplitPlatform {
   database: TestDatabase;
   processes: Record<SplitRole, ChildProcess>;
   /** the JSON log lines of every role so far (each carries its role in `name`) */
-  logLines(): LogLine[];
+  logLines: () => LogLine[];
   /** starts one more gateway process in front of the same roles (caches of every gateway process); its URL */
-  addGateway(): Promise<string>;
-  stop(): Promise<void>;
+  addGateway: () => Promise<string>;
+  stop: () => Promise<void>;
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -100,6 +100,24 @@ const stopRole = async (p: RoleProcess): Promise<void> => {
   clearTimeout(timer);
 };
 
+/** the chdb engine served over ClickHouse's HTTP interface (tests/support/clickhouse-server.ts) */
+const startClickHouse = async (folder: string): Promise<{ url: string; folder: string; process: RoleProcess }> => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/clickhouse-server.ts', folder], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  child.channel?.unref();
+  let output = '';
+  const url = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the ClickHouse endpoint did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const ready = /READY (\S+)/.exec(output);
+      if (ready) { clearTimeout(timer); resolve(ready[1]!); }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the ClickHouse endpoint exited (${code}):\n${output}`)); });
+  });
+  return { url: await url, folder, process: { child, url, output: () => output } };
+};
+
 /**
  * Starts gateway, write-api, read-api and workers as separate processes (tests/support/role-server.ts,
  * i.e. `platform serve <role>`) on a database of their own, the test Kafka and the test Redis (under a
@@ -114,12 +132,15 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const id = randomBytes(6).toString('hex');
   const clockFile = options.clock ? join(tmpdir(), `platform-split-clock-${process.pid}-${id}.json`) : null;
   if (clockFile) options.clock!.shareThrough(clockFile);
+  // chdb belongs to one process: the roles share it through a ClickHouse HTTP endpoint in a process of its own
+  const clickhouse = options.modules.some((m) => NEEDS_CLICKHOUSE.has(m)) ? await startClickHouse(join(tmpdir(), `platform-split-ch-${process.pid}-${id}`)) : null;
   const env: Record<string, string> = {
     PLATFORM_ENV: 'test', LOG_LEVEL: options.logLevel ?? 'silent', DATA_DIR: join(tmpdir(), `platform-split-${process.pid}`),
     DATABASE_URL: database.url, KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), REDIS_URL: requireEnv('TEST_REDIS_URL'),
-    REDIS_KEY_PREFIX: `platform-test:${id}:`, PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+    REDIS_KEY_PREFIX: `platform-test:${id}:`, KAFKA_NAMESPACE: `t${id}.`, PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
     PLATFORM_TEST_MODULES: options.modules.join(','), PLATFORM_TEST_AUTH: options.auth,
     ...(clockFile ? { PLATFORM_TEST_CLOCK_FILE: clockFile } : {}),
+    ...(clickhouse ? { CLICKHOUSE_URL: clickhouse.url } : {}),
     ...options.env,
     ROOT_URL: rootUrl,
   };
@@ -147,6 +168,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   } catch (error) {
     await stopAll();
     await kernel.close();
+    if (clickhouse) await stopRole(clickhouse.process);
     if (ownsDatabase) await database.drop();
     throw error;
   }
@@ -166,6 +188,10 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
       stopped ??= (async () => {
         await stopAll();
         await kernel.close();
+        if (clickhouse) {
+          await stopRole(clickhouse.process);
+          rmSync(clickhouse.folder, { recursive: true, force: true });
+        }
         if (clockFile) rmSync(clockFile, { force: true });
         if (ownsDatabase) await database.drop();
       })();

@@ -19,7 +19,8 @@ export interface TestIdp {
   /** registers the client with its redirect_uri and starts answering */
   start(redirectUri: string): Promise<void>;
   /** the browser's journey from the authorization URL to the redirect back to the client */
-  login(authorizationUrl: string, sub: string | 'deny'): Promise<URL>;
+  /** sub: the account the user signs in with, or 'deny' to refuse the consent */
+  login(authorizationUrl: string, sub: string): Promise<URL>;
   close(): Promise<void>;
 }
 

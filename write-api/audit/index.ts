@@ -10,6 +10,7 @@ import { requestMeta } from '../../infra/http/commands';
 import { sendMultiStatus, settleItems } from '../../infra/http/multi-status';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
+import { registerExport } from './export';
 
 export const BATCH_LIMIT = 500;
 const JSON_MEMBER_LIMIT = 65_536;
@@ -86,5 +87,7 @@ export default defineRoutes({
       config: { access: 'permission', permission: 'audit.anonymize' },
       schema: { body: z.object({ userId: z.string().min(1).max(128) }), response: { 202: Anonymization } },
     }, async (request, reply) => reply.code(202).send(await anonymizeUser(kernel, actorOf(request), request.body.userId)));
+
+    registerExport(app, kernel);
   },
 });

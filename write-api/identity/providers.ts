@@ -1,16 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { commonErrors } from '../../domain/shared/errors';
-import type { Principal } from '../../infra/http/auth';
-import { bearerToken, hasPermission } from '../../infra/http/auth';
+import { CamelPair, IdParam, ProviderLinkView, TenantSelection } from '../../domain/identity/views';
+import { bearerToken, callerOf } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
-import { findUser } from '../../projections/identity/queries';
-import type { SessionOutcome } from '../../commands/identity/accounts';
-import { linkProvider, providerById, signInWith, unlinkProvider } from '../../commands/identity/providers';
-import { verifySiwe } from '../../commands/identity/siwe';
-import { camelPair } from '../../commands/identity/tokens';
-import { CamelPair, IdParam, ProviderLink, TenantSelection } from './schemas';
+import type { CallbackAnswer } from '../../commands/identity/providers';
+import { completeCallback, requestLink, startLogin, unlinkProvider } from '../../commands/identity/providers';
+import type { IdentityRoutes } from './http';
+import { bearer, noBody, pub, typed } from './http';
 
 /**
  * Provider login, callback, link and unlink (spec 000, Authentication and Providers).
@@ -31,66 +27,41 @@ const SiweStart = z.object({
 });
 const CallbackInput = z.record(z.string(), z.string().max(4096));
 const SignedMessage = z.object({ message: z.string().max(4096), signature: z.string().max(200) });
+const CallbackResponse = { 200: z.union([CamelPair, TenantSelection]), 201: ProviderLinkView };
 
-const camelOutcome = (o: SessionOutcome) => (o.kind === 'tokens' ? camelPair(o.tokens) : { requiresTenantSelection: true as const, sessionToken: o.sessionToken, tenants: o.tenants });
+/** the request's own bearer token, verified: only a link's completion needs it (the route is public) */
+const bearerCaller = (kernel: Kernel, request: FastifyRequest) => async () => {
+  const token = bearerToken(request.headers.authorization);
+  return token ? kernel.authenticator.authenticate(token) : null;
+};
 
-export const registerProviderWrites = (app: FastifyInstance, kernel: Kernel): void => {
-  const r = app.withTypeProvider<ZodTypeProvider>();
-  const pub = { access: 'public' } as const;
-  const bearer = { access: 'bearer' } as const;
+const answer = (reply: FastifyReply, done: CallbackAnswer) => (done.kind === 'linked' ? reply.code(201).send(done.link) : reply.code(200).send(done.session));
 
-  r.post('/auth/login/:providerId', {
-    config: pub,
-    schema: { params: ProviderParams, response: { 200: z.union([RedirectStart, SiweStart]) } },
-  }, async (request) => providerById(kernel, request.params.providerId).start({ kind: 'login' }));
+export const providerRoutes: IdentityRoutes = (app, kernel) => {
+  const r = typed(app);
 
-  const callback = async (providerId: string, input: Record<string, string>, request: FastifyRequest, reply: FastifyReply) => {
-    const traceId = request.id;
-    const { identity: found, intent } = await providerById(kernel, providerId).complete(input);
-    if (intent.kind === 'link') {
-      // a link completes only with the bearer token of the user who started it: a link URL sent to someone else
-      // cannot attach their provider identity to the sender's account (tokens never travel in cookies)
-      const token = bearerToken(request.headers.authorization);
-      const principal = token ? await kernel.authenticator.authenticate(token) : null;
-      if (!principal || principal.userId !== intent.userId || principal.impersonatorId) throw commonErrors.unauthorized('Completing a link needs the access token of the user who started it.');
-      return reply.code(201).send(await linkProvider(kernel, traceId, intent.userId, intent.userId, found));
-    }
-    return reply.code(200).send(camelOutcome(await signInWith(kernel, traceId, found)));
-  };
-  const CallbackResponse = { 200: z.union([CamelPair, TenantSelection]), 201: ProviderLink };
-  r.get('/auth/callback/:providerId', { config: pub, schema: { params: ProviderParams, querystring: CallbackInput, response: CallbackResponse } },
-    (request, reply) => callback(request.params.providerId, request.query, request, reply));
-  r.post('/auth/callback/:providerId', { config: pub, schema: { params: ProviderParams, body: CallbackInput, response: CallbackResponse } },
-    (request, reply) => callback(request.params.providerId, request.body, request, reply));
+  // 503: an OpenID provider that cannot be reached
+  r.post('/auth/login/:providerId', { config: { ...pub, problems: [503] }, schema: { params: ProviderParams, response: { 200: z.union([RedirectStart, SiweStart]) } } },
+    async (request) => startLogin(kernel, request.params.providerId));
 
-  /** the user must be a member of the caller's tenant (another tenant's id is 404) */
-  const member = async (p: Principal, userId: string) => {
-    if (!(await findUser(kernel.db, p.tenantId, userId))) throw commonErrors.notFound('The user does not exist.');
-  };
+  // 401: a refused or replayed callback; 403 account-locked; 409: an account has the identity's email (sign in and link from it), or the identity is another user's
+  const callback = { ...pub, problems: [401, 403, 409, 503] };
+  r.get('/auth/callback/:providerId', { config: callback, schema: { params: ProviderParams, querystring: CallbackInput, response: CallbackResponse } },
+    async (request, reply) => answer(reply, await completeCallback(kernel, request.id, request.params.providerId, request.query, bearerCaller(kernel, request))));
+  r.post('/auth/callback/:providerId', { config: callback, schema: { params: ProviderParams, body: CallbackInput, response: CallbackResponse } },
+    async (request, reply) => answer(reply, await completeCallback(kernel, request.id, request.params.providerId, request.body, bearerCaller(kernel, request))));
 
   r.post('/users/:id/providers/:providerId', {
-    config: bearer,
-    schema: { params: UserProviderParams, body: SignedMessage.partial().nullish(), response: { 201: ProviderLink, 202: RedirectStart } },
+    config: { ...bearer, problems: [409, 503] },
+    schema: { params: UserProviderParams, body: SignedMessage.partial().nullish(), response: { 201: ProviderLinkView, 202: RedirectStart } },
   }, async (request, reply) => {
-    const p = request.principal!;
-    await member(p, request.params.id);
-    // linking proves an external identity of the caller: nobody links one to someone else's account
-    if (p.userId !== request.params.id || p.impersonatorId) throw commonErrors.forbidden('Only the user themself can link a provider.');
-    const provider = providerById(kernel, request.params.providerId);
-    if (provider.type === 'wallet') {
-      const found = await verifySiwe(kernel, request.body ?? {});
-      return reply.code(201).send(await linkProvider(kernel, request.id, p.userId, p.userId, found));
-    }
-    const started = await provider.start({ kind: 'link', userId: p.userId, tenantId: p.tenantId });
-    if (!('redirectUrl' in started)) throw commonErrors.notFound('This provider cannot be linked by redirection.');
-    return reply.code(202).send(started);
+    const done = await requestLink(kernel, request.id, callerOf(request), request.params.id, request.params.providerId, request.body ?? {});
+    return done.kind === 'linked' ? reply.code(201).send(done.link) : reply.code(202).send({ redirectUrl: done.redirectUrl, state: done.state });
   });
 
-  r.delete('/users/:id/providers/:providerId', { config: bearer, schema: { params: UserProviderParams } }, async (request, reply) => {
-    const p = request.principal!;
-    await member(p, request.params.id);
-    if (p.userId !== request.params.id && !hasPermission(p.permissions, 'users.update')) throw commonErrors.forbidden();
-    await unlinkProvider(kernel, request.id, p.userId, request.params.id, request.params.providerId);
-    return reply.code(204).send();
-  });
+  r.delete('/users/:id/providers/:providerId', { config: bearer, schema: { params: UserProviderParams, response: { 204: z.null().describe('the link is removed') } } },
+    async (request, reply) => {
+      await unlinkProvider(kernel, request.id, callerOf(request), request.params.id, request.params.providerId);
+      return noBody(reply, 204);
+    });
 };

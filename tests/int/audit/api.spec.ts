@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeModules } from '../../../infra/modules';
 import type { AuditClient, Body } from '../../support/audit';
-import { AUDIT_PERMISSIONS, auditClient, auditModules, eventually, parseCsv } from '../../support/audit';
+import { AUDIT_PERMISSIONS, auditClient, eventually, parseCsv } from '../../support/audit';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
+import { startTestPlatform } from '../../support/platform';
 
 /**
  * The audit API over HTTP (spec 002, Audit; issue 11): written with the shared factories so the
@@ -17,7 +16,7 @@ const tenantA = `tenant-a-${randomUUID()}`;
 const tenantB = `tenant-b-${randomUUID()}`;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: mergeModules(tallyModules, auditModules) });
+  platform = await startTestPlatform({ modules: ['tally', 'audit'] });
   a = auditClient(platform.url, tenantA, 'user-a');
   b = auditClient(platform.url, tenantB, 'user-b');
 });

@@ -52,11 +52,11 @@ const aRecord = (tenantId: string, i: number) => auditRecord({
 }, uuidV7Ids.next());
 
 /** the audit consumer's step, in a subscription of the test's own */
-const consume = (log: LogPort, o: { groupId: string; topic?: string; maxBatch?: number; before?: () => void; afterStore?: () => void }): Promise<Subscription> =>
+const consume = (log: LogPort, o: { groupId: string; topic?: string; maxBatch?: number; before?: () => unknown; afterStore?: () => void }): Promise<Subscription> =>
   log.subscribe({
     groupId: o.groupId, topics: [o.topic ?? AUDIT_TOPIC], maxBatch: o.maxBatch ?? 500,
     eachBatch: async (records) => {
-      o.before?.();
+      await o.before?.();
       await ingestAuditRecords(database.db, ch, records.map((r) => r.value), new Date());
       o.afterStore?.();
     },

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPlatformOwner } from '../../../commands/identity/accounts';
+import { createPlatformOwner } from '../../../commands/identity/account';
 import { currentSubscriptionOf, escalate, eventually, login, operatorPlan } from '../../support/billing-http';
 import type { IdentityPlatform, Registered } from '../../support/identity';
 import { PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';

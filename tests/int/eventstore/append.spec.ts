@@ -51,7 +51,7 @@ describe('a stream at version 3', () => {
     const lost = results.filter((r) => r.status === 'rejected');
     expect(won).toHaveLength(1);
     expect(lost).toHaveLength(19);
-    for (const r of lost) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(StreamVersionConflict);
+    for (const r of lost) expect((r).reason).toBeInstanceOf(StreamVersionConflict);
     expect((await store.head(t.db, 's:tenant-a:one'))?.version).toBe(4);
   });
 });

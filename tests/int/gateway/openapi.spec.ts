@@ -55,7 +55,7 @@ const problemRef = (op: Operation, status: number) => op.responses[String(status
 
 describe('the OpenAPI documents', () => {
   it('exist for the namespaces the installed services serve', () => {
-    expect([...documents.keys()]).toEqual(expect.arrayContaining(['iam', 'money', 'gateway']));
+    expect([...documents.keys()]).toEqual(expect.arrayContaining(['iam', 'money', 'notify', 'gateway']));
   });
 
   it('each pass openapi-spec-validator', async () => {
@@ -95,6 +95,27 @@ describe('the OpenAPI documents', () => {
     expect(money.paths['/v1/wallets']!.post!.responses['201']).toBeDefined();
     const pageSize = money.paths['/v1/transactions']!.get!.parameters!.find((p) => p.name === 'page_size')!;
     expect(pageSize.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+  });
+
+  it('document iam: real success codes, password bounds as enforced, the invite\'s role requirement, optional Idempotency-Keys and its own problems', () => {
+    const iam = documents.get('iam')!;
+    const op = (method: string, path: string) => iam.paths[path]![method]!;
+    const codes = (method: string, path: string) => Object.keys(op(method, path).responses).filter((s) => s.startsWith('2'));
+    expect(codes('post', '/v1/auth/logout')).toEqual(['204']);
+    expect(codes('delete', '/v1/rbac/roles/{id}')).toEqual(['204']);
+    for (const path of ['/v1/auth/invite', '/v1/users', '/v1/auth/request-reset', '/v1/auth/request-verify-email']) expect(codes('post', path), path).toEqual(['202']);
+    const body = (method: string, path: string) => op(method, path).requestBody!.content['application/json']!.schema as { properties?: Record<string, Schema & { minLength?: number; maxLength?: number }>; anyOf?: unknown[] };
+    for (const path of ['/v1/auth/register', '/v1/auth/reset-password', '/v1/auth/accept-invite']) {
+      expect(body('post', path).properties!.password, path).toMatchObject({ type: 'string', minLength: 12, maxLength: 128 });
+    }
+    expect(body('post', '/v1/auth/login').properties!.password).toMatchObject({ minLength: 1, maxLength: 1024 });
+    expect(body('post', '/v1/auth/invite').anyOf).toEqual([{ required: ['role_id'] }, { required: ['roles'], properties: { roles: { minItems: 1 } } }]);
+    for (const [method, path] of [['patch', '/v1/users/{id}'], ['delete', '/v1/users/{id}'], ['post', '/v1/rbac/roles'], ['post', '/v1/rbac/roles/{id}/assign']] as const) {
+      expect(op(method, path).parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')?.required, `${method} ${path}`).toBe(false);
+      expect(problemRef(op(method, path), 409), `${method} ${path}`).toBeDefined();
+    }
+    expect(problemRef(op('post', '/v1/auth/register'), 409)).toBeDefined();
+    for (const status of [401, 403]) expect(problemRef(op('post', '/v1/auth/login'), status)).toBeDefined();
   });
 
   it('document the gateway\'s /live, /ready and /health', () => {

@@ -63,7 +63,7 @@ describe('a gateway in front of write-api and read-api', () => {
     expect(one.status).toBe(200);
     expect(await one.json()).toEqual({ id: 'c1', name: 'first', value: 0 });
     const list = await gateway.http('/api/v1/tally/counters', { headers: json('tenant-a') });
-    expect((await list.json()) as unknown).toEqual({ data: [{ id: 'c1', name: 'first', value: 0 }] });
+    expect((await list.json())).toEqual({ data: [{ id: 'c1', name: 'first', value: 0 }] });
   });
 
   it('passes the Idempotency-Key through and replays the stored answer', async () => {

@@ -135,7 +135,7 @@ describe('a tenant always keeps an active Owner', () => {
     // the loser is refused by the last-owner rule, or already lacks roles.assign when its request is checked
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 409 || a.status === 403)).toHaveLength(1);
-    const remaining = (await p.api('/users', { token: answers[0]!.status === 200 ? first.accessToken : second.accessToken })).body.data
+    const remaining = (await p.api('/users', { token: answers[0].status === 200 ? first.accessToken : second.accessToken })).body.data
       .filter((u: { roles: string[]; status: string }) => u.roles.includes('Owner') && u.status === 'active');
     expect(remaining).toHaveLength(1);
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPlatformOwner } from '../../../commands/identity/accounts';
+import { createPlatformOwner } from '../../../commands/identity/account';
 import { totpCode } from '../../../infra/security/totp';
 import type { IdentityPlatform } from '../../support/identity';
 import { PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';

@@ -102,7 +102,7 @@ describe('OpenID Connect login', () => {
     expect(replay.status).toBe(401);
     const forged = new URLSearchParams(back.search);
     forged.set('state', 'A'.repeat(43));
-    expect((await p.api(`/auth/callback/test-idp?${forged}`)).status).toBe(401);
+    expect((await p.api(`/auth/callback/test-idp?${forged.toString()}`)).status).toBe(401);
     expect((await p.api('/auth/callback/test-idp?code=abc')).status).toBe(401);
   });
 
@@ -113,7 +113,7 @@ describe('OpenID Connect login', () => {
     const back = await idp.login(first.redirectUrl, sub);
     const swapped = new URLSearchParams(back.search);
     swapped.set('state', second.state); // the code of the first flow with the verifier of the second
-    const res = await p.api(`/auth/callback/test-idp?${swapped}`);
+    const res = await p.api(`/auth/callback/test-idp?${swapped.toString()}`);
     expect(res.status).toBe(401);
   });
 
@@ -230,7 +230,7 @@ describe('Sign-In with Ethereum', () => {
     expect(links.body.data[0]).toMatchObject({ providerId: 'siwe', providerType: 'wallet', externalId: first.account.address });
     // also through GET with the query parameters
     const second = await signed(first.account);
-    const viaGet = await p.api(`/auth/callback/siwe?${new URLSearchParams({ message: second.message, signature: second.signature })}`);
+    const viaGet = await p.api(`/auth/callback/siwe?${new URLSearchParams({ message: second.message, signature: second.signature }).toString()}`);
     expect(viaGet.status).toBe(200);
     expect(claims(viaGet.body.accessToken).sub).toBe(me.body.id);
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPlatformOwner } from '../../../commands/identity/accounts';
+import { createPlatformOwner } from '../../../commands/identity/account';
 import type { IdentityPlatform, Registered } from '../../support/identity';
 import { addMember, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 

@@ -15,12 +15,12 @@ const startServer = (databaseUrl: string): Promise<{ child: ChildProcess; url: s
   let out = '';
   let err = '';
   const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 60_000);
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     out += chunk.toString();
     const m = /READY (\S+)/.exec(out);
     if (m) { clearTimeout(timer); resolve({ child, url: m[1]! }); }
   });
-  child.stderr!.on('data', (chunk: Buffer) => { err += chunk.toString(); });
+  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString(); });
   child.on('exit', (code) => { clearTimeout(timer); if (!/READY/.test(out)) reject(new Error(`server exited ${code}: ${err}`)); });
 });
 

@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Invocation } from '../../../infra/cli/commands';
-import { parseCommandLine } from '../../../infra/cli/commands';
+import type { Invocation } from '../../../app/cli/commands';
+import { parseCommandLine } from '../../../app/cli/commands';
 import type { Config } from '../../../infra/config';
 import { loadConfig } from '../../../infra/config';
 import { discoverModules } from '../../../infra/modules';
 import type { RegisteredProjection } from '../../../infra/projections/projection';
-import { roleConfigProblems } from '../../../infra/runtime/role-config';
+import { roleConfigProblems } from '../../../app/role-config';
 import type { ComposeFile, ComposeService, Vars } from '../../support/compose';
 import { commandOf, durationMs, loadCompose, parseDotEnv, serviceEnvironment } from '../../support/compose';
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replay } from '../../../infra/cli/replay';
+import { replay } from '../../../app/cli/replay';
 import { loadConfig } from '../../../infra/config';
 import type { Kernel } from '../../../infra/kernel';
 import { silentLogger } from '../../../infra/observability/logger';
-import { openKernel } from '../../../infra/runtime/platform';
+import { openKernel } from '../../../app/platform';
 import { OutboxRelay } from '../../../workers/outbox-relay';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase, waitForVisibleLog } from '../../support/db';

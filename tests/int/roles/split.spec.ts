@@ -18,7 +18,7 @@ beforeAll(async () => {
   gateway = await startTestPlatform({ role: 'gateway', database });
 });
 afterAll(async () => {
-  await Promise.all([gateway, workers].map((p) => p?.close()));
+  await Promise.all([gateway, workers].map((p) => p?.close() ?? Promise.resolve()));
   await database.drop();
 });
 

@@ -6,9 +6,9 @@ import { actionFilter } from '../../../domain/audit/filters';
 import type { AuditRecordView } from '../../../domain/audit/record';
 import { recordOfAuditEvent, recordOfDomainEvent } from '../../../domain/audit/sources';
 import type { StoredEvent } from '../../../domain/shared/event';
-import { parseCommandLine } from '../../../infra/cli/commands';
-import { chain, START, verifyPage } from '../../../projections/audit/chain';
-import { rowOf } from '../../../projections/audit/rows';
+import { parseCommandLine } from '../../../app/cli/commands';
+import { chain, START, verifyPage } from '../../../commands/audit/chain';
+import { rowOf } from '../../../domain/audit/rows';
 
 const digest = (v: string) => createHash('sha256').update(`k:${v}`).digest('hex');
 const unchained = (i: number) => rowOf({ id: `id-${i}`, tenantId: 't', action: 'a.b.c', entityType: 'e', entityId: `x-${i}`, actorId: 'u', after: { i }, timestamp: `2026-01-01T00:00:0${i}.000Z` });

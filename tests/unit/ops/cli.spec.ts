@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseCommandLine, UsageError } from '../../../infra/cli/commands';
-import { describeError } from '../../../infra/cli/errors';
+import { parseCommandLine, UsageError } from '../../../app/cli/commands';
+import { describeError } from '../../../app/cli/errors';
 import { commonErrors } from '../../../domain/shared/errors';
 
 const refusal = (argv: string[]) => {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../infra/config';
-import type { Role } from '../../../infra/runtime/platform';
-import { roleConfigProblems } from '../../../infra/runtime/role-config';
+import type { Role } from '../../../app/platform';
+import { roleConfigProblems } from '../../../app/role-config';
 
 const projections = [{ name: 'tally.counters', mode: 'inline' as const }, { name: 'tally.totals', mode: 'async' as const }];
 const complete = { PLATFORM_ENV: 'production', DATABASE_URL: 'postgres://u:p@db:5432/platform', ROOT_URL: 'https://api.example.com', PLATFORM_SECRET_KEY: randomBytes(32).toString('base64') };

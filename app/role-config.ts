@@ -1,0 +1,55 @@
+import type { Config } from '../infra/config';
+import { ConfigError } from '../infra/config';
+import type { RegisteredProjection } from '../infra/projections/projection';
+import type { Role } from './platform';
+
+/**
+ * What a role needs beyond a well-formed environment, checked before any engine is contacted:
+ * `platform serve` runs it at start-up, and the docker-compose check runs it on the file.
+ */
+export interface RoleCheck {
+  role: Role;
+  config: Config;
+  /** for role projector: the projection named on the command line */
+  projection?: string;
+  /** the projections this platform registers */
+  projections: readonly Pick<RegisteredProjection, 'name' | 'mode'>[];
+}
+
+export const roleConfigProblems = ({ role, config, projection, projections }: RoleCheck): string[] => {
+  // `platform start` runs on embedded defaults: nothing is required
+  if (role === 'all') return [];
+  const serve = `\`platform serve ${role}\``;
+  const problems: string[] = [];
+  if (!config.DATABASE_URL) {
+    problems.push(`DATABASE_URL: required by ${serve}; set it to the PostgreSQL every role shares, such as postgres://user:password@host:5432/platform`);
+  }
+  // without it each role derives its issuer from its own port and refuses the others' tokens
+  if (!config.ROOT_URL) {
+    problems.push(`ROOT_URL: required by ${serve}; set it to the public URL of the gateway, such as https://api.example.com, the same for every role (it is the token issuer)`);
+  }
+  // tests share one generated key through DATA_DIR; anywhere else roles would each make their own
+  if (!config.PLATFORM_SECRET_KEY && config.PLATFORM_ENV !== 'test') {
+    problems.push(`PLATFORM_SECRET_KEY: required by ${serve}; give every role the same base64 value of 32 random bytes (openssl rand -base64 32)`);
+  }
+  if (role === 'projector') problems.push(...projectorProblems(projection, projections));
+  return problems;
+};
+
+const projectorProblems = (name: string | undefined, projections: RoleCheck['projections']): string[] => {
+  const runnable = projections.filter((p) => p.mode === 'async').map((p) => p.name);
+  const choice = runnable.length
+    ? `name one of its async projections: ${runnable.join(', ')}`
+    : 'this platform has no async projection, so there is nothing for a projector to run (the workers role runs async projections too)';
+  const named = projections.find((p) => p.name === name);
+  if (!name) return [`projection: \`platform serve projector <name>\` needs a projection; ${choice}`];
+  if (!named) return [`projection ${JSON.stringify(name)}: no such projection; ${choice}`];
+  if (named.mode !== 'async') return [`projection ${JSON.stringify(name)}: inline (kept in each command's transaction), not run by a projector; ${choice}`];
+  return [];
+};
+
+/** throws a ConfigError with every problem of the role's configuration */
+export const checkRoleConfig = (check: RoleCheck): void => {
+  const problems = roleConfigProblems(check);
+  if (problems.length) throw new ConfigError(problems);
+};

@@ -1,0 +1,84 @@
+import { randomInt } from 'node:crypto';
+import type { Agent } from 'node:https';
+import type { Kernel } from '../../infra/kernel';
+import { SecretBox } from '../../infra/security/secret-box';
+import type { Clock, IdGenerator } from '../../infra/runtime/clock';
+import type { ChannelAdapter } from './channels/adapter';
+import { emailAdapter } from './channels/email';
+import { pushAdapter } from './channels/push';
+import type { VapidKeys } from '../../infra/notify/vapid';
+import { deriveVapidKeys, vapidSubjectOf } from '../../infra/notify/vapid';
+import { websocketAdapter } from './channels/websocket';
+import type { RecipientDirectory } from './lookups';
+import { identityDirectory } from './lookups';
+import type { NotifySettings } from '../../infra/notify/settings';
+import { loadNotifySettings } from '../../infra/notify/settings';
+
+/** what the notify handlers and workers need beyond the unit of work */
+export interface NotifyContext {
+  settings: NotifySettings;
+  directory: RecipientDirectory;
+  /** installed channel adapters by type (built in: email, websocket, push) */
+  adapters: Map<string, ChannelAdapter>;
+  vapid: { keys: VapidKeys; subject: string };
+  /** seals registered channels' secrets (key derived from PLATFORM_SECRET_KEY) */
+  secrets: SecretBox;
+  clock: Clock;
+  ids: IdGenerator;
+  /** a number in [0, 1) for the retry jitter */
+  random: () => number;
+  pushAgent: Agent | undefined;
+}
+
+export interface NotifyOverrides {
+  settings?: Partial<NotifySettings>;
+  directory?: RecipientDirectory;
+  random?: () => number;
+  /** the HTTPS agent for push services (tests trust their local push service) */
+  pushAgent?: Agent;
+}
+
+const contexts = new WeakMap<Kernel, NotifyContext>();
+
+const uniformRandom = () => randomInt(0, 2 ** 32) / 2 ** 32;
+
+/** installs the context; tests pass overrides (settings, a directory, a push agent) */
+export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {}): NotifyContext => {
+  const previous = contexts.get(kernel);
+  const settings = { ...(previous?.settings ?? loadNotifySettings(kernel.config.env)), ...overrides.settings };
+  const context: NotifyContext = {
+    settings,
+    directory: overrides.directory ?? previous?.directory ?? identityDirectory,
+    adapters: previous?.adapters ?? new Map<string, ChannelAdapter>(),
+    vapid: {
+      keys: settings.vapid ?? deriveVapidKeys(kernel.engines.secrets),
+      subject: vapidSubjectOf(settings.vapidSubject, kernel.config.rootUrl, kernel.config.MAIL_FROM),
+    },
+    secrets: previous?.secrets ?? new SecretBox([{ id: 'n1', key: kernel.engines.secrets.key('notify.channel-secrets.v1') }]),
+    clock: kernel.clock,
+    ids: kernel.ids,
+    random: overrides.random ?? previous?.random ?? uniformRandom,
+    pushAgent: overrides.pushAgent ?? previous?.pushAgent,
+  };
+  contexts.set(kernel, context);
+  if (!previous) {
+    for (const adapter of [
+      emailAdapter(kernel), websocketAdapter(kernel),
+      pushAdapter(kernel, { vapid: () => notifyContext(kernel).vapid, attemptTimeoutMs: () => notifyContext(kernel).settings.attemptTimeoutMs, agent: () => notifyContext(kernel).pushAgent }),
+    ]) context.adapters.set(adapter.type, adapter);
+    kernel.onClose('notify.channels', async () => {
+      for (const adapter of context.adapters.values()) await adapter.close?.();
+    });
+  }
+  return context;
+};
+
+export const notifyContext = (kernel: Kernel): NotifyContext => contexts.get(kernel) ?? configureNotify(kernel);
+
+/**
+ * A module's own channel type (sms, chat, …): tenants can then register channels of it and send
+ * through them. Call it from the module's RoutePlugin.start and its workers (both must know it).
+ */
+export const registerChannelAdapter = (kernel: Kernel, adapter: ChannelAdapter): void => {
+  notifyContext(kernel).adapters.set(adapter.type, adapter);
+};

@@ -1,0 +1,176 @@
+import { priorityRank } from '../../domain/notify/priority';
+import { notifyErrors } from '../../domain/notify/errors';
+import type { AcceptedView } from '../../domain/notify/views';
+import type { AppendRequest, CausationMeta } from '../../infra/eventstore/event-store';
+import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
+import type { Kernel } from '../../infra/kernel';
+import { inline, literal } from '../../infra/postgres/inline';
+import type { Queryable } from '../../infra/postgres/db';
+import { fold } from '../../domain/shared/decider';
+import { notificationDecider } from '../../domain/notify/notification';
+import type { NotificationEvent } from '../../domain/notify/events';
+import { NotificationAggregate, notificationStream } from './aggregates';
+import type { PreparedNotification } from './compose';
+import { queuedData } from './compose';
+import { notifyContext } from './context';
+
+/** new work for the delivery workers: every worker process LISTENs here and wakes at once */
+export const QUEUE_CHANNEL = 'notify_queue';
+const WAKE_SQL = `SELECT pg_notify('${QUEUE_CHANNEL}', '')`;
+
+export const accepted = (p: PreparedNotification): AcceptedView => ({ notificationId: p.id, status: 'queued', channel: p.channel.name, createdAt: p.createdAt });
+
+/** the queue rows of new notifications, one statement with arrays (bodies can be large: bound, not inlined) */
+export const insertDeliveries = (prepared: readonly PreparedNotification[]) => ({
+  text: `INSERT INTO notify.deliveries (id, tenant_id, module, rate_limited, channel_type, channel_id, priority, state, due_at, message, created_at)
+    SELECT id, tenant_id, module, rate_limited, channel_type, channel_id, priority, 'queued', created_at, message::jsonb, created_at
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::timestamptz[])
+      AS v(id, tenant_id, module, rate_limited, channel_type, channel_id, priority, message, created_at)`,
+  values: [
+    prepared.map((p) => p.id), prepared.map((p) => p.tenantId), prepared.map((p) => p.module), prepared.map((p) => p.rateLimited),
+    prepared.map((p) => p.channel.type), prepared.map((p) => p.channel.id), prepared.map((p) => priorityRank(p.priority)),
+    prepared.map((p) => JSON.stringify(p.message)), prepared.map((p) => p.createdAt),
+  ],
+});
+
+/** serializes the accepts of one tenant while its queue is counted and filled (the cap is exact) */
+const lockTenantSql = (tenantId: string) => `SELECT pg_advisory_xact_lock(hashtextextended(${literal(`notify.queue:${tenantId}`)}, 0))`;
+
+/** notifications of each tenant not delivered yet (counted up to max + 1: enough to refuse) */
+const pendingSql = (tenantIds: readonly string[], max: number) =>
+  `SELECT t AS tenant_id, (SELECT count(*) FROM (SELECT 1 FROM notify.deliveries d WHERE d.tenant_id = t AND d.state <> 'failed' LIMIT ${max + 1}) x)::int AS n
+   FROM unnest(${literal([...tenantIds])}::text[]) AS t`;
+
+const limitedCount = (prepared: readonly PreparedNotification[]) => prepared.filter((p) => p.rateLimited).length;
+
+export const pendingCount = async (q: Queryable, tenantId: string, max: number): Promise<number> =>
+  (await q.query<{ n: number }>(pendingSql([tenantId], max))).rows[0]?.n ?? 0;
+
+/**
+ * Queues notifications of one tenant inside a command's unit of work (a request with an
+ * Idempotency-Key, a retry): the cap checked under the tenant's lock, the queued events recorded,
+ * the queue rows written; committed by the caller with the events and the idempotency record.
+ */
+export const queueInUnit = async (kernel: Kernel, uow: UnitOfWork, prepared: readonly PreparedNotification[]): Promise<AcceptedView[]> => {
+  const max = notifyContext(kernel).settings.queueMaxPerTenant;
+  const limited = limitedCount(prepared);
+  if (limited > 0) {
+    await uow.tx.query(lockTenantSql(uow.meta.tenantId));
+    if ((await pendingCount(uow.tx, uow.meta.tenantId, max)) + limited > max) throw notifyErrors.queueFull(max);
+  }
+  for (const p of prepared) {
+    uow.decide(NotificationAggregate, { streamId: notificationStream(p.tenantId, p.id), state: notificationDecider.initialState(), version: 0 }, { type: 'Queue', data: queuedData(p) });
+  }
+  if (prepared.length) {
+    await uow.tx.query(insertDeliveries(prepared));
+    await uow.tx.query(WAKE_SQL);
+  }
+  return prepared.map(accepted);
+};
+
+export const queueCapSql = { lockTenantSql, pendingSql, WAKE_SQL };
+
+interface Waiting {
+  meta: CausationMeta;
+  prepared: PreparedNotification[];
+  resolve: (accepted: AcceptedView[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** notifications one accept transaction takes at most (a batch request of 500 goes alone) */
+const BATCH_NOTIFICATIONS = 500;
+const BATCHES_IN_FLIGHT = 2;
+
+const queuedAppend = (p: PreparedNotification): AppendRequest => {
+  const events: NotificationEvent[] = [{ type: 'notify.notification.queued', data: queuedData(p) }];
+  return { streamId: notificationStream(p.tenantId, p.id), expectedVersion: 0, events, state: { value: fold(notificationDecider, events), schema: NotificationAggregate.stateSchema } };
+};
+
+/**
+ * Group commit of accepts (no Idempotency-Key): requests arriving while earlier ones are being
+ * written share one transaction of three round trips — (1) BEGIN, each tenant's lock, each
+ * tenant's pending count; (2) the queue rows; (3) the queued events, their inline projection
+ * rows, the workers' wake-up and COMMIT. A request that would overflow its tenant's queue is
+ * refused alone (503 queue-full); a failure of the transaction fails every request in it (nothing
+ * of any of them is written).
+ */
+export class Acceptor {
+  private readonly waiting: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(private readonly kernel: Kernel) {}
+
+  submit(meta: CausationMeta, prepared: PreparedNotification[]): Promise<AcceptedView[]> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ meta, prepared, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < BATCHES_IN_FLIGHT && this.waiting.length) {
+      const batch: Waiting[] = [];
+      let size = 0;
+      while (this.waiting.length && (batch.length === 0 || size + this.waiting[0]!.prepared.length <= BATCH_NOTIFICATIONS)) {
+        const next = this.waiting.shift()!;
+        size += next.prepared.length;
+        batch.push(next);
+      }
+      this.inFlight += 1;
+      void this.run(batch).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private async run(batch: Waiting[]): Promise<void> {
+    const { db, store, projections } = this.kernel;
+    const max = notifyContext(this.kernel).settings.queueMaxPerTenant;
+    const tenants = [...new Set(batch.filter((w) => limitedCount(w.prepared) > 0).map((w) => w.meta.tenantId))].sort();
+    const client = await db.connect().catch((error: unknown) => {
+      for (const w of batch) w.reject(error);
+      return null;
+    });
+    if (!client) return;
+    try {
+      const results = await client.query(['BEGIN', ...tenants.map(lockTenantSql), ...(tenants.length ? [pendingSql(tenants, max)] : [])].join(';\n')) as unknown as { rows: { tenant_id: string; n: number }[] }[];
+      const pending = new Map((tenants.length ? results[results.length - 1]!.rows : []).map((r) => [r.tenant_id, r.n]));
+      const admitted: Waiting[] = [];
+      const refused: Waiting[] = [];
+      for (const w of batch) {
+        const n = limitedCount(w.prepared);
+        const depth = pending.get(w.meta.tenantId) ?? 0;
+        if (n > 0 && depth + n > max) { refused.push(w); continue; }
+        pending.set(w.meta.tenantId, depth + n);
+        admitted.push(w);
+      }
+      const prepared = admitted.flatMap((w) => w.prepared);
+      if (prepared.length) {
+        await client.query(insertDeliveries(prepared));
+        const appends = admitted.flatMap((w) => w.prepared.map((p) => ({ request: queuedAppend(p), meta: w.meta })));
+        const { sql, events } = store.prepareAppends(appends, this.kernel.clock.now());
+        await client.query([sql, ...projections.inlineStatements(events).map(inline), WAKE_SQL, 'COMMIT'].join(';\n'));
+      } else {
+        await client.query('COMMIT');
+      }
+      for (const w of admitted) w.resolve(w.prepared.map(accepted));
+      for (const w of refused) w.reject(notifyErrors.queueFull(max));
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      for (const w of batch) w.reject(error);
+    } finally {
+      client.release();
+    }
+  }
+}
+
+const acceptors = new WeakMap<Kernel, Acceptor>();
+export const acceptorOf = (kernel: Kernel): Acceptor => {
+  let acceptor = acceptors.get(kernel);
+  if (!acceptor) {
+    acceptor = new Acceptor(kernel);
+    acceptors.set(kernel, acceptor);
+  }
+  return acceptor;
+};
