@@ -24,7 +24,7 @@ import { frameworkProblem, gatewayErrors, problemHandler, rawProblemResponse } f
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
 import type { RouteDoc } from './openapi';
 import { openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
-import { gatewayPorts, PLATFORM_NAMESPACES } from './ports';
+import { gatewayPorts, PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
 import { proxyScope } from './proxy';
 import type { RateKey } from './rate-limit';
 import { rateLimitHeaders, RateLimiter } from './rate-limit';

@@ -2,9 +2,9 @@ import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
 import type { Kernel } from '../../infra/kernel';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import { planLimitsKey } from '../money/plan-limits';
-import { LimitBook, loadTenantLimits } from './limits';
+import { LimitBook } from './limits';
 import type { TenantDirectory } from './lookups';
-import { identityTenants } from './lookups';
+import { identityTenants, loadTenantLimits, tenantsOfPlan } from './lookups';
 import { WebhookIntake } from './intake';
 import type { NoticePort } from './notices';
 import { mailNotices } from './notices';
@@ -42,9 +42,7 @@ const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void>
 
 /** money's entries of every tenant of a plan are dropped: money asks billing again on its next movement */
 const dropMoneyLimitsOfPlan = async (kernel: Kernel, planId: string): Promise<void> => {
-  const { rows } = await kernel.db.query<{ tenant_id: string }>(
-    'SELECT DISTINCT tenant_id FROM rm.billing_subscriptions WHERE plan_id = $1 OR pending_plan_id = $1', [planId]);
-  for (const r of rows) await kernel.engines.cache.del(planLimitsKey(r.tenant_id));
+  for (const tenantId of await tenantsOfPlan(kernel.db, planId)) await kernel.engines.cache.del(planLimitsKey(tenantId));
 };
 
 export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {}): BillingContext => {

@@ -5,9 +5,9 @@ import type { Subscription } from '../../domain/billing/subscription';
 import { plusDays, reached, TIMELINE } from '../../domain/billing/timeline';
 import type { Kernel } from '../../infra/kernel';
 import { systemMeta } from '../../infra/kernel';
-import { findPlan, usageOf } from '../../projections/billing/queries';
 import type { BillingContext } from './context';
 import { advanceSubscription, createSubscription } from './handlers';
+import { findPlan, usageOf } from './lookups';
 import { deliverNotices, noticesDelivered, recordNotices } from './notices';
 
 const BATCH = 200;

@@ -6,7 +6,8 @@ import type { SubscriptionStatus } from '../../domain/billing/subscription';
 import { STATUSES } from '../../domain/billing/subscription';
 import type { TlsFiles } from '../../infra/grpc';
 import { channelCredentials, loadService } from '../../infra/grpc';
-import type { BillingAnswers, PlanInfo } from './limits';
+import type { PlanInfo } from '../../domain/billing/plan-info';
+import type { BillingAnswers } from './limits';
 
 type Msg = Record<string, unknown>;
 const PROTO = 'platform/billing/v1/billing_service.proto';

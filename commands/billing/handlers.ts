@@ -6,9 +6,9 @@ import type { PlanFacts, Subscription, SubscriptionCommand } from '../../domain/
 import { plusDays } from '../../domain/billing/timeline';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Queryable } from '../../infra/postgres/db';
-import { findPlan, findPlanByName, findSubscription, hasActiveSubscribers } from '../../projections/billing/queries';
 import { PlanAggregate, planStream, SubscriptionAggregate, subscriptionStream } from './aggregates';
 import type { BillingContext } from './context';
+import { findPlan, findPlanByName, findSubscription, hasActiveSubscribers } from './lookups';
 
 const nowOf = (ctx: BillingContext): string => ctx.clock.now().toISOString();
 

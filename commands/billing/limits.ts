@@ -1,21 +1,11 @@
-import { FREE_PLAN } from '../../domain/billing/plan';
-import type { LimitAnswer, PlanLimits, Resource } from '../../domain/billing/resources';
-import { checkLimit, effectiveLimits, LIMIT_OF } from '../../domain/billing/resources';
-import type { SubscriptionStatus } from '../../domain/billing/subscription';
+import type { PlanInfo } from '../../domain/billing/plan-info';
+import type { LimitAnswer, Resource } from '../../domain/billing/resources';
+import { checkLimit, LIMIT_OF } from '../../domain/billing/resources';
+import type { Usage } from '../../domain/billing/usage';
+import { emptyUsage } from '../../domain/billing/usage';
 import type { Queryable } from '../../infra/postgres/db';
 import type { Clock } from '../../infra/runtime/clock';
-import type { Usage } from '../../projections/billing/queries';
-import { currentSubscription, emptyUsage, findPlan, usageOf } from '../../projections/billing/queries';
-
-/** what the gateway and money need to know of a tenant's subscription: its status and the limits in force */
-export interface PlanInfo {
-  tenantId: string;
-  /** none: no subscription yet (a tenant a moment old): treated as a trial of the free plan */
-  status: SubscriptionStatus | 'none';
-  planId: string;
-  /** the limits that apply now (with a downgrade pending, the stricter of both plans) */
-  limits: PlanLimits;
-}
+import { loadTenantLimits } from './lookups';
 
 /** the questions the gateway asks billing: in process, or over gRPC in split deployment */
 export interface BillingAnswers {
@@ -24,15 +14,6 @@ export interface BillingAnswers {
 }
 
 interface Entry { info: PlanInfo; usage: Usage; loadedAt: number }
-
-/** reads a tenant's plan info and usage from the read models (one subscription, up to two plans, one usage read) */
-export const loadTenantLimits = async (q: Queryable, tenantId: string): Promise<{ info: PlanInfo; usage: Usage }> => {
-  const [subscription, usage] = await Promise.all([currentSubscription(q, tenantId), usageOf(q, tenantId)]);
-  if (!subscription) return { info: { tenantId, status: 'none', planId: FREE_PLAN.id, limits: FREE_PLAN.limits }, usage };
-  const [plan, pending] = await Promise.all([findPlan(q, subscription.planId), subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null]);
-  const limits = effectiveLimits(plan?.limits ?? FREE_PLAN.limits, pending?.limits ?? null);
-  return { info: { tenantId, status: subscription.status, planId: subscription.planId, limits }, usage };
-};
 
 /**
  * CheckLimit's memory (spec 001: answers in under a millisecond): each tenant's limits and usage,

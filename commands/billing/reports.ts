@@ -1,11 +1,10 @@
 import { billingErrors } from '../../domain/billing/errors';
+import type { PlanInfo } from '../../domain/billing/plan-info';
 import type { Subscription } from '../../domain/billing/subscription';
+import type { Usage } from '../../domain/billing/usage';
 import type { Kernel } from '../../infra/kernel';
-import type { Usage } from '../../projections/billing/queries';
-import { currentSubscription } from '../../projections/billing/queries';
 import type { BillingContext } from './context';
-import type { PlanInfo } from './limits';
-import { loadTenantLimits } from './limits';
+import { currentSubscription, loadTenantLimits } from './lookups';
 
 export interface TenantUsage {
   tenantId: string;
@@ -14,7 +13,7 @@ export interface TenantUsage {
   usage: Usage;
 }
 
-/** RetrieveUsage and GET /billing/usage: the tenant's usage against the limits in force, read fresh; an unknown tenant is not found */
+/** RetrieveUsage: the tenant's usage against the limits in force, read fresh; an unknown tenant is not found */
 export const tenantUsage = async (kernel: Kernel, ctx: BillingContext, tenantId: string): Promise<TenantUsage> => {
   const subscription = await currentSubscription(kernel.db, tenantId);
   if (!subscription && !(await ctx.tenants.exists(kernel.db, tenantId))) throw billingErrors.tenantNotFound();

@@ -5,10 +5,10 @@ import { PROVIDERS, readProviderEvent } from '../../domain/billing/webhooks';
 import { isDomainError } from '../../domain/shared/errors';
 import type { Kernel } from '../../infra/kernel';
 import { systemMeta } from '../../infra/kernel';
-import { subscriptionByExternalId, currentSubscription } from '../../projections/billing/queries';
 import type { BillingContext } from './context';
 import type { ProviderCommand } from './handlers';
 import { applyProviderCommands } from './handlers';
+import { currentSubscription, subscriptionByExternalId } from './lookups';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 
 /**

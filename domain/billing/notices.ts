@@ -20,10 +20,12 @@ export interface DueNotice {
   text: string;
 }
 
-const ESCALATION_MARKS: { day: number; kind: NoticeKind }[] = [
-  ...TIMELINE.pastDueNoticeDays.map((day) => ({ day, kind: (day === 0 ? 'past_due' : 'payment_reminder') as NoticeKind })),
+interface Mark { day: number; kind: NoticeKind }
+
+const ESCALATION_MARKS: Mark[] = [
+  ...TIMELINE.pastDueNoticeDays.map((day): Mark => ({ day, kind: day === 0 ? 'past_due' : 'payment_reminder' })),
   { day: TIMELINE.suspendedNoticeDay, kind: 'suspended' },
-  ...TIMELINE.terminationWarningDays.map((day) => ({ day, kind: 'termination_warning' as NoticeKind })),
+  ...TIMELINE.terminationWarningDays.map((day): Mark => ({ day, kind: 'termination_warning' })),
   { day: TIMELINE.terminateOnDay, kind: 'terminated' },
 ];
 

@@ -108,3 +108,14 @@ export const FREE_PLAN = {
     requestsPerMinute: 0, moneyMaxTransaction: 10_000_000, moneyMaxBalance: 100_000_000,
   } satisfies PlanLimits,
 };
+
+/** a plan as billing's read model stores it (rm.billing_plans; price as text, times as dates) */
+export interface PlanRow {
+  id: string; name: string; description: string; price_cents: string; currency: string; limits: PlanLimits; features: string[]; is_active: boolean;
+  created_at: Date; updated_at: Date;
+}
+
+export const planFromRow = (r: PlanRow): PlanSnapshot => ({
+  id: r.id, name: r.name, description: r.description, priceCents: Number(r.price_cents), currency: r.currency, limits: r.limits, features: r.features,
+  isActive: r.is_active, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString(),
+});

@@ -235,7 +235,7 @@ const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Ac
     if (t.phase === 'deleting_records' && hoursSince(t.startedAt, now) >= TIMELINE.deletingFilesAfterHours) {
       step('termination_phase', mutate(s, now, { termination: { ...t, phase: 'deleting_files', phaseStartedAt: now } }));
     }
-    const t2 = s.termination!;
+    const t2 = s.termination;
     if (t2.phase === 'deleting_files' && hoursSince(t2.startedAt, now) >= TIMELINE.completedAfterHours) {
       step('termination_phase', mutate(s, now, { termination: { ...t2, phase: 'completed', phaseStartedAt: now } }));
     }

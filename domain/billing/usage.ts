@@ -1,4 +1,5 @@
 import type { Resource } from './resources';
+import { isResource, RESOURCES } from './resources';
 
 /**
  * Usage is counted from other services' events (spec 001: maintained by projections of their
@@ -45,3 +46,15 @@ export const USAGE_SOURCES: Record<string, Source> = {
 export const USAGE_EVENT_TYPES = Object.keys(USAGE_SOURCES);
 
 export const usageEffectOf = (type: string, data: Record<string, unknown>): UsageEffect | null => USAGE_SOURCES[type]?.(data) ?? null;
+
+/** a tenant's counter per resource */
+export type Usage = Record<Resource, number>;
+
+export const emptyUsage = (): Usage => Object.fromEntries(RESOURCES.map((r) => [r, 0])) as Usage;
+
+/** the counters read from billing's usage read model (resource, used) — unknown resources ignored */
+export const usageFromRows = (rows: readonly { resource: string; used: string | number }[]): Usage => {
+  const usage = emptyUsage();
+  for (const r of rows) if (isResource(r.resource)) usage[r.resource] = Number(r.used);
+  return usage;
+};

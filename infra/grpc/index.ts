@@ -20,7 +20,7 @@ export const loadService = (file: string, service: string): grpc.ServiceDefiniti
   const definitions = protoLoader.loadSync(file, LOADER_OPTIONS);
   const found = definitions[service];
   if (!found || 'format' in found) throw new Error(`${file} defines no service ${service}`);
-  return found as grpc.ServiceDefinition;
+  return found;
 };
 
 export interface TlsFiles {
@@ -81,7 +81,7 @@ export const unary = <Req, Res>(logger: Logger, name: string, handler: UnaryHand
   (call, callback) => {
     handler(call.request, call).then((response) => callback(null, response), (error: unknown) => {
       if (!isDomainError(error)) logger.error({ err: error, rpc: name }, 'gRPC call failed');
-      callback(toServiceError(error, names) as grpc.ServiceError);
+      callback(toServiceError(error, names));
     });
   };
 

@@ -1,53 +1,48 @@
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { PlanSnapshot } from '../../domain/billing/plan';
-import type { PlanLimits, Resource } from '../../domain/billing/resources';
-import { RESOURCES } from '../../domain/billing/resources';
-import type { Subscription, SubscriptionStatus } from '../../domain/billing/subscription';
+import type { PlanInfo } from '../../domain/billing/plan-info';
+import { planInfoOf } from '../../domain/billing/plan-info';
+import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
+import { planFromRow } from '../../domain/billing/plan';
+import type { Subscription } from '../../domain/billing/subscription';
+import type { Usage } from '../../domain/billing/usage';
+import { usageFromRows } from '../../domain/billing/usage';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
- * Typed reads of billing's read models. Plans are the platform's (they live in the platform
- * tenant); subscriptions and usage are filtered by the tenant the caller may see.
+ * Typed reads of billing's read models for the read API. Plans are the platform's (they live in
+ * the platform tenant); subscriptions and usage are filtered by the tenant the caller may see.
+ * (The command side — commands, workers, the gRPC service — reads through commands/billing/lookups.ts.)
  */
-interface PlanRow {
-  id: string; name: string; description: string; price_cents: string; currency: string; limits: PlanLimits; features: string[]; is_active: boolean;
-  created_at: Date; updated_at: Date;
-}
 const PLAN_COLUMNS = 'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
-
-export const planOf = (r: PlanRow): PlanSnapshot => ({
-  id: r.id, name: r.name, description: r.description, priceCents: Number(r.price_cents), currency: r.currency, limits: r.limits, features: r.features,
-  isActive: r.is_active, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString(),
-});
 
 export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
   const { rows } = await q.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id = $2`, [PLATFORM_TENANT_ID, id]);
-  return rows[0] ? planOf(rows[0]) : null;
+  return rows[0] ? planFromRow(rows[0]) : null;
 };
 
-export const findPlanByName = async (q: Queryable, name: string): Promise<PlanSnapshot | null> => {
-  const { rows } = await q.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND lower(name) = lower($2)`, [PLATFORM_TENANT_ID, name]);
-  return rows[0] ? planOf(rows[0]) : null;
-};
-
-/** by id, active ones only unless includeInactive; keyset on id */
-export const listPlans = async (q: Queryable, f: { includeInactive: boolean; afterId?: string; limit: number }): Promise<PlanSnapshot[]> => {
+/** the active plans by id; keyset on id */
+export const listActivePlans = async (q: Queryable, f: { afterId?: string; limit: number }): Promise<PlanSnapshot[]> => {
   const { rows } = await q.query<PlanRow>(
-    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id > $2 AND ($3 OR is_active) ORDER BY id LIMIT $4`,
-    [PLATFORM_TENANT_ID, f.afterId ?? '', f.includeInactive, f.limit]);
-  return rows.map(planOf);
+    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id > $2 AND is_active ORDER BY id LIMIT $3`,
+    [PLATFORM_TENANT_ID, f.afterId ?? '', f.limit]);
+  return rows.map(planFromRow);
 };
-
-export const hasActiveSubscribers = async (q: Queryable, planId: string): Promise<boolean> =>
-  ((await q.query(`SELECT 1 FROM rm.billing_subscriptions WHERE (plan_id = $1 OR pending_plan_id = $1) AND status IN ('trialing', 'active', 'past_due', 'suspended') LIMIT 1`, [planId])).rowCount ?? 0) > 0;
 
 interface SubscriptionRow { snapshot: Subscription }
 
+/** by id; another tenant's subscription is not found unless tenantId is left out (the platform owner) */
 export const findSubscription = async (q: Queryable, id: string, tenantId?: string): Promise<Subscription | null> => {
   const { rows } = tenantId === undefined
     ? await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE id = $1', [id])
     : await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
   return rows[0]?.snapshot ?? null;
+};
+
+/** the tenant's subscriptions; keyset on id */
+export const tenantSubscriptions = async (q: Queryable, tenantId: string, f: { afterId?: string; limit: number }): Promise<Subscription[]> => {
+  const { rows } = await q.query<SubscriptionRow>(
+    'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3', [tenantId, f.afterId ?? '', f.limit]);
+  return rows.map((r) => r.snapshot);
 };
 
 /** the tenant's current subscription: its newest */
@@ -56,30 +51,28 @@ export const currentSubscription = async (q: Queryable, tenantId: string): Promi
   return rows[0]?.snapshot ?? null;
 };
 
-export const subscriptionByExternalId = async (q: Queryable, externalId: string): Promise<Subscription | null> => {
-  const { rows } = await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE external_id = $1 ORDER BY created_at DESC LIMIT 1', [externalId]);
-  return rows[0]?.snapshot ?? null;
-};
+/** a customer tenant identity knows (rm.iam_tenants); the platform pseudo-tenant is none */
+export const tenantKnown = async (q: Queryable, tenantId: string): Promise<boolean> =>
+  tenantId !== PLATFORM_TENANT_ID && ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0;
 
-/** keyset on id; tenantId and status filter when given */
-export const listSubscriptions = async (q: Queryable, f: { tenantId?: string; status?: SubscriptionStatus; afterId?: string; limit: number }): Promise<Subscription[]> => {
-  const params: unknown[] = [f.afterId ?? '', f.limit];
-  let where = 'id > $1';
-  if (f.tenantId !== undefined) { params.push(f.tenantId); where += ` AND tenant_id = $${params.length}`; }
-  if (f.status !== undefined) { params.push(f.status); where += ` AND status = $${params.length}`; }
-  const { rows } = await q.query<SubscriptionRow>(`SELECT snapshot FROM rm.billing_subscriptions WHERE ${where} ORDER BY id LIMIT $2`, params);
-  return rows.map((r) => r.snapshot);
-};
+export interface TenantUsage {
+  tenantId: string;
+  subscription: Subscription | null;
+  info: PlanInfo;
+  usage: Usage;
+}
 
-export type Usage = Record<Resource, number>;
-
-export const emptyUsage = (): Usage => Object.fromEntries(RESOURCES.map((r) => [r, 0])) as Usage;
-
-export const usageOf = async (q: Queryable, tenantId: string): Promise<Usage> => {
-  const { rows } = await q.query<{ resource: string; used: string }>('SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1', [tenantId]);
-  const usage = emptyUsage();
-  for (const r of rows) if ((RESOURCES as readonly string[]).includes(r.resource)) usage[r.resource as Resource] = Number(r.used);
-  return usage;
+/** GET /billing/usage: the tenant's usage against the limits in force, read fresh; null for a tenant neither billing nor identity knows */
+export const tenantUsage = async (q: Queryable, tenantId: string): Promise<TenantUsage | null> => {
+  const [subscription, usageRows] = await Promise.all([
+    currentSubscription(q, tenantId),
+    q.query<{ resource: string; used: string }>('SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1', [tenantId]),
+  ]);
+  if (!subscription && !(await tenantKnown(q, tenantId))) return null;
+  const [plan, pending] = subscription
+    ? await Promise.all([findPlan(q, subscription.planId), subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null])
+    : [null, null];
+  return { tenantId, subscription, info: planInfoOf(tenantId, subscription, plan, pending), usage: usageFromRows(usageRows.rows) };
 };
 
 export interface UsageSnapshotRow { day: string; usage: Partial<Usage>; takenAt: string }

@@ -3,12 +3,10 @@ import { z } from 'zod';
 import { billingErrors } from '../../domain/billing/errors';
 import { PlanView, planView, SubscriptionView, subscriptionView, TerminationStatusView, UsageSnapshotView, UsageView, countsView, usageView } from '../../domain/billing/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
-import { billingContext } from '../../commands/billing/context';
-import { tenantUsage } from '../../commands/billing/reports';
 import type { Principal } from '../../infra/http/auth';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
-import { currentSubscription, findPlan, findSubscription, listPlans, listSubscriptions, usageHistory } from '../../projections/billing/queries';
+import { currentSubscription, findPlan, findSubscription, listActivePlans, tenantKnown, tenantSubscriptions, tenantUsage, usageHistory } from '../../projections/billing/queries';
 
 const Id = z.string().min(1).max(64).regex(/^[0-9A-Za-z-]+$/, 'must be an id');
 const view = { access: 'permission', permission: 'billing.view' } as const;
@@ -36,7 +34,7 @@ export default defineRoutes({
       schema: { summary: 'The active plans', querystring: z.object({ ...pageQuery }), response: { 200: pageEnvelope(PlanView) } },
     }, async (request) => {
       const after = decodeCursor(request.query.page_token, ['id']);
-      const plans = await listPlans(kernel.db, { includeInactive: false, afterId: after?.id, limit: request.query.page_size + 1 });
+      const plans = await listActivePlans(kernel.db, { afterId: after?.id, limit: request.query.page_size + 1 });
       return toPage(plans, request.query.page_size, planView, (p) => ({ id: p.id }));
     });
 
@@ -59,7 +57,7 @@ export default defineRoutes({
       const q = request.query;
       const tenantId = tenantAsked(request.principal!, q.tenant_id ?? q.tenantId);
       const after = decodeCursor(q.page_token, ['id']);
-      const rows = await listSubscriptions(kernel.db, { tenantId, afterId: after?.id, limit: q.page_size + 1 });
+      const rows = await tenantSubscriptions(kernel.db, tenantId, { afterId: after?.id, limit: q.page_size + 1 });
       return toPage(rows, q.page_size, subscriptionView, (s) => ({ id: s.id }));
     });
 
@@ -78,7 +76,8 @@ export default defineRoutes({
       schema: { summary: 'Usage counters against the plan\'s limits for the current period', querystring: z.object(TenantQuery), response: { 200: UsageView } },
     }, async (request) => {
       const tenantId = tenantAsked(request.principal!, request.query.tenant_id ?? request.query.tenantId);
-      const u = await tenantUsage(kernel, billingContext(kernel), tenantId);
+      const u = await tenantUsage(kernel.db, tenantId);
+      if (!u) throw billingErrors.tenantNotFound();
       return usageView(tenantId, u.subscription, u.usage, u.info.limits, kernel.clock.now().toISOString());
     });
 
@@ -104,7 +103,7 @@ export default defineRoutes({
     }, async (request) => {
       const tenantId = tenantAsked(request.principal!, request.params.id);
       const s = await currentSubscription(kernel.db, tenantId);
-      if (!s && !(await billingContext(kernel).tenants.exists(kernel.db, tenantId))) throw billingErrors.tenantNotFound();
+      if (!s && !(await tenantKnown(kernel.db, tenantId))) throw billingErrors.tenantNotFound();
       return { tenantId, status: s?.status ?? ('none' as const), phase: s?.termination?.phase ?? null, startedAt: s?.termination?.startedAt ?? null };
     });
   },

@@ -16,8 +16,8 @@ import { loadService, unary } from '../../infra/grpc';
 import { billingContext } from '../../commands/billing/context';
 import * as billing from '../../commands/billing/handlers';
 import { tenantUsage } from '../../commands/billing/reports';
+import { findPlan, findSubscription, listPlans, listSubscriptions } from '../../commands/billing/lookups';
 import { receiveWebhook } from '../../commands/billing/webhooks';
-import { findPlan, findSubscription, listPlans, listSubscriptions } from '../../projections/billing/queries';
 
 /**
  * platform.billing.v1.BillingService (spec 001, gRPC service): the 13 RPCs over billing's
@@ -108,7 +108,7 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
     if (!s) throw billingErrors.subscriptionNotFound();
     return s.tenantId;
   };
-  const rpc = <Req extends Msg, Res>(name: string, handler: (request: Req) => Promise<Res>) => unary<Req, Res>(kernel.logger, name, (request) => handler(request), billingGrpcStatus);
+  const rpc = <Res>(name: string, handler: (request: Msg) => Promise<Res>) => unary<Msg, Res>(kernel.logger, name, (request) => handler(request), billingGrpcStatus);
 
   return {
     CreatePlan: rpc('CreatePlan', async (r) => {

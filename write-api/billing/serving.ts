@@ -1,8 +1,8 @@
 import type { BillingContext } from '../../commands/billing/context';
 import { GrpcBillingAnswers } from '../../commands/billing/grpc-client';
 import type { BillingAnswers } from '../../commands/billing/limits';
-import { BillingAdmission } from '../../gateway/billing';
-import { setGatewayPorts } from '../../gateway/ports';
+import { BillingAdmission } from '../../commands/billing/admission';
+import { setGatewayPorts } from '../../infra/http/gateway-ports';
 import type { GrpcServer } from '../../infra/grpc';
 import { startGrpcServer } from '../../infra/grpc';
 import type { Kernel } from '../../infra/kernel';

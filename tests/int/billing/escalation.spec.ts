@@ -23,9 +23,13 @@ const call = (method: string, path: string, token: string, body?: unknown): Prom
   p.api(path, { method, token, ...(body === undefined ? {} : { body }), headers: { 'idempotency-key': randomUUID() } });
 
 /** the billing notices the tenant owner received, in order */
+const purposeOf = (m: (typeof p.smtp.messages)[number]): string => {
+  const value = m.parsed.headers.get('x-platform-purpose');
+  return typeof value === 'string' ? value : '';
+};
 const noticesTo = (email: string): string[] => p.smtp.messages
-  .filter((m) => m.envelope.to.includes(email) && String(m.parsed.headers.get('x-platform-purpose') ?? '').startsWith('billing.'))
-  .map((m) => String(m.parsed.headers.get('x-platform-purpose')).slice('billing.'.length));
+  .filter((m) => m.envelope.to.includes(email) && purposeOf(m).startsWith('billing.'))
+  .map((m) => purposeOf(m).slice('billing.'.length));
 
 const waitForNotice = (email: string, kind: string, count = 1) =>
   eventually(async () => noticesTo(email).filter((k) => k === kind).length, (n) => n >= count, 10_000, `${count} ${kind} notice(s) to ${email}`);

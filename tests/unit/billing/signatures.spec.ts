@@ -14,7 +14,10 @@ const refusal = (fn: () => void): string => {
   try {
     fn();
   } catch (error) {
-    if (isDomainError(error)) return `${error.status} ${error.suffix} ${String(error.extensions?.code ?? '')}`.trim();
+    if (isDomainError(error)) {
+      const code = error.extensions?.code;
+      return `${error.status} ${error.suffix} ${typeof code === 'string' ? code : ''}`.trim();
+    }
     throw error;
   }
   return 'accepted';

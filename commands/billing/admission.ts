@@ -1,11 +1,12 @@
-import { PLATFORM_TENANT_ID } from '../domain/identity/constants';
-import { billingErrors } from '../domain/billing/errors';
-import type { LimitAnswer, Resource } from '../domain/billing/resources';
-import { isResource } from '../domain/billing/resources';
-import { USAGE_EVENT_TYPES } from '../domain/billing/usage';
-import type { BillingAnswers, PlanInfo } from '../commands/billing/limits';
-import type { Kernel } from '../infra/kernel';
-import type { AdmissionRequest } from './ports';
+import { billingErrors } from '../../domain/billing/errors';
+import type { PlanInfo } from '../../domain/billing/plan-info';
+import type { LimitAnswer, Resource } from '../../domain/billing/resources';
+import { isResource } from '../../domain/billing/resources';
+import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import type { AdmissionRequest } from '../../infra/http/gateway-ports';
+import type { Kernel } from '../../infra/kernel';
+import type { BillingAnswers } from './limits';
 
 /**
  * The gateway's side of billing (spec 001, Limit enforcement flow): before a request reaches a

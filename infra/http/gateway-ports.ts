@@ -1,4 +1,4 @@
-import type { Kernel } from '../infra/kernel';
+import type { Kernel } from '../kernel';
 
 /**
  * What the gateway asks other services about a tenant. Each has a default that holds until the
