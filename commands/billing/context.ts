@@ -7,7 +7,7 @@ import type { TenantDirectory } from './lookups';
 import { identityTenants, loadTenantLimits, tenantsOfPlan } from './lookups';
 import { WebhookIntake } from './intake';
 import type { NoticePort } from './notices';
-import { mailNotices } from './notices';
+import { platformNotices } from './notices';
 import type { BillingSettings } from './settings';
 import { billingSettingsOf } from './settings';
 
@@ -51,7 +51,7 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
   const context: BillingContext = {
     settings, book,
     tenants: overrides.tenants ?? identityTenants,
-    notices: overrides.notices ?? mailNotices(kernel.engines.mail),
+    notices: overrides.notices ?? platformNotices(() => kernel.notifications),
     intake: new WebhookIntake(kernel.db),
     clock: kernel.clock,
     ids: kernel.ids,

@@ -1,18 +1,19 @@
-import type { DueNotice } from '../../domain/billing/notices';
-import type { Mailer } from '../../infra/mail';
+import type { DueNotice, NoticeKind } from '../../domain/billing/notices';
+import type { NotificationPort, PlatformNotification } from '../../infra/notifications';
 import type { Queryable } from '../../infra/postgres/db';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import type { TenantDirectory } from './lookups';
 
 /**
- * The billing notice port: how a notice reaches a tenant. Today it is a mail through the kernel's
- * mail port; when the notification hub lands, a hub-backed implementation replaces mailNotices
- * here and nothing else changes (the outbox below, the escalation and the tests read the port).
+ * The billing notice port: how a notice reaches a tenant. In a deployment it is the platform's
+ * notification port (kernel.notifications): queued, retried and kept in the history by the
+ * notification service when it is installed, straight to the mail port otherwise. Tests may pass
+ * a port of their own (BillingOverrides.notices).
  */
 export interface BillingNotice {
   tenantId: string;
   to: string;
-  kind: string;
+  kind: NoticeKind;
   /** names the notice once (the outbox key): a receiver may deduplicate on it */
   key: string;
   subject: string;
@@ -23,11 +24,18 @@ export interface NoticePort {
   send(notice: BillingNotice): Promise<void>;
 }
 
-export const mailNotices = (mailer: Mailer): NoticePort => ({
+/** the steps that block the tenant come first in a busy queue */
+const PRIORITY: Record<NoticeKind, PlatformNotification['priority']> = {
+  trial_ending: 'normal', past_due: 'high', payment_reminder: 'normal', suspended: 'high', termination_warning: 'high', terminated: 'critical', cancel_scheduled: 'normal',
+};
+
+/** through the notification port the kernel holds at the time of sending (the notification service installs its own at start) */
+export const platformNotices = (port: () => NotificationPort): NoticePort => ({
   send: async (n) => {
-    await mailer.send({
-      to: n.to, subject: n.subject, text: n.text,
+    await port().send({
+      tenantId: n.tenantId, recipient: { address: n.to }, subject: n.subject, body: n.text,
       headers: { 'X-Platform-Purpose': `billing.${n.kind}`, 'X-Platform-Notice': n.key, 'X-Platform-Tenant': n.tenantId },
+      priority: PRIORITY[n.kind], purpose: `billing.${n.kind}`, module: 'billing',
     });
   },
 });
@@ -58,7 +66,7 @@ export const noticesDelivered = async (q: Queryable, tenantId: string, subscript
 const LEASE_MS = 120_000;
 const BACKOFF_MS = [5_000, 30_000, 120_000, 600_000, 3_600_000];
 
-interface Claimed { id: string; tenant_id: string; notice_key: string; kind: string; subject: string; body: string; attempts: number }
+interface Claimed { id: string; tenant_id: string; notice_key: string; kind: NoticeKind; subject: string; body: string; attempts: number }
 
 export const deliverNotices = async (
   db: Queryable, port: NoticePort, tenants: TenantDirectory, clock: Clock, onError: (error: unknown, id: string) => void, limit = 100,
