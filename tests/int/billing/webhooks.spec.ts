@@ -66,11 +66,12 @@ describe('stripe', () => {
 
   it('refuses a tampered body, a stale timestamp, a wrong secret and a missing header with 401 webhook-signature-invalid, storing nothing', async () => {
     const raw = stripeEvent('invoice.payment_failed', 'sub_x');
+    // well outside the 300 s tolerance: the cases are signed up front and sent one by one on a loaded machine (the boundary itself: tests/unit/billing/signatures.spec.ts)
     const cases: [string, Record<string, string>][] = [
       [raw.replace('payment_failed', 'payment_succeeded'), stripeHeader(raw)],
       [`${raw} `, stripeHeader(raw)],
-      [raw, stripeHeader(raw, nowSec() - 301)],
-      [raw, stripeHeader(raw, nowSec() + 301)],
+      [raw, stripeHeader(raw, nowSec() - 330)],
+      [raw, stripeHeader(raw, nowSec() + 330)],
       [raw, stripeHeader(raw, nowSec(), 'whsec_other')],
       [raw, {}],
       [raw, { 'stripe-signature': 'garbage' }],
@@ -85,7 +86,7 @@ describe('stripe', () => {
     const stored = await p.kernel.db.query('SELECT 1 FROM billing.webhook_events WHERE event_id = $1', [JSON.parse(raw).id]);
     expect(stored.rowCount).toBe(0);
     // within the tolerance it is accepted
-    expect((await post('stripe', raw, stripeHeader(raw, nowSec() - 299))).status).toBe(200);
+    expect((await post('stripe', raw, stripeHeader(raw, nowSec() - 280))).status).toBe(200);
   });
 
   it('answers 400 for a signed body that is not an event, 404 for an unknown provider', async () => {
