@@ -1,4 +1,5 @@
 import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import { CacheEpochs } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import { planLimitsKey } from '../money/plan-limits';
@@ -33,6 +34,9 @@ export interface BillingOverrides {
 
 const contexts = new WeakMap<Kernel, BillingContext>();
 
+/** how long a shared entry may live without a change: the safety net for a bump Redis missed */
+const SHARED_LIMITS_TTL_MS = 60_000;
+
 /** money's cache entry of a tenant's plan limits (docs/decisions.md, "Money plan-limit cache"): written fresh by billing */
 const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void> => {
   const { info } = await loadTenantLimits(kernel.db, tenantId);
@@ -47,7 +51,10 @@ const dropMoneyLimitsOfPlan = async (kernel: Kernel, planId: string): Promise<vo
 
 export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {}): BillingContext => {
   const settings = { ...billingSettingsOf(kernel.config), ...overrides.settings };
-  const book = new LimitBook(kernel.db, kernel.clock);
+  const cache = kernel.engines.cache;
+  // shared by billing's processes through Redis when it is configured (an in-process cache would only duplicate the book)
+  const shared = cache.kind === 'redis' ? { cache, epochs: new CacheEpochs(cache, 'billing-limits'), ttlMs: SHARED_LIMITS_TTL_MS } : null;
+  const book = new LimitBook(kernel.db, kernel.clock, 2_000, shared);
   const context: BillingContext = {
     settings, book,
     tenants: overrides.tenants ?? identityTenants,
@@ -56,24 +63,21 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
     clock: kernel.clock,
     ids: kernel.ids,
     changed: async (tenantId) => {
-      if (tenantId === null) book.dropAll();
-      else {
-        book.drop(tenantId);
-        if (settings.enabled) await writeMoneyLimits(kernel, tenantId);
-      }
+      await book.changed(tenantId);
+      if (tenantId !== null && settings.enabled) await writeMoneyLimits(kernel, tenantId);
     },
   };
   contexts.set(kernel, context);
   // every process learns of changes made elsewhere through the log (DESIGN.md mechanism 8)
   kernel.invalidations.on(['billing.subscription.changed'], async (event) => {
-    book.drop(event.tenantId);
+    await book.changed(event.tenantId);
     if (settings.enabled) await writeMoneyLimits(kernel, event.tenantId);
   });
   kernel.invalidations.on(['billing.plan.changed'], async (event) => {
-    book.dropAll();
+    await book.changed(null);
     if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
   });
-  kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => book.drop(event.tenantId));
+  kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => book.changed(event.tenantId));
   return context;
 };
 
