@@ -37,6 +37,11 @@ export const SPLIT_SUITES = [
   'tests/int/files/lifecycle.spec.ts',
   'tests/int/files/images.spec.ts',
   'tests/int/files/large.spec.ts',
+  'tests/int/billing/gateway.spec.ts',
+  'tests/int/billing/escalation.spec.ts',
+  'tests/int/billing/webhooks.spec.ts',
+  'tests/int/billing/gateways.spec.ts',
+  'tests/int/billing/usage.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,
