@@ -36,6 +36,8 @@ export const USAGE_SOURCES: Record<string, Source> = {
   'auth.member.restored': item('users', 'userId', true),
   'auth.member.deleted': item('users', 'userId', false),
   'files.file.uploaded': item('storage_bytes', 'fileId', true, 'sizeBytes'),
+  // processing replaces a file's content: its bytes are the new content's from then on
+  'files.file.processed': item('storage_bytes', 'fileId', true, 'sizeBytes'),
   'files.file.permanent_deleted': item('storage_bytes', 'fileId', false, 'sizeBytes'),
   'data.record.created': item('records', 'recordId', true),
   'data.record.deleted': item('records', 'recordId', false),

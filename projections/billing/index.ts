@@ -78,7 +78,7 @@ export const subscriptionsProjection: Projection<'billing_subscriptions'> = {
  * event applied again (a rebuild, a replay) moves nothing.
  */
 export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'> = {
-  name: 'billing.usage', version: 1, mode: 'inline',
+  name: 'billing.usage', version: 2, mode: 'inline', // 2: files.file.processed replaces a file's bytes
   handles: USAGE_EVENT_TYPES,
   tables: {
     billing_usage_items: (t) => [

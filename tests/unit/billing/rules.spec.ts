@@ -49,12 +49,13 @@ describe('limits', () => {
 });
 
 describe('usage sources', () => {
-  it('members count one each; a deleted member stops counting; files count their bytes until permanently deleted', () => {
+  it('members count one each; a deleted member stops counting; files count their bytes (a processed file its new bytes) until permanently deleted', () => {
     expect(usageEffectOf('auth.member.added', { userId: 'u1' })).toEqual({ resource: 'users', itemId: 'u1', amount: 1, counted: true });
     expect(usageEffectOf('auth.member.deleted', { userId: 'u1' })).toMatchObject({ counted: false });
     expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: 2048 })).toEqual({ resource: 'storage_bytes', itemId: 'f1', amount: 2048, counted: true });
     expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: '9007199254740991' })).toMatchObject({ amount: 9_007_199_254_740_991 });
     expect(usageEffectOf('files.file.deleted', { fileId: 'f1' })).toBeNull();
+    expect(usageEffectOf('files.file.processed', { fileId: 'f1', sizeBytes: 700, previousSizeBytes: 2048 })).toEqual({ resource: 'storage_bytes', itemId: 'f1', amount: 700, counted: true });
     expect(usageEffectOf('files.file.permanent_deleted', { fileId: 'f1' })).toMatchObject({ counted: false });
     expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: -1 })).toBeNull();
     expect(usageEffectOf('money.wallet.credited', {})).toBeNull();
