@@ -10,7 +10,7 @@ import { startTestPlatform } from '../../support/platform';
  * receiving end: redeliveries spread over at least (n - 1) / 50 seconds and no second holds more
  * than 50 of them. Resolved dead letters are skipped and counted.
  */
-describe('POST /events/dlq/replay-all', () => {
+describe.each([{ name: 'the embedded log', kafka: false }, { name: 'Kafka', kafka: true }])('POST /events/dlq/replay-all on $name', ({ kafka }) => {
   let platform: TestPlatform;
   let receiver: Receiver;
   let crm: RegisteredModule;
@@ -18,7 +18,7 @@ describe('POST /events/dlq/replay-all', () => {
   const tenantId = randomUUID();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: ['events'], env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ role: 'all', modules: ['events'], kafka, env: EVENTS_TEST_ENV });
     receiver = await startReceiver();
     const slug = uniqueSlug('rate');
     crm = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [`${slug}.job.failed`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url } }, [tenantId]);
