@@ -20,6 +20,7 @@ export const SPLIT_SUITES = [
   'tests/int/identity/lockout.spec.ts',
   'tests/int/identity/contract.spec.ts',
   'tests/int/identity/burst.spec.ts',
+  'tests/int/identity/mail-notify.spec.ts',
   'tests/int/gateway/hardening.spec.ts',
   'tests/int/money/owners.spec.ts',
   'tests/int/audit/api.spec.ts',
@@ -31,6 +32,11 @@ export const SPLIT_SUITES = [
   'tests/int/http/problems.spec.ts',
   'tests/int/eventstore/idempotency.spec.ts',
   'tests/int/events/api.spec.ts',
+  'tests/int/billing/gateway.spec.ts',
+  'tests/int/billing/escalation.spec.ts',
+  'tests/int/billing/webhooks.spec.ts',
+  'tests/int/billing/gateways.spec.ts',
+  'tests/int/billing/usage.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

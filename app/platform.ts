@@ -166,7 +166,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   const openAnalytics = engines.analytics;
   engines.analytics = () => (analyticsOpened ??= openAnalytics());
   const modules = options.modules ?? (await discoverModules());
-  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids });
+  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids, role: options.role ?? 'cli' });
   kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
   if (log.kind === 'kafka') kernel.health.register('kafka', () => log.ping());
   if (config.REDIS_URL) kernel.health.register('valkey', () => engines.cache.ping());

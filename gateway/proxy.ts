@@ -52,7 +52,7 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
   const key = kernel.engines.secrets.key(INTERNAL_KEY_PURPOSE);
   return async function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
     const headers: Record<string, string> = {};
-    for (const name of FORWARDED) {
+    for (const name of [...FORWARDED, ...(request.routeOptions.config?.forwardHeaders ?? [])]) {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }

@@ -5,6 +5,7 @@ import { z } from 'zod';
  * process with one line per problem, naming the variable and what it expects.
  */
 const url = (example: string) => z.string().url(`expected a URL such as ${example}`);
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 const isUrl = (v: string, schemes: RegExp) => URL.canParse(v) && schemes.test(new URL(v).protocol);
 const int = (def: number, min = 0) =>
   z.coerce.number({ error: `expected a whole number ≥ ${min}` }).int(`expected a whole number ≥ ${min}`).min(min, `expected a whole number ≥ ${min}`).default(def);
@@ -112,7 +113,33 @@ export const ConfigSchema = z.object({
   SIWE_DOMAIN: z.string().optional(),
   /** Sign-In with Ethereum: accepted chain ids, comma-separated */
   SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/, 'a comma-separated list of chain ids').default('1'),
+
+  // Billing (spec 001; commands/billing/settings.ts reads these)
+  /** false: billing is not deployed (self-hosted): every gateway check passes, money keeps its defaults, no gRPC, no escalation */
+  BILLING_ENABLED: z.enum(['true', 'false'], { error: 'expected true or false' }).default('true'),
+  BILLING_TRIAL_DAYS: int(14, 0).pipe(z.number().max(365, 'expected a whole number of days from 0 to 365')),
+  BILLING_LIMIT_CACHE_TTL_SEC: int(300, 1),
+  /** the gateway's plan_info cache: a duration such as 15m, 90s or 1h */
+  BILLING_CACHE_TTL: z.string().regex(/^(\d+|(\d+h)?(\d+m)?(\d+s)?)$/, 'expected a duration such as 15m, 90s or 1h').refine((v) => v !== '', 'expected a duration such as 15m').default('15m'),
+  BILLING_ESCALATION_INTERVAL_SEC: int(60, 1),
+  BILLING_WEBHOOK_TOLERANCE_SEC: int(300, 1),
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  PADDLE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  GRPC_HOST: z.string().min(1).default('127.0.0.1'),
+  /** default 50051 (0 under PLATFORM_ENV=test: any free port) */
+  GRPC_PORT: z.coerce.number({ error: 'expected a port number from 0 to 65535' }).int('expected a port number from 0 to 65535').min(0, 'expected a port number from 0 to 65535').max(65535, 'expected a port number from 0 to 65535').optional(),
+  /** mutual TLS of gRPC: PEM file paths (or PEM text); all three or none */
+  GRPC_TLS_CERT: z.string().min(1).optional(),
+  GRPC_TLS_KEY: z.string().min(1).optional(),
+  GRPC_TLS_CA: z.string().min(1).optional(),
+  /** split deployment: where the gateway reaches billing's gRPC (default: the host of WRITE_API_URL, GRPC_PORT) */
+  BILLING_GRPC_TARGET: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port such as write-api:50051').optional(),
 }).superRefine((c, ctx) => {
+  const tls = [c.GRPC_TLS_CERT, c.GRPC_TLS_KEY, c.GRPC_TLS_CA].filter(Boolean).length;
+  if (tls !== 0 && tls !== 3) ctx.addIssue({ code: 'custom', path: ['GRPC_TLS_CERT'], message: 'GRPC_TLS_CERT, GRPC_TLS_KEY and GRPC_TLS_CA are set together (mutual TLS), or none of them' });
+  if (tls === 0 && !isLoopback(c.GRPC_HOST)) {
+    ctx.addIssue({ code: 'custom', path: ['GRPC_HOST'], message: 'gRPC without TLS listens on loopback only; set GRPC_TLS_CERT, GRPC_TLS_KEY and GRPC_TLS_CA (mutual TLS) to listen elsewhere' });
+  }
   if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
     ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
   }
@@ -136,7 +163,8 @@ export class ConfigError extends Error {
 }
 
 /** variables whose values may carry credentials: a problem with them never repeats the value */
-const SECRET_BEARING = new Set(['DATABASE_URL', 'CLICKHOUSE_URL', 'REDIS_URL', 'SMTP_URL', 'S3_SECRET_KEY', 'PLATFORM_SECRET_KEY', 'OIDC_PROVIDERS']);
+const SECRET_BEARING = new Set(['DATABASE_URL', 'CLICKHOUSE_URL', 'REDIS_URL', 'SMTP_URL', 'S3_SECRET_KEY', 'PLATFORM_SECRET_KEY', 'OIDC_PROVIDERS',
+  'STRIPE_WEBHOOK_SECRET', 'PADDLE_WEBHOOK_SECRET', 'GRPC_TLS_KEY']);
 
 const describeIssue = (issue: z.core.$ZodIssue, env: NodeJS.ProcessEnv): string => {
   const name = String(issue.path[0] ?? '(config)');
