@@ -37,6 +37,7 @@ export const SPLIT_SUITES = [
   'tests/int/files/lifecycle.spec.ts',
   'tests/int/files/images.spec.ts',
   'tests/int/files/large.spec.ts',
+  'tests/int/events/api.spec.ts',
   'tests/int/billing/gateway.spec.ts',
   'tests/int/billing/escalation.spec.ts',
   'tests/int/billing/webhooks.spec.ts',

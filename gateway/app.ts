@@ -12,6 +12,7 @@ import { validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
+import { credentialSchemeFor } from '../infra/http/credentials';
 import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
 import { stringifyJson } from '../infra/http/json';
 import type { Kernel } from '../infra/kernel';
@@ -299,10 +300,12 @@ const openUpstreams = (app: FastifyInstance, kernel: Kernel, urls: { writeUrl: s
 
 type PrincipalSource = (request: FastifyRequest) => Promise<Principal | null>;
 
-/** the bearer token, verified by the installed authenticator */
+/** the bearer token, verified by the credential scheme whose form it has (module keys), else by the installed authenticator */
 const tokenPrincipal = (kernel: Kernel): PrincipalSource => async (request) => {
   const token = bearerToken(request.headers.authorization);
-  return token ? kernel.authenticator.authenticate(token) : null;
+  if (!token) return null;
+  const scheme = credentialSchemeFor(kernel, token);
+  return scheme ? scheme.authenticate(token, request.headers) : kernel.authenticator.authenticate(token);
 };
 
 /** the principal the gateway verified and signed (split deployment); a client's own token counts for nothing */

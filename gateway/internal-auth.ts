@@ -16,6 +16,8 @@ const MAX_AGE_MS = 60_000;
 
 interface Wire {
   u: string; t: string; e: string; r: readonly string[]; p: string[]; v: boolean; i?: string;
+  /** a module's slug and id (module keys) */
+  s?: string; m?: string;
   /** issued at, epoch ms */
   iat: number;
   tr: string;
@@ -26,7 +28,8 @@ const sign = (key: Buffer, payload: string) => createHmac('sha256', key).update(
 export const signPrincipal = (key: Buffer, principal: Principal, traceId: string, now: number): Record<string, string> => {
   const wire: Wire = {
     u: principal.userId, t: principal.tenantId, e: principal.email, r: principal.roles, p: [...principal.permissions],
-    v: principal.emailVerified, ...(principal.impersonatorId ? { i: principal.impersonatorId } : {}), iat: now, tr: traceId,
+    v: principal.emailVerified, ...(principal.impersonatorId ? { i: principal.impersonatorId } : {}),
+    ...(principal.source ? { s: principal.source } : {}), ...(principal.moduleId ? { m: principal.moduleId } : {}), iat: now, tr: traceId,
   };
   const payload = Buffer.from(JSON.stringify(wire)).toString('base64url');
   return { [PRINCIPAL_HEADER]: payload, [SIGNATURE_HEADER]: sign(key, payload) };
@@ -45,6 +48,6 @@ export const verifyPrincipal = (key: Buffer, headers: Record<string, string | st
   if (Math.abs(now - wire.iat) > MAX_AGE_MS || wire.tr !== traceId) throw commonErrors.unauthorized();
   return {
     userId: wire.u, tenantId: wire.t, email: wire.e, roles: wire.r, permissions: new Set(wire.p), emailVerified: wire.v,
-    ...(wire.i ? { impersonatorId: wire.i } : {}),
+    ...(wire.i ? { impersonatorId: wire.i } : {}), ...(wire.s ? { source: wire.s } : {}), ...(wire.m ? { moduleId: wire.m } : {}),
   };
 };

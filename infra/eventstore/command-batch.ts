@@ -7,6 +7,8 @@ import type { IdempotencyRequest, KeyRef, StoredResponse, StoredRow } from './id
 import { idempotencyErrors, lockKeysSql, lookupKeysSql, recordsSql, storedAnswer } from './idempotency';
 import type { AppendRequest, CausationMeta, EventStore, StreamHead } from './event-store';
 import { bigintReplacer } from './event-store';
+import type { PendingTask } from '../tasks';
+import { insertTasksSql } from '../tasks';
 import type { StreamHeads } from './unit-of-work';
 import { UnitOfWork } from './unit-of-work';
 
@@ -48,6 +50,8 @@ interface Decided {
   waiting: Waiting;
   response: StoredResponse;
   appends: AppendRequest[];
+  /** tasks the command queued (UnitOfWork.enqueueTask), written with its appends */
+  tasks: PendingTask[];
   /** the command's afterCommit callbacks, run once the batch committed and before it answers */
   committed: (() => Promise<void>)[];
 }
@@ -199,8 +203,10 @@ export class CommandBatcher {
     // one statement per kind of write, whatever the batch's size: appends, each inline
     // projection's rows, idempotency records; then COMMIT
     const { sql, events } = this.store.prepareAppends(decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.command.meta }))), this.store.clock.now());
+    const tasks = decided.flatMap((d) => d.tasks);
     const statements = [
       ...(sql ? [sql] : []),
+      ...(tasks.length ? [insertTasksSql(tasks)] : []),
       ...(this.projections ? this.projections.inlineStatements(events).map(inline) : []),
       recordsSql(decided.map((d) => ({ tenantId: d.waiting.command.meta.tenantId, idem: d.waiting.command.idem, response: d.response })), this.options.idempotencyTtlMs),
     ];
@@ -223,12 +229,12 @@ export class CommandBatcher {
       const response = idem.render(await fn(uow));
       const appends = uow.takePending();
       heads.advance(appends);
-      return { waiting: w, response, appends, committed: uow.takeAfterCommit() };
+      return { waiting: w, response, appends, tasks: uow.takePendingTasks(), committed: uow.takeAfterCommit() };
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const refusal = idem.renderError(error);
       if (!refusal) { refuse(w, error); return null; }
-      return { waiting: w, response: refusal, appends: [], committed: [] };
+      return { waiting: w, response: refusal, appends: [], tasks: [], committed: [] };
     }
   }
 }

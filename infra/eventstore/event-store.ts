@@ -61,7 +61,7 @@ const EVENT_COLUMNS = `position, transaction_id::text AS transaction_id, stream_
 export class EventStore {
   constructor(
     readonly clock: Clock,
-    private readonly ids: IdGenerator,
+    readonly ids: IdGenerator,
     readonly upcasters = new UpcasterRegistry(),
   ) {}
 

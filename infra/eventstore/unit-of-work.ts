@@ -3,6 +3,8 @@ import { fold } from '../../domain/shared/decider';
 import type { Tx } from '../postgres/db';
 import { withSpan } from '../observability/tracing';
 import type { ProjectionEngine } from '../projections/engine';
+import type { PendingTask, TaskRequest } from '../tasks';
+import { DEFAULT_TASK_ATTEMPTS, TASK_TYPE, writeTasks } from '../tasks';
 import type { AggregateType } from './aggregate';
 import type { AppendRequest, CausationMeta, EventStore, StreamHead } from './event-store';
 
@@ -32,6 +34,7 @@ export class UnitOfWork {
   private readonly pending: AppendRequest[] = [];
   private appended: StoredEvent<Record<string, unknown>>[] = [];
   private readonly committed: (() => Promise<void>)[] = [];
+  private readonly tasks: PendingTask[] = [];
 
   constructor(
     readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore,
@@ -127,6 +130,27 @@ export class UnitOfWork {
     return this.committed.splice(0);
   }
 
+  /**
+   * Queues a task in this command's transaction (infra/tasks.ts): it is written with the events, so
+   * it exists exactly when the command commits, and a worker runs it afterwards, at least once.
+   * Returns the task's id.
+   */
+  enqueueTask(task: TaskRequest): string {
+    if (!TASK_TYPE.test(task.type)) throw new Error(`task type ${task.type} is not a dotted lowercase name`);
+    const now = this.store.clock.now();
+    const id = this.store.ids.next();
+    this.tasks.push({
+      id, tenantId: this.meta.tenantId, type: task.type, payload: task.payload, runAt: task.runAt ?? now,
+      maxAttempts: task.maxAttempts ?? DEFAULT_TASK_ATTEMPTS, traceId: this.meta.traceId, createdAt: now,
+    });
+    return id;
+  }
+
+  /** the tasks queued and not written yet, handed over to a caller that writes them itself (a batch) */
+  takePendingTasks(): PendingTask[] {
+    return this.tasks.splice(0);
+  }
+
   /** events appended so far by flush() */
   get events(): StoredEvent<Record<string, unknown>>[] {
     return this.appended;
@@ -138,6 +162,7 @@ export class UnitOfWork {
   }
 
   async flush(projections: ProjectionEngine | null): Promise<StoredEvent<Record<string, unknown>>[]> {
+    if (this.tasks.length > 0) await writeTasks(this.tx, this.tasks.splice(0));
     if (this.pending.length === 0) return [];
     const requests = this.pending.splice(0);
     const stored = await withSpan('eventstore.append', { streams: requests.length, events: requests.reduce((n, r) => n + r.events.length, 0) },

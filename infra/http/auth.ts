@@ -11,6 +11,9 @@ export interface Principal {
   emailVerified: boolean;
   /** the platform owner acting as this user (impersonation), from the token's act claim */
   impersonatorId?: string;
+  /** a module calling with its module key (commands/modules/keys.ts): its slug, the events' source */
+  source?: string;
+  moduleId?: string;
 }
 
 /** Turns a bearer token into a principal; throws a 401 DomainError when it cannot. Identity provides it. */

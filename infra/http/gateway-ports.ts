@@ -39,7 +39,7 @@ export interface GatewayPorts {
 }
 
 /** Namespaces of the platform itself: always installed, whatever a tenant's module list says. */
-export const PLATFORM_NAMESPACES: ReadonlySet<string> = new Set(['iam', 'gateway', 'billing', 'audit']);
+export const PLATFORM_NAMESPACES: ReadonlySet<string> = new Set(['iam', 'gateway', 'billing', 'audit', 'events']);
 
 export const defaultGatewayPorts: GatewayPorts = {
   tenantRateCeiling: async () => null,

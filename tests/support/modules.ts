@@ -28,6 +28,8 @@ export const TEST_MODULES = {
   notify: async () => (await import('./notify')).notifyModules,
   /** the audit service with the gateway's fallback replay (needs one ClickHouse for all roles: chdb is one process's) */
   audit: async () => (await import('./audit')).auditModules,
+  /** the module registry and the event bus (routes, read models, workers) */
+  events: async () => (await import('./events')).eventsModules,
   /** the gateway's audit fallback replay */
   'gateway-workers': async () => mergeModules({ workers: [(await import('../../workers/gateway')).default] }),
   /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+
+/**
+ * The bus's own events (platform.events.events): subscriptions and topic schemas are configuration
+ * a tenant (or the platform) relies on, so they are event-sourced like any business state. What the
+ * bus carries for others (published events, dead letters, deliveries) is operational data.
+ */
+const SubscriptionCreated = z.object({
+  type: z.literal('events.subscription.created'),
+  data: z.object({
+    subscriptionId: z.string(),
+    topic: z.string(),
+    consumerGroup: z.string(),
+    handlerName: z.string(),
+    /** the module slug (webhook delivery), or the platform service (in-process handler) */
+    source: z.string(),
+    delivery: z.enum(['webhook', 'in-process']),
+    /** skip an event id the handler already processed */
+    dedup: z.boolean(),
+    createdAt: z.string(),
+  }),
+});
+
+const SubscriptionDeleted = z.object({
+  type: z.literal('events.subscription.deleted'),
+  data: z.object({ subscriptionId: z.string(), deletedAt: z.string() }),
+});
+
+const SubscriptionSought = z.object({
+  type: z.literal('events.subscription.sought'),
+  data: z.object({ subscriptionId: z.string(), seekTo: z.string(), soughtAt: z.string(), offsets: z.record(z.string(), z.number().int()) }),
+});
+
+export const SubscriptionEvent = z.discriminatedUnion('type', [SubscriptionCreated, SubscriptionDeleted, SubscriptionSought]);
+export type SubscriptionEvent = z.infer<typeof SubscriptionEvent>;
+export type SubscriptionCreatedData = z.infer<typeof SubscriptionCreated>['data'];
+export const subscriptionEventTypes = SubscriptionEvent.options.map((o) => o.shape.type.value);
+
+const SchemaRegistered = z.object({
+  type: z.literal('events.schema.registered'),
+  data: z.object({
+    topic: z.string(),
+    schemaVersion: z.string(),
+    protoDefinition: z.string(),
+    breakingChangesPolicy: z.enum(['BACKWARD', 'BACKWARD_TRANSITIVE']),
+    registeredBy: z.string(),
+    registeredAt: z.string(),
+  }),
+});
+
+export const SchemaEvent = z.discriminatedUnion('type', [SchemaRegistered]);
+export type SchemaEvent = z.infer<typeof SchemaEvent>;
+export type SchemaRegisteredData = z.infer<typeof SchemaRegistered>['data'];

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+
+/**
+ * A module's manifest (spec 002: "manifest.events.publishes / subscribes"; the data-model layer adds
+ * migrations, models and permissions to the same document). Registered by the platform owner; the
+ * registry keeps it as given, after these checks.
+ */
+
+/** the platform's own domains: a module can neither take one as its slug nor publish into it */
+export const PLATFORM_DOMAINS: readonly string[] = [
+  'auth', 'iam', 'identity', 'module', 'modules', 'money', 'files', 'notify', 'audit', 'billing', 'data', 'events', 'app', 'platform', 'gateway', 'system',
+];
+
+/** a slug names the module's topic (platform.<slug>.events), its event types (<slug>.*) and its SQL schema (module_<slug>) */
+export const Slug = z.string().regex(/^[a-z][a-z0-9_]{1,31}$/, 'a slug is 2 to 32 lowercase letters, digits or underscores, starting with a letter')
+  .refine((s) => !PLATFORM_DOMAINS.includes(s), 'this slug names a platform domain');
+
+/** domain.entity.verb: lowercase segments, three or more */
+export const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*){2,}$/;
+export const EventType = z.string().max(200).regex(EVENT_TYPE, 'an event type is domain.entity.verb (lowercase, three segments or more)');
+
+/** platform.<domain>.events */
+export const TOPIC = /^platform\.[a-z][a-z0-9_]*\.events$/;
+export const TopicName = z.string().max(200).regex(TOPIC, 'a topic is platform.<domain>.events');
+
+/** semver 2.0.0 (no leading zeros; pre-release and build allowed) */
+export const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
+export const SemVer = z.string().max(64).regex(SEMVER, 'a version is semver, such as 1.2.0');
+
+const HttpUrl = z.string().max(2048).refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'an http(s) URL');
+
+export const ManifestEvents = z.object({
+  /** event types the module may publish, each <slug>.<entity>.<verb> */
+  publishes: z.array(EventType).max(500).default([]),
+  /** topics the module may subscribe to; empty: no subscriptions */
+  subscribes: z.array(TopicName).max(100).default([]),
+  /** where the bus delivers the module's subscriptions (signed POSTs); https outside development and test */
+  endpoint: HttpUrl.optional(),
+  /** the Protobuf definition of the module's topic, and its semver */
+  schema: z.object({ protoDefinition: z.string().min(1).max(256 * 1024), schemaVersion: SemVer }).strict().optional(),
+}).strict();
+
+export const Manifest = z.object({
+  slug: Slug,
+  name: z.string().min(1).max(200).optional(),
+  version: SemVer,
+  description: z.string().max(2000).optional(),
+  events: ManifestEvents.default({ publishes: [], subscribes: [] }),
+  // the data-model layer's parts (numbered migrations, models, permissions): kept as given until it validates them
+  migrations: z.array(z.unknown()).max(1000).optional(),
+  models: z.array(z.unknown()).max(1000).optional(),
+  permissions: z.record(z.string(), z.string()).optional(),
+}).strict();
+export type Manifest = z.infer<typeof Manifest>;
+
+/** the domain of an event type: its first segment */
+export const domainOfType = (type: string): string => type.slice(0, type.indexOf('.'));
+/** the domain of a topic: platform.<domain>.events */
+export const domainOfTopic = (topic: string): string => topic.split('.')[1] ?? '';
+export const topicOfDomain = (domain: string): string => `platform.${domain}.events`;
+export const dlqTopicOfDomain = (domain: string): string => `platform.${domain}.dlq`;
+
+export interface ManifestProblem { field: string; message: string; code: string }
+
+/**
+ * Rules beyond the shape: a module publishes only in its own domain (so no module can speak for
+ * another, or for the platform), and its topic is platform.<slug>.events.
+ */
+export const manifestProblems = (m: Manifest): ManifestProblem[] => {
+  const problems: ManifestProblem[] = [];
+  m.events.publishes.forEach((type, i) => {
+    if (domainOfType(type) !== m.slug) problems.push({ field: `events.publishes.${i}`, message: `a module publishes only ${m.slug}.* types`, code: 'FOREIGN_DOMAIN' });
+  });
+  if (new Set(m.events.publishes).size !== m.events.publishes.length) problems.push({ field: 'events.publishes', message: 'types are listed once', code: 'DUPLICATE' });
+  if (new Set(m.events.subscribes).size !== m.events.subscribes.length) problems.push({ field: 'events.subscribes', message: 'topics are listed once', code: 'DUPLICATE' });
+  if (m.events.subscribes.length > 0 && !m.events.endpoint) problems.push({ field: 'events.endpoint', message: 'a module that subscribes names the endpoint its events are delivered to', code: 'REQUIRED' });
+  return problems;
+};

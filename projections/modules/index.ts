@@ -1,0 +1,36 @@
+import { ModuleEvent, moduleEventTypes } from '../../domain/modules/events';
+import { defineProjections } from '../../infra/modules';
+import type { Projection } from '../../infra/projections/projection';
+import { sql } from '../../infra/projections/projection';
+
+/**
+ * The module registry (GET /modules, the module keys' principal, the bus's topics and manifests):
+ * inline, so a module answers right after it is registered. One row per module, in the platform
+ * tenant (the registry is the platform's, not a tenant's).
+ */
+export const modulesProjection: Projection<'modules'> = {
+  name: 'modules.registry', version: 1, mode: 'inline',
+  handles: moduleEventTypes,
+  tables: {
+    modules: (t) => [
+      `CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, slug text NOT NULL, name text, version text NOT NULL, description text,
+        status text NOT NULL, manifest jsonb NOT NULL, registered_by text NOT NULL, registered_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+        stream_version int NOT NULL, PRIMARY KEY (tenant_id, id))`,
+      // one module per slug: the handler checks under a lock, this is the last wall
+      `CREATE UNIQUE INDEX ON ${t} (tenant_id, slug)`,
+    ],
+  },
+  evolve: (stored, t) => {
+    const e = ModuleEvent.parse({ type: stored.type, data: stored.data });
+    switch (e.type) {
+      case 'module.registry.registered': {
+        const d = e.data;
+        return [sql(`INSERT INTO ${t.modules} (tenant_id, id, slug, name, version, description, status, manifest, registered_by, registered_at, updated_at, stream_version)
+          VALUES ($1, $2, $3, $4, $5, $6, 'registered', $7::jsonb, $8, $9, $9, $10) ON CONFLICT (tenant_id, id) DO NOTHING`,
+        stored.tenantId, d.moduleId, d.slug, d.manifest.name ?? null, d.version, d.manifest.description ?? null, JSON.stringify(d.manifest), d.registeredBy, d.registeredAt, stored.streamVersion)];
+      }
+    }
+  },
+};
+
+export default defineProjections({ projections: [modulesProjection] });

@@ -1,0 +1,73 @@
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { moduleErrors } from '../../domain/modules/errors';
+import { Manifest } from '../../domain/modules/manifest';
+import { IssuedKeyView, ModuleView } from '../../domain/modules/views';
+import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
+import { issueKey, moduleKeyScheme, revokeKey } from '../../commands/modules/keys';
+import { registerModule, registryMeta } from '../../commands/modules/register';
+import { auditRecord } from '../../infra/audit';
+import { addCredentialScheme } from '../../infra/http/credentials';
+import type { Kernel } from '../../infra/kernel';
+import { defineRoutes } from '../../infra/modules';
+import { findModule } from '../../commands/modules/lookups';
+
+/** the platform owner only (platform.*): the registry is the platform's */
+const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
+const Id = z.string().min(1).max(64).describe('module id or slug');
+
+const audit = (kernel: Kernel, action: string, moduleId: string, actorId: string, traceId: string, meta: Record<string, unknown>) =>
+  kernel.audit.record(auditRecord({
+    action, entityType: 'module', entityId: moduleId, tenantId: registryMeta(actorId, traceId).tenantId, actorId, meta, traceId, timestamp: kernel.clock.now().toISOString(),
+  }, kernel.ids.next()));
+
+/**
+ * The module registry (spec 002, data model: "the module registry"; REST under /v1/modules): the
+ * platform owner registers a module from its manifest and manages its keys. Installation,
+ * activation, updates and migrations belong to the data-model layer. Registration answers the
+ * module's first key, shown once, and is not idempotent by key (a stored answer would keep the key).
+ */
+export default defineRoutes({
+  namespace: 'data',
+  async start(kernel) {
+    addCredentialScheme(kernel, moduleKeyScheme(kernel));
+  },
+  register(app, kernel) {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+
+    r.post('/modules', {
+      config: { ...owner, problems: [409] },
+      schema: { summary: 'Register a module from its manifest (platform owner); answers its first key', body: Manifest, response: { 201: ModuleView.extend({ credentials: IssuedKeyView }) } },
+    }, async (request, reply) => {
+      const actor = request.principal!.userId;
+      const answer = await kernel.commands.run(registryMeta(actor, request.id), async (uow) => {
+        const module = await registerModule(kernel, uow, request.body, actor);
+        return { ...module, credentials: await issueKey(kernel, uow.tx, module.id, actor) };
+      });
+      audit(kernel, 'module.key.issued', answer.id, actor, request.id, { keyId: answer.credentials.keyId });
+      return reply.code(201).send(answer);
+    });
+
+    r.post('/modules/:id/keys', {
+      config: owner,
+      schema: { summary: 'Issue another key of the module (rotation: revoke the old one once the module uses the new)', params: z.object({ id: Id }), response: { 201: IssuedKeyView } },
+    }, async (request, reply) => {
+      const found = await findModule(kernel.db, request.params.id);
+      if (!found) throw moduleErrors.moduleNotFound();
+      const issued = await issueKey(kernel, kernel.db, found.id, request.principal!.userId);
+      audit(kernel, 'module.key.issued', found.id, request.principal!.userId, request.id, { keyId: issued.keyId });
+      return reply.code(201).send(issued);
+    });
+
+    r.delete('/modules/:id/keys/:keyId', {
+      config: owner,
+      schema: { summary: 'Revoke a key of the module', params: z.object({ id: Id, keyId: z.uuid() }), response: { 204: z.null() } },
+    }, async (request, reply) => {
+      const found = await findModule(kernel.db, request.params.id);
+      if (!found) throw moduleErrors.moduleNotFound();
+      await revokeKey(kernel, kernel.db, found.id, request.params.keyId);
+      audit(kernel, 'module.key.revoked', found.id, request.principal!.userId, request.id, { keyId: request.params.keyId });
+      return reply.code(204).send(null);
+    });
+  },
+});
