@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../gateway/app';
-import { setGatewayPorts } from '../gateway/ports';
+import { setGatewayPorts } from '../infra/http/gateway-ports';
 import { moduleStatusOf } from '../commands/modules/installations';
 import { modulesProjection } from '../projections/modules';
 import { OutboxRelay } from '../workers/outbox-relay';
@@ -20,6 +20,7 @@ import { createObjectStore, InvalidObjectKeyError, ObjectNotFoundError } from '.
 import { Guard } from '../infra/resilience/guard';
 import { guardPort } from '../infra/resilience/guard-port';
 import { createVirusScanner } from '../infra/scan';
+import { isDomainError } from '../domain/shared/errors';
 import { loadSecrets } from '../infra/secrets';
 import { createLog } from '../infra/log';
 import type { ServiceModules } from '../infra/modules';
@@ -100,6 +101,8 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   try {
     await migrate(db, { onProgress: (p) => logger.info(p, 'migration applied') });
     kernel.readiness.migrations = true;
+    // files: S3_BUCKET (or the local folder) is created when missing; a store down at start shows in /health
+    await kernel.engines.objects.ensureBucket().catch((error: unknown) => logger.warn({ err: error }, 'the object store bucket could not be checked or created'));
     await log.ping();
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
@@ -173,7 +176,7 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   const openAnalytics = engines.analytics;
   engines.analytics = () => (analyticsOpened ??= openAnalytics());
   const modules = options.modules ?? (await discoverModules());
-  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids });
+  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids, role: options.role ?? 'cli' });
   kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
   if (log.kind === 'kafka') kernel.health.register('kafka', () => log.ping());
   if (config.REDIS_URL) kernel.health.register('valkey', () => engines.cache.ping());
@@ -208,10 +211,11 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
   const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
-  const guarded = <T extends object>(port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean): T =>
-    remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent) : port;
+  const guarded = <T extends object>(
+    port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean, deadlines?: Record<string, number | null>, unguarded?: ReadonlySet<string>,
+  ): T => (remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent, deadlines, unguarded) : port);
   const objects = createObjectStore({
-    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'),
+    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'), clock,
     s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
   });
   const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
@@ -220,7 +224,7 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
     // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
     mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set(), (e) => !isSmtpRefusal(e)),
-    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, (e) => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError)),
+    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, isObjectFailure, OBJECT_DEADLINES, OBJECT_START_CHECKS),
     analytics: () => {
       analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
         // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
@@ -229,7 +233,7 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
       return analytics;
     },
     // a scan reads its stream once: never retried
-    scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set()),
+    scanner: scanner && guarded(scanner, 'clamav', config.CLAMD_HOST, new Set(), undefined, SCAN_DEADLINES),
   };
 };
 
@@ -246,7 +250,17 @@ const isSmtpRefusal = (e: unknown): boolean => {
 };
 
 /** object store calls that may be repeated safely */
-const OBJECT_READS = new Set(['get', 'head', 'presignGet', 'presignPut']);
+const OBJECT_READS = new Set(['get', 'head', 'list', 'presignGet', 'presignPut', 'presignPost']);
+// --- files: object store and scanner calls that outlast the guard's 5 s deadline (begin) ---
+/** a streamed put goes at its source's pace (the SDK's own timeouts apply); copies of 50 MB take a while */
+const OBJECT_DEADLINES = { put: null, copy: 60_000, move: 60_000 };
+/** the bucket check at start: a store down then is a warning and /health's, not the first failures of the circuit */
+const OBJECT_START_CHECKS = new Set(['ensureBucket']);
+/** a scan streams up to 50 MB to clamd, which has its own 30 s verdict deadline */
+const SCAN_DEADLINES = { scan: 120_000 };
+/** answers of the store (a missing object, a refused key) and refusals of the body it was fed (413) are no failure of S3 */
+const isObjectFailure = (e: unknown): boolean => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError || isDomainError(e));
+// --- files (end) ---
 
 /** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */
 export const platformTopics = (config: Config) => {

@@ -25,7 +25,7 @@ import { frameworkProblem, gatewayErrors, problemHandler, rawProblemResponse } f
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
 import type { RouteDoc } from './openapi';
 import { openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
-import { gatewayPorts, PLATFORM_NAMESPACES } from './ports';
+import { gatewayPorts, PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
 import { proxyScope } from './proxy';
 import type { RateKey } from './rate-limit';
 import { rateLimitHeaders, RateLimiter } from './rate-limit';
@@ -53,6 +53,12 @@ declare module 'fastify' {
     idempotency?: 'required' | 'optional';
     /** problem statuses the route answers beyond those its access, path and body imply (OpenAPI) */
     problems?: number[];
+    /** the counted resource the route creates (users, records, storage_bytes, …): billing's limit check runs before it (docs/gateway.md) */
+    counts?: string;
+    /** the mutation stays open to a tenant whose subscription is suspended (spec 001: money debit, transfer, hold, confirm, cancel) */
+    allowedWhileSuspended?: boolean;
+    /** request headers (lower case) the split gateway forwards to the route beyond its usual few (a webhook's signature header) */
+    forwardHeaders?: string[];
   }
 }
 
@@ -416,6 +422,14 @@ const edgeGuard = (kernel: Kernel) => {
     const dataModule = namespace === 'data' ? (request.params as Record<string, unknown> | undefined)?.module : undefined;
     if (typeof dataModule === 'string' && request.principal && await ports().moduleStatus(request.principal.tenantId, dataModule) !== 'installed') {
       throw gatewayErrors.moduleNotFound(dataModule);
+    }
+    // billing: the subscription's status and the plan's limits (spec 001, Limit enforcement flow)
+    const route = request.routeOptions;
+    if (request.principal && route.url) {
+      await ports().admit({
+        tenantId: request.principal.tenantId, method: request.method, route: route.url, namespace: namespace ?? null,
+        counts: route.config?.counts, allowedWhileSuspended: route.config?.allowedWhileSuspended,
+      });
     }
     return undefined;
   };

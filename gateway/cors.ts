@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { commonErrors } from '../domain/shared/errors';
-import type { GatewayPorts } from './ports';
+import type { GatewayPorts } from '../infra/http/gateway-ports';
 
 const ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE';
 const ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Correlation-ID, traceparent';

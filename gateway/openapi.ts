@@ -1,5 +1,5 @@
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { PLATFORM_NAMESPACES } from './ports';
+import { PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
 
 /**
  * What the OpenAPI documents say beyond the routes' zod schemas, added generically so that every

@@ -7,7 +7,7 @@ import { INTERNAL_KEY_PURPOSE, signPrincipal } from './internal-auth';
 import type { Upstream } from './upstream/client';
 
 /** request headers a client may pass to the services behind the gateway; everything else stays at the edge */
-const FORWARDED = ['accept', 'accept-language', 'content-type', 'idempotency-key', 'if-match', 'if-none-match', 'x-correlation-id', 'user-agent'];
+const FORWARDED = ['accept', 'accept-language', 'content-type', 'idempotency-key', 'if-match', 'if-none-match', 'x-correlation-id', 'user-agent', 'range', 'if-range'];
 
 const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
 
@@ -22,6 +22,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** the body as received, forwarded byte for byte in split deployment */
     rawBody?: Buffer;
+    /** a route declared streamBody: its body as it arrives, for the handler (or the proxy) to consume */
+    bodyStream?: Readable;
+  }
+  interface FastifyContextConfig {
+    /**
+     * the route reads its body as a stream (uploads): its content-type parser hands the payload over
+     * as request.bodyStream, and in split deployment the gateway streams it to the upstream as it
+     * arrives instead of buffering it (BODY_LIMIT_BYTES does not apply; the route bounds it)
+     */
+    streamBody?: boolean;
   }
 }
 
@@ -32,13 +42,15 @@ declare module 'fastify' {
  * happen here; each route's handler is replaced by a forward to the upstream role, which gets the
  * verified principal in a signed header (never the client's token, never a client's tenant).
  * Request bodies are buffered for validation (they are bounded by BODY_LIMIT_BYTES) and forwarded
- * byte for byte as they arrived, whatever content-type parser a route declares; answers stream back
- * as they arrive over keep-alive connections.
+ * byte for byte as they arrived, whatever content-type parser a route declares — except on routes
+ * that declare streamBody (uploads), whose body flows to the upstream as it arrives, never held
+ * whole; answers stream back as they arrive over keep-alive connections.
  */
 export const proxyScope = (instance: FastifyInstance, kernel: Kernel, upstream: Upstream): void => {
   // The bytes are taken on their way to the parser, not by a parser of our own: a plugin replaces
   // parsers in its scope (money's exact JSON parser does), and any parser must still validate here.
-  instance.addHook('preParsing', async (request, _reply, payload) => (hasBody(request) ? keepRawBody(request, payload) : payload));
+  instance.addHook('preParsing', async (request, _reply, payload) =>
+    (hasBody(request) && !request.routeOptions.config?.streamBody ? keepRawBody(request, payload) : payload));
   const handler = forward(kernel, upstream);
   instance.addHook('onRoute', (route) => {
     // a WebSocket route is served here, where the client's connection is (the real-time socket
@@ -52,7 +64,7 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
   const key = kernel.engines.secrets.key(INTERNAL_KEY_PURPOSE);
   return async function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
     const headers: Record<string, string> = {};
-    for (const name of FORWARDED) {
+    for (const name of [...FORWARDED, ...(request.routeOptions.config?.forwardHeaders ?? [])]) {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
@@ -67,10 +79,16 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
     const aborter = new AbortController();
     const onClose = () => { if (!reply.raw.writableFinished) aborter.abort(); };
     reply.raw.once('close', onClose);
+    // a streamed body goes on at the client's pace; its length (when the client gave one) goes with it
+    const streamed = request.routeOptions.config?.streamBody ? request.bodyStream : undefined;
+    const length = request.headers['content-length'];
+    if (streamed && typeof length === 'string') headers['content-length'] = length;
     const answer = await upstream.call({
-      method: request.method, path: request.url, headers, body: rawBodyOf(request),
+      method: request.method, path: request.url, headers, body: streamed ?? rawBodyOf(request),
       tenantId: request.principal?.tenantId ?? null, signal: aborter.signal,
     });
+    // answered before the whole upload arrived (a refusal): the rest of it is not read, the connection ends
+    if (streamed && !streamed.readableEnded) reply.header('connection', 'close');
     for (const [name, value] of Object.entries(answer.headers)) {
       // a 429 of the service itself (a limit of its own, such as the verification resend) carries that limit's counters
       if (value !== undefined && (!NOT_RETURNED.has(name) || (answer.status === 429 && RATE_LIMIT_HEADERS.has(name)))) reply.header(name, value);

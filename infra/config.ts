@@ -5,9 +5,12 @@ import { z } from 'zod';
  * process with one line per problem, naming the variable and what it expects.
  */
 const url = (example: string) => z.string().url(`expected a URL such as ${example}`);
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 const isUrl = (v: string, schemes: RegExp) => URL.canParse(v) && schemes.test(new URL(v).protocol);
 const int = (def: number, min = 0) =>
   z.coerce.number({ error: `expected a whole number ≥ ${min}` }).int(`expected a whole number ≥ ${min}`).min(min, `expected a whole number ≥ ${min}`).default(def);
+const megabytes = (def: number) =>
+  z.coerce.number({ error: 'expected a number of megabytes such as 10 or 0.5' }).positive('expected a number of megabytes above 0').max(5120, 'expected at most 5120 MB').default(def);
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `expected one of ${values.join(', ')}` });
 
 /** one OpenID Connect login provider (identity): OIDC_PROVIDERS is a JSON list of these */
@@ -67,6 +70,24 @@ export const ConfigSchema = z.object({
   MAIL_FROM: z.string().default('platform@localhost'),
   CLAMD_HOST: z.string().optional(),
   CLAMD_PORT: int(3310, 1),
+  /** files: `skip` releases uploads unscanned (scan status skipped), for `npm start` without clamd; development only */
+  FILES_SCAN: oneOf(['clamd', 'skip']).default('clamd'),
+  // Files (spec 002, Limits)
+  FILES_STAGING_TTL_HOURS: int(24, 1),
+  FILES_STAGING_MAX_PER_TENANT: int(100, 1),
+  FILES_PRESIGN_TTL_MIN: int(15, 1).pipe(z.number().max(10_080, 'expected at most 10080 minutes (7 days, S3\'s longest signature)')),
+  FILES_MAX_IMAGE_SIZE_MB: megabytes(10),
+  FILES_MAX_DOCUMENT_SIZE_MB: megabytes(50),
+  FILES_IMAGE_PROCESSING_TIMEOUT_SEC: int(30, 1),
+  /** decompression bombs: an image with more pixels is refused before it is decoded */
+  FILES_IMAGE_MAX_PIXELS: int(50_000_000, 1),
+  FILES_SOFT_DELETE_RETENTION_DAYS: int(30, 1),
+  FILES_ORPHAN_MIN_AGE_HOURS: int(24, 1),
+  FILES_ORPHAN_SCAN_INTERVAL_HOURS: int(24, 1),
+  /** scans (and image jobs) a workers process runs at once */
+  FILES_SCAN_CONCURRENCY: int(4, 1),
+  /** how often an idle files worker looks for staged files and jobs */
+  FILES_WORKER_POLL_MS: int(1000, 10),
   OTEL_EXPORTER_OTLP_ENDPOINT: url('http://otel-collector:4318').optional(),
   PLATFORM_SECRET_KEY: z.string().regex(/^[A-Za-z0-9+/]{43,}={0,2}$/, 'expected base64 of at least 32 random bytes (openssl rand -base64 32)').optional(),
 
@@ -112,9 +133,38 @@ export const ConfigSchema = z.object({
   SIWE_DOMAIN: z.string().optional(),
   /** Sign-In with Ethereum: accepted chain ids, comma-separated */
   SIWE_CHAIN_IDS: z.string().regex(/^\d+(,\d+)*$/, 'a comma-separated list of chain ids').default('1'),
+
+  // Billing (spec 001; commands/billing/settings.ts reads these)
+  /** false: billing is not deployed (self-hosted): every gateway check passes, money keeps its defaults, no gRPC, no escalation */
+  BILLING_ENABLED: z.enum(['true', 'false'], { error: 'expected true or false' }).default('true'),
+  BILLING_TRIAL_DAYS: int(14, 0).pipe(z.number().max(365, 'expected a whole number of days from 0 to 365')),
+  BILLING_LIMIT_CACHE_TTL_SEC: int(300, 1),
+  /** the gateway's plan_info cache: a duration such as 15m, 90s or 1h */
+  BILLING_CACHE_TTL: z.string().regex(/^(\d+|(\d+h)?(\d+m)?(\d+s)?)$/, 'expected a duration such as 15m, 90s or 1h').refine((v) => v !== '', 'expected a duration such as 15m').default('15m'),
+  BILLING_ESCALATION_INTERVAL_SEC: int(60, 1),
+  BILLING_WEBHOOK_TOLERANCE_SEC: int(300, 1),
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  PADDLE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  GRPC_HOST: z.string().min(1).default('127.0.0.1'),
+  /** default 50051 (0 under PLATFORM_ENV=test: any free port) */
+  GRPC_PORT: z.coerce.number({ error: 'expected a port number from 0 to 65535' }).int('expected a port number from 0 to 65535').min(0, 'expected a port number from 0 to 65535').max(65535, 'expected a port number from 0 to 65535').optional(),
+  /** mutual TLS of gRPC: PEM file paths (or PEM text); all three or none */
+  GRPC_TLS_CERT: z.string().min(1).optional(),
+  GRPC_TLS_KEY: z.string().min(1).optional(),
+  GRPC_TLS_CA: z.string().min(1).optional(),
+  /** split deployment: where the gateway reaches billing's gRPC (default: the host of WRITE_API_URL, GRPC_PORT) */
+  BILLING_GRPC_TARGET: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port such as write-api:50051').optional(),
 }).superRefine((c, ctx) => {
+  const tls = [c.GRPC_TLS_CERT, c.GRPC_TLS_KEY, c.GRPC_TLS_CA].filter(Boolean).length;
+  if (tls !== 0 && tls !== 3) ctx.addIssue({ code: 'custom', path: ['GRPC_TLS_CERT'], message: 'GRPC_TLS_CERT, GRPC_TLS_KEY and GRPC_TLS_CA are set together (mutual TLS), or none of them' });
+  if (tls === 0 && !isLoopback(c.GRPC_HOST)) {
+    ctx.addIssue({ code: 'custom', path: ['GRPC_HOST'], message: 'gRPC without TLS listens on loopback only; set GRPC_TLS_CERT, GRPC_TLS_KEY and GRPC_TLS_CA (mutual TLS) to listen elsewhere' });
+  }
   if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
     ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
+  }
+  if (c.FILES_SCAN === 'skip' && c.PLATFORM_ENV !== 'development') {
+    ctx.addIssue({ code: 'custom', path: ['FILES_SCAN'], message: 'skip (release files without a virus scan) is accepted only with PLATFORM_ENV=development; unset it or set it to clamd' });
   }
   if (Boolean(c.WRITE_API_URL) !== Boolean(c.READ_API_URL)) {
     ctx.addIssue({ code: 'custom', path: [c.WRITE_API_URL ? 'READ_API_URL' : 'WRITE_API_URL'], message: 'WRITE_API_URL and READ_API_URL are set together (split deployment)' });
@@ -136,7 +186,8 @@ export class ConfigError extends Error {
 }
 
 /** variables whose values may carry credentials: a problem with them never repeats the value */
-const SECRET_BEARING = new Set(['DATABASE_URL', 'CLICKHOUSE_URL', 'REDIS_URL', 'SMTP_URL', 'S3_SECRET_KEY', 'PLATFORM_SECRET_KEY', 'OIDC_PROVIDERS']);
+const SECRET_BEARING = new Set(['DATABASE_URL', 'CLICKHOUSE_URL', 'REDIS_URL', 'SMTP_URL', 'S3_SECRET_KEY', 'PLATFORM_SECRET_KEY', 'OIDC_PROVIDERS',
+  'STRIPE_WEBHOOK_SECRET', 'PADDLE_WEBHOOK_SECRET', 'GRPC_TLS_KEY']);
 
 const describeIssue = (issue: z.core.$ZodIssue, env: NodeJS.ProcessEnv): string => {
   const name = String(issue.path[0] ?? '(config)');

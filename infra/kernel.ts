@@ -80,6 +80,8 @@ export interface KernelParts {
   modules: ServiceModules;
   clock?: Clock;
   ids?: IdGenerator;
+  /** the role this process runs (all, gateway, write-api, …; cli for a command beside running roles) */
+  role?: string;
 }
 
 /**
@@ -100,6 +102,8 @@ export class Kernel {
   readonly health = new HealthRegistry(PLATFORM_VERSION);
   readonly permissions = new PermissionRegistry();
   readonly modules: ServiceModules;
+  /** the role of this process: a service's start hook serves what belongs to it there (billing serves gRPC in all and write-api) */
+  readonly role: string;
   readonly readiness: Readiness = { migrations: false, log: false, projections: false };
   /** replaced by the identity service when it is installed */
   authenticator: Authenticator = noAuthenticator;
@@ -118,6 +122,7 @@ export class Kernel {
     this.log = parts.log;
     this.engines = parts.engines;
     this.modules = parts.modules;
+    this.role = parts.role ?? 'cli';
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;
     this.notifications = mailNotifications(parts.engines.mail);

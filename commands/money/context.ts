@@ -26,13 +26,32 @@ export interface MoneyOverrides {
 
 const contexts = new WeakMap<Kernel, MoneyContext>();
 
-/** installs the ports (billing will pass its gRPC client here); tests pass fakes */
+/**
+ * Billing's answers for money, installed by billing when it is deployed (write-api/billing start):
+ * the plan limits and the subscription status. Read per call, so the order in which services
+ * start does not matter; until installed, the rulings' defaults and an active subscription.
+ */
+export interface MoneyBillingPorts {
+  limitsSource: PlanLimitsSource;
+  subscriptions: SubscriptionSource;
+}
+const billingPorts = new WeakMap<Kernel, MoneyBillingPorts>();
+export const installMoneyBillingPorts = (kernel: Kernel, ports: MoneyBillingPorts): void => {
+  billingPorts.set(kernel, ports);
+};
+const fromBilling = (kernel: Kernel): { limitsSource: PlanLimitsSource; subscriptions: SubscriptionSource } => ({
+  limitsSource: { fetch: (tenantId) => (billingPorts.get(kernel)?.limitsSource ?? defaultPlanLimitsSource).fetch(tenantId) },
+  subscriptions: { statusOf: (tenantId) => (billingPorts.get(kernel)?.subscriptions ?? activeSubscriptions).statusOf(tenantId) },
+});
+
+/** installs the ports; tests pass fakes (billing's answers come through installMoneyBillingPorts) */
 export const configureMoney = (kernel: Kernel, overrides: MoneyOverrides = {}): MoneyContext => {
   const settings = { ...loadMoneySettings(kernel.config.env), ...overrides.settings };
+  const billing = fromBilling(kernel);
   const context: MoneyContext = {
     settings,
-    limits: new CachedPlanLimits(kernel.engines.cache, overrides.limitsSource ?? defaultPlanLimitsSource, kernel.clock, settings.planLimitsFreshMs),
-    subscriptions: overrides.subscriptions ?? activeSubscriptions,
+    limits: new CachedPlanLimits(kernel.engines.cache, overrides.limitsSource ?? billing.limitsSource, kernel.clock, settings.planLimitsFreshMs),
+    subscriptions: overrides.subscriptions ?? billing.subscriptions,
     members: overrides.members ?? identityMembers,
     clock: kernel.clock,
     ids: kernel.ids,

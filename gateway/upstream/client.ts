@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Clock } from '../../infra/runtime/clock';
@@ -23,7 +24,8 @@ export interface UpstreamCall {
   /** path and query, e.g. /v1/tally/counters?page_size=5 */
   path: string;
   headers: Record<string, string>;
-  body?: Buffer;
+  /** a Buffer, or a stream sent as it is read (never retried; the deadline starts once it is sent) */
+  body?: Buffer | Readable;
   /** the verified tenant, for the soft breaker; null for anonymous calls */
   tenantId: string | null;
   /** aborts the call when the client goes away */
@@ -44,6 +46,8 @@ class CallFailed extends Error {
 }
 
 const RETRIED = new Set(['GET', 'HEAD']);
+
+const isStream = (body: UpstreamCall['body']): body is Readable => body !== undefined && !Buffer.isBuffer(body);
 
 /**
  * A guarded HTTP upstream (spec 000 behaviour rules 1-4): keep-alive connections, a deadline
@@ -76,7 +80,7 @@ export class Upstream {
     const admission = this.breaker.admit(now());
     if (admission === 'reject') throw commonErrors.serviceUnavailable(`The ${this.name} service is unavailable (circuit open).`);
     const probe = admission === 'probe';
-    const retries = RETRIED.has(call.method) && !probe ? 1 : 0;
+    const retries = RETRIED.has(call.method) && !probe && !isStream(call.body) ? 1 : 0;
     // Breakers count calls, not attempts: a GET whose retry succeeds is a success.
     for (let attempt = 0; ; attempt += 1) {
       try {
@@ -124,8 +128,10 @@ export class Upstream {
       const send = this.base.protocol === 'https:' ? httpsRequest : httpRequest;
       const url = new URL(call.path, this.base);
       const headers: Record<string, string> = { ...call.headers };
-      if (call.body) headers['content-length'] = String(call.body.length);
+      const streamed = isStream(call.body) ? call.body : null;
+      if (Buffer.isBuffer(call.body)) headers['content-length'] = String(call.body.length);
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
       const req = send(url, { method: call.method, headers, agent: this.agent, signal: call.signal }, (res) => {
         clearTimeout(timer);
         settled = true;
@@ -133,19 +139,30 @@ export class Upstream {
         if (answer.status >= 500) reject(new CallFailed('response', answer));
         else resolve(answer);
       });
-      const timer = setTimeout(() => {
-        if (settled) return;
-        settled = true;
-        reject(new CallFailed('timeout', null));
-        req.destroy();
-      }, this.options.timeoutMs);
+      const startDeadline = () => {
+        timer = setTimeout(() => {
+          if (settled) return;
+          settled = true;
+          reject(new CallFailed('timeout', null));
+          req.destroy();
+        }, this.options.timeoutMs);
+      };
       req.on('error', (error) => {
         clearTimeout(timer);
         if (settled) return;
         settled = true;
         reject(new CallFailed('transport', null, error));
       });
-      req.end(call.body);
+      if (!streamed) {
+        startDeadline();
+        req.end(call.body);
+        return;
+      }
+      // the deadline covers the wait for the answer once the body is sent, not the client's upload;
+      // a client that goes away ends the upstream request with it
+      req.on('finish', startDeadline);
+      streamed.on('error', (error) => req.destroy(error));
+      streamed.pipe(req);
     });
   }
 }

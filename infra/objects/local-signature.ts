@@ -5,8 +5,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * (plus contentType=… for PUT). The HMAC covers the method, the key, the expiry and, for PUT, the
  * content type, so none of them can be changed without the secret.
  *
- * The HTTP route that serves these URLs is not built yet; it will call verifyLocalPresignature
- * and then read or write through the local ObjectStore.
+ * The HTTP routes that serve GET and PUT URLs are not built (nothing hands them out); the form
+ * uploads of presignPost are served by the files service (write-api/files/local-upload.ts).
  */
 export interface LocalPresignedRequest {
   method: 'GET' | 'PUT';
@@ -36,4 +36,39 @@ export const verifyLocalPresignature = (
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'bad-signature' };
   if (nowMs >= request.expires * 1000) return { valid: false, reason: 'expired' };
   return { valid: true };
+};
+
+/**
+ * The local store's form upload (presignPost): POST {publicBaseUrl}/v1/objects/local with the fields
+ * key, Content-Type, expires, min, max and signature, then the file. The HMAC covers every condition,
+ * so the route that receives the form (and enforces them while streaming) can trust none it did not sign.
+ */
+export interface LocalPostPolicy {
+  key: string;
+  contentType: string;
+  /** epoch seconds */
+  expires: number;
+  minBytes: number;
+  maxBytes: number;
+}
+
+export const LOCAL_POST_PATH = '/v1/objects/local';
+
+export const signLocalPost = (secret: string | Buffer, policy: LocalPostPolicy): string =>
+  createHmac('sha256', secret)
+    .update(['POST', policy.key, policy.contentType, String(policy.expires), String(policy.minBytes), String(policy.maxBytes)].join('\n'))
+    .digest('hex');
+
+/** the form's fields as the policy they claim to be, and whether it is signed, current and complete */
+export const verifyLocalPost = (secret: string | Buffer, fields: Record<string, string>, nowMs: number): LocalPresignatureCheck & { policy?: LocalPostPolicy } => {
+  const policy: LocalPostPolicy = {
+    key: fields.key ?? '', contentType: fields['Content-Type'] ?? '', expires: Number(fields.expires), minBytes: Number(fields.min), maxBytes: Number(fields.max),
+  };
+  if (![policy.expires, policy.minBytes, policy.maxBytes].every(Number.isSafeInteger)) return { valid: false, reason: 'bad-signature' };
+  const expected = Buffer.from(signLocalPost(secret, policy), 'hex');
+  const signature = fields.signature ?? '';
+  const given = Buffer.from(/^[0-9a-f]{64}$/.test(signature) ? signature : '', 'hex');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'bad-signature' };
+  if (nowMs >= policy.expires * 1000) return { valid: false, reason: 'expired' };
+  return { valid: true, policy };
 };

@@ -1,13 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { access, constants, copyFile, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, constants, copyFile, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../runtime/clock';
 import { systemClock } from '../runtime/clock';
-import { LOCAL_OBJECTS_PATH, signLocalRequest } from './local-signature';
-import { assertObjectKey, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectHead, type ObjectStore } from './port';
+import { LOCAL_OBJECTS_PATH, LOCAL_POST_PATH, signLocalPost, signLocalRequest } from './local-signature';
+import { assertObjectKey, assertPrefix, assertRange, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectHead, type ObjectStore } from './port';
 
 export interface LocalObjectStoreOptions {
   /** the platform's data folder; objects live in <dataDir>/objects */
@@ -78,7 +78,22 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
     return url.toString();
   };
 
-  return {
+  /** every key under a folder of the store, found from its `~meta` files */
+  const keysUnder = async (dir: string, base: string): Promise<string[]> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return [];
+      throw error;
+    });
+    const keys: string[] = [];
+    for (const entry of entries) {
+      if (dir === root && entry.name === '.staging') continue; // the store's own temporary files
+      if (entry.isDirectory()) keys.push(...(await keysUnder(join(dir, entry.name), `${base}${entry.name}/`)));
+      else if (entry.name.endsWith('~meta')) keys.push(`${base}${entry.name.slice(0, -'~meta'.length)}`);
+    }
+    return keys;
+  };
+
+  const store: ObjectStore = {
     kind: 'local',
     async put(key, body, { contentType }) {
       assertObjectKey(key); // before consuming the body
@@ -100,12 +115,14 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
         throw error;
       }
     },
-    async get(key) {
+    async get(key, getOptions) {
       const path = pathOf(key, 'data');
+      const range = getOptions?.range;
+      assertRange(range);
       try {
         // Opened before returning, so a missing object rejects here rather than in the middle of a stream.
         const handle = await open(path, 'r');
-        return handle.createReadStream();
+        return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ObjectNotFoundError(key);
         throw error;
@@ -132,12 +149,48 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
         throw error;
       }
     },
+    async move(fromKey, toKey) {
+      await store.copy(fromKey, toKey);
+      await store.delete(fromKey);
+    },
+    async list(prefix, listOptions = {}) {
+      assertPrefix(prefix);
+      // walk only the folder the prefix names completely
+      const folder = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/') + 1) : '';
+      const keys = (await keysUnder(folder ? resolve(root, folder) : root, folder))
+        .filter((k) => k.startsWith(prefix) && (listOptions.startAfter === undefined || k > listOptions.startAfter))
+        .sort();
+      const limit = listOptions.limit ?? 1000;
+      const objects: { key: string; size: number; lastModified: Date }[] = [];
+      for (const key of keys.slice(0, limit)) {
+        const head = await store.head(key);
+        if (head) objects.push({ key, size: head.size, lastModified: head.lastModified });
+      }
+      return { objects, more: keys.length > limit };
+    },
     presignGet: async (key, ttlSeconds) => presign('GET', key, ttlSeconds),
     presignPut: async (key, ttlSeconds, contentType) => presign('PUT', key, ttlSeconds, contentType),
+    async presignPost(key, postOptions) {
+      assertObjectKey(key);
+      assertTtlSeconds(postOptions.ttlSeconds);
+      const expiresAt = new Date(clock.now().getTime() + postOptions.ttlSeconds * 1000);
+      const policy = { key, contentType: postOptions.contentType, expires: Math.floor(expiresAt.getTime() / 1000), minBytes: postOptions.minBytes, maxBytes: postOptions.maxBytes };
+      return {
+        url: `${options.publicBaseUrl.replace(/\/+$/, '')}${LOCAL_POST_PATH}`, expiresAt,
+        fields: {
+          key, 'Content-Type': policy.contentType, expires: String(policy.expires), min: String(policy.minBytes), max: String(policy.maxBytes),
+          signature: signLocalPost(options.signingSecret, policy),
+        },
+      };
+    },
+    async ensureBucket() {
+      await mkdir(root, { recursive: true });
+    },
     async ping() {
       await mkdir(root, { recursive: true });
       await access(root, constants.R_OK | constants.W_OK);
     },
     async close() {},
   };
+  return store;
 };

@@ -21,22 +21,60 @@ export interface ObjectHead {
   lastModified: Date;
 }
 
+/** bytes start..end of an object, both included (an HTTP Range, resolved against the object's size) */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** what a browser-style POST upload must satisfy; the store itself refuses any other upload */
+export interface PresignPostOptions {
+  ttlSeconds: number;
+  /** the exact Content-Type the form must declare */
+  contentType: string;
+  /** the body's size must lie within minBytes..maxBytes (S3's content-length-range) */
+  minBytes: number;
+  maxBytes: number;
+}
+
+/** a form upload: POST multipart/form-data to url with these fields first, then the file as field `file` */
+export interface PresignedPost {
+  url: string;
+  fields: Record<string, string>;
+  expiresAt: Date;
+}
+
+export interface ObjectPage {
+  /** what a listing tells of each object (S3 lists no content type) */
+  objects: { key: string; size: number; lastModified: Date }[];
+  /** more objects follow the last one: ask again with startAfter = its key */
+  more: boolean;
+}
+
 export interface ObjectStore {
   readonly kind: 'local' | 's3';
-  /** stores or replaces the object; a stream is consumed to its end */
+  /** stores or replaces the object; a stream is consumed to its end (never held whole in memory) */
   put(key: string, body: Buffer | Readable, options: { contentType: string }): Promise<void>;
-  /** the object's bytes; rejects with ObjectNotFoundError when there is none */
-  get(key: string): Promise<Readable>;
+  /** the object's bytes, or only those of a range; rejects with ObjectNotFoundError when there is none */
+  get(key: string, options?: { range?: ByteRange }): Promise<Readable>;
   /** metadata, or null when there is no such object */
   head(key: string): Promise<ObjectHead | null>;
   /** removes the object; removing a missing one is not an error */
   delete(key: string): Promise<void>;
   /** rejects with ObjectNotFoundError when the source does not exist */
   copy(fromKey: string, toKey: string): Promise<void>;
+  /** copy, then delete the source; the target is complete before the source goes */
+  move(fromKey: string, toKey: string): Promise<void>;
+  /** objects whose key starts with prefix, in key order, after startAfter, at most limit (default 1000) */
+  list(prefix: string, options?: { startAfter?: string; limit?: number }): Promise<ObjectPage>;
   /** a URL anyone holding it can GET the object with, until ttlSeconds pass */
   presignGet(key: string, ttlSeconds: number): Promise<string>;
   /** a URL to PUT the object with, with exactly this Content-Type, until ttlSeconds pass */
   presignPut(key: string, ttlSeconds: number, contentType: string): Promise<string>;
+  /** a form upload to this key whose type, size and expiry the store enforces (S3 POST policy) */
+  presignPost(key: string, options: PresignPostOptions): Promise<PresignedPost>;
+  /** creates the bucket (S3_BUCKET) or folder when it does not exist yet */
+  ensureBucket(): Promise<void>;
   /** throws when the store cannot be reached */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -81,3 +119,16 @@ export const assertTtlSeconds = (ttlSeconds: number): void => {
 
 /** the key as a URL path: each segment escaped, the slashes kept */
 export const encodeKeyPath = (key: string): string => key.split('/').map(encodeURIComponent).join('/');
+
+export const assertRange = (range: ByteRange | undefined): void => {
+  if (range && !(Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) && range.start >= 0 && range.end >= range.start)) {
+    throw new RangeError(`a byte range is start..end with 0 <= start <= end, got ${range.start}..${range.end}`);
+  }
+};
+
+/** the key prefix as given to list: '' (everything) or segments ending anywhere; no '..' climbing */
+export const assertPrefix = (prefix: string): void => {
+  if (prefix !== '' && (prefix.startsWith('/') || prefix.split('/').some((s) => s === '.' || s === '..') || prefix.includes('~'))) {
+    throw new InvalidObjectKeyError(prefix, 'a prefix is the start of a key');
+  }
+};

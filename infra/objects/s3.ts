@@ -3,11 +3,13 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
@@ -15,7 +17,8 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Clock } from '../runtime/clock';
 import { systemClock } from '../runtime/clock';
-import { assertObjectKey, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectStore } from './port';
+import { assertObjectKey, assertPrefix, assertRange, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectStore } from './port';
+import { signPostPolicy } from './s3-post-policy';
 
 export interface S3ObjectStoreOptions {
   /** S3_ENDPOINT; path-style addressing, so MinIO, S3Proxy, R2 and AWS all work */
@@ -24,7 +27,7 @@ export interface S3ObjectStoreOptions {
   /** S3_ACCESS_KEY / S3_SECRET_KEY */
   accessKeyId: string;
   secretAccessKey: string;
-  /** S3_BUCKET; it must exist */
+  /** S3_BUCKET; ensureBucket creates it when missing */
   bucket: string;
   clock?: Clock;
   /** a streamed body is sent in parts of this size (S3's minimum is 5 MiB) */
@@ -36,22 +39,27 @@ const isNotFound = (error: unknown) => {
   return e.name === 'NoSuchKey' || e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404;
 };
 
-/** Reads up to `size` bytes; fewer means the stream has ended. */
-const readUpTo = async (source: AsyncIterator<Buffer>, carry: Buffer[], size: number): Promise<{ chunk: Buffer; ended: boolean }> => {
-  let length = carry.reduce((n, b) => n + b.length, 0);
-  while (length < size) {
+/**
+ * Reads up to `size` bytes into a part of its own; fewer means the stream has ended. The bytes are
+ * copied into the part as they arrive (no concatenation of the chunks, no part kept alive by a
+ * leftover that is a slice of it): one part, and the chunk in hand, is what an upload holds.
+ */
+const readPart = async (source: AsyncIterator<Buffer>, carry: { rest: Buffer | null }, size: number): Promise<{ chunk: Buffer; ended: boolean }> => {
+  const part = Buffer.allocUnsafeSlow(size);
+  let filled = 0;
+  const take = (bytes: Buffer): Buffer | null => {
+    const n = Math.min(bytes.length, size - filled);
+    bytes.copy(part, filled, 0, n);
+    filled += n;
+    return n < bytes.length ? bytes.subarray(n) : null;
+  };
+  if (carry.rest) carry.rest = take(carry.rest);
+  while (filled < size) {
     const next = await source.next();
-    if (next.done) {
-      const chunk = Buffer.concat(carry.splice(0));
-      return { chunk, ended: true };
-    }
-    const buffer = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
-    carry.push(buffer);
-    length += buffer.length;
+    if (next.done) return { chunk: part.subarray(0, filled), ended: true };
+    carry.rest = take(Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value));
   }
-  const all = Buffer.concat(carry.splice(0));
-  carry.push(all.subarray(size));
-  return { chunk: all.subarray(0, size), ended: false };
+  return { chunk: part, ended: false };
 };
 
 /**
@@ -62,7 +70,7 @@ const readUpTo = async (source: AsyncIterator<Buffer>, carry: Buffer[], size: nu
 export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore => {
   const clock = options.clock ?? systemClock;
   const Bucket = options.bucket;
-  const partSize = options.partSize ?? 8 * 1024 * 1024;
+  const partSize = options.partSize ?? 5 * 1024 * 1024; // S3's smallest part: the least an upload holds
   const client = new S3Client({
     endpoint: options.endpoint,
     region: options.region ?? 'us-east-1',
@@ -72,12 +80,15 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
     // S3-compatible stores do not all speak; send them only where an operation requires one.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    // a store that stops answering mid-request must not hold a part upload (or a reader) forever
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
   });
+  const region = options.region ?? 'us-east-1';
 
   const putStream = async (Key: string, body: Readable, ContentType: string) => {
     const source = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const carry: Buffer[] = [];
-    const first = await readUpTo(source, carry, partSize);
+    const carry = { rest: null as Buffer | null };
+    const first = await readPart(source, carry, partSize);
     if (first.ended) {
       await client.send(new PutObjectCommand({ Bucket, Key, Body: first.chunk, ContentType }));
       return;
@@ -90,7 +101,7 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
         const { ETag } = await client.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }));
         parts.push({ ETag, PartNumber });
         if (part.ended) break;
-        part = await readUpTo(source, carry, partSize);
+        part = await readPart(source, carry, partSize);
         if (part.ended && part.chunk.length === 0) break;
       }
       await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));
@@ -101,17 +112,19 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
     }
   };
 
-  return {
+  const store: ObjectStore = {
     kind: 's3',
     async put(key, body, { contentType }) {
       assertObjectKey(key);
       if (Buffer.isBuffer(body)) await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType }));
       else await putStream(key, body, contentType);
     },
-    async get(key) {
+    async get(key, getOptions) {
       assertObjectKey(key);
+      const range = getOptions?.range;
+      assertRange(range);
       try {
-        const { Body } = await client.send(new GetObjectCommand({ Bucket, Key: key }));
+        const { Body } = await client.send(new GetObjectCommand({ Bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
         return Body as Readable; // in Node the SDK hands back the response stream
       } catch (error) {
         if (isNotFound(error)) throw new ObjectNotFoundError(key);
@@ -148,6 +161,20 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
         throw error;
       }
     },
+    async move(fromKey, toKey) {
+      await store.copy(fromKey, toKey);
+      await store.delete(fromKey);
+    },
+    async list(prefix, listOptions = {}) {
+      assertPrefix(prefix);
+      const out = await client.send(new ListObjectsV2Command({
+        Bucket, Prefix: prefix || undefined, StartAfter: listOptions.startAfter, MaxKeys: listOptions.limit ?? 1000,
+      }));
+      return {
+        objects: (out.Contents ?? []).map((o) => ({ key: o.Key!, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0) })),
+        more: out.IsTruncated === true,
+      };
+    },
     async presignGet(key, ttlSeconds) {
       assertObjectKey(key);
       assertTtlSeconds(ttlSeconds);
@@ -163,6 +190,22 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
         signableHeaders: new Set(['content-type']),
       });
     },
+    async presignPost(key, postOptions) {
+      assertObjectKey(key);
+      assertTtlSeconds(postOptions.ttlSeconds);
+      return signPostPolicy({ endpoint: options.endpoint, bucket: Bucket, region, accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey }, key, postOptions, clock.now());
+    },
+    async ensureBucket() {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket }));
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        // two processes starting together may both create it: the loser's "already owned" is success
+        await client.send(new CreateBucketCommand({ Bucket })).catch((e: { name?: string }) => {
+          if (e.name !== 'BucketAlreadyOwnedByYou' && e.name !== 'BucketAlreadyExists') throw e;
+        });
+      }
+    },
     async ping() {
       await client.send(new HeadBucketCommand({ Bucket }));
     },
@@ -170,4 +213,5 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       client.destroy();
     },
   };
+  return store;
 };

@@ -27,6 +27,11 @@ export interface GuardedCall {
   tenantId?: string | null;
   /** idempotent calls are retried once after 100 ms; others never */
   idempotent?: boolean;
+  /**
+   * this call's deadline instead of the guard's; null for none — a call paced by a stream it
+   * consumes (an upload's body) has its own per-request timeouts, and the client's pace is no failure
+   */
+  timeoutMs?: number | null;
 }
 
 class DeadlineExceeded extends Error {}
@@ -60,7 +65,7 @@ export class Guard {
     const isFailure = this.options.isFailure ?? ((e: unknown) => !isDomainError(e));
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const value = await this.withDeadline(fn);
+        const value = await this.withDeadline(fn, call.timeoutMs === undefined ? this.options.timeoutMs : call.timeoutMs);
         this.settle(true, tenantId, probe, 'response');
         return value;
       } catch (error) {
@@ -74,7 +79,7 @@ export class Guard {
           continue;
         }
         this.settle(false, tenantId, probe, 'transport');
-        if (timedOut) throw commonErrors.gatewayTimeout(`${name} did not answer within ${this.options.timeoutMs} ms.`);
+        if (timedOut) throw commonErrors.gatewayTimeout(`${name} did not answer within ${call.timeoutMs ?? this.options.timeoutMs} ms.`);
         throw Object.assign(commonErrors.badGateway(`${name} failed or is unreachable.`), { cause: error });
       }
     }
@@ -87,14 +92,15 @@ export class Guard {
     if (tenantId) this.tenants.record(tenantId, !ok, t);
   }
 
-  private async withDeadline<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  private async withDeadline<T>(fn: (signal: AbortSignal) => Promise<T>, timeoutMs: number | null): Promise<T> {
     const controller = new AbortController();
+    if (timeoutMs === null) return fn(controller.signal);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         controller.abort();
         reject(new DeadlineExceeded());
-      }, this.options.timeoutMs);
+      }, timeoutMs);
     });
     try {
       return await Promise.race([fn(controller.signal), deadline]);

@@ -92,7 +92,9 @@ export const createClamdScanner = (options: ClamdOptions): VirusScanner => {
       if (answer === 'stream: OK') return { clean: true };
       const found = /^stream: (.+) FOUND$/.exec(answer);
       if (found) return { clean: false, signature: found[1]! };
-      // e.g. "INSTREAM size limit exceeded. ERROR": no verdict, so the file is not clean either.
+      // too large for clamd's StreamMaxLength: an answer about these bytes (not clean), not a failure of clamd
+      if (/size limit exceeded/i.test(answer)) return { clean: false, unscannable: answer };
+      // any other ERROR: no verdict, so the file is not clean either.
       throw new ScanError(`clamd gave no verdict: ${answer || '(empty answer)'}`);
     },
     async ping() {

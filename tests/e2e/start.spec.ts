@@ -18,6 +18,8 @@ describe('`platform start` on an empty data folder', () => {
       const ready = await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => { throw new Error(`${e.message}\n${p.output().slice(-3000)}`); });
       expect(await ready.json()).toEqual({ status: 'ready' });
       expect(await (await fetch(`${p.url}/live`)).json()).toEqual({ status: 'ok' });
+      // billing's gRPC service is served by `npm start` too (loopback, plaintext)
+      expect(p.output()).toMatch(/"host":"127\.0\.0\.1","port":\d+,"tls":false,"msg":"billing gRPC listening"/);
       const notFound = await fetch(`${p.url}/v1/nothing`);
       expect(notFound.status).toBe(404);
       expect(notFound.headers.get('content-type')).toMatch(/application\/problem\+json/);

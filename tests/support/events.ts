@@ -64,7 +64,7 @@ export const startReceiver = async (): Promise<Receiver> => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as Body;
+      const body = JSON.parse(Buffer.concat(chunks).toString());
       if (receiver.failMarked && body.event?.payload?.fail === true) {
         res.writeHead(500).end('handler failed on purpose');
         return;

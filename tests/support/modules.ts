@@ -20,6 +20,10 @@ export const TEST_MODULES = {
     return mergeModules({ write: [write.default], read: [read.default], projections: projections.default.projections });
   },
   money: async () => (await import('./money')).moneyModules,
+  /** the files service with identity's read models (tests/support/files.ts) */
+  files: async () => (await import('./files')).filesModules,
+  /** billing with identity's read models (its tenants and owners): suites name identity too for real tokens */
+  billing: async () => (await import('./billing')).billingModules,
   /** the notification hub with identity's read models (recipients by userId) */
   notify: async () => (await import('./notify')).notifyModules,
   /** the audit service with the gateway's fallback replay (needs one ClickHouse for all roles: chdb is one process's) */

@@ -34,6 +34,8 @@ export interface TestPlatform {
   /** where the test sends requests: the process, or the gateway of the split roles */
   url: string;
   topology: 'all' | 'split';
+  /** the server processes by role: this process all-in-one (`all`), or each role's child process in the split run */
+  pids: Record<string, number>;
   database: TestDatabase;
   /** fetch relative to the server */
   http(path: string, init?: RequestInit): Promise<Response>;
@@ -80,6 +82,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     });
     return {
       kernel: split.kernel, url: split.url, topology: 'split', database: split.database,
+      pids: Object.fromEntries(Object.entries(split.processes).map(([role, child]) => [role, child.pid!])),
       http: (path, init) => fetch(`${split.url}${path}`, init),
       logLines: split.logLines,
       stop: split.stop, close: split.stop,
@@ -106,7 +109,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     if (ownsDatabase) await database.drop();
   };
   return {
-    kernel: running.kernel, app: running.app, url, topology: 'all', database,
+    kernel: running.kernel, app: running.app, url, topology: 'all', database, pids: { all: process.pid },
     http: (path, init) => fetch(`${url}${path}`, init),
     logLines: () => (capture?.lines ?? []),
     stop: running.stop, close,

@@ -20,10 +20,13 @@ export interface PlatformProcess {
   exited: Promise<number | null>;
 }
 
-/** `platform <args>` as a child process, the way an operator runs it */
+/**
+ * `platform <args>` as a child process, the way an operator runs it; billing's gRPC on a free port
+ * unless the test names one (50051 would be shared by every test process on the machine)
+ */
 export const runPlatform = (args: string[], env: Record<string, string>, port: number): PlatformProcess => {
   let output = '';
-  const child = spawn(process.execPath, ['bin/platform.js', ...args], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['bin/platform.js', ...args], { cwd: ROOT, env: { ...process.env, GRPC_PORT: '0', ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
   child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

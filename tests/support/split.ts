@@ -47,6 +47,8 @@ export interface SplitPlatform {
   processes: Record<SplitRole, ChildProcess>;
   /** the JSON log lines of every role so far (each carries its role in `name`) */
   logLines: () => LogLine[];
+  /** starts one more gateway process in front of the same roles (caches of every gateway process); its URL */
+  addGateway: () => Promise<string>;
   stop: () => Promise<void>;
 }
 
@@ -146,17 +148,22 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const kernel = await openKernel({ config, logger: silentLogger(), modules: await loadTestModules(options.modules), clock: options.clock });
   const lines: LogLine[] = [];
   const started: Partial<Record<SplitRole, RoleProcess>> = {};
+  const extraGateways: RoleProcess[] = [];
+  let gatewayEnv: Record<string, string> = {};
   const stopAll = async () => {
-    // the gateway first: no request reaches an upstream that is already gone
+    // the gateways first: no request reaches an upstream that is already gone
+    for (const extra of extraGateways) await stopRole(extra);
     for (const role of [...ROLES].reverse()) if (started[role]) await stopRole(started[role]);
   };
   try {
     await kernel.projections.prepare();
-    const [writePort, readPort] = [await freePort(), await freePort()];
-    started['write-api'] = startRole('write-api', { ...env, PORT: String(writePort) }, lines);
+    const [writePort, readPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
+    // billing's gRPC is served by write-api and called by the gateway (when the billing module runs)
+    started['write-api'] = startRole('write-api', { ...env, PORT: String(writePort), GRPC_PORT: String(grpcPort) }, lines);
     started['read-api'] = startRole('read-api', { ...env, PORT: String(readPort) }, lines);
     started.workers = startRole('workers', { ...env, PORT: '0' }, lines);
-    started.gateway = startRole('gateway', { ...env, PORT: String(gatewayPort), WRITE_API_URL: `http://127.0.0.1:${writePort}`, READ_API_URL: `http://127.0.0.1:${readPort}` }, lines);
+    gatewayEnv = { ...env, WRITE_API_URL: `http://127.0.0.1:${writePort}`, READ_API_URL: `http://127.0.0.1:${readPort}`, BILLING_GRPC_TARGET: `127.0.0.1:${grpcPort}` };
+    started.gateway = startRole('gateway', { ...gatewayEnv, PORT: String(gatewayPort) }, lines);
     await Promise.all(ROLES.map((role) => started[role]!.url));
   } catch (error) {
     await stopAll();
@@ -170,6 +177,13 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   return {
     url: `http://127.0.0.1:${gatewayPort}`, rootUrl, kernel, database, processes,
     logLines: () => [...lines],
+    addGateway: async () => {
+      const port = await freePort();
+      const role = startRole('gateway', { ...gatewayEnv, PORT: String(port) }, lines);
+      extraGateways.push(role);
+      await role.url;
+      return `http://127.0.0.1:${port}`;
+    },
     stop: () => {
       stopped ??= (async () => {
         await stopAll();

@@ -63,6 +63,7 @@ describe('a batch publish while the log is down', () => {
     await eventually(async () => receiver.received.some((d: Body) => d.event.eventId === warmup.body.eventId));
 
     await proxy.cut();
+    await new Promise((r) => setTimeout(r, 300)); // a successful check is trusted for a quarter of a second
     const refused = await client.call('POST', '/events/publish/batch', batch);
     expect(refused.status).toBe(503);
     expect(refused.body.type).toMatch(/\/events\.broker\.unavailable$/);

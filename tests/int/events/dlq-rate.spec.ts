@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUDIT_TOPIC } from '../../../infra/audit';
 import type { ApiClient, Body, Receiver, RegisteredModule } from '../../support/events';
 import { EVENTS_TEST_ENV, eventually, moduleClient, registerModule, startReceiver, uniqueSlug } from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
@@ -10,7 +11,7 @@ import { startTestPlatform } from '../../support/platform';
  * receiving end: redeliveries spread over at least (n - 1) / 50 seconds and no second holds more
  * than 50 of them. Resolved dead letters are skipped and counted.
  */
-describe('POST /events/dlq/replay-all', () => {
+describe.each([{ name: 'the embedded log', kafka: false }, { name: 'Kafka', kafka: true }])('POST /events/dlq/replay-all on $name', ({ kafka }) => {
   let platform: TestPlatform;
   let receiver: Receiver;
   let crm: RegisteredModule;
@@ -18,7 +19,7 @@ describe('POST /events/dlq/replay-all', () => {
   const tenantId = randomUUID();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: ['events'], env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ role: 'all', modules: ['events'], kafka, env: EVENTS_TEST_ENV });
     receiver = await startReceiver();
     const slug = uniqueSlug('rate');
     crm = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [`${slug}.job.failed`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url } }, [tenantId]);
@@ -29,6 +30,23 @@ describe('POST /events/dlq/replay-all', () => {
     await platform?.close();
     await receiver?.close();
   });
+
+  const auditActions = async (): Promise<{ action: string; entityId: string }[]> => {
+    const log = platform.kernel.log;
+    const found: { action: string; entityId: string }[] = [];
+    for (let p = 0; p < (await log.partitionsOf(AUDIT_TOPIC)); p += 1) {
+      for (let offset = 0; ;) {
+        const records = await log.read(AUDIT_TOPIC, p, offset, 1000);
+        if (records.length === 0) break;
+        for (const r of records) {
+          const v = JSON.parse(r.value) as { data?: { action?: string; entityId?: string } };
+          if (v.data?.action && v.data.entityId) found.push({ action: v.data.action, entityId: v.data.entityId });
+        }
+        offset = records[records.length - 1]!.offset + 1;
+      }
+    }
+    return found;
+  };
 
   it('redelivers pending dead letters at no more than 50 a second and skips the resolved ones', async () => {
     const count = 80;
@@ -59,7 +77,14 @@ describe('POST /events/dlq/replay-all', () => {
     expect(times[times.length - 1]! - times[0]!).toBeGreaterThanOrEqual(((count - 6) / 50) * 1000 * 0.9);
     const busiestSecond = Math.max(...times.map((t) => times.filter((u) => u >= t && u < t + 1000).length));
     expect(busiestSecond).toBeLessThanOrEqual(51);
-    const pending = await client.call('GET', '/events/dlq?status=resolved&page_size=100');
-    expect(pending.body.data).toHaveLength(count);
+    const resolved = await client.call('GET', '/events/dlq?status=resolved&page_size=100');
+    expect(resolved.body.data).toHaveLength(count);
+
+    // every redrive and resolution is audited, one record per dead letter
+    await platform.kernel.audit.flush();
+    const ids = new Set(entries.map((e) => e.id as string));
+    const audited = (await auditActions()).filter((a) => ids.has(a.entityId));
+    expect(audited.filter((a) => a.action === 'events.dlq.resolved')).toHaveLength(5);
+    expect(audited.filter((a) => a.action === 'events.dlq.replayed')).toHaveLength(count - 5);
   });
 });

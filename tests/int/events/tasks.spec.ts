@@ -33,7 +33,7 @@ describe('the task queue', () => {
     const id = await platform.kernel.commands.run(meta(tenantA), async (uow) => uow.enqueueTask({ type: 'test.greeting.send', payload: { to: 'ada' } }));
     const done = await eventually(async () => {
       const res = await userClient(platform, tenantA).call('GET', `/events/tasks/${id}`);
-      return res.status === 200 && res.body.status === 'done' ? (res.body as Body) : null;
+      return res.status === 200 && res.body.status === 'done' ? (res.body) : null;
     });
     expect(done).toMatchObject({ id, type: 'test.greeting.send', payload: { to: 'ada' }, attempts: 2, lastError: null, completedAt: expect.any(String) });
     expect(runs.filter((r) => r.id === id).map((r) => r.attempt)).toEqual([1, 2]);

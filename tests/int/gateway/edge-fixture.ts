@@ -1,7 +1,7 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { commonErrors } from '../../../domain/shared/errors';
-import { setGatewayPorts } from '../../../gateway/ports';
+import { setGatewayPorts } from '../../../infra/http/gateway-ports';
 import { sendMultiStatus, settleItems } from '../../../infra/http/multi-status';
 import { defineRoutes, mergeModules } from '../../../infra/modules';
 

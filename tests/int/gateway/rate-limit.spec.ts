@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setGatewayPorts } from '../../../gateway/ports';
+import { setGatewayPorts } from '../../../infra/http/gateway-ports';
 import { testToken } from '../../support/auth';
 import { requireEnv } from '../../support/env';
 import type { TestPlatform } from '../../support/platform';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { setGatewayPorts } from '../../../gateway/ports';
+import { setGatewayPorts } from '../../../infra/http/gateway-ports';
 import { fixedClock } from '../../../infra/runtime/clock';
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';

@@ -91,6 +91,73 @@ export const objectStoreContract = (name: string, open: () => Promise<ObjectStor
       });
     });
 
+    describe('an object of 26 bytes', () => {
+      const k = key('ranges/alphabet.txt');
+      beforeAll(async () => {
+        await store.put(k, Buffer.from('abcdefghijklmnopqrstuvwxyz'), { contentType: 'text/plain' });
+      });
+
+      it('gives back only the bytes of a range, both ends included', async () => {
+        expect(await text(await store.get(k, { range: { start: 2, end: 5 } }))).toBe('cdef');
+        expect(await text(await store.get(k, { range: { start: 25, end: 25 } }))).toBe('z');
+        expect(await text(await store.get(k, { range: { start: 0, end: 25 } }))).toBe('abcdefghijklmnopqrstuvwxyz');
+      });
+
+      it('refuses a range that ends before it starts', async () => {
+        await expect(store.get(k, { range: { start: 5, end: 2 } })).rejects.toBeInstanceOf(RangeError);
+      });
+    });
+
+    describe('an object moved', () => {
+      it('is under the new key only, byte for byte', async () => {
+        const [from, to] = [key('moving/from.bin'), key('moved/to.bin')];
+        const body = randomBytes(1000);
+        await store.put(from, body, { contentType: 'application/octet-stream' });
+        await store.move(from, to);
+        expect((await buffer(await store.get(to))).equals(body)).toBe(true);
+        expect(await store.head(from)).toBeNull();
+      });
+
+      it('cannot be moved from a key never written', async () => {
+        await expect(store.move(key('moving/missing'), key('moved/missing'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+      });
+    });
+
+    describe('objects under a prefix', () => {
+      const listed = (page: { objects: { key: string }[] }) => page.objects.map((o) => o.key.slice(prefix.length + 1));
+      beforeAll(async () => {
+        for (const name of ['c', 'a', 'b/1', 'b/2']) await store.put(key(`list/${name}`), Buffer.from(name), { contentType: 'text/plain' });
+        await store.put(key('listing-not/x'), Buffer.from('x'), { contentType: 'text/plain' });
+      });
+
+      it('are listed in key order with their sizes, and nothing outside the prefix', async () => {
+        const page = await store.list(key('list/'));
+        expect(listed(page)).toEqual(['list/a', 'list/b/1', 'list/b/2', 'list/c']);
+        expect(page.objects[1]).toMatchObject({ size: 3 });
+        expect(page.more).toBe(false);
+      });
+
+      it('come in pages: limit, then the rest after the last key', async () => {
+        const first = await store.list(key('list/'), { limit: 2 });
+        expect([listed(first), first.more]).toEqual([['list/a', 'list/b/1'], true]);
+        const rest = await store.list(key('list/'), { startAfter: first.objects[1]!.key });
+        expect([listed(rest), rest.more]).toEqual([['list/b/2', 'list/c'], false]);
+      });
+
+      it('are none for a prefix nothing starts with', async () => {
+        expect(await store.list(key('nothing-here/'))).toEqual({ objects: [], more: false });
+      });
+    });
+
+    describe('a store whose bucket exists', () => {
+      it('accepts ensureBucket again and keeps its objects', async () => {
+        const k = key('kept.txt');
+        await store.put(k, Buffer.from('kept'), { contentType: 'text/plain' });
+        await store.ensureBucket();
+        expect(await text(await store.get(k))).toBe('kept');
+      });
+    });
+
     describe('an object put from a stream larger than one upload part', () => {
       it('is read back byte for byte', async () => {
         const k = key('large.bin');

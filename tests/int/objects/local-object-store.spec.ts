@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalObjectStore } from '../../../infra/objects/local';
-import { verifyLocalPresignature, type LocalPresignedRequest } from '../../../infra/objects/local-signature';
+import { verifyLocalPost, verifyLocalPresignature, type LocalPresignedRequest } from '../../../infra/objects/local-signature';
 import { fixedClock } from '../../../infra/runtime/clock';
 import { objectStoreContract } from './contract';
 
@@ -65,6 +65,27 @@ describe('a local object store signing URLs at 10:00:00', () => {
     expect(request.contentType).toBe('image/png');
     expect(verifyLocalPresignature(SECRET, request, now.getTime())).toEqual({ valid: true });
     expect(verifyLocalPresignature(SECRET, { ...request, contentType: 'text/html' }, now.getTime())).toEqual({ valid: false, reason: 'bad-signature' });
+  });
+});
+
+describe('a local object store handing out a form upload at 10:00:00', () => {
+  const now = new Date('2024-05-01T10:00:00Z');
+  const post = async () => createLocalObjectStore({ dataDir: await newDataDir(), publicBaseUrl: 'https://app.example.test', signingSecret: SECRET, clock: fixedClock(now) })
+    .presignPost('t-1/_staging/f.png', { ttlSeconds: 900, contentType: 'image/png', minBytes: 1, maxBytes: 100 });
+
+  it('posts to /v1/objects/local with fields whose signature covers key, type, size and expiry', async () => {
+    const form = await post();
+    expect(form.url).toBe('https://app.example.test/v1/objects/local');
+    expect(form.expiresAt).toEqual(new Date('2024-05-01T10:15:00Z'));
+    expect(verifyLocalPost(SECRET, form.fields, now.getTime())).toMatchObject({ valid: true, policy: { key: 't-1/_staging/f.png', contentType: 'image/png', minBytes: 1, maxBytes: 100 } });
+  });
+
+  it('is refused once changed in any field, or expired', async () => {
+    const { fields } = await post();
+    for (const [name, value] of [['key', 't-2/_staging/f.png'], ['Content-Type', 'text/html'], ['max', '1000000'], ['min', '0'], ['expires', String(Number(fields.expires) + 60)]]) {
+      expect(verifyLocalPost(SECRET, { ...fields, [name!]: value! }, now.getTime())).toEqual({ valid: false, reason: 'bad-signature' });
+    }
+    expect(verifyLocalPost(SECRET, fields, now.getTime() + 900_000)).toEqual({ valid: false, reason: 'expired' });
   });
 });
 

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ObjectStore } from '../../../infra/objects/port';
+import type { ObjectStore, PresignedPost } from '../../../infra/objects/port';
 import { createS3ObjectStore, type S3ObjectStoreOptions } from '../../../infra/objects/s3';
 import { fixedClock } from '../../../infra/runtime/clock';
 import { requireEnv } from '../../support/env';
@@ -112,5 +112,81 @@ describe('an S3 object store whose bucket does not exist', () => {
     const store = createS3ObjectStore({ ...connection, bucket: `missing-${randomUUID()}` });
     await expect(store.ping()).rejects.toThrow();
     await store.close();
+  });
+
+  it('creates the bucket with ensureBucket, once even when asked twice at the same time', async () => {
+    const name = `created-${randomUUID()}`;
+    const store = createS3ObjectStore({ ...connection, bucket: name });
+    await Promise.all([store.ensureBucket(), store.ensureBucket()]);
+    await expect(store.ping()).resolves.toBeUndefined();
+    await admin.send(new DeleteBucketCommand({ Bucket: name }));
+    await store.close();
+  });
+});
+
+/** sends a presigned POST form as a browser would: the fields, then the file */
+const postForm = async (post: PresignedPost, body: Buffer, contentType: string) => {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(post.fields)) form.append(name, value);
+  form.append('file', new Blob([body], { type: contentType }), 'upload.bin');
+  const response = await fetch(post.url, { method: 'POST', body: form });
+  return { status: response.status, text: await response.text() };
+};
+
+describe('an S3 object store handing out a form upload for image/png of 1..100 bytes', () => {
+  let store: ObjectStore;
+  const limits = { ttlSeconds: 60, contentType: 'image/png', minBytes: 1, maxBytes: 100 };
+  beforeAll(() => {
+    store = createS3ObjectStore({ ...connection, bucket });
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it('is accepted by S3 with a body within the range, under the signed key', async () => {
+    const key = `t-1/${randomUUID()}/post.png`;
+    const post = await store.presignPost(key, limits);
+    expect(post.url).toBe(`${endpoint}/${bucket}`);
+    expect((await postForm(post, Buffer.alloc(100, 7), 'image/png')).status).toBe(204);
+    expect(await store.head(key)).toMatchObject({ size: 100, contentType: 'image/png' });
+  });
+
+  it('is refused by S3 itself for a body over its size condition', async () => {
+    const key = `t-1/${randomUUID()}/big.png`;
+    const answer = await postForm(await store.presignPost(key, limits), Buffer.alloc(101, 7), 'image/png');
+    expect(answer.status).toBe(400);
+    expect(answer.text).toMatch(/EntityTooLarge/);
+    expect(await store.head(key)).toBeNull();
+  });
+
+  it('is refused by S3 itself with a tampered signature', async () => {
+    const key = `t-1/${randomUUID()}/tampered.png`;
+    const post = await store.presignPost(key, limits);
+    const signature = post.fields['x-amz-signature']!;
+    post.fields['x-amz-signature'] = signature.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+    expect((await postForm(post, Buffer.alloc(10, 7), 'image/png')).status).toBe(403);
+    expect(await store.head(key)).toBeNull();
+  });
+
+  it('is refused by S3 itself once expired', async () => {
+    const key = `t-1/${randomUUID()}/late.png`;
+    const past = createS3ObjectStore({ ...connection, bucket, clock: fixedClock(new Date(Date.now() - 600_000)) });
+    const answer = await postForm(await past.presignPost(key, limits), Buffer.alloc(10, 7), 'image/png');
+    expect(answer.status).toBe(403);
+    expect(answer.text).toMatch(/expired/i);
+    expect(await store.head(key)).toBeNull();
+    await past.close();
+  });
+
+  it('is refused by S3 itself with another content type or another key', async () => {
+    const key = `t-1/${randomUUID()}/typed.png`;
+    const retyped = await store.presignPost(key, limits);
+    retyped.fields['Content-Type'] = 'text/html';
+    expect((await postForm(retyped, Buffer.from('<script>'), 'text/html')).status).toBe(403);
+    const rekeyed = await store.presignPost(key, limits);
+    rekeyed.fields.key = `t-2/${randomUUID()}/elsewhere.png`;
+    expect((await postForm(rekeyed, Buffer.alloc(10, 7), 'image/png')).status).toBe(403);
+    expect(await store.head(key)).toBeNull();
+    expect(await store.head(rekeyed.fields.key)).toBeNull();
   });
 });

@@ -88,6 +88,28 @@ describe('a scanner whose clamd accepts connections but never answers', () => {
   });
 });
 
+describe('a scanner whose clamd refuses a stream over its StreamMaxLength', () => {
+  let refusing: Server;
+  let refusingPort = 0;
+  beforeAll(async () => {
+    // what clamd says when a stream passes StreamMaxLength, before it closes the connection
+    refusing = createServer((socket) => {
+      socket.once('data', () => socket.end('INSTREAM size limit exceeded. ERROR\0'));
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    refusingPort = (refusing.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => refusing.close(resolve));
+  });
+
+  it('answers "unscannable", neither clean nor a failure of the scanner', async () => {
+    const verdict = await createClamdScanner({ host: '127.0.0.1', port: refusingPort }).scan(randomBytes(200_000));
+    expect(verdict).toEqual({ clean: false, unscannable: 'INSTREAM size limit exceeded. ERROR' });
+  });
+});
+
 describe('a scanner whose clamd is not running', () => {
   it('fails at once with a scan error', async () => {
     const closed = createServer();

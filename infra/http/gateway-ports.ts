@@ -1,4 +1,4 @@
-import type { Kernel } from '../infra/kernel';
+import type { Kernel } from '../kernel';
 
 /**
  * What the gateway asks other services about a tenant. Each has a default that holds until the
@@ -7,6 +7,20 @@ import type { Kernel } from '../infra/kernel';
  * RoutePlugin.start(kernel) with `setGatewayPorts(kernel, { ... })`; the gateway reads the ports
  * per request, so installing them after the app is built is fine.
  */
+/** what billing's admission knows of a request (spec 001, Limit enforcement flow) */
+export interface AdmissionRequest {
+  tenantId: string;
+  method: string;
+  /** the route template, e.g. /v1/users/:id */
+  route: string;
+  /** the API namespace of the route's plugin */
+  namespace: string | null;
+  /** the counted resource the route creates, when its config says so (config.counts) */
+  counts?: string;
+  /** the route stays open to a suspended tenant (config.allowedWhileSuspended) */
+  allowedWhileSuspended?: boolean;
+}
+
 export interface GatewayPorts {
   /** requests per minute the tenant as a whole may make (billing plan); null: the configured default */
   tenantRateCeiling(tenantId: string): Promise<number | null>;
@@ -22,6 +36,12 @@ export interface GatewayPorts {
   tenantCorsOrigins(tenantId: string): Promise<readonly string[]>;
   /** whether any tenant allows this origin (a preflight carries no token, so no tenant yet) */
   originKnownToAnyTenant(origin: string): Promise<boolean>;
+  /**
+   * billing's admission of an authenticated request: resolves to let it through, throws the
+   * problem that refuses it (402 for a suspended or terminated subscription or a plan limit);
+   * passes everything until billing installs it (BILLING_ENABLED=false, the self-hosted case)
+   */
+  admit(request: AdmissionRequest): Promise<void>;
 }
 
 /** Namespaces of the platform itself: always installed, whatever a tenant's module list says. */
@@ -33,6 +53,7 @@ export const defaultGatewayPorts: GatewayPorts = {
   moduleStatus: async () => 'unknown',
   tenantCorsOrigins: async () => [],
   originKnownToAnyTenant: async () => false,
+  admit: async () => undefined,
 };
 
 const installed = new WeakMap<Kernel, GatewayPorts>();

@@ -1,0 +1,99 @@
+/**
+ * The event bus's figures (issue 15): publish → handler latency at a steady rate (aim p99 < 100 ms
+ * on Kafka at 1,000 events/s), batch publish throughput (aim ≥ 20,000 events/s accepted), and the
+ * DLQ replay rate held at DLQ_REPLAY_RATE_LIMIT (50/s). One all-in-one platform in this process on
+ * a fresh database; handlers are a webhook endpoint in this process.
+ * Usage: source .test-infra/env; npx tsx bench/events-bus.ts [seconds=10] [rate=1000] [--kafka] [--dlq=200]
+ */
+import { randomUUID } from 'node:crypto';
+import type { Body } from '../tests/support/events';
+import { EVENTS_TEST_ENV, moduleClient, registerModule, startReceiver, uniqueSlug } from '../tests/support/events';
+import { startTestPlatform } from '../tests/support/platform';
+import { machine, summarize } from './support';
+
+const seconds = Number(process.argv[2] ?? 10);
+const rate = Number(process.argv[3] ?? 1000);
+const kafka = process.argv.includes('--kafka');
+const dlqCount = Number(/--dlq=(\d+)/.exec(process.argv.join(' '))?.[1] ?? 200);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const platform = await startTestPlatform({ modules: ['events'], kafka, env: { ...EVENTS_TEST_ENV, LOG_LEVEL: 'silent' } });
+const receiver = await startReceiver();
+try {
+  const tenantId = randomUUID();
+  const slug = uniqueSlug('bench');
+  const topic = `platform.${slug}.events`;
+  const type = `${slug}.item.changed`;
+  const mod = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [type], subscribes: [topic], endpoint: receiver.url } }, [tenantId]);
+  const client = moduleClient(platform, mod, tenantId);
+  await client.call('POST', '/events/subscriptions', { topic, consumerGroup: `${slug}.bench`, handlerName: 'bench' });
+  const drain = async (count: number, timeoutMs = 120_000) => {
+    const until = Date.now() + timeoutMs;
+    while (receiver.received.length < count && Date.now() < until) await sleep(20);
+  };
+  // warm-up: the topic exists, the fan-out consumes it, the first delivery went out
+  await client.call('POST', '/events/publish', { topic, type, payload: { warmup: true } });
+  await drain(1);
+  receiver.received.length = 0;
+  console.log(`# event bus — ${machine()}, PostgreSQL local, log ${kafka ? 'Kafka' : 'embedded PostgreSQL'}`);
+
+  // 1. publish → handler latency at a steady rate (single publishes, open loop)
+  const total = Math.round(rate * seconds);
+  const sentAt = new Map<string, number>();
+  const answered: number[] = [];
+  const started = Date.now();
+  const inflight: Promise<unknown>[] = [];
+  for (let i = 0; i < total; i += 1) {
+    const due = started + (i * 1000) / rate;
+    if (due > Date.now()) await sleep(due - Date.now());
+    const t = Date.now();
+    inflight.push(client.call('POST', '/events/publish', { topic, type, payload: { i }, entityId: `item-${i % 64}` }).then((r) => {
+      sentAt.set(r.body.eventId as string, t);
+      answered.push(Date.now() - t);
+    }));
+  }
+  await Promise.all(inflight);
+  const publishSeconds = (Date.now() - started) / 1000;
+  await drain(total);
+  const latencies = receiver.received.filter((d: Body) => sentAt.has(d.event.eventId)).map((d: Body) => (d.at as number) - sentAt.get(d.event.eventId)!);
+  const l = summarize(latencies);
+  console.log(`publish → handler at ${Math.round(total / publishSeconds)} events/s offered (${total} events): p50 ${l.p50} ms, p99 ${l.p99} ms, delivered ${l.n} (aim p99 < 100 ms on Kafka at 1,000/s); the publish itself answered p50 ${summarize(answered).p50} ms, p99 ${summarize(answered).p99} ms`);
+
+  // 2. batch publish throughput: 500-event batches, 8 concurrent publishers, for `seconds`
+  receiver.received.length = 0;
+  const events = Array.from({ length: 500 }, (_, i) => ({ type, payload: { i, blob: 'x'.repeat(200) }, entityId: `item-${i % 64}` }));
+  let accepted = 0;
+  const bStart = performance.now();
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (performance.now() - bStart < seconds * 1000) {
+      const r = await client.call('POST', '/events/publish/batch', { topic, events });
+      if (r.status === 202) accepted += 500;
+    }
+  }));
+  const bSeconds = (performance.now() - bStart) / 1000;
+  console.log(`batch publish (500 events, 8 publishers): ${Math.round(accepted / bSeconds)} events/s accepted over ${bSeconds.toFixed(1)} s (aim ≥ 20,000/s)`);
+  const dStart = performance.now();
+  await drain(accepted, 300_000);
+  console.log(`  delivered ${receiver.received.length} of them ${((performance.now() - dStart) / 1000).toFixed(1)} s after the last was accepted`);
+
+  // 3. DLQ replay rate
+  receiver.received.length = 0;
+  receiver.failMarked = true;
+  await client.call('POST', '/events/publish/batch', { topic, events: Array.from({ length: dlqCount }, (_, i) => ({ type, payload: { i, fail: true }, entityId: `dlq-${i}` })) });
+  for (let pending = 0; pending < dlqCount;) {
+    await sleep(200);
+    const { rows } = await platform.kernel.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM events.dlq WHERE status = 'pending'`);
+    pending = rows[0]!.n;
+  }
+  receiver.failMarked = false;
+  const replay = await client.call('POST', '/events/dlq/replay-all', {});
+  await drain(dlqCount);
+  const times = receiver.received.map((d: Body) => d.at as number).sort((a, b) => a - b);
+  const spanS = (times[times.length - 1]! - times[0]!) / 1000;
+  const busiest = Math.max(...times.map((t) => times.filter((u) => u >= t && u < t + 1000).length));
+  console.log(`DLQ replay-all of ${replay.body.replayed}: ${((times.length - 1) / spanS).toFixed(1)} events/s, busiest second ${busiest} (limit DLQ_REPLAY_RATE_LIMIT = 50/s)`);
+} finally {
+  await receiver.close();
+  await platform.close();
+}
+process.exit(0);

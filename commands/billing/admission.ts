@@ -1,0 +1,144 @@
+import { billingErrors } from '../../domain/billing/errors';
+import type { PlanInfo } from '../../domain/billing/plan-info';
+import type { LimitAnswer, Resource } from '../../domain/billing/resources';
+import { isResource } from '../../domain/billing/resources';
+import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import type { AdmissionRequest } from '../../infra/http/gateway-ports';
+import type { Kernel } from '../../infra/kernel';
+import type { BillingAnswers } from './limits';
+
+/**
+ * The gateway's side of billing (spec 001, Limit enforcement flow): before a request reaches a
+ * handler, the tenant's plan info (cached as plan_info:{tenantId}, BILLING_CACHE_TTL) decides its
+ * status rules, and a request that creates a counted resource asks CheckLimit (cached as
+ * limit:{tenantId}:{resourceType}, BILLING_LIMIT_CACHE_TTL_SEC). Both caches live in this
+ * process's memory (a cached check costs microseconds) and are flushed by billing's events —
+ * billing.plan.changed, billing.subscription.changed — and by the usage events of the other
+ * services, delivered through the log to every gateway process (kernel.invalidations).
+ *
+ * An answer fetched just after an invalidation may predate it in billing's own memory (another
+ * process learns of the event on its own schedule), so it is kept only SETTLE_TTL_MS.
+ * While billing cannot be reached, a stale entry is used; with none the request passes — an
+ * outage of billing must not take the platform down (logged once a minute).
+ */
+
+/** routes of services that predate route configs: the counted resource each creates */
+export const COUNTED_ROUTES: Readonly<Record<string, Resource>> = {
+  'POST /v1/users': 'users',
+  'POST /v1/auth/invite': 'users',
+  'PATCH /v1/users/:id/restore': 'users',
+};
+
+/** spec 001 rule 2 of the flow: what a suspended tenant may still do (money debit, transfer, hold, confirm, cancel) */
+export const ALLOWED_WHILE_SUSPENDED: ReadonlySet<string> = new Set([
+  'POST /v1/wallets/:id/debit', 'POST /v1/transfers', 'POST /v1/wallets/:id/hold', 'POST /v1/holds/:id/confirm', 'POST /v1/holds/:id/cancel',
+]);
+
+const MUTATIONS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const SETTLE_WINDOW_MS = 3_000;
+const SETTLE_TTL_MS = 2_000;
+const MAX_ENTRIES = 200_000;
+
+interface Cached<T> { value: T; expiresAt: number }
+
+export interface AdmissionOptions {
+  planInfoTtlMs: number;
+  limitTtlMs: number;
+}
+
+export class BillingAdmission {
+  private readonly plans = new Map<string, Cached<PlanInfo>>();
+  private readonly limits = new Map<string, Cached<LimitAnswer>>();
+  private readonly inflight = new Map<string, Promise<unknown>>();
+  /** per tenant (or '*' for all): answers fetched before this time are kept only SETTLE_TTL_MS */
+  private readonly settling = new Map<string, number>();
+  private lastWarning = 0;
+
+  constructor(private readonly kernel: Kernel, private readonly answers: BillingAnswers, private readonly options: AdmissionOptions) {
+    kernel.invalidations.on(['billing.subscription.changed'], (event) => this.flushTenant(event.tenantId));
+    kernel.invalidations.on(['billing.plan.changed'], () => this.flushAll());
+    kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => this.flushLimits(event.tenantId));
+  }
+
+  async admit(r: AdmissionRequest): Promise<void> {
+    // a blocked tenant can still read its subscription and choose a plan: its way back; the platform's own tenant has no plan
+    if (r.namespace === 'billing' || r.tenantId === PLATFORM_TENANT_ID) return;
+    const key = `${r.method} ${r.route}`;
+    const info = await this.planInfo(r.tenantId);
+    if (info) {
+      if (info.status === 'terminated' || info.status === 'canceled') throw billingErrors.subscriptionTerminated(info.status);
+      const mutation = MUTATIONS.has(r.method);
+      if (info.status === 'suspended' && mutation && !r.allowedWhileSuspended && !ALLOWED_WHILE_SUSPENDED.has(key)) throw billingErrors.subscriptionSuspended();
+    }
+    const counted = r.counts ?? COUNTED_ROUTES[key];
+    if (counted && isResource(counted) && MUTATIONS.has(r.method)) {
+      const answer = await this.checkLimit(r.tenantId, counted);
+      if (answer && !answer.allowed) throw billingErrors.planLimitExceeded(counted, answer.currentUsage, answer.limit);
+    }
+  }
+
+  /** the tenant's ceiling of requests per minute (its plan's requestsPerMinute; null: the configured default) */
+  async rateCeiling(tenantId: string): Promise<number | null> {
+    const info = await this.planInfo(tenantId);
+    return info && info.limits.requestsPerMinute > 0 ? info.limits.requestsPerMinute : null;
+  }
+
+  planInfo(tenantId: string): Promise<PlanInfo | null> | PlanInfo {
+    return this.cached(this.plans, tenantId, tenantId, this.options.planInfoTtlMs, () => this.answers.planInfo(tenantId));
+  }
+
+  checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer | null> | LimitAnswer {
+    return this.cached(this.limits, `${tenantId}:${resource}`, tenantId, this.options.limitTtlMs, () => this.answers.checkLimit(tenantId, resource));
+  }
+
+  flushTenant(tenantId: string): void {
+    this.plans.delete(tenantId);
+    this.flushLimits(tenantId);
+  }
+
+  flushLimits(tenantId: string): void {
+    this.settling.set(tenantId, this.now() + SETTLE_WINDOW_MS);
+    for (const key of this.limits.keys()) if (key.startsWith(`${tenantId}:`)) this.limits.delete(key);
+    for (const key of this.inflight.keys()) if (key.includes(tenantId)) this.inflight.delete(key);
+  }
+
+  flushAll(): void {
+    this.settling.set('*', this.now() + SETTLE_WINDOW_MS);
+    this.plans.clear();
+    this.limits.clear();
+    this.inflight.clear();
+  }
+
+  private now(): number {
+    return this.kernel.clock.now().getTime();
+  }
+
+  private cached<T>(map: Map<string, Cached<T>>, key: string, tenantId: string, ttlMs: number, fetch: () => Promise<T>): Promise<T | null> | T {
+    const now = this.now();
+    const hit = map.get(key);
+    if (hit && now < hit.expiresAt) return hit.value;
+    const flightKey = `${map === (this.plans as Map<string, unknown>) ? 'p' : 'l'}:${key}`;
+    let flight = this.inflight.get(flightKey) as Promise<T | null> | undefined;
+    if (!flight) {
+      flight = fetch().then((value) => {
+        if (this.inflight.get(flightKey) === flight) {
+          const settlingUntil = Math.max(this.settling.get(tenantId) ?? 0, this.settling.get('*') ?? 0);
+          if (map.size >= MAX_ENTRIES) map.clear();
+          map.set(key, { value, expiresAt: now + (now < settlingUntil ? Math.min(ttlMs, SETTLE_TTL_MS) : ttlMs) });
+        }
+        return value;
+      }, (error: unknown) => {
+        if (now - this.lastWarning > 60_000) {
+          this.lastWarning = now;
+          this.kernel.logger.warn({ err: error }, 'billing unreachable: stale or no billing answers; requests pass meanwhile');
+        }
+        return hit?.value ?? null;
+      }).finally(() => {
+        if (this.inflight.get(flightKey) === flight) this.inflight.delete(flightKey);
+      });
+      this.inflight.set(flightKey, flight);
+    }
+    return flight;
+  }
+}

@@ -1,0 +1,84 @@
+import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import { CacheEpochs } from '../../infra/cache/epochs';
+import type { Kernel } from '../../infra/kernel';
+import type { Clock, IdGenerator } from '../../infra/runtime/clock';
+import { planLimitsKey } from '../money/plan-limits';
+import { LimitBook } from './limits';
+import type { TenantDirectory } from './lookups';
+import { identityTenants, loadTenantLimits, tenantsOfPlan } from './lookups';
+import { WebhookIntake } from './intake';
+import type { NoticePort } from './notices';
+import { platformNotices } from './notices';
+import type { BillingSettings } from './settings';
+import { billingSettingsOf } from './settings';
+
+/** what billing's handlers, routes and workers need beyond the unit of work */
+export interface BillingContext {
+  settings: BillingSettings;
+  book: LimitBook;
+  tenants: TenantDirectory;
+  notices: NoticePort;
+  /** verified webhooks stored durably, deliveries arriving together in one commit */
+  intake: WebhookIntake;
+  clock: Clock;
+  ids: IdGenerator;
+  /** after a committed change of the tenant's subscription (or every tenant's, for a plan): fresh answers in this process at once */
+  changed(tenantId: string | null): Promise<void>;
+}
+
+export interface BillingOverrides {
+  settings?: Partial<BillingSettings>;
+  tenants?: TenantDirectory;
+  notices?: NoticePort;
+}
+
+const contexts = new WeakMap<Kernel, BillingContext>();
+
+/** how long a shared entry may live without a change: the safety net for a bump Redis missed */
+const SHARED_LIMITS_TTL_MS = 60_000;
+
+/** money's cache entry of a tenant's plan limits (docs/decisions.md, "Money plan-limit cache"): written fresh by billing */
+const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void> => {
+  const { info } = await loadTenantLimits(kernel.db, tenantId);
+  const value = { maxTxAmount: String(info.limits.moneyMaxTransaction), maxBalance: String(info.limits.moneyMaxBalance), fetchedAt: kernel.clock.now().getTime() };
+  await kernel.engines.cache.set(planLimitsKey(tenantId), JSON.stringify(value), 7 * 24 * 3600_000);
+};
+
+/** money's entries of every tenant of a plan are dropped: money asks billing again on its next movement */
+const dropMoneyLimitsOfPlan = async (kernel: Kernel, planId: string): Promise<void> => {
+  for (const tenantId of await tenantsOfPlan(kernel.db, planId)) await kernel.engines.cache.del(planLimitsKey(tenantId));
+};
+
+export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {}): BillingContext => {
+  const settings = { ...billingSettingsOf(kernel.config), ...overrides.settings };
+  const cache = kernel.engines.cache;
+  // shared by billing's processes through Redis when it is configured (an in-process cache would only duplicate the book)
+  const shared = cache.kind === 'redis' ? { cache, epochs: new CacheEpochs(cache, 'billing-limits'), ttlMs: SHARED_LIMITS_TTL_MS } : null;
+  const book = new LimitBook(kernel.db, kernel.clock, 2_000, shared);
+  const context: BillingContext = {
+    settings, book,
+    tenants: overrides.tenants ?? identityTenants,
+    notices: overrides.notices ?? platformNotices(() => kernel.notifications),
+    intake: new WebhookIntake(kernel.db),
+    clock: kernel.clock,
+    ids: kernel.ids,
+    changed: async (tenantId) => {
+      await book.changed(tenantId);
+      if (tenantId !== null && settings.enabled) await writeMoneyLimits(kernel, tenantId);
+    },
+  };
+  contexts.set(kernel, context);
+  // every process learns of changes made elsewhere through the log (DESIGN.md mechanism 8)
+  kernel.invalidations.on(['billing.subscription.changed'], async (event) => {
+    await book.changed(event.tenantId);
+    if (settings.enabled) await writeMoneyLimits(kernel, event.tenantId);
+  });
+  kernel.invalidations.on(['billing.plan.changed'], async (event) => {
+    await book.changed(null);
+    if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
+  });
+  kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => book.changed(event.tenantId));
+  return context;
+};
+
+export const billingContext = (kernel: Kernel): BillingContext => contexts.get(kernel) ?? configureBilling(kernel);

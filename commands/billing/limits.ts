@@ -1,0 +1,127 @@
+import type { PlanInfo } from '../../domain/billing/plan-info';
+import type { LimitAnswer, Resource } from '../../domain/billing/resources';
+import { checkLimit, LIMIT_OF } from '../../domain/billing/resources';
+import type { Usage } from '../../domain/billing/usage';
+import { emptyUsage } from '../../domain/billing/usage';
+import type { CacheEpochs } from '../../infra/cache/epochs';
+import type { KeyValueCache } from '../../infra/cache/port';
+import type { Queryable } from '../../infra/postgres/db';
+import type { Clock } from '../../infra/runtime/clock';
+import { loadTenantLimits } from './lookups';
+
+/** the questions the gateway asks billing: in process, or over gRPC in split deployment */
+export interface BillingAnswers {
+  planInfo(tenantId: string): Promise<PlanInfo>;
+  checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer>;
+}
+
+interface Entry { info: PlanInfo; usage: Usage; loadedAt: number }
+
+/**
+ * The layer billing processes share when Redis is configured: each tenant's plan info and usage as
+ * one entry, tied to the epochs of the tenant and of all plans (infra/cache/epochs.ts), which every
+ * change bumps — so a process whose memory misses asks Redis before the read models, and never
+ * gets an entry older than the last change it could know of.
+ */
+export interface SharedLimits {
+  cache: KeyValueCache;
+  epochs: CacheEpochs;
+  ttlMs: number;
+}
+
+interface Stored { tag: string; info: PlanInfo; usage: Usage }
+
+const EVERY_PLAN = '*';
+const sharedKey = (tenantId: string): string => `billing:limits:${tenantId}`;
+
+/**
+ * CheckLimit's memory (spec 001: answers in under a millisecond): each tenant's limits and usage,
+ * loaded from the read models on first use and dropped whenever an event changes them — billing's
+ * own events and the usage events of other services, delivered through the log to every process
+ * (commands/billing/context.ts installs the handlers), and by billing's own commands in the process
+ * that ran them, right after their commit. A short TTL (maxAgeMs) is the safety net for an
+ * invalidation lost while the log was unreachable. With Redis configured, a miss reads the shared
+ * entry first (SharedLimits); without it, or while Redis cannot be reached, the read models.
+ */
+export class LimitBook implements BillingAnswers {
+  private readonly entries = new Map<string, Entry>();
+  private readonly loading = new Map<string, Promise<Entry>>();
+  /** bumped by every drop: a load that started before a drop is not kept */
+  private generation = 0;
+
+  constructor(
+    private readonly db: Queryable, private readonly clock: Clock, private readonly maxAgeMs = 2_000, private readonly shared: SharedLimits | null = null,
+  ) {}
+
+  async planInfo(tenantId: string): Promise<PlanInfo> {
+    return (await this.entry(tenantId)).info;
+  }
+
+  async checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer> {
+    const { info, usage } = await this.entry(tenantId);
+    return checkLimit(resource, usage[resource], info.limits[LIMIT_OF[resource]]);
+  }
+
+  async usage(tenantId: string): Promise<Usage> {
+    return (await this.entry(tenantId)).usage;
+  }
+
+  drop(tenantId: string): void {
+    this.generation += 1;
+    this.entries.delete(tenantId);
+    this.loading.delete(tenantId);
+  }
+
+  dropAll(): void {
+    this.generation += 1;
+    this.entries.clear();
+    this.loading.clear();
+  }
+
+  /**
+   * After a change of the tenant's subscription or usage (null: of a plan, every tenant): this
+   * process's memory is dropped and the shared entries go stale for every process. A shared cache
+   * that cannot be reached leaves its entries to their TTL.
+   */
+  async changed(tenantId: string | null): Promise<void> {
+    if (tenantId === null) this.dropAll();
+    else this.drop(tenantId);
+    await this.shared?.epochs.bump([tenantId ?? EVERY_PLAN]).catch(() => undefined);
+  }
+
+  private async load(tenantId: string): Promise<{ info: PlanInfo; usage: Usage }> {
+    const shared = this.shared;
+    if (!shared) return loadTenantLimits(this.db, tenantId);
+    // the epochs before the read models: an entry stored under them predates no change made after; null: Redis unreachable, not shared now
+    const [tag, raw] = await Promise.all([
+      shared.epochs.current([tenantId, EVERY_PLAN]).catch(() => null),
+      shared.cache.get(sharedKey(tenantId)).catch(() => null),
+    ]);
+    if (tag !== null && raw !== null) {
+      const stored = JSON.parse(raw) as Stored;
+      if (stored.tag === tag) return stored;
+    }
+    const fresh = await loadTenantLimits(this.db, tenantId);
+    if (tag !== null) await shared.cache.set(sharedKey(tenantId), JSON.stringify({ tag, ...fresh } satisfies Stored), shared.ttlMs).catch(() => undefined);
+    return fresh;
+  }
+
+  private entry(tenantId: string): Promise<Entry> | Entry {
+    const now = this.clock.now().getTime();
+    const known = this.entries.get(tenantId);
+    if (known && now - known.loadedAt < this.maxAgeMs && now >= known.loadedAt) return known;
+    let pending = this.loading.get(tenantId);
+    if (!pending) {
+      const generation = this.generation;
+      pending = this.load(tenantId).then(({ info, usage }) => {
+        const entry = { info, usage: usage ?? emptyUsage(), loadedAt: now };
+        if (generation === this.generation) this.entries.set(tenantId, entry);
+        return entry;
+      }).finally(() => {
+        if (this.loading.get(tenantId) === pending) this.loading.delete(tenantId);
+      });
+      this.loading.set(tenantId, pending);
+    }
+    return pending;
+  }
+}

@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { billingContext } from '../../../commands/billing/context';
+import { applyProviderCommands, createSubscription } from '../../../commands/billing/handlers';
+import { configureNotify } from '../../../commands/notify/context';
+import { FREE_PLAN_ID } from '../../../domain/billing/plan';
+import { systemMeta } from '../../../infra/kernel';
+import { seedTenant } from '../../support/billing';
+import { escalate, eventually } from '../../support/billing-http';
+import { offsetClock } from '../../support/clock';
+import type { TestPlatform } from '../../support/platform';
+import { startTestPlatform } from '../../support/platform';
+import type { SmtpCapture } from '../../support/smtp-capture';
+import { startSmtpCapture } from '../../support/smtp-capture';
+
+/**
+ * Billing's notices go through the platform's notification port (kernel.notifications): with the
+ * notification service installed they are queued there — in its history with module billing, the
+ * notice's purpose and priority — and reach the owner's mailbox with billing's X-Platform headers.
+ * (Without the service they go straight to the mail port: the escalation suite counts them there.)
+ */
+const clock = offsetClock();
+let smtp: SmtpCapture;
+let p: TestPlatform;
+
+beforeAll(async () => {
+  smtp = await startSmtpCapture();
+  p = await startTestPlatform({ modules: ['billing', 'notify'], clock, env: { SMTP_URL: smtp.url, BILLING_ESCALATION_INTERVAL_SEC: '3600' } });
+  configureNotify(p.kernel, { settings: { pollIntervalMs: 20 } });
+});
+afterAll(async () => {
+  await p?.close();
+  await smtp?.close();
+});
+
+describe('billing notices with the notification service installed', () => {
+  it('queues the past-due notice in the notification service, which mails it to the tenant owner', async () => {
+    expect(p.kernel.notifications.kind).toBe('notify');
+    const { tenantId, email } = await seedTenant(p.kernel.db);
+    const ctx = billingContext(p.kernel);
+    await p.kernel.commands.run(systemMeta(tenantId), (uow) => createSubscription(uow, ctx, { tenantId, planId: FREE_PLAN_ID, externalId: null }));
+    await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+      applyProviderCommands(uow, ctx, tenantId, [{ type: 'RecordPaymentFailure', now: clock.now().toISOString() }]));
+
+    await escalate(p.kernel);
+
+    const notice = await p.kernel.db.query<{ status: string; kind: string }>('SELECT status, kind FROM billing.notices WHERE tenant_id = $1', [tenantId]);
+    expect(notice.rows).toEqual([{ status: 'sent', kind: 'past_due' }]);
+    const queued = await eventually(
+      () => p.kernel.db.query<{ status: string; module: string; purpose: string; priority: string }>(
+        'SELECT status, module, purpose, priority FROM rm.notify_notifications WHERE tenant_id = $1', [tenantId]),
+      (r) => r.rows[0]?.status === 'delivered', 15_000, 'the notice delivered by the notification service');
+    expect(queued.rows).toEqual([{ status: 'delivered', module: 'billing', purpose: 'billing.past_due', priority: 'high' }]);
+    const mail = await smtp.waitFor((m) => m.envelope.to.includes(email));
+    expect(mail.parsed.headers.get('x-platform-purpose')).toBe('billing.past_due');
+    expect(mail.parsed.headers.get('x-platform-tenant')).toBe(tenantId);
+    expect(mail.parsed.headers.get('x-notification-id')).toEqual(expect.any(String));
+    expect(mail.parsed.subject).toBe('Payment failed: your subscription is past due');
+  });
+});

@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { isPreset } from '../../domain/files/constants';
+import { filesErrors } from '../../domain/files/errors';
+import { filesContext } from '../../commands/files/context';
+import { availableFile } from '../../commands/files/lookups';
+import { makeThumbnail } from '../../commands/files/thumbnails';
+import type { Kernel } from '../../infra/kernel';
+
+/**
+ * GET /files/:id/thumbnail/:preset — a GET of the write API: the first request of a preset renders
+ * and records it (a write), later ones find it kept; either way a 302 to its signed link.
+ */
+export const registerThumbnail = (app: FastifyInstance, kernel: Kernel): void => {
+  app.withTypeProvider<ZodTypeProvider>().get('/files/:id/thumbnail/:preset', {
+    config: { access: 'permission', permission: 'files.read', problems: [422] },
+    schema: {
+      params: z.object({ id: z.uuid({ message: 'must be a UUID' }), preset: z.string().max(32) }),
+      response: { 302: z.null().describe('302: Location is a short-lived signed link (GET it without a token)') },
+    },
+  }, async (request, reply) => {
+    const ctx = filesContext(kernel);
+    const tenantId = request.principal!.tenantId;
+    const { preset } = request.params;
+    if (!isPreset(preset)) throw filesErrors.presetNotFound(preset);
+    const file = await availableFile(kernel.db, tenantId, request.params.id);
+    // made on the first request (on-demand presets, or automatic ones that are missing), then kept
+    if (!file.thumbnails[preset]) {
+      await makeThumbnail(ctx, { tenantId, fileId: file.id, bucket: file.bucket, objectKey: file.objectKey, contentVersion: file.contentVersion, mimeType: file.mimeType }, preset);
+    }
+    return reply.redirect(ctx.linker(tenantId)(file.id, preset), 302);
+  });
+};
