@@ -7,7 +7,20 @@ import globals from 'globals';
  * names the top-level folders it must not import, statically (import, export … from) or
  * dynamically (import()). app/, tests/, bench/ and scripts/ may import anything.
  */
-const TOP = ['domain', 'commands', 'projections', 'write-api', 'read-api', 'gateway', 'workers', 'infra', 'app', 'tests', 'bench', 'scripts'];
+const TOP = [
+  'domain',
+  'commands',
+  'projections',
+  'write-api',
+  'read-api',
+  'gateway',
+  'workers',
+  'infra',
+  'app',
+  'tests',
+  'bench',
+  'scripts',
+];
 
 /** how deep the layer folders go (a file at depth d reaches the root with d × ../) */
 const MAX_DEPTH = 6;
@@ -22,41 +35,80 @@ const reaching = (depth, folders) => `^(\\./)?(\\.\\./){${depth}}(${folders.join
 const domainContext = (depth) => `^(\\./)?(\\.\\./){${depth}}domain/(?!shared(/|$))`;
 
 /** esquery's regex literals cannot hold a slash: \x2F stands for it */
-const importCall = (regex, message) => ({ selector: `ImportExpression[source.value=/${regex.replaceAll('/', '\\x2F')}/]`, message });
-
-const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why }) => Array.from({ length: MAX_DEPTH }, (_, i) => {
-  const depth = i + 1;
-  const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : [])].map((regex) => ({ regex, message: why }));
-  if (packages) regexes.push({ regex: packages.regex, message: packages.why });
-  return {
-    files: [`${folder}/${'*/'.repeat(i)}*.ts`],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: regexes }],
-      'no-restricted-syntax': ['error', ...regexes.map((r) => importCall(r.regex, r.message)), ...syntax],
-    },
-  };
+const importCall = (regex, message) => ({
+  selector: `ImportExpression[source.value=/${regex.replaceAll('/', '\\x2F')}/]`,
+  message,
 });
+
+const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why }) =>
+  Array.from({ length: MAX_DEPTH }, (_, i) => {
+    const depth = i + 1;
+    const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : [])].map((regex) => ({
+      regex,
+      message: why,
+    }));
+    if (packages) regexes.push({ regex: packages.regex, message: packages.why });
+    return {
+      files: [`${folder}/${'*/'.repeat(i)}*.ts`],
+      rules: {
+        'no-restricted-imports': ['error', { patterns: regexes }],
+        'no-restricted-syntax': ['error', ...regexes.map((r) => importCall(r.regex, r.message)), ...syntax],
+      },
+    };
+  });
 
 const others = (...allowed) => TOP.filter((folder) => !allowed.includes(folder));
 
 export const layerRules = [
   ...layer('domain', {
     forbidden: others('domain'),
-    packages: { regex: '^(?!zod(/|$))[^.]', why: 'The domain imports zod only: no I/O, no clock, no engines (DESIGN.md mechanism 6).' },
+    packages: {
+      regex: '^(?!zod(/|$))[^.]',
+      why: 'The domain imports zod only: no I/O, no clock, no engines (DESIGN.md mechanism 6).',
+    },
     // the pure core may not read the clock (DESIGN.md mechanism 6); parsing and formatting a stated time is pure
     syntax: [
-      { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Deciders get time from the command: new Date() reads the clock.' },
-      { selector: "CallExpression[callee.name='Date']", message: 'Deciders get time from the command: Date() reads the clock.' },
+      {
+        selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+        message: 'Deciders get time from the command: new Date() reads the clock.',
+      },
+      {
+        selector: "CallExpression[callee.name='Date']",
+        message: 'Deciders get time from the command: Date() reads the clock.',
+      },
     ],
     why: 'domain/ imports domain/ only.',
   }),
-  ...layer('commands', { forbidden: others('domain', 'infra', 'commands'), why: 'commands/ imports domain/ and infra/ (read models through a lookup port of its own).' }),
-  ...layer('projections', { forbidden: others('domain', 'infra', 'projections'), why: 'projections/ imports domain/ and infra/.' }),
-  ...layer('write-api', { forbidden: others('commands', 'domain', 'infra', 'write-api'), why: 'write-api/ imports commands/, domain/ and infra/ (the command returns what the route answers).' }),
-  ...layer('read-api', { forbidden: others('projections', 'domain', 'infra', 'read-api'), why: 'read-api/ imports projections/, domain/ and infra/.' }),
-  ...layer('workers', { forbidden: others('commands', 'projections', 'domain', 'infra', 'workers'), why: 'workers/ imports commands/, projections/, domain/ and infra/.' }),
-  ...layer('gateway', { forbidden: others('infra', 'domain', 'gateway'), contexts: true, why: 'gateway/ imports infra/ and domain/shared only: services reach it as plugins or upstreams.' }),
-  ...layer('infra', { forbidden: others('infra', 'domain'), contexts: true, why: 'infra/ imports no context and no API layer (domain/shared only); what a context owns is passed in.' }),
+  ...layer('commands', {
+    forbidden: others('domain', 'infra', 'commands'),
+    why: 'commands/ imports domain/ and infra/ (read models through a lookup port of its own).',
+  }),
+  ...layer('projections', {
+    forbidden: others('domain', 'infra', 'projections'),
+    why: 'projections/ imports domain/ and infra/.',
+  }),
+  ...layer('write-api', {
+    forbidden: others('commands', 'domain', 'infra', 'write-api'),
+    why: 'write-api/ imports commands/, domain/ and infra/ (the command returns what the route answers).',
+  }),
+  ...layer('read-api', {
+    forbidden: others('projections', 'domain', 'infra', 'read-api'),
+    why: 'read-api/ imports projections/, domain/ and infra/.',
+  }),
+  ...layer('workers', {
+    forbidden: others('commands', 'projections', 'domain', 'infra', 'workers'),
+    why: 'workers/ imports commands/, projections/, domain/ and infra/.',
+  }),
+  ...layer('gateway', {
+    forbidden: others('infra', 'domain', 'gateway'),
+    contexts: true,
+    why: 'gateway/ imports infra/ and domain/shared only: services reach it as plugins or upstreams.',
+  }),
+  ...layer('infra', {
+    forbidden: others('infra', 'domain'),
+    contexts: true,
+    why: 'infra/ imports no context and no API layer (domain/shared only); what a context owns is passed in.',
+  }),
 ];
 
 export default tseslint.config(
@@ -80,9 +132,11 @@ export default tseslint.config(
   {
     files: ['domain/**/*.ts'],
     rules: {
-      'no-restricted-properties': ['error',
+      'no-restricted-properties': [
+        'error',
         { object: 'Math', property: 'random', message: 'Deciders get ids and randomness from the command.' },
-        { object: 'Date', property: 'now', message: 'Deciders get time from the command.' }],
+        { object: 'Date', property: 'now', message: 'Deciders get time from the command.' },
+      ],
     },
   },
   ...layerRules,
@@ -98,6 +152,13 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
-  { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked, languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.node } },
-  { files: ['app/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'gateway/snapshot-cli.ts'], rules: { 'no-console': 'off' } },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.node },
+  },
+  {
+    files: ['app/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'gateway/snapshot-cli.ts'],
+    rules: { 'no-console': 'off' },
+  },
 );

@@ -50,28 +50,46 @@ export default defineConfig({
       { test: { name: 'unit', include: ['tests/unit/**/*.spec.ts'], environment: 'node' } },
       {
         test: {
-          name: 'int', include: ['tests/int/**/*.spec.ts'], environment: 'node',
-          testTimeout: 120_000, hookTimeout: 120_000, pool: 'forks',
+          name: 'int',
+          include: ['tests/int/**/*.spec.ts'],
+          environment: 'node',
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          pool: 'forks',
         },
       },
       {
         // the same files as in int, with the test-platform factories starting separate role processes
         test: {
-          name: 'split', include: SPLIT_SUITES, environment: 'node', env: { PLATFORM_TEST_TOPOLOGY: 'split' },
-          testTimeout: 180_000, hookTimeout: 180_000, pool: 'forks',
+          name: 'split',
+          include: SPLIT_SUITES,
+          environment: 'node',
+          env: { PLATFORM_TEST_TOPOLOGY: 'split' },
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          pool: 'forks',
         },
       },
       {
         // tests that stop or restart a shared server (Kafka, Redis): one file at a time, after int
         test: {
-          name: 'serial', include: ['tests/serial/**/*.spec.ts'], environment: 'node',
-          testTimeout: 240_000, hookTimeout: 120_000, pool: 'forks', poolOptions: { forks: { singleFork: true } },
+          name: 'serial',
+          include: ['tests/serial/**/*.spec.ts'],
+          environment: 'node',
+          testTimeout: 240_000,
+          hookTimeout: 120_000,
+          pool: 'forks',
+          poolOptions: { forks: { singleFork: true } },
         },
       },
       {
         test: {
-          name: 'e2e', include: ['tests/e2e/**/*.spec.ts'], environment: 'node',
-          testTimeout: 180_000, hookTimeout: 180_000, pool: 'forks',
+          name: 'e2e',
+          include: ['tests/e2e/**/*.spec.ts'],
+          environment: 'node',
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          pool: 'forks',
         },
       },
     ],

@@ -72,7 +72,8 @@ const serves = (role: Role) => ({
  */
 const edgeOf = (role: Role, config: Config) => {
   if (role === 'write-api' || role === 'read-api') return { edge: false, principalFrom: 'gateway' as const };
-  if (role === 'gateway' && config.WRITE_API_URL && config.READ_API_URL) return { proxy: { writeUrl: config.WRITE_API_URL, readUrl: config.READ_API_URL } };
+  if (role === 'gateway' && config.WRITE_API_URL && config.READ_API_URL)
+    return { proxy: { writeUrl: config.WRITE_API_URL, readUrl: config.READ_API_URL } };
   return {};
 };
 
@@ -102,11 +103,17 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     await migrate(db, { onProgress: (p) => logger.info(p, 'migration applied') });
     kernel.readiness.migrations = true;
     // files: S3_BUCKET (or the local folder) is created when missing; a store down at start shows in /health
-    await kernel.engines.objects.ensureBucket().catch((error: unknown) => logger.warn({ err: error }, 'the object store bucket could not be checked or created'));
+    await kernel.engines.objects
+      .ensureBucket()
+      .catch((error: unknown) =>
+        logger.warn({ err: error }, 'the object store bucket could not be checked or created'),
+      );
     await log.ping();
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
-    await kernel.projections.prepare(({ name, applied, total }) => logger.info({ projection: name, applied, total }, 'projection rebuild'));
+    await kernel.projections.prepare(({ name, applied, total }) =>
+      logger.info({ projection: name, applied, total }, 'projection rebuild'),
+    );
     // the module registry answers the gateway's module check (404 module-not-found) wherever it runs
     if (kernel.modules.projections.some((p) => p.name === modulesProjection.name)) {
       setGatewayPorts(kernel, { moduleStatus: (tenantId, slug) => moduleStatusOf(kernel.db, tenantId, slug) });
@@ -136,7 +143,10 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     }
   }
   if (what.projectors || role === 'projector') {
-    const names = role === 'projector' ? [options.projection ?? ''] : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
+    const names =
+      role === 'projector'
+        ? [options.projection ?? '']
+        : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
     for (const name of names) workers.push(new ProjectorWorker(kernel, kernel.projections.get(name).name).start());
   }
   logger.info({ role }, 'platform ready');
@@ -158,7 +168,14 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
  * Engines and kernel without HTTP or workers: what the CLI commands and the roles share. Uses the
  * engines the environment names and embedded ones for the rest (PostgreSQL, the PostgreSQL log).
  */
-export const openKernel = async (options: { config: Config; logger: Logger; role?: Role; modules?: ServiceModules; clock?: Clock; ids?: IdGenerator }): Promise<Kernel> => {
+export const openKernel = async (options: {
+  config: Config;
+  logger: Logger;
+  role?: Role;
+  modules?: ServiceModules;
+  clock?: Clock;
+  ids?: IdGenerator;
+}): Promise<Kernel> => {
   const { config, logger } = options;
   const cleanup: (() => Promise<void>)[] = [];
   let databaseUrl = config.DATABASE_URL;
@@ -168,7 +185,11 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
     databaseUrl = embedded.url;
     cleanup.push(() => embedded.stop());
   }
-  const db = createPool(databaseUrl, { max: config.DATABASE_POOL_SIZE, waitMs: config.DATABASE_POOL_WAIT_MS, applicationName: `platform-${options.role ?? 'cli'}` });
+  const db = createPool(databaseUrl, {
+    max: config.DATABASE_POOL_SIZE,
+    waitMs: config.DATABASE_POOL_WAIT_MS,
+    applicationName: `platform-${options.role ?? 'cli'}`,
+  });
   const log = await createLog(config, db, logger);
   const engines = await openEngines(config, options.role ?? 'cli', databaseUrl, options.clock);
   // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
@@ -176,8 +197,20 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
   const openAnalytics = engines.analytics;
   engines.analytics = () => (analyticsOpened ??= openAnalytics());
   const modules = options.modules ?? (await discoverModules());
-  const kernel = new Kernel({ config, logger, db, log, engines, modules, clock: options.clock, ids: options.ids, role: options.role ?? 'cli' });
-  kernel.health.register('postgresql', async () => { await db.query('SELECT 1'); });
+  const kernel = new Kernel({
+    config,
+    logger,
+    db,
+    log,
+    engines,
+    modules,
+    clock: options.clock,
+    ids: options.ids,
+    role: options.role ?? 'cli',
+  });
+  kernel.health.register('postgresql', async () => {
+    await db.query('SELECT 1');
+  });
   if (log.kind === 'kafka') kernel.health.register('kafka', () => log.ping());
   if (config.REDIS_URL) kernel.health.register('valkey', () => engines.cache.ping());
   if (config.S3_ENDPOINT) kernel.health.register('s3', () => engines.objects.ping());
@@ -199,7 +232,10 @@ export const openKernel = async (options: { config: Config; logger: Logger; role
  * PostgreSQL database's name — one deployment's two stores stay paired (and each test database
  * gets audit views of its own in a shared chdb folder).
  */
-export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' | 'CLICKHOUSE_URL'>, databaseUrl: string): string => {
+export const analyticsDatabaseOf = (
+  config: Pick<Config, 'CLICKHOUSE_DATABASE' | 'CLICKHOUSE_URL'>,
+  databaseUrl: string,
+): string => {
   if (config.CLICKHOUSE_DATABASE) return config.CLICKHOUSE_DATABASE;
   const named = config.CLICKHOUSE_URL ? databaseOfUrl(config.CLICKHOUSE_URL) : null;
   if (named) return named;
@@ -208,28 +244,84 @@ export const analyticsDatabaseOf = (config: Pick<Config, 'CLICKHOUSE_DATABASE' |
 };
 
 const openEngines = async (config: Config, role: string, databaseUrl: string, clock?: Clock): Promise<Engines> => {
-  const secrets = await loadSecrets({ configured: config.PLATFORM_SECRET_KEY, dataDir: config.DATA_DIR, mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test' });
+  const secrets = await loadSecrets({
+    configured: config.PLATFORM_SECRET_KEY,
+    dataDir: config.DATA_DIR,
+    mayGenerate: role === 'all' || role === 'cli' || config.PLATFORM_ENV === 'test',
+  });
   let analytics: Promise<AnalyticsStore> | null = null;
   // engines beyond the process answer within a deadline, behind a circuit breaker (spec 000 rules 1-4)
   const guarded = <T extends object>(
-    port: T, name: string, remote: string | undefined, idempotent: ReadonlySet<string>, isFailure?: (e: unknown) => boolean, deadlines?: Record<string, number | null>, unguarded?: ReadonlySet<string>,
-  ): T => (remote ? guardPort(port, new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }), idempotent, deadlines, unguarded) : port);
+    port: T,
+    name: string,
+    remote: string | undefined,
+    idempotent: ReadonlySet<string>,
+    isFailure?: (e: unknown) => boolean,
+    deadlines?: Record<string, number | null>,
+    unguarded?: ReadonlySet<string>,
+  ): T =>
+    remote
+      ? guardPort(
+          port,
+          new Guard({ name, timeoutMs: config.GRPC_CALL_TIMEOUT_MS, isFailure, clock }),
+          idempotent,
+          deadlines,
+          unguarded,
+        )
+      : port;
   const objects = createObjectStore({
-    dataDir: config.DATA_DIR, publicBaseUrl: config.rootUrl, signingSecret: secrets.key('objects.presign.v1').toString('base64'), clock,
-    s3: config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT, region: config.S3_REGION, accessKeyId: config.S3_ACCESS_KEY!, secretAccessKey: config.S3_SECRET_KEY!, bucket: config.S3_BUCKET } : undefined,
+    dataDir: config.DATA_DIR,
+    publicBaseUrl: config.rootUrl,
+    signingSecret: secrets.key('objects.presign.v1').toString('base64'),
+    clock,
+    s3: config.S3_ENDPOINT
+      ? {
+          endpoint: config.S3_ENDPOINT,
+          region: config.S3_REGION,
+          accessKeyId: config.S3_ACCESS_KEY!,
+          secretAccessKey: config.S3_SECRET_KEY!,
+          bucket: config.S3_BUCKET,
+        }
+      : undefined,
   });
   const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
   return {
     secrets,
     cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
     // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
-    mail: guarded(createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }), 'smtp', config.SMTP_URL, new Set(), (e) => !isSmtpRefusal(e)),
-    objects: guarded(objects, 's3', config.S3_ENDPOINT, OBJECT_READS, isObjectFailure, OBJECT_DEADLINES, OBJECT_START_CHECKS),
+    mail: guarded(
+      createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }),
+      'smtp',
+      config.SMTP_URL,
+      new Set(),
+      (e) => !isSmtpRefusal(e),
+    ),
+    objects: guarded(
+      objects,
+      's3',
+      config.S3_ENDPOINT,
+      OBJECT_READS,
+      isObjectFailure,
+      OBJECT_DEADLINES,
+      OBJECT_START_CHECKS,
+    ),
     analytics: () => {
-      analytics ??= openAnalyticsStore({ clickhouseUrl: config.CLICKHOUSE_URL, dataDir: config.DATA_DIR, database: analyticsDatabaseOf(config, databaseUrl) })
+      analytics ??= openAnalyticsStore({
+        clickhouseUrl: config.CLICKHOUSE_URL,
+        dataDir: config.DATA_DIR,
+        database: analyticsDatabaseOf(config, databaseUrl),
+      })
         // a ClickHouse server is guarded like the other remote engines (502/503/504 problems, a breaker),
         // with the client's own 30 s deadline: exports and archives read large ranges; its refusals of a query are answers
-        .then((store) => (config.CLICKHOUSE_URL ? guardPort(store, new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e), clock }), new Set(['query'])) : store));
+        .then((store) =>
+          config.CLICKHOUSE_URL
+            ? guardPort(
+                store,
+                new Guard({ name: 'clickhouse', timeoutMs: 30_000, isFailure: (e) => !isClickHouseAnswer(e), clock }),
+                new Set(['query']),
+              )
+            : store,
+        );
       return analytics;
     },
     // a scan reads its stream once: never retried
@@ -259,7 +351,8 @@ const OBJECT_START_CHECKS = new Set(['ensureBucket']);
 /** a scan streams up to 50 MB to clamd, which has its own 30 s verdict deadline */
 const SCAN_DEADLINES = { scan: 120_000 };
 /** answers of the store (a missing object, a refused key) and refusals of the body it was fed (413) are no failure of S3 */
-const isObjectFailure = (e: unknown): boolean => !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError || isDomainError(e));
+const isObjectFailure = (e: unknown): boolean =>
+  !(e instanceof ObjectNotFoundError || e instanceof InvalidObjectKeyError || isDomainError(e));
 // --- files (end) ---
 
 /** the platform.<domain>.events topics the platform publishes to (spec 002, Events) */
@@ -267,7 +360,8 @@ export const platformTopics = (config: Config) => {
   const hours = config.KAFKA_RETENTION_HOURS;
   const domains = ['auth', 'module', 'money', 'files', 'notify', 'audit', 'billing', 'data'];
   return domains.map((d) => ({
-    name: `platform.${d}.events`, partitions: config.KAFKA_PARTITIONS,
+    name: `platform.${d}.events`,
+    partitions: config.KAFKA_PARTITIONS,
     // the audit topic keeps 720 h (spec 002, Limits)
     retentionMs: (d === 'audit' ? Math.max(720, hours) : hours) * 3600_000,
   }));

@@ -22,15 +22,21 @@ export const roleConfigProblems = ({ role, config, projection, projections }: Ro
   const serve = `\`platform serve ${role}\``;
   const problems: string[] = [];
   if (!config.DATABASE_URL) {
-    problems.push(`DATABASE_URL: required by ${serve}; set it to the PostgreSQL every role shares, such as postgres://user:password@host:5432/platform`);
+    problems.push(
+      `DATABASE_URL: required by ${serve}; set it to the PostgreSQL every role shares, such as postgres://user:password@host:5432/platform`,
+    );
   }
   // without it each role derives its issuer from its own port and refuses the others' tokens
   if (!config.ROOT_URL) {
-    problems.push(`ROOT_URL: required by ${serve}; set it to the public URL of the gateway, such as https://api.example.com, the same for every role (it is the token issuer)`);
+    problems.push(
+      `ROOT_URL: required by ${serve}; set it to the public URL of the gateway, such as https://api.example.com, the same for every role (it is the token issuer)`,
+    );
   }
   // tests share one generated key through DATA_DIR; anywhere else roles would each make their own
   if (!config.PLATFORM_SECRET_KEY && config.PLATFORM_ENV !== 'test') {
-    problems.push(`PLATFORM_SECRET_KEY: required by ${serve}; give every role the same base64 value of 32 random bytes (openssl rand -base64 32)`);
+    problems.push(
+      `PLATFORM_SECRET_KEY: required by ${serve}; give every role the same base64 value of 32 random bytes (openssl rand -base64 32)`,
+    );
   }
   if (role === 'projector') problems.push(...projectorProblems(projection, projections));
   return problems;
@@ -44,7 +50,10 @@ const projectorProblems = (name: string | undefined, projections: RoleCheck['pro
   const named = projections.find((p) => p.name === name);
   if (!name) return [`projection: \`platform serve projector <name>\` needs a projection; ${choice}`];
   if (!named) return [`projection ${JSON.stringify(name)}: no such projection; ${choice}`];
-  if (named.mode !== 'async') return [`projection ${JSON.stringify(name)}: inline (kept in each command's transaction), not run by a projector; ${choice}`];
+  if (named.mode !== 'async')
+    return [
+      `projection ${JSON.stringify(name)}: inline (kept in each command's transaction), not run by a projector; ${choice}`,
+    ];
   return [];
 };
 

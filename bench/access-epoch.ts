@@ -23,19 +23,27 @@ if (!redisUrl) throw new Error('TEST_REDIS_URL is not set: source .test-infra/en
 const measure = async (n: number, inFlight: number, call: (i: number) => Promise<unknown>): Promise<number> => {
   let next = 0;
   const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    for (let i = next++; i < n; i = next++) await call(i);
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      for (let i = next++; i < n; i = next++) await call(i);
+    }),
+  );
   return Number(process.hrtime.bigint() - started) / 1000 / n;
 };
 
 const row = (label: string, one: number, many: number) =>
-  console.log(`  ${label.padEnd(44)} ${one.toFixed(1).padStart(8)} µs/call one at a time ${many.toFixed(1).padStart(8)} µs/call with 32 in flight`);
+  console.log(
+    `  ${label.padEnd(44)} ${one.toFixed(1).padStart(8)} µs/call one at a time ${many.toFixed(1).padStart(8)} µs/call with 32 in flight`,
+  );
 
 const epochReads = async (label: string, epochs: CacheEpochs) => {
   const scopes = Array.from({ length: 100 }, (_, i) => [`u:user-${i}`, `t:tenant-${i % 10}`]);
   await measure(2000, 1, (i) => epochs.current(scopes[i % scopes.length]!)); // warm-up, and every epoch exists
-  row(label, await measure(iterations, 1, (i) => epochs.current(scopes[i % scopes.length]!)), await measure(iterations, 32, (i) => epochs.current(scopes[i % scopes.length]!)));
+  row(
+    label,
+    await measure(iterations, 1, (i) => epochs.current(scopes[i % scopes.length]!)),
+    await measure(iterations, 32, (i) => epochs.current(scopes[i % scopes.length]!)),
+  );
 };
 
 const warmAuthenticate = async (label: string, env: Record<string, string>) => {
@@ -45,7 +53,11 @@ const warmAuthenticate = async (label: string, env: Record<string, string>) => {
     const tokens = users.map((u) => u.accessToken);
     const auth = p.kernel.authenticator;
     await measure(2000, 1, (i) => auth.authenticate(tokens[i % tokens.length]!));
-    row(label, await measure(iterations, 1, (i) => auth.authenticate(tokens[i % tokens.length]!)), await measure(iterations, 32, (i) => auth.authenticate(tokens[i % tokens.length]!)));
+    row(
+      label,
+      await measure(iterations, 1, (i) => auth.authenticate(tokens[i % tokens.length]!)),
+      await measure(iterations, 32, (i) => auth.authenticate(tokens[i % tokens.length]!)),
+    );
   } finally {
     await p.close();
   }

@@ -25,7 +25,9 @@ try {
   const since = new Date(Date.now() - 2 * 86_400_000).toISOString();
   const until = new Date(Date.now() + 60_000).toISOString();
   const t = performance.now();
-  const res = await fetch(`${platform.url}/v1/audit/export?format=${format}&since=${since}&until=${until}`, { headers: { authorization: `Bearer ${testToken('bench-0', 'bench', ['audit.export'])}` } });
+  const res = await fetch(`${platform.url}/v1/audit/export?format=${format}&since=${since}&until=${until}`, {
+    headers: { authorization: `Bearer ${testToken('bench-0', 'bench', ['audit.export'])}` },
+  });
   if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}: ${await res.text()}`);
   let bytes = 0;
   let lines = 0;
@@ -41,7 +43,9 @@ try {
   const early = Math.max(...samples.slice(0, quarter));
   const late = Math.max(...samples.slice(-quarter));
   console.log(`machine: ${machine()}`);
-  console.log(`${format}: ${exported.toLocaleString('en')} records, ${mb(bytes)} MiB in ${seconds.toFixed(1)} s → ${Math.round(exported / seconds).toLocaleString('en')} rows/s; rss before ${mb(baseline)} MiB, peak ${mb(peak)} MiB (first quarter ${mb(early)} MiB, last quarter ${mb(late)} MiB)`);
+  console.log(
+    `${format}: ${exported.toLocaleString('en')} records, ${mb(bytes)} MiB in ${seconds.toFixed(1)} s → ${Math.round(exported / seconds).toLocaleString('en')} rows/s; rss before ${mb(baseline)} MiB, peak ${mb(peak)} MiB (first quarter ${mb(early)} MiB, last quarter ${mb(late)} MiB)`,
+  );
 } finally {
   await platform.close();
 }

@@ -16,43 +16,79 @@ import { machine, progress } from './support';
 const total = Number(process.argv[2] ?? 200_000);
 const tenants = Number(process.argv[3] ?? 10);
 const batch = Number(process.argv[4] ?? 5000);
-const { platform, ch } = await startAuditBench(process.env.BENCH_KAFKA ? { KAFKA_BROKERS: process.env.TEST_KAFKA_BROKERS ?? '' } : {});
+const { platform, ch } = await startAuditBench(
+  process.env.BENCH_KAFKA ? { KAFKA_BROKERS: process.env.TEST_KAFKA_BROKERS ?? '' } : {},
+);
 try {
   const log: LogPort = platform.kernel.log;
   const topic = `bench-audit-${randomUUID()}`;
   await log.ensureTopics([{ name: topic, partitions: 3, retentionMs: 3600_000 }]);
   const t0 = performance.now();
   for (let from = 0; from < total; from += 10_000) {
-    const records = Array.from({ length: Math.min(10_000, total - from) }, (_, i) => auditRecord({
-      action: 'invoice.payment.captured', entityType: 'invoice', entityId: `inv-${(from + i) % 50_000}`, tenantId: `bench-${(from + i) % tenants}`,
-      actorId: `user-${(from + i) % 1000}`, actorIp: '10.0.0.1', actorUserAgent: 'bench/1.0', after: { amount: from + i, currency: 'EUR' }, traceId: randomUUID().replace(/-/g, ''),
-      timestamp: new Date().toISOString(),
-    }, uuidV7Ids.next()));
+    const records = Array.from({ length: Math.min(10_000, total - from) }, (_, i) =>
+      auditRecord(
+        {
+          action: 'invoice.payment.captured',
+          entityType: 'invoice',
+          entityId: `inv-${(from + i) % 50_000}`,
+          tenantId: `bench-${(from + i) % tenants}`,
+          actorId: `user-${(from + i) % 1000}`,
+          actorIp: '10.0.0.1',
+          actorUserAgent: 'bench/1.0',
+          after: { amount: from + i, currency: 'EUR' },
+          traceId: randomUUID().replace(/-/g, ''),
+          timestamp: new Date().toISOString(),
+        },
+        uuidV7Ids.next(),
+      ),
+    );
     await log.publish(topic, records);
   }
   const published = (performance.now() - t0) / 1000;
-  progress('audit-ingest', `published ${total.toLocaleString('en')} records in ${published.toFixed(1)} s (${Math.round(total / published).toLocaleString('en')}/s)`);
+  progress(
+    'audit-ingest',
+    `published ${total.toLocaleString('en')} records in ${published.toFixed(1)} s (${Math.round(total / published).toLocaleString('en')}/s)`,
+  );
   let stored = 0;
   const t1 = performance.now();
   const done = new Promise<void>((resolve, reject) => {
-    void log.subscribe({
-      groupId: `bench.${randomUUID()}`, topics: [topic], maxBatch: batch,
-      eachBatch: async (records) => {
-        try {
-          const outcome = await ingestAuditRecords(platform.kernel.db, ch, records.map((r) => r.value), new Date());
-          stored += outcome.stored;
-          if (stored >= total) resolve();
-        } catch (error) { reject(error instanceof Error ? error : new Error('the ingest failed')); throw error; }
-      },
-    }).then((s) => done.finally(() => s.stop()));
+    void log
+      .subscribe({
+        groupId: `bench.${randomUUID()}`,
+        topics: [topic],
+        maxBatch: batch,
+        eachBatch: async (records) => {
+          try {
+            const outcome = await ingestAuditRecords(
+              platform.kernel.db,
+              ch,
+              records.map((r) => r.value),
+              new Date(),
+            );
+            stored += outcome.stored;
+            if (stored >= total) resolve();
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error('the ingest failed'));
+            throw error;
+          }
+        },
+      })
+      .then((s) => done.finally(() => s.stop()));
   });
-  const ticker = setInterval(() => progress('audit-ingest', `stored ${stored.toLocaleString('en')}/${total.toLocaleString('en')}`), 2000);
+  const ticker = setInterval(
+    () => progress('audit-ingest', `stored ${stored.toLocaleString('en')}/${total.toLocaleString('en')}`),
+    2000,
+  );
   await done;
   clearInterval(ticker);
   const consumed = (performance.now() - t1) / 1000;
-  const [row] = await ch.query<{ n: string; ids: string }>(`SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records`);
+  const [row] = await ch.query<{ n: string; ids: string }>(
+    `SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records`,
+  );
   console.log(`machine: ${machine()}; log: ${log.kind}`);
-  console.log(`records ${total}, tenants ${tenants}, batch ${batch}: consumed and stored in ${consumed.toFixed(1)} s → ${Math.round(total / consumed).toLocaleString('en')} records/s (end to end incl. publish: ${Math.round(total / (published + consumed)).toLocaleString('en')}/s); stored rows ${row?.n}, distinct ids ${row?.ids}`);
+  console.log(
+    `records ${total}, tenants ${tenants}, batch ${batch}: consumed and stored in ${consumed.toFixed(1)} s → ${Math.round(total / consumed).toLocaleString('en')} records/s (end to end incl. publish: ${Math.round(total / (published + consumed)).toLocaleString('en')}/s); stored rows ${row?.n}, distinct ids ${row?.ids}`,
+  );
 } finally {
   await platform.close();
 }

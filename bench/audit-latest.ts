@@ -28,14 +28,18 @@ try {
     const tenantId = `bench-${Math.floor(Math.random() * tenants)}`;
     const token = testToken(tenantId, 'bench', ['audit.read']);
     const t = performance.now();
-    const res = await fetch(`${platform.url}/v1/audit?page_size=100`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${platform.url}/v1/audit?page_size=100`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     await res.arrayBuffer();
     http.push(performance.now() - t);
   }
   const q = summarize(query);
   const h = summarize(http);
   console.log(`machine: ${machine()}`);
-  console.log(`rows ${rows.toLocaleString('en')}, tenants ${tenants}: latest 100 query p50 ${q.p50.toFixed(1)} ms, p99 ${q.p99.toFixed(1)} ms; GET /v1/audit?page_size=100 p50 ${h.p50.toFixed(1)} ms, p99 ${h.p99.toFixed(1)} ms (n=${q.n})`);
+  console.log(
+    `rows ${rows.toLocaleString('en')}, tenants ${tenants}: latest 100 query p50 ${q.p50.toFixed(1)} ms, p99 ${q.p99.toFixed(1)} ms; GET /v1/audit?page_size=100 p50 ${h.p50.toFixed(1)} ms, p99 ${h.p99.toFixed(1)} ms (n=${q.n})`,
+  );
 } finally {
   await platform.close();
 }

@@ -5,8 +5,13 @@ import { startTestPlatform } from '../tests/support/platform';
 import type { TestPlatform } from '../tests/support/platform';
 
 /** a platform with the audit service on a fresh database (chdb in process), its ClickHouse store ready */
-export const startAuditBench = async (env: Record<string, string> = {}): Promise<{ platform: TestPlatform; ch: AnalyticsStore }> => {
-  const platform = await startTestPlatform({ modules: mergeModules(auditModules), env: { RATE_LIMIT_USER_PER_MIN: '100000000', RATE_LIMIT_TENANT_PER_MIN: '100000000', ...env } });
+export const startAuditBench = async (
+  env: Record<string, string> = {},
+): Promise<{ platform: TestPlatform; ch: AnalyticsStore }> => {
+  const platform = await startTestPlatform({
+    modules: mergeModules(auditModules),
+    env: { RATE_LIMIT_USER_PER_MIN: '100000000', RATE_LIMIT_TENANT_PER_MIN: '100000000', ...env },
+  });
   return { platform, ch: await platform.kernel.analytics() };
 };
 

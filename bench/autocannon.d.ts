@@ -7,8 +7,19 @@ declare module 'autocannon' {
     body?: string;
     setupRequest?: (request: Request) => Request;
   }
-  interface Options { url: string; connections?: number; duration?: number; requests?: Request[] }
-  interface Histogram { p50: number; p90: number; p99: number; max: number; average: number }
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    requests?: Request[];
+  }
+  interface Histogram {
+    p50: number;
+    p90: number;
+    p99: number;
+    max: number;
+    average: number;
+  }
   interface Result {
     requests: { total: number; average: number };
     latency: Histogram;

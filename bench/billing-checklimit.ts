@@ -13,13 +13,19 @@ import { machine, progress, summarize } from './support';
 const rate = Number(process.argv[2] ?? 5000);
 const seconds = Number(process.argv[3] ?? 10);
 const tenantCount = Number(process.argv[4] ?? 100);
-const RESOURCES = ['RESOURCE_TYPE_USERS', 'RESOURCE_TYPE_RECORDS', 'RESOURCE_TYPE_STORAGE_BYTES', 'RESOURCE_TYPE_MODULES'];
+const RESOURCES = [
+  'RESOURCE_TYPE_USERS',
+  'RESOURCE_TYPE_RECORDS',
+  'RESOURCE_TYPE_STORAGE_BYTES',
+  'RESOURCE_TYPE_MODULES',
+];
 
 const p = await billingPlatform();
 try {
   const tenants = await tenantsWithTrials(p, tenantCount);
   const client = billingGrpcClient(`127.0.0.1:${billingGrpcPort(p.kernel)}`);
-  const call = (i: number) => client.call('CheckLimit', { tenant_id: tenants[i % tenants.length], resource: RESOURCES[i % RESOURCES.length] });
+  const call = (i: number) =>
+    client.call('CheckLimit', { tenant_id: tenants[i % tenants.length], resource: RESOURCES[i % RESOURCES.length] });
   progress('checklimit', `warming up ${tenants.length} tenants`);
   for (let i = 0; i < tenants.length * RESOURCES.length; i += 1) await call(i);
   progress('checklimit', `${rate} calls/s for ${seconds} s (load average ${await loadAverage()})`);
@@ -33,15 +39,28 @@ try {
     const wait = due - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const t = performance.now();
-    inFlight.push(call(i).then(() => { latencies.push(performance.now() - t); }, () => { failed += 1; }));
+    inFlight.push(
+      call(i).then(
+        () => {
+          latencies.push(performance.now() - t);
+        },
+        () => {
+          failed += 1;
+        },
+      ),
+    );
     if (inFlight.length > 10_000) await Promise.all(inFlight.splice(0, 5_000));
   }
   await Promise.all(inFlight);
   const elapsed = (performance.now() - started) / 1000;
   const s = summarize(latencies);
   console.log(machine());
-  console.log(`CheckLimit over gRPC (plaintext, loopback), open loop at ${rate}/s for ${seconds} s over ${tenants.length} tenants × ${RESOURCES.length} resources`);
-  console.log(`  achieved ${(s.n / elapsed).toFixed(0)} calls/s, failed ${failed}; p50 ${s.p50.toFixed(3)} ms, p99 ${s.p99.toFixed(3)} ms (aim p99 < 1 ms); load average after: ${await loadAverage()}`);
+  console.log(
+    `CheckLimit over gRPC (plaintext, loopback), open loop at ${rate}/s for ${seconds} s over ${tenants.length} tenants × ${RESOURCES.length} resources`,
+  );
+  console.log(
+    `  achieved ${(s.n / elapsed).toFixed(0)} calls/s, failed ${failed}; p50 ${s.p50.toFixed(3)} ms, p99 ${s.p99.toFixed(3)} ms (aim p99 < 1 ms); load average after: ${await loadAverage()}`,
+  );
   client.close();
 } finally {
   await p.close();

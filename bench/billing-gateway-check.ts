@@ -18,8 +18,18 @@ try {
   const admission = found;
   progress('gateway-check', `seeding ${tenantCount} tenants`);
   const tenants = await tenantsWithTrials(p, tenantCount);
-  const counted = (i: number) => ({ tenantId: tenants[i % tenants.length]!, method: 'POST', route: '/v1/users', namespace: 'iam' });
-  const read = (i: number) => ({ tenantId: tenants[i % tenants.length]!, method: 'GET', route: '/v1/wallets', namespace: 'money' });
+  const counted = (i: number) => ({
+    tenantId: tenants[i % tenants.length]!,
+    method: 'POST',
+    route: '/v1/users',
+    namespace: 'iam',
+  });
+  const read = (i: number) => ({
+    tenantId: tenants[i % tenants.length]!,
+    method: 'GET',
+    route: '/v1/wallets',
+    namespace: 'money',
+  });
   for (let i = 0; i < tenants.length; i += 1) await admission.admit(counted(i)); // warm: every tenant's entries cached
   const measure = async (label: string, request: (i: number) => Parameters<typeof admission.admit>[0]) => {
     for (let round = 0; round < 3; round += 1) {
@@ -30,7 +40,9 @@ try {
     }
   };
   console.log(machine());
-  console.log(`gateway billing admission, warm caches, ${tenants.length} tenants, ${iterations} requests per round (load average ${await loadAverage()}); aim < 20 µs`);
+  console.log(
+    `gateway billing admission, warm caches, ${tenants.length} tenants, ${iterations} requests per round (load average ${await loadAverage()}); aim < 20 µs`,
+  );
   await measure('counted mutation (POST /v1/users)', counted);
   await measure('read (GET /v1/wallets: status rules only)', read);
 } finally {

@@ -17,14 +17,22 @@ const kafka = process.argv.includes('--kafka');
 const dlqCount = Number(/--dlq=(\d+)/.exec(process.argv.join(' '))?.[1] ?? 200);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const platform = await startTestPlatform({ modules: ['events'], kafka, env: { ...EVENTS_TEST_ENV, LOG_LEVEL: 'silent' } });
+const platform = await startTestPlatform({
+  modules: ['events'],
+  kafka,
+  env: { ...EVENTS_TEST_ENV, LOG_LEVEL: 'silent' },
+});
 const receiver = await startReceiver();
 try {
   const tenantId = randomUUID();
   const slug = uniqueSlug('bench');
   const topic = `platform.${slug}.events`;
   const type = `${slug}.item.changed`;
-  const mod = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [type], subscribes: [topic], endpoint: receiver.url } }, [tenantId]);
+  const mod = await registerModule(
+    platform,
+    { slug, version: '1.0.0', events: { publishes: [type], subscribes: [topic], endpoint: receiver.url } },
+    [tenantId],
+  );
   const client = moduleClient(platform, mod, tenantId);
   await client.call('POST', '/events/subscriptions', { topic, consumerGroup: `${slug}.bench`, handlerName: 'bench' });
   const drain = async (count: number, timeoutMs = 120_000) => {
@@ -47,42 +55,63 @@ try {
     const due = started + (i * 1000) / rate;
     if (due > Date.now()) await sleep(due - Date.now());
     const t = Date.now();
-    inflight.push(client.call('POST', '/events/publish', { topic, type, payload: { i }, entityId: `item-${i % 64}` }).then((r) => {
-      sentAt.set(r.body.eventId as string, t);
-      answered.push(Date.now() - t);
-    }));
+    inflight.push(
+      client.call('POST', '/events/publish', { topic, type, payload: { i }, entityId: `item-${i % 64}` }).then((r) => {
+        sentAt.set(r.body.eventId as string, t);
+        answered.push(Date.now() - t);
+      }),
+    );
   }
   await Promise.all(inflight);
   const publishSeconds = (Date.now() - started) / 1000;
   await drain(total);
-  const latencies = receiver.received.filter((d: Body) => sentAt.has(d.event.eventId)).map((d: Body) => (d.at as number) - sentAt.get(d.event.eventId)!);
+  const latencies = receiver.received
+    .filter((d: Body) => sentAt.has(d.event.eventId))
+    .map((d: Body) => (d.at as number) - sentAt.get(d.event.eventId)!);
   const l = summarize(latencies);
-  console.log(`publish → handler at ${Math.round(total / publishSeconds)} events/s offered (${total} events): p50 ${l.p50} ms, p99 ${l.p99} ms, delivered ${l.n} (aim p99 < 100 ms on Kafka at 1,000/s); the publish itself answered p50 ${summarize(answered).p50} ms, p99 ${summarize(answered).p99} ms`);
+  console.log(
+    `publish → handler at ${Math.round(total / publishSeconds)} events/s offered (${total} events): p50 ${l.p50} ms, p99 ${l.p99} ms, delivered ${l.n} (aim p99 < 100 ms on Kafka at 1,000/s); the publish itself answered p50 ${summarize(answered).p50} ms, p99 ${summarize(answered).p99} ms`,
+  );
 
   // 2. batch publish throughput: 500-event batches, 8 concurrent publishers, for `seconds`
   receiver.received.length = 0;
-  const events = Array.from({ length: 500 }, (_, i) => ({ type, payload: { i, blob: 'x'.repeat(200) }, entityId: `item-${i % 64}` }));
+  const events = Array.from({ length: 500 }, (_, i) => ({
+    type,
+    payload: { i, blob: 'x'.repeat(200) },
+    entityId: `item-${i % 64}`,
+  }));
   let accepted = 0;
   const bStart = performance.now();
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (performance.now() - bStart < seconds * 1000) {
-      const r = await client.call('POST', '/events/publish/batch', { topic, events });
-      if (r.status === 202) accepted += 500;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (performance.now() - bStart < seconds * 1000) {
+        const r = await client.call('POST', '/events/publish/batch', { topic, events });
+        if (r.status === 202) accepted += 500;
+      }
+    }),
+  );
   const bSeconds = (performance.now() - bStart) / 1000;
-  console.log(`batch publish (500 events, 8 publishers): ${Math.round(accepted / bSeconds)} events/s accepted over ${bSeconds.toFixed(1)} s (aim ≥ 20,000/s)`);
+  console.log(
+    `batch publish (500 events, 8 publishers): ${Math.round(accepted / bSeconds)} events/s accepted over ${bSeconds.toFixed(1)} s (aim ≥ 20,000/s)`,
+  );
   const dStart = performance.now();
   await drain(accepted, 300_000);
-  console.log(`  delivered ${receiver.received.length} of them ${((performance.now() - dStart) / 1000).toFixed(1)} s after the last was accepted`);
+  console.log(
+    `  delivered ${receiver.received.length} of them ${((performance.now() - dStart) / 1000).toFixed(1)} s after the last was accepted`,
+  );
 
   // 3. DLQ replay rate
   receiver.received.length = 0;
   receiver.failMarked = true;
-  await client.call('POST', '/events/publish/batch', { topic, events: Array.from({ length: dlqCount }, (_, i) => ({ type, payload: { i, fail: true }, entityId: `dlq-${i}` })) });
+  await client.call('POST', '/events/publish/batch', {
+    topic,
+    events: Array.from({ length: dlqCount }, (_, i) => ({ type, payload: { i, fail: true }, entityId: `dlq-${i}` })),
+  });
   for (let pending = 0; pending < dlqCount;) {
     await sleep(200);
-    const { rows } = await platform.kernel.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM events.dlq WHERE status = 'pending'`);
+    const { rows } = await platform.kernel.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM events.dlq WHERE status = 'pending'`,
+    );
     pending = rows[0]!.n;
   }
   receiver.failMarked = false;
@@ -91,7 +120,9 @@ try {
   const times = receiver.received.map((d: Body) => d.at as number).sort((a, b) => a - b);
   const spanS = (times[times.length - 1]! - times[0]!) / 1000;
   const busiest = Math.max(...times.map((t) => times.filter((u) => u >= t && u < t + 1000).length));
-  console.log(`DLQ replay-all of ${replay.body.replayed}: ${((times.length - 1) / spanS).toFixed(1)} events/s, busiest second ${busiest} (limit DLQ_REPLAY_RATE_LIMIT = 50/s)`);
+  console.log(
+    `DLQ replay-all of ${replay.body.replayed}: ${((times.length - 1) / spanS).toFixed(1)} events/s, busiest second ${busiest} (limit DLQ_REPLAY_RATE_LIMIT = 50/s)`,
+  );
 } finally {
   await receiver.close();
   await platform.close();

@@ -25,29 +25,57 @@ try {
   progress('bench', `single-event appends, 8 writers, ${seconds} s`);
   const versions = new Array(8).fill(0);
   const single = await load(8, seconds, async (w) => {
-    await inTransaction(db, (tx) => store.append(tx, [{ streamId: `bench:w${w}`, expectedVersion: versions[w]!, events: [event(versions[w])] }], meta));
+    await inTransaction(db, (tx) =>
+      store.append(
+        tx,
+        [{ streamId: `bench:w${w}`, expectedVersion: versions[w]!, events: [event(versions[w])] }],
+        meta,
+      ),
+    );
     versions[w] += 1;
   });
   const s1 = summarize(single.latencies);
-  console.log(`single-event appends, 8 concurrent writers: ${Math.round(single.calls / single.seconds)} events/s; p50 ${s1.p50.toFixed(2)} ms, p99 ${s1.p99.toFixed(2)} ms (aim ≥ 5,000/s)`);
+  console.log(
+    `single-event appends, 8 concurrent writers: ${Math.round(single.calls / single.seconds)} events/s; p50 ${s1.p50.toFixed(2)} ms, p99 ${s1.p99.toFixed(2)} ms (aim ≥ 5,000/s)`,
+  );
 
   progress('bench', `single-event appends as one autocommit statement, 8 writers, ${seconds} s`);
   const aversions = new Array(8).fill(0);
   const auto = await load(8, seconds, async (w) => {
-    await store.appendOne(db, { streamId: `bench:a${w}`, expectedVersion: aversions[w]!, events: [event(aversions[w])] }, meta);
+    await store.appendOne(
+      db,
+      { streamId: `bench:a${w}`, expectedVersion: aversions[w]!, events: [event(aversions[w])] },
+      meta,
+    );
     aversions[w] += 1;
   });
   const s0 = summarize(auto.latencies);
-  console.log(`single-event appends, 8 concurrent writers, one statement each (no BEGIN/COMMIT): ${Math.round(auto.calls / auto.seconds)} events/s; p50 ${s0.p50.toFixed(2)} ms, p99 ${s0.p99.toFixed(2)} ms`);
+  console.log(
+    `single-event appends, 8 concurrent writers, one statement each (no BEGIN/COMMIT): ${Math.round(auto.calls / auto.seconds)} events/s; p50 ${s0.p50.toFixed(2)} ms, p99 ${s0.p99.toFixed(2)} ms`,
+  );
 
   progress('bench', `batches of 100, 8 writers, ${seconds} s`);
   const bversions = new Array(8).fill(0);
   const batches = await load(8, seconds, async (w) => {
-    await inTransaction(db, (tx) => store.append(tx, [{ streamId: `bench:b${w}`, expectedVersion: bversions[w]!, events: Array.from({ length: 100 }, (_, i) => event(i)) }], meta));
+    await inTransaction(db, (tx) =>
+      store.append(
+        tx,
+        [
+          {
+            streamId: `bench:b${w}`,
+            expectedVersion: bversions[w]!,
+            events: Array.from({ length: 100 }, (_, i) => event(i)),
+          },
+        ],
+        meta,
+      ),
+    );
     bversions[w] += 100;
   });
   const s2 = summarize(batches.latencies);
-  console.log(`batches of 100 events, 8 concurrent writers: ${Math.round((batches.calls * 100) / batches.seconds)} events/s; per batch p50 ${s2.p50.toFixed(2)} ms, p99 ${s2.p99.toFixed(2)} ms (aim ≥ 30,000 events/s)`);
+  console.log(
+    `batches of 100 events, 8 concurrent writers: ${Math.round((batches.calls * 100) / batches.seconds)} events/s; per batch p50 ${s2.p50.toFixed(2)} ms, p99 ${s2.p99.toFixed(2)} ms (aim ≥ 30,000 events/s)`,
+  );
 
   const runner = new CommandRunner(db, store, null);
   const seed = async (id: string, n: number) => {
@@ -56,11 +84,23 @@ try {
     let version = 1;
     while (version < n) {
       const k = Math.min(1000, n - version);
-      await inTransaction(db, (tx) => store.append(tx, [{
-        streamId, expectedVersion: version,
-        events: Array.from({ length: k }, (_, i) => ({ type: 'tally.counter.incremented', data: { counterId: id, by: 1, value: version + i } })),
-        state: { value: { status: 'open', name: id, value: version + k - 1 }, schema: 'counter.v1' },
-      }], meta));
+      await inTransaction(db, (tx) =>
+        store.append(
+          tx,
+          [
+            {
+              streamId,
+              expectedVersion: version,
+              events: Array.from({ length: k }, (_, i) => ({
+                type: 'tally.counter.incremented',
+                data: { counterId: id, by: 1, value: version + i },
+              })),
+              state: { value: { status: 'open', name: id, value: version + k - 1 }, schema: 'counter.v1' },
+            },
+          ],
+          meta,
+        ),
+      );
       version += k;
       if (version % 20_000 < 1000) progress('seed', `${id}: ${version}/${n}`);
     }
@@ -80,7 +120,9 @@ try {
   const short = await command('short');
   const long = await command('long');
   const diff = ((long.p50 - short.p50) / short.p50) * 100;
-  console.log(`command latency (1,000 increments each): stream of 10 events p50 ${short.p50.toFixed(3)} ms p99 ${short.p99.toFixed(3)} ms; stream of 100,000 events p50 ${long.p50.toFixed(3)} ms p99 ${long.p99.toFixed(3)} ms; difference at p50 ${diff.toFixed(1)} % (aim within 20 %)`);
+  console.log(
+    `command latency (1,000 increments each): stream of 10 events p50 ${short.p50.toFixed(3)} ms p99 ${short.p99.toFixed(3)} ms; stream of 100,000 events p50 ${long.p50.toFixed(3)} ms p99 ${long.p99.toFixed(3)} ms; difference at p50 ${diff.toFixed(1)} % (aim within 20 %)`,
+  );
 } finally {
   await drop();
 }

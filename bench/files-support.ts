@@ -27,22 +27,39 @@ export const startFilesServer = async (env: Record<string, string> = {}): Promis
   const bucket = testBucket();
   const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/files-server.ts'], {
     env: {
-      ...process.env, DATABASE_URL: database.url, PORT: '0', DATA_DIR: join(tmpdir(), `bench-files-${process.pid}`),
-      ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50', ...env,
+      ...process.env,
+      DATABASE_URL: database.url,
+      PORT: '0',
+      DATA_DIR: join(tmpdir(), `bench-files-${process.pid}`),
+      ...bucket.env,
+      ...clamdEnv(),
+      FILES_WORKER_POLL_MS: '50',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /READY (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
     child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
   return {
-    url, child, database,
+    url,
+    child,
+    database,
     client: (tenantId) => filesClient(url, tenantId, 'bench-uploader'),
     rss: () => rssOf(child.pid!),
-    count: async (tenantId, status) => (await database.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM rm.files_files WHERE tenant_id = $1 AND status = $2', [tenantId, status])).rows[0]!.n,
+    count: async (tenantId, status) =>
+      (
+        await database.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM rm.files_files WHERE tenant_id = $1 AND status = $2',
+          [tenantId, status],
+        )
+      ).rows[0]!.n,
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

@@ -27,10 +27,14 @@ for (let y = 0; y < height; y += 1) {
 }
 let seed = 0x9e3779b9;
 for (let i = 0; i < gradient.length; i += 1) {
-  seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; // xorshift32: noise of ±12
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5; // xorshift32: noise of ±12
   gradient[i] = Math.max(0, Math.min(255, gradient[i]! + ((seed >>> 0) % 25) - 12));
 }
-const jpeg = await sharp(gradient, { raw: { width, height, channels: 3 } }).jpeg({ quality: 88 }).toBuffer();
+const jpeg = await sharp(gradient, { raw: { width, height, channels: 3 } })
+  .jpeg({ quality: 88 })
+  .toBuffer();
 
 const server = await startFilesServer({ FILES_STAGING_MAX_PER_TENANT: String(count + 1) });
 try {
@@ -42,11 +46,23 @@ try {
     if (answer.status !== 201) throw new Error(`upload ${i}: ${answer.status} ${answer.text}`);
     ids.push(answer.body.id as string);
   }
-  await waitUntil(async () => (await server.count(tenant, 'available')) === count, 600_000, 'every picture to be released');
+  await waitUntil(
+    async () => (await server.count(tenant, 'available')) === count,
+    600_000,
+    'every picture to be released',
+  );
   // the automatic thumbnails are made on release: wait for them, so that they do not share the cores with the timed requests
-  await waitUntil(async () => (await server.database.db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM rm.files_files WHERE tenant_id = $1 AND thumbnails ? 'card_300' AND thumbnails ? 'icon_32'`, [tenant])).rows[0]!.n === count,
-  600_000, 'the automatic thumbnails');
+  await waitUntil(
+    async () =>
+      (
+        await server.database.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM rm.files_files WHERE tenant_id = $1 AND thumbnails ? 'card_300' AND thumbnails ? 'icon_32'`,
+          [tenant],
+        )
+      ).rows[0]!.n === count,
+    600_000,
+    'the automatic thumbnails',
+  );
 
   const time = async (id: string): Promise<number> => {
     const t = performance.now();
@@ -60,9 +76,13 @@ try {
   for (const id of ids) kept.push(await time(id));
   const f = summarize(first);
   const k = summarize(kept);
-  console.log(`# files thumbnail — ${machine()}, PostgreSQL and S3Proxy local, sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips})`);
-  console.log(`preview_600 of a ${width}×${height} JPEG (${(jpeg.length / MB).toFixed(1)} MB), ${count} files one at a time: first request p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, max ${Math.max(...first).toFixed(0)} ms (aim p99 < 1 s); `
-    + `kept thumbnail p50 ${k.p50.toFixed(1)} ms, p99 ${k.p99.toFixed(1)} ms`);
+  console.log(
+    `# files thumbnail — ${machine()}, PostgreSQL and S3Proxy local, sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips})`,
+  );
+  console.log(
+    `preview_600 of a ${width}×${height} JPEG (${(jpeg.length / MB).toFixed(1)} MB), ${count} files one at a time: first request p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms, max ${Math.max(...first).toFixed(0)} ms (aim p99 < 1 s); ` +
+      `kept thumbnail p50 ${k.p50.toFixed(1)} ms, p99 ${k.p99.toFixed(1)} ms`,
+  );
 } finally {
   await server.stop();
 }

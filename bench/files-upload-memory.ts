@@ -31,7 +31,9 @@ try {
     await new Promise((r) => setTimeout(r, 2000)); // settle to idle
     const idle = server.rss();
     let peak = idle;
-    const timer = setInterval(() => { peak = Math.max(peak, server.rss()); }, 10);
+    const timer = setInterval(() => {
+      peak = Math.max(peak, server.rss());
+    }, 10);
     const t = performance.now();
     try {
       await uploadAndRelease(size);
@@ -40,10 +42,14 @@ try {
     }
     results.push({ idle, peak: Math.max(peak, server.rss()), seconds: (performance.now() - t) / 1000 });
   }
-  console.log(`# files upload memory — ${machine()}, PostgreSQL, S3Proxy and clamd local; server: one process, role all`);
+  console.log(
+    `# files upload memory — ${machine()}, PostgreSQL, S3Proxy and clamd local; server: one process, role all`,
+  );
   for (const [i, r] of results.entries()) {
-    console.log(`run ${i + 1}: ${(size / MB).toFixed(0)} MB upload to available in ${r.seconds.toFixed(1)} s; RSS idle ${(r.idle / MB).toFixed(1)} MB, peak ${(r.peak / MB).toFixed(1)} MB, `
-      + `${((r.peak - r.idle) / MB).toFixed(1)} MB above idle (aim < 32 MB)`);
+    console.log(
+      `run ${i + 1}: ${(size / MB).toFixed(0)} MB upload to available in ${r.seconds.toFixed(1)} s; RSS idle ${(r.idle / MB).toFixed(1)} MB, peak ${(r.peak / MB).toFixed(1)} MB, ` +
+        `${((r.peak - r.idle) / MB).toFixed(1)} MB above idle (aim < 32 MB)`,
+    );
   }
 } finally {
   await server.stop();

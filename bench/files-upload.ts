@@ -14,7 +14,10 @@ const concurrency = Number(process.argv[3] ?? 16);
 const size = Math.round(Number(process.argv[4] ?? 1) * MB);
 
 // clamd and the scan workers: as many scans at once as uploads in flight, up to 16
-const server = await startFilesServer({ FILES_SCAN_CONCURRENCY: String(Math.min(16, concurrency)), FILES_STAGING_MAX_PER_TENANT: String(files + 1) });
+const server = await startFilesServer({
+  FILES_SCAN_CONCURRENCY: String(Math.min(16, concurrency)),
+  FILES_STAGING_MAX_PER_TENANT: String(files + 1),
+});
 try {
   const tenant = `bench-${randomUUID()}`;
   const c = server.client(tenant);
@@ -25,23 +28,33 @@ try {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let i = next++; i < files; i = next++) {
-      const t = performance.now();
-      const answer = await c.upload(bodies[i % bodies.length]!, { originalName: `f-${i}.bin` });
-      if (answer.status !== 201) throw new Error(`upload ${i}: ${answer.status} ${answer.text}`);
-      latencies.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < files; i = next++) {
+        const t = performance.now();
+        const answer = await c.upload(bodies[i % bodies.length]!, { originalName: `f-${i}.bin` });
+        if (answer.status !== 201) throw new Error(`upload ${i}: ${answer.status} ${answer.text}`);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
   const uploaded = performance.now();
-  await waitUntil(async () => (await server.count(tenant, 'available')) === files + 1, 600_000, 'every file to be released');
+  await waitUntil(
+    async () => (await server.count(tenant, 'available')) === files + 1,
+    600_000,
+    'every file to be released',
+  );
   const released = performance.now();
   const rejected = await server.count(tenant, 'rejected');
   const l = summarize(latencies);
-  console.log(`# files upload, end to end with clamd — ${machine()}, PostgreSQL, S3Proxy and clamd local; warm-up ${warm.status}`);
-  console.log(`${files} files of ${(size / MB).toFixed(1)} MB, ${concurrency} loops: ${(files / ((released - started) / 1000)).toFixed(1)} files/s to available (aim ≥ 50/s); `
-    + `uploads answered in ${((uploaded - started) / 1000).toFixed(1)} s (${(files / ((uploaded - started) / 1000)).toFixed(1)}/s), last release ${((released - uploaded) / 1000).toFixed(1)} s later; `
-    + `upload latency p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms; rejected ${rejected}`);
+  console.log(
+    `# files upload, end to end with clamd — ${machine()}, PostgreSQL, S3Proxy and clamd local; warm-up ${warm.status}`,
+  );
+  console.log(
+    `${files} files of ${(size / MB).toFixed(1)} MB, ${concurrency} loops: ${(files / ((released - started) / 1000)).toFixed(1)} files/s to available (aim ≥ 50/s); ` +
+      `uploads answered in ${((uploaded - started) / 1000).toFixed(1)} s (${(files / ((uploaded - started) / 1000)).toFixed(1)}/s), last release ${((released - uploaded) / 1000).toFixed(1)} s later; ` +
+      `upload latency p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms; rejected ${rejected}`,
+  );
 } finally {
   await server.stop();
 }

@@ -20,10 +20,22 @@ const n = Number(process.argv[3] ?? 20_000);
 const rounds = Number(process.argv[4] ?? 4);
 const { url, drop } = await benchDatabase();
 const config = loadConfig({
-  PORT: '0', PLATFORM_ENV: 'production', LOG_LEVEL: 'silent', DATABASE_URL: url, DATA_DIR: '/tmp/platform-bench',
-  REDIS_URL: redis ? process.env.TEST_REDIS_URL ?? '' : '', RATE_LIMIT_USER_PER_MIN: '100000000', RATE_LIMIT_TENANT_PER_MIN: '100000000',
+  PORT: '0',
+  PLATFORM_ENV: 'production',
+  LOG_LEVEL: 'silent',
+  DATABASE_URL: url,
+  DATA_DIR: '/tmp/platform-bench',
+  REDIS_URL: redis ? (process.env.TEST_REDIS_URL ?? '') : '',
+  RATE_LIMIT_USER_PER_MIN: '100000000',
+  RATE_LIMIT_TENANT_PER_MIN: '100000000',
 });
-const platform = await startPlatform({ role: 'all', config, logger: silentLogger(), modules: mergeModules({ read: [benchRoutes] }), listen: false });
+const platform = await startPlatform({
+  role: 'all',
+  config,
+  logger: silentLogger(),
+  modules: mergeModules({ read: [benchRoutes] }),
+  listen: false,
+});
 const { authenticator, token } = await benchAuthenticator();
 platform.kernel.authenticator = authenticator;
 const bare = Fastify();
@@ -41,7 +53,9 @@ const perRequest = async (app: Injectable, count: number): Promise<number> => {
   return ((performance.now() - t) / count) * 1000;
 };
 
-console.log(`# gateway edge CPU per request (inject, no sockets) — ${machine()}; rate-limit store: ${redis ? 'Redis' : 'in-process'}; load average ${loadavg()[0]!.toFixed(2)}`);
+console.log(
+  `# gateway edge CPU per request (inject, no sockets) — ${machine()}; rate-limit store: ${redis ? 'Redis' : 'in-process'}; load average ${loadavg()[0]!.toFixed(2)}`,
+);
 try {
   await perRequest(bare, 3000);
   await perRequest(platform.app, 3000);
@@ -50,10 +64,14 @@ try {
     const b = await perRequest(bare, n);
     const g = await perRequest(platform.app, n);
     diffs.push(g - b);
-    console.log(`  round ${r + 1}: bare ${b.toFixed(1)} µs/req, gateway ${g.toFixed(1)} µs/req, edge +${(g - b).toFixed(1)} µs`);
+    console.log(
+      `  round ${r + 1}: bare ${b.toFixed(1)} µs/req, gateway ${g.toFixed(1)} µs/req, edge +${(g - b).toFixed(1)} µs`,
+    );
   }
   const median = [...diffs].sort((a, b) => a - b)[Math.floor(diffs.length / 2)]!;
-  console.log(`edge cost (median of ${rounds} rounds): +${median.toFixed(1)} µs per request; load average now ${loadavg()[0]!.toFixed(2)}`);
+  console.log(
+    `edge cost (median of ${rounds} rounds): +${median.toFixed(1)} µs per request; load average now ${loadavg()[0]!.toFixed(2)}`,
+  );
 } finally {
   await platform.stop();
   await drop();

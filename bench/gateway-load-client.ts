@@ -7,19 +7,26 @@
  */
 import { Agent, request } from 'node:http';
 
-interface Phase { name: string; url: string; seconds: number; rate: number; headers: Record<string, string> }
+interface Phase {
+  name: string;
+  url: string;
+  seconds: number;
+  rate: number;
+  headers: Record<string, string>;
+}
 const phases = JSON.parse(process.argv[2] ?? '[]') as Phase[];
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
-const once = (url: URL, headers: Record<string, string>) => new Promise<{ ms: number; status: number }>((resolve) => {
-  const t = performance.now();
-  const req = request(url, { agent, headers }, (res) => {
-    res.resume();
-    res.on('end', () => resolve({ ms: performance.now() - t, status: res.statusCode ?? 0 }));
+const once = (url: URL, headers: Record<string, string>) =>
+  new Promise<{ ms: number; status: number }>((resolve) => {
+    const t = performance.now();
+    const req = request(url, { agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ ms: performance.now() - t, status: res.statusCode ?? 0 }));
+    });
+    req.on('error', () => resolve({ ms: performance.now() - t, status: 0 }));
+    req.end();
   });
-  req.on('error', () => resolve({ ms: performance.now() - t, status: 0 }));
-  req.end();
-});
 
 const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 
@@ -49,6 +56,17 @@ for (const phase of phases) {
   const statuses: Record<string, number> = {};
   for (const r of settled) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
   const seconds = (performance.now() - start) / 1000;
-  console.log(JSON.stringify({ name: phase.name, n: ms.length, rps: Math.round(ms.length / seconds), p50: pct(ms, 50), p90: pct(ms, 90), p99: pct(ms, 99), max: ms[ms.length - 1], statuses }));
+  console.log(
+    JSON.stringify({
+      name: phase.name,
+      n: ms.length,
+      rps: Math.round(ms.length / seconds),
+      p50: pct(ms, 50),
+      p90: pct(ms, 90),
+      p99: pct(ms, 99),
+      max: ms[ms.length - 1],
+      statuses,
+    }),
+  );
 }
 agent.destroy();

@@ -11,29 +11,54 @@ import { KeyRing } from '../infra/security/jwt';
  * (with its verified-token cache), permissions from the roles.
  */
 export const benchAuthenticator = async (): Promise<{ authenticator: Authenticator; token: string }> => {
-  const ring = await KeyRing.generate({ issuer: 'https://id.bench', audience: 'platform', maxTokenLifetimeSeconds: 3600 });
-  const token = await ring.sign({ sub: 'user-1', email: 'u@example.com', tenantId: 'tenant-bench', roles: ['Member'] }, { expiresInSeconds: 3600 });
+  const ring = await KeyRing.generate({
+    issuer: 'https://id.bench',
+    audience: 'platform',
+    maxTokenLifetimeSeconds: 3600,
+  });
+  const token = await ring.sign(
+    { sub: 'user-1', email: 'u@example.com', tenantId: 'tenant-bench', roles: ['Member'] },
+    { expiresInSeconds: 3600 },
+  );
   const authenticator: Authenticator = {
     authenticate: async (t) => {
       const claims = await ring.verify(t);
-      return { userId: claims.sub, tenantId: claims.tenantId, email: claims.email, roles: claims.roles, permissions: new Set(['bench.*', 'tally.*']), emailVerified: true };
+      return {
+        userId: claims.sub,
+        tenantId: claims.tenantId,
+        email: claims.email,
+        roles: claims.roles,
+        permissions: new Set(['bench.*', 'tally.*']),
+        emailVerified: true,
+      };
     },
   };
   return { authenticator, token };
 };
 
 const Ping = z.object({ id: z.string(), n: z.number().int(), at: z.string() });
-export const pingHandler = async (request: { query: unknown }) => ({ id: 'ping', n: Number((request.query as { n?: string | number }).n ?? 1), at: '2026-01-01T00:00:00.000Z' });
+export const pingHandler = async (request: { query: unknown }) => ({
+  id: 'ping',
+  n: Number((request.query as { n?: string | number }).n ?? 1),
+  at: '2026-01-01T00:00:00.000Z',
+});
 
 /** GET /v1/bench/ping?n=…: a route with a permission, a query schema and a response schema, no I/O */
 export const benchRoutes = defineRoutes({
   namespace: 'data',
   permissions: { 'bench.read': 'read the benchmark route' },
   register(app) {
-    app.withTypeProvider<ZodTypeProvider>().get('/bench/ping', {
-      config: { access: 'permission', permission: 'bench.read' },
-      schema: { querystring: z.object({ n: z.coerce.number().int().min(1).max(100).default(1) }), response: { 200: Ping } },
-    }, pingHandler);
+    app.withTypeProvider<ZodTypeProvider>().get(
+      '/bench/ping',
+      {
+        config: { access: 'permission', permission: 'bench.read' },
+        schema: {
+          querystring: z.object({ n: z.coerce.number().int().min(1).max(100).default(1) }),
+          response: { 200: Ping },
+        },
+      },
+      pingHandler,
+    );
   },
 });
 
@@ -49,8 +74,16 @@ export const run = (command: string, args: string[]): Promise<{ stdout: string; 
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let stdout = '';
     let cpu = 0;
-    const sample = setInterval(() => { try { cpu = cpuSecondsOf(child.pid!); } catch { /* exited */ } }, 200);
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    const sample = setInterval(() => {
+      try {
+        cpu = cpuSecondsOf(child.pid!);
+      } catch {
+        /* exited */
+      }
+    }, 200);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => {
       clearInterval(sample);
@@ -59,4 +92,5 @@ export const run = (command: string, args: string[]): Promise<{ stdout: string; 
     });
   });
 
-export const KONG = 'Kong Gateway (published): about 8,600 req/s per vCPU with rate limiting and key authentication, p99 8.5 ms at saturation';
+export const KONG =
+  'Kong Gateway (published): about 8,600 req/s per vCPU with rate limiting and key authentication, p99 8.5 ms at saturation';

@@ -15,7 +15,9 @@ const concurrency = Number(process.argv[2] ?? 4);
 /** the ceiling: argon2id verifications alone (libuv threads), no HTTP, no database */
 const argon2Ceiling = async (inFlight: number): Promise<number> => {
   const hash = await hashPassword(PASSWORD);
-  const run = await load(inFlight, 3, async () => { await verifyPassword(hash, PASSWORD); });
+  const run = await load(inFlight, 3, async () => {
+    await verifyPassword(hash, PASSWORD);
+  });
   return run.calls / run.seconds;
 };
 const p = await startBenchPlatform();
@@ -32,9 +34,13 @@ try {
   const perSecond = run.calls / run.seconds;
   const { p50, p99 } = summarize(run.latencies);
   console.log(`identity password logins (argon2id m=19456 KiB t=2 p=1), ${concurrency} in flight, ${machine()}`);
-  console.log(`  ${perSecond.toFixed(1)} logins/s, p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms over ${run.calls} logins`);
+  console.log(
+    `  ${perSecond.toFixed(1)} logins/s, p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms over ${run.calls} logins`,
+  );
   console.log(`  ${perCore(perSecond, KEYCLOAK_PER_VCPU.logins)}`);
-  console.log(`  ceiling: argon2id verify alone ${(await argon2Ceiling(2)).toFixed(1)}/s with 2 in flight, ${(await argon2Ceiling(concurrency)).toFixed(1)}/s with ${concurrency}`);
+  console.log(
+    `  ceiling: argon2id verify alone ${(await argon2Ceiling(2)).toFixed(1)}/s with 2 in flight, ${(await argon2Ceiling(concurrency)).toFixed(1)}/s with ${concurrency}`,
+  );
 } finally {
   await p.close();
 }

@@ -24,12 +24,17 @@ try {
     chains[w] = (await refreshSession(p.kernel, chains[w]!)).refreshToken;
   };
   console.log(`identity token refreshes, ${concurrency} in flight, ${machine()}`);
-  for (const [label, fn] of [['HTTP POST /v1/auth/refresh', viaHttp], ['refreshSession() in process', direct]] as const) {
+  for (const [label, fn] of [
+    ['HTTP POST /v1/auth/refresh', viaHttp],
+    ['refreshSession() in process', direct],
+  ] as const) {
     await load(concurrency, 2, fn);
     const run = await load(concurrency, seconds(), fn);
     const perSecond = run.calls / run.seconds;
     const { p50, p99 } = summarize(run.latencies);
-    console.log(`  ${label.padEnd(28)} ${perSecond.toFixed(0).padStart(6)} refreshes/s, p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; ${perCore(perSecond, KEYCLOAK_PER_VCPU.refreshes)}`);
+    console.log(
+      `  ${label.padEnd(28)} ${perSecond.toFixed(0).padStart(6)} refreshes/s, p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; ${perCore(perSecond, KEYCLOAK_PER_VCPU.refreshes)}`,
+    );
   }
 } finally {
   await p.close();

@@ -10,11 +10,13 @@ import { registerUser, startIdentityPlatform } from '../tests/support/identity';
 
 export const KEYCLOAK_PER_VCPU = { logins: 15, refreshes: 120 } as const;
 
-export const startBenchPlatform = async (): Promise<IdentityPlatform> => startIdentityPlatform({ env: { DATABASE_POOL_SIZE: '20' } });
+export const startBenchPlatform = async (): Promise<IdentityPlatform> =>
+  startIdentityPlatform({ env: { DATABASE_POOL_SIZE: '20' } });
 
 export const registerMany = async (p: IdentityPlatform, n: number): Promise<Registered[]> => {
   const users: Registered[] = [];
-  for (let i = 0; i < n; i += 4) users.push(...await Promise.all(Array.from({ length: Math.min(4, n - i) }, () => registerUser(p))));
+  for (let i = 0; i < n; i += 4)
+    users.push(...(await Promise.all(Array.from({ length: Math.min(4, n - i) }, () => registerUser(p)))));
   return users;
 };
 

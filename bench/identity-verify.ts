@@ -21,7 +21,12 @@ try {
   const fresh: string[] = [];
   for (let i = 0; fresh.length < iterations * 2 + 2000; i += 1) {
     const u = users[i % users.length]!;
-    fresh.push(await rt.ring.sign({ sub: u.userId, email: u.email, tenantId: u.tenantId, roles: ['Owner'] }, { expiresInSeconds: LIFETIMES.accessTokenSeconds - 1 - Math.floor(i / users.length) % 600 }));
+    fresh.push(
+      await rt.ring.sign(
+        { sub: u.userId, email: u.email, tenantId: u.tenantId, roles: ['Owner'] },
+        { expiresInSeconds: LIFETIMES.accessTokenSeconds - 1 - (Math.floor(i / users.length) % 600) },
+      ),
+    );
   }
   progress('verify', `${fresh.length} distinct tokens signed`);
   const hot = users.map((u) => u.accessToken);
@@ -40,7 +45,11 @@ try {
   await measure(1000, () => fresh[cursor++]!);
   const warm = await measure(iterations, (i) => hot[i % hot.length]!);
   const coldToken = await measure(iterations, () => fresh[cursor++]!);
-  const coldBoth = await measure(Math.min(iterations, 5000), () => fresh[cursor++]!, () => rt.invalidate());
+  const coldBoth = await measure(
+    Math.min(iterations, 5000),
+    () => fresh[cursor++]!,
+    () => rt.invalidate(),
+  );
   console.log(`identity authenticate (verify + permissions), ${iterations} calls, one at a time, ${machine()}`);
   console.log(`  warm (token cache + access cache hit)      ${warm.toFixed(1).padStart(8)} µs/request`);
   console.log(`  cold token (ES256 verify), access cached    ${coldToken.toFixed(1).padStart(8)} µs/request`);

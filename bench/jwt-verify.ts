@@ -25,13 +25,18 @@ const scenario = async (label: string, verifiedTokenCacheSize: number): Promise<
   await ring.rotate(); // two keys in the ring, as during a rotation
   const tokens = await Promise.all(
     Array.from({ length: 100 }, (_, i) =>
-      ring.sign({ sub: `user-${i}`, email: `user${i}@example.com`, tenantId: `tenant-${i % 7}`, roles: ['Member', 'Billing'] }, { expiresInSeconds: 900 }),
+      ring.sign(
+        { sub: `user-${i}`, email: `user${i}@example.com`, tenantId: `tenant-${i % 7}`, roles: ['Member', 'Billing'] },
+        { expiresInSeconds: 900 },
+      ),
     ),
   );
   await measure(ring, tokens, 1); // warm-up: JIT, WebCrypto, and the cache when it is on
   const sequential = await measure(ring, tokens, 1);
   const concurrent = await measure(ring, tokens, 32);
-  console.log(`  ${label.padEnd(34)} ${sequential.toFixed(1).padStart(7)} µs/op sequential, ${concurrent.toFixed(1).padStart(7)} µs/op with 32 in flight`);
+  console.log(
+    `  ${label.padEnd(34)} ${sequential.toFixed(1).padStart(7)} µs/op sequential, ${concurrent.toFixed(1).padStart(7)} µs/op with 32 in flight`,
+  );
 };
 
 console.log(`KeyRing.verify, ${iterations} verifications over 100 distinct tokens, node ${process.version}`);

@@ -23,15 +23,22 @@ export interface BenchServer {
 export const startBenchServer = async (extraArgs: string[] = []): Promise<BenchServer> => {
   const database = await createTestDatabase('bench');
   const child = spawn(process.execPath, [...extraArgs, '--import', 'tsx', 'tests/support/money-server.ts'], {
-    env: { ...process.env, DATABASE_URL: database.url, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, DATABASE_URL: database.url, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /READY (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
     child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
   return {
-    url, child, database,
+    url,
+    child,
+    database,
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -46,7 +53,8 @@ export const moneyHttp = (server: Pick<BenchServer, 'url' | 'database'>, tenantI
   const auth = `Bearer ${testToken(tenantId, 'bench-user', MONEY_PERMISSIONS)}`;
   const post = async (path: string, body: unknown): Promise<{ status: number; body: Body }> => {
     const res = await fetch(`${url}/v1${path}`, {
-      method: 'POST', body: JSON.stringify(body),
+      method: 'POST',
+      body: JSON.stringify(body),
       headers: { authorization: auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
     });
     return { status: res.status, body: await res.json() };
@@ -63,7 +71,15 @@ export const moneyHttp = (server: Pick<BenchServer, 'url' | 'database'>, tenantI
   };
 };
 
-export interface LoadResult { requests: number; ok: number; perSecond: number; p50: number; p99: number; max: number; statuses: Record<number, number> }
+export interface LoadResult {
+  requests: number;
+  ok: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  max: number;
+  statuses: Record<number, number>;
+}
 
 /**
  * Closed-loop transfers with autocannon (lighter than fetch, so the load generator takes less of
@@ -71,27 +87,51 @@ export interface LoadResult { requests: number; ok: number; perSecond: number; p
  * answer to the previous one arrives, each with a fresh Idempotency-Key, for `seconds` after a
  * one-second warm-up.
  */
-export const runTransfers = async (url: string, seconds: number, connections: number, pick: () => [string, string], tenantId = 'bench'): Promise<LoadResult> => {
+export const runTransfers = async (
+  url: string,
+  seconds: number,
+  connections: number,
+  pick: () => [string, string],
+  tenantId = 'bench',
+): Promise<LoadResult> => {
   const authorization = `Bearer ${testToken(tenantId, 'bench-user', MONEY_PERMISSIONS)}`;
-  const run = (duration: number) => autocannon({
-    url: `${url}/v1/transfers`, connections, duration,
-    requests: [{
-      method: 'POST',
-      setupRequest: (req) => {
-        const [fromWalletId, toWalletId] = pick();
-        return {
-          ...req,
-          headers: { authorization, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-          body: JSON.stringify({ fromWalletId, toWalletId, amount: 1 + Math.floor(Math.random() * 100), currency: 'USD' }),
-        };
-      },
-    }],
-  });
+  const run = (duration: number) =>
+    autocannon({
+      url: `${url}/v1/transfers`,
+      connections,
+      duration,
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => {
+            const [fromWalletId, toWalletId] = pick();
+            return {
+              ...req,
+              headers: { authorization, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+              body: JSON.stringify({
+                fromWalletId,
+                toWalletId,
+                amount: 1 + Math.floor(Math.random() * 100),
+                currency: 'USD',
+              }),
+            };
+          },
+        },
+      ],
+    });
   await run(1);
   const r = await run(seconds);
   const statuses: Record<number, number> = {};
-  for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) statuses[Number(code)] = (v).count;
-  return { requests: r.requests.total, ok: r['2xx'], perSecond: Math.round(r['2xx'] / seconds), p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, statuses };
+  for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) statuses[Number(code)] = v.count;
+  return {
+    requests: r.requests.total,
+    ok: r['2xx'],
+    perSecond: Math.round(r['2xx'] / seconds),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    statuses,
+  };
 };
 
 export const REFERENCES = [

@@ -14,7 +14,10 @@ try {
   const api = moneyHttp(server);
   // 1,000 funded wallets, opened 20 at a time
   const wallets: string[] = [];
-  for (let i = 0; i < 1000; i += 20) wallets.push(...await Promise.all(Array.from({ length: 20 }, (_, k) => api.openFunded(`user-${i + k}`, 1_000_000))));
+  for (let i = 0; i < 1000; i += 20)
+    wallets.push(
+      ...(await Promise.all(Array.from({ length: 20 }, (_, k) => api.openFunded(`user-${i + k}`, 1_000_000)))),
+    );
   const pick = () => wallets[Math.floor(Math.random() * wallets.length)]!;
 
   const random = await runTransfers(server.url, seconds, concurrency, () => {

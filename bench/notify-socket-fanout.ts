@@ -17,30 +17,55 @@ import { latencySummary, post, startNotifyServer } from './notify-support';
 const clients = Number(process.argv[2] ?? 1000);
 const rounds = Number(process.argv[3] ?? 5);
 const redis = process.argv.includes('redis');
-const server = await startNotifyServer({ NOTIFY_RATE_LIMIT_PER_TENANT: '10000000', NOTIFY_POLL_INTERVAL_MS: '50', ...(redis ? { REDIS_URL: requireEnv('TEST_REDIS_URL') } : {}) });
+const server = await startNotifyServer({
+  NOTIFY_RATE_LIMIT_PER_TENANT: '10000000',
+  NOTIFY_POLL_INTERVAL_MS: '50',
+  ...(redis ? { REDIS_URL: requireEnv('TEST_REDIS_URL') } : {}),
+});
 const sockets: SocketClient[] = [];
 try {
   const users = Array.from({ length: clients }, (_, i) => `fan-${i}`);
   for (const u of users) await seedMember(server.database.db, 'fanout', u);
-  for (let i = 0; i < users.length; i += 50) sockets.push(...await Promise.all(users.slice(i, i + 50).map((u) => openSession(server.url, testToken('fanout', u, [])))));
+  for (let i = 0; i < users.length; i += 50)
+    sockets.push(
+      ...(await Promise.all(users.slice(i, i + 50).map((u) => openSession(server.url, testToken('fanout', u, []))))),
+    );
   const latencies: number[] = [];
   for (let round = 0; round < rounds; round += 1) {
     const before = sockets.map((s) => s.notifications().length);
-    const arrivals = sockets.map((s, i) => new Promise<void>((resolve) => {
-      void s.waitFor((m) => m.filter((x) => x.type === 'notification').length > before[i]!, 'the round\'s message', 60_000).then(() => {
-        const message = s.notifications().at(-1);
-        latencies.push(Date.now() - Date.parse(message.created_at));
-        resolve();
-      });
-    }));
+    const arrivals = sockets.map(
+      (s, i) =>
+        new Promise<void>((resolve) => {
+          void s
+            .waitFor(
+              (m) => m.filter((x) => x.type === 'notification').length > before[i]!,
+              "the round's message",
+              60_000,
+            )
+            .then(() => {
+              const message = s.notifications().at(-1);
+              latencies.push(Date.now() - Date.parse(message.created_at));
+              resolve();
+            });
+        }),
+    );
     for (let i = 0; i < users.length; i += 500) {
-      const res = await post(server.url, 'fanout', '/notify/batch', { channel: 'websocket', subject: `round ${round}`, body: 'x', recipients: users.slice(i, i + 500).map((userId) => ({ userId })) });
+      const res = await post(server.url, 'fanout', '/notify/batch', {
+        channel: 'websocket',
+        subject: `round ${round}`,
+        body: 'x',
+        recipients: users.slice(i, i + 500).map((userId) => ({ userId })),
+      });
       if (res.status !== 202) throw new Error(`batch: ${res.status} ${JSON.stringify(res.body)}`);
     }
     await Promise.all(arrivals);
   }
-  console.log(`# socket fan-out — ${machine()}, PostgreSQL local, bus ${redis ? 'Redis' : 'PostgreSQL LISTEN/NOTIFY'}, ${clients} clients in the bench process`);
-  console.log(`accept → client, ${rounds} rounds of one message per client: ${JSON.stringify(latencySummary(latencies))} ms (aim p99 < 200 ms)`);
+  console.log(
+    `# socket fan-out — ${machine()}, PostgreSQL local, bus ${redis ? 'Redis' : 'PostgreSQL LISTEN/NOTIFY'}, ${clients} clients in the bench process`,
+  );
+  console.log(
+    `accept → client, ${rounds} rounds of one message per client: ${JSON.stringify(latencySummary(latencies))} ms (aim p99 < 200 ms)`,
+  );
 } finally {
   await Promise.all(sockets.map((s) => s.close()));
   await server.stop();

@@ -22,15 +22,22 @@ export interface NotifyServer {
 export const startNotifyServer = async (env: Record<string, string>): Promise<NotifyServer> => {
   const database = await createTestDatabase('bench');
   const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/notify-server.ts'], {
-    env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\S+)/.exec(out); if (m) resolve(m[1]!); });
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /READY (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
     child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
   return {
-    url, child, database,
+    url,
+    child,
+    database,
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -41,23 +48,41 @@ export const startNotifyServer = async (env: Record<string, string>): Promise<No
 
 export const authorization = (tenantId: string) => `Bearer ${testToken(tenantId, 'bench-sender', NOTIFY_PERMISSIONS)}`;
 
-export const post = async (url: string, tenantId: string, path: string, body: unknown): Promise<{ status: number; body: { ids?: string[]; notificationId?: string } }> => {
-  const res = await fetch(`${url}/v1${path}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: authorization(tenantId), 'content-type': 'application/json' } });
+export const post = async (
+  url: string,
+  tenantId: string,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; body: { ids?: string[]; notificationId?: string } }> => {
+  const res = await fetch(`${url}/v1${path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { authorization: authorization(tenantId), 'content-type': 'application/json' },
+  });
   return { status: res.status, body: (await res.json()) as { ids?: string[] } };
 };
 
 /** an SMTP server that accepts everything and counts messages by X-Notification-Id */
-export const startSmtpSink = async (): Promise<{ url: string; received: Map<string, number>; arrivals: number[]; close(): Promise<void> }> => {
+export const startSmtpSink = async (): Promise<{
+  url: string;
+  received: Map<string, number>;
+  arrivals: number[];
+  close(): Promise<void>;
+}> => {
   const received = new Map<string, number>();
   const arrivals: number[] = [];
   const server = new SMTPServer({
-    authOptional: true, allowInsecureAuth: true, disabledCommands: ['STARTTLS'], logger: false,
+    authOptional: true,
+    allowInsecureAuth: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
     onAuth: (_auth, _session, cb) => cb(null, { user: 'bench' }),
     onData(stream, _session, cb) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
-        const id = /X-Notification-Id: ([0-9a-f-]{36})/i.exec(Buffer.concat(chunks).toString('latin1'))?.[1] ?? 'unknown';
+        const id =
+          /X-Notification-Id: ([0-9a-f-]{36})/i.exec(Buffer.concat(chunks).toString('latin1'))?.[1] ?? 'unknown';
         received.set(id, (received.get(id) ?? 0) + 1);
         arrivals.push(performance.now());
         cb();
@@ -66,10 +91,20 @@ export const startSmtpSink = async (): Promise<{ url: string; received: Map<stri
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const { port } = server.server.address() as AddressInfo;
-  return { url: `smtp://bench:bench@127.0.0.1:${port}`, received, arrivals, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `smtp://bench:bench@127.0.0.1:${port}`,
+    received,
+    arrivals,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 };
 
 export const latencySummary = (ms: number[]) => {
   const s = [...ms].sort((a, b) => a - b);
-  return { n: s.length, p50: Math.round(percentile(s, 50) * 10) / 10, p99: Math.round(percentile(s, 99) * 10) / 10, max: Math.round((s.at(-1) ?? NaN) * 10) / 10 };
+  return {
+    n: s.length,
+    p50: Math.round(percentile(s, 50) * 10) / 10,
+    p99: Math.round(percentile(s, 99) * 10) / 10,
+    max: Math.round((s.at(-1) ?? NaN) * 10) / 10,
+  };
 };

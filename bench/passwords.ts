@@ -15,7 +15,9 @@ const size = preloadBreachedPasswords();
 const loadMs = ms(start);
 global.gc?.();
 const heapMiB = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
-console.log(`breached list: ${size} entries, first load ${loadMs.toFixed(0)} ms, heap +${heapMiB.toFixed(1)} MiB${global.gc ? '' : ' (run with --expose-gc for a settled figure)'}`);
+console.log(
+  `breached list: ${size} entries, first load ${loadMs.toFixed(0)} ms, heap +${heapMiB.toFixed(1)} MiB${global.gc ? '' : ' (run with --expose-gc for a settled figure)'}`,
+);
 
 const rounds = 20;
 const hashes: string[] = [];

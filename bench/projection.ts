@@ -21,20 +21,39 @@ try {
   const per = total / streams;
   progress('bench', `writing ${total} events over ${streams} counters`);
   for (let s = 0; s < streams; s += 10) {
-    await inTransaction(db, (tx) => store.append(tx, Array.from({ length: 10 }, (_, k) => ({
-      streamId: `tally.counter:bench:c${s + k}`, expectedVersion: 0,
-      events: [{ type: 'tally.counter.created', data: { counterId: `c${s + k}`, name: 'c' } },
-        ...Array.from({ length: per - 1 }, (_, i) => ({ type: 'tally.counter.incremented', data: { counterId: `c${s + k}`, by: 1, value: i + 1 } }))],
-    })), meta));
+    await inTransaction(db, (tx) =>
+      store.append(
+        tx,
+        Array.from({ length: 10 }, (_, k) => ({
+          streamId: `tally.counter:bench:c${s + k}`,
+          expectedVersion: 0,
+          events: [
+            { type: 'tally.counter.created', data: { counterId: `c${s + k}`, name: 'c' } },
+            ...Array.from({ length: per - 1 }, (_, i) => ({
+              type: 'tally.counter.incremented',
+              data: { counterId: `c${s + k}`, by: 1, value: i + 1 },
+            })),
+          ],
+        })),
+        meta,
+      ),
+    );
   }
   for (const projection of [counters, totals]) {
     const engine = new ProjectionEngine(db, store, [projection]);
     await engine.prepare();
     const t0 = performance.now();
     let last = 0;
-    await engine.rebuild(projection.name, (p) => { if (p.applied - last >= 20_000) { last = p.applied; progress(projection.name, `${p.applied}/${p.total}`); } });
+    await engine.rebuild(projection.name, (p) => {
+      if (p.applied - last >= 20_000) {
+        last = p.applied;
+        progress(projection.name, `${p.applied}/${p.total}`);
+      }
+    });
     const seconds = (performance.now() - t0) / 1000;
-    console.log(`${projection.name} (${projection.mode}) rebuild of ${total} events: ${Math.round(total / seconds)} events/s (aim ≥ 20,000/s)`);
+    console.log(
+      `${projection.name} (${projection.mode}) rebuild of ${total} events: ${Math.round(total / seconds)} events/s (aim ≥ 20,000/s)`,
+    );
   }
 } finally {
   await drop();

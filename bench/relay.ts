@@ -29,10 +29,20 @@ console.log(`# outbox relay → Kafka — ${machine()}, PostgreSQL and Kafka 3.9
 try {
   progress('bench', `writing a backlog of ${backlog} events`);
   for (let i = 0; i < backlog; i += 1000) {
-    await inTransaction(db, (tx) => store.append(tx, Array.from({ length: 10 }, (_, k) => ({
-      streamId: `benchrelay.e:${tenant}:${i + k}`, expectedVersion: 0,
-      events: Array.from({ length: 100 }, (_, j) => ({ type: 'benchrelay.entity.changed', data: { i, k, j, pad: 'x'.repeat(100) } })),
-    })), meta));
+    await inTransaction(db, (tx) =>
+      store.append(
+        tx,
+        Array.from({ length: 10 }, (_, k) => ({
+          streamId: `benchrelay.e:${tenant}:${i + k}`,
+          expectedVersion: 0,
+          events: Array.from({ length: 100 }, (_, j) => ({
+            type: 'benchrelay.entity.changed',
+            data: { i, k, j, pad: 'x'.repeat(100) },
+          })),
+        })),
+        meta,
+      ),
+    );
   }
   const relay = new OutboxRelay(db, store, log, silentLogger(), { name: 'bench-relay', batchSize: 5000 });
   const t0 = performance.now();
@@ -49,7 +59,9 @@ try {
   progress('bench', `lag at 1,000 events/s for ${seconds} s`);
   const lags: number[] = [];
   const sub = await log.subscribe({
-    groupId: `bench-${randomBytes(3).toString('hex')}`, topics: [topic], start: 'latest',
+    groupId: `bench-${randomBytes(3).toString('hex')}`,
+    topics: [topic],
+    start: 'latest',
     eachBatch: async (records) => {
       const now = Date.now();
       for (const r of records) lags.push(now - Number(JSON.parse(r.value).data.committedAt));
@@ -62,8 +74,22 @@ try {
   while (Date.now() < until) {
     const tick = Date.now();
     // 10 events every 10 ms = 1,000/s; committedAt is stamped just before commit
-    await inTransaction(db, (tx) => store.append(tx, [{ streamId: `benchrelay.e:${tenant}:lag${n}`, expectedVersion: 0,
-      events: Array.from({ length: 10 }, () => ({ type: 'benchrelay.entity.changed', data: { committedAt: Date.now() } })) }], meta));
+    await inTransaction(db, (tx) =>
+      store.append(
+        tx,
+        [
+          {
+            streamId: `benchrelay.e:${tenant}:lag${n}`,
+            expectedVersion: 0,
+            events: Array.from({ length: 10 }, () => ({
+              type: 'benchrelay.entity.changed',
+              data: { committedAt: Date.now() },
+            })),
+          },
+        ],
+        meta,
+      ),
+    );
     n += 1;
     await new Promise((r) => setTimeout(r, Math.max(0, 10 - (Date.now() - tick))));
   }
@@ -71,7 +97,9 @@ try {
   await relay.stop();
   await sub.stop();
   const s = summarize(lags);
-  console.log(`commit-to-consumer lag at ${Math.round((n * 10) / seconds)} events/s: p50 ${s.p50} ms, p99 ${s.p99} ms over ${s.n} events (aim p99 < 200 ms)`);
+  console.log(
+    `commit-to-consumer lag at ${Math.round((n * 10) / seconds)} events/s: p50 ${s.p50} ms, p99 ${s.p99} ms over ${s.n} events (aim p99 < 200 ms)`,
+  );
 } finally {
   await log.close();
   await drop();

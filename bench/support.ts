@@ -6,7 +6,8 @@ import { createTestDatabase } from '../tests/support/db';
 export const machine = (): string =>
   `${cpus().length} cores (${cpus()[0]?.model.trim()}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 
-export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+export const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 export const summarize = (latenciesMs: number[]) => {
   const s = [...latenciesMs].sort((a, b) => a - b);
@@ -23,14 +24,16 @@ export const load = async (workers: number, seconds: number, fn: (worker: number
   const until = performance.now() + seconds * 1000;
   let calls = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: workers }, async (_, w) => {
-    for (let i = 0; performance.now() < until; i += 1) {
-      const t = performance.now();
-      await fn(w, i);
-      latencies.push(performance.now() - t);
-      calls += 1;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let i = 0; performance.now() < until; i += 1) {
+        const t = performance.now();
+        await fn(w, i);
+        latencies.push(performance.now() - t);
+        calls += 1;
+      }
+    }),
+  );
   return { calls, seconds: (performance.now() - started) / 1000, latencies };
 };
 

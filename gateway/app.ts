@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import { trace, type Span } from '@opentelemetry/api';
-import Fastify, { LogController, type FastifyContextConfig, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyContextConfig,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import FindMyWay from 'find-my-way';
 import { z } from 'zod';
 import { ResponseSerializationError } from 'fastify-type-provider-zod';
@@ -162,7 +168,9 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.setNotFoundHandler((request) => {
     const url = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((m) => m !== request.method && paths.find(m, url) !== null);
-    throw allowed.length ? commonErrors.methodNotAllowed(request.method, allowed) : commonErrors.notFound(`No route matches ${request.method} ${request.url.split('?')[0]}.`);
+    throw allowed.length
+      ? commonErrors.methodNotAllowed(request.method, allowed)
+      : commonErrors.notFound(`No route matches ${request.method} ${request.url.split('?')[0]}.`);
   });
 
   // Before anything else: headers every answer carries, and requests refused for their bytes alone.
@@ -171,13 +179,24 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     if (request.url.startsWith('/api-docs')) reply.header('content-security-policy', DOCS_POLICY);
     if (!ACCEPTED_METHODS.has(request.method)) {
       const url = request.url.split('?')[0] ?? '/';
-      throw commonErrors.methodNotAllowed(request.method, METHODS.filter((m) => paths.find(m, url) !== null));
+      throw commonErrors.methodNotAllowed(
+        request.method,
+        METHODS.filter((m) => paths.find(m, url) !== null),
+      );
     }
-    if (/%00/i.test(request.url)) throw commonErrors.validation([{ field: nulFieldOfUrl(request.url), message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' }]);
+    if (/%00/i.test(request.url))
+      throw commonErrors.validation([
+        {
+          field: nulFieldOfUrl(request.url),
+          message: 'text must not contain the NUL character (U+0000)',
+          code: 'NUL_CHARACTER',
+        },
+      ]);
   });
   // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
   app.addHook('preParsing', async (request, _reply, payload) =>
-    (request.headers['content-type'] ?? '').includes('json') ? payload.pipe(new JsonDepthGuard()) : payload);
+    (request.headers['content-type'] ?? '').includes('json') ? payload.pipe(new JsonDepthGuard()) : payload,
+  );
 
   const tracer = trace.getTracer('platform');
   const edge = options.edge ?? true;
@@ -186,36 +205,59 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.decorateRequest('clientAddress', '');
   app.addHook('onRequest', async (request) => {
     const forwarded = options.principalFrom === 'gateway' ? request.headers['x-forwarded-for'] : undefined;
-    request.clientAddress = typeof forwarded === 'string' && forwarded !== '' ? forwarded.split(',')[0]!.trim() : request.ip;
+    request.clientAddress =
+      typeof forwarded === 'string' && forwarded !== '' ? forwarded.split(',')[0]!.trim() : request.ip;
   });
   const guard = edge ? edgeGuard(kernel) : null;
   app.addHook('onRequest', async (request, reply) => {
-    request.span = tracer.startSpan(`HTTP ${request.method}`, { attributes: { 'http.method': request.method, 'http.target': request.url, traceId: request.id } });
+    request.span = tracer.startSpan(`HTTP ${request.method}`, {
+      attributes: { 'http.method': request.method, 'http.target': request.url, traceId: request.id },
+    });
     if (!guard) return authorize(request, principalOf);
     return guard(request, reply, principalOf);
   });
   // PostgreSQL text cannot hold U+0000 or a lone surrogate: refused at the door (body, query string, path)
   // rather than failing deep in a write or a query
   app.addHook('preValidation', async (request) => {
-    for (const [part, value] of [['body', request.body], ['query', request.query], ['params', request.params]] as const) {
+    for (const [part, value] of [
+      ['body', request.body],
+      ['query', request.query],
+      ['params', request.params],
+    ] as const) {
       const problem = unstorableText(value);
-      if (problem) throw commonErrors.validation([{ ...problem, field: problem.field === 'body' ? part : problem.field }]);
+      if (problem)
+        throw commonErrors.validation([{ ...problem, field: problem.field === 'body' ? part : problem.field }]);
     }
   });
   const recorder = edge ? kernel.audit : null;
   app.addHook('onResponse', async (request, reply) => {
     request.span?.setAttributes({ 'http.route': request.routeOptions.url ?? '', 'http.status_code': reply.statusCode });
     request.span?.end();
-    request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+    request.log.debug(
+      { method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: reply.elapsedTime },
+      'request',
+    );
     if (recorder && !UNLIMITED.has(request.routeOptions.url ?? '')) {
       const p = request.principal;
       const userAgent = request.headers['user-agent'];
       try {
-        recorder.record(toAuditRecord({
-          method: request.method, route: request.routeOptions.url ?? null, status: reply.statusCode, latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
-          actorId: p ? (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId) : null, tenantId: p?.tenantId ?? null,
-          clientAddress: request.ip, userAgent: typeof userAgent === 'string' ? userAgent : null, traceId: request.id, occurredAt: kernel.clock.now().toISOString(),
-        }, kernel.ids.next()));
+        recorder.record(
+          toAuditRecord(
+            {
+              method: request.method,
+              route: request.routeOptions.url ?? null,
+              status: reply.statusCode,
+              latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
+              actorId: p ? (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId) : null,
+              tenantId: p?.tenantId ?? null,
+              clientAddress: request.ip,
+              userAgent: typeof userAgent === 'string' ? userAgent : null,
+              traceId: request.id,
+              occurredAt: kernel.clock.now().toISOString(),
+            },
+            kernel.ids.next(),
+          ),
+        );
       } catch (error) {
         request.log.error({ err: error }, 'API-call audit record failed'); // never the request's problem
       }
@@ -224,8 +266,14 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   if (recorder) app.addHook('onClose', () => recorder.flush());
 
   await app.register(swagger, {
-    openapi: { openapi: '3.1.0', info: { title: 'Platform API', version: PLATFORM_VERSION },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }, schemas: { Problem: PROBLEM_SCHEMA } } },
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Platform API', version: PLATFORM_VERSION },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        schemas: { Problem: PROBLEM_SCHEMA },
+      },
+    },
     transform: openApiTransform,
   });
 
@@ -236,7 +284,13 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     const route = routes.get(key);
     if (!route) return null;
     const c = route.config ?? {};
-    return { access: c.access ?? 'bearer', namespace: c.namespace, idempotency: c.idempotency, problems: c.problems, hasBody: Boolean(route.schema?.body) };
+    return {
+      access: c.access ?? 'bearer',
+      namespace: c.namespace,
+      idempotency: c.idempotency,
+      problems: c.problems,
+      hasBody: Boolean(route.schema?.body),
+    };
   };
   registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR, (key, path) => {
     const route = routeDoc(key);
@@ -272,20 +326,32 @@ const checkedSerializer = ({ schema, method, url }: { schema: unknown; method: s
  * a route plugin in its own encapsulated context, its routes tagged with its namespace for the
  * docs and the module check; in split deployment its handlers forward to the upstream role
  */
-const scoped = (plugin: RoutePlugin, kernel: Kernel, upstream: Upstream | null) => async (instance: FastifyInstance) => {
-  instance.addHook('onRoute', (route) => {
-    route.schema = { ...route.schema, tags: [plugin.namespace], ...(route.config?.access === 'public' ? {} : { security: [{ bearer: [] }] }) };
-    route.config = { ...route.config, namespace: plugin.namespace };
-  });
-  if (upstream) proxyScope(instance, kernel, upstream);
-  await plugin.register(instance, kernel);
-};
+const scoped =
+  (plugin: RoutePlugin, kernel: Kernel, upstream: Upstream | null) => async (instance: FastifyInstance) => {
+    instance.addHook('onRoute', (route) => {
+      route.schema = {
+        ...route.schema,
+        tags: [plugin.namespace],
+        ...(route.config?.access === 'public' ? {} : { security: [{ bearer: [] }] }),
+      };
+      route.config = { ...route.config, namespace: plugin.namespace };
+    });
+    if (upstream) proxyScope(instance, kernel, upstream);
+    await plugin.register(instance, kernel);
+  };
 
 const openUpstreams = (app: FastifyInstance, kernel: Kernel, urls: { writeUrl: string; readUrl: string }) => {
-  const options = { timeoutMs: kernel.config.GRPC_CALL_TIMEOUT_MS, clock: kernel.clock, maxSockets: kernel.config.UPSTREAM_MAX_SOCKETS };
+  const options = {
+    timeoutMs: kernel.config.GRPC_CALL_TIMEOUT_MS,
+    clock: kernel.clock,
+    maxSockets: kernel.config.UPSTREAM_MAX_SOCKETS,
+  };
   const write = new Upstream('write-api', urls.writeUrl, options);
   const read = new Upstream('read-api', urls.readUrl, options);
-  for (const [name, url] of [['write-api', urls.writeUrl], ['read-api', urls.readUrl]] as const) {
+  for (const [name, url] of [
+    ['write-api', urls.writeUrl],
+    ['read-api', urls.readUrl],
+  ] as const) {
     kernel.health.register(name, async () => {
       const res = await fetch(new URL('/live', url), { signal: AbortSignal.timeout(2000) });
       if (!res.ok) throw new Error(`${name} answered ${res.status}`);
@@ -301,12 +367,14 @@ const openUpstreams = (app: FastifyInstance, kernel: Kernel, urls: { writeUrl: s
 type PrincipalSource = (request: FastifyRequest) => Promise<Principal | null>;
 
 /** the bearer token, verified by the credential scheme whose form it has (module keys), else by the installed authenticator */
-const tokenPrincipal = (kernel: Kernel): PrincipalSource => async (request) => {
-  const token = bearerToken(request.headers.authorization);
-  if (!token) return null;
-  const scheme = credentialSchemeFor(kernel, token);
-  return scheme ? scheme.authenticate(token, request.headers) : kernel.authenticator.authenticate(token);
-};
+const tokenPrincipal =
+  (kernel: Kernel): PrincipalSource =>
+  async (request) => {
+    const token = bearerToken(request.headers.authorization);
+    if (!token) return null;
+    const scheme = credentialSchemeFor(kernel, token);
+    return scheme ? scheme.authenticate(token, request.headers) : kernel.authenticator.authenticate(token);
+  };
 
 /** the principal the gateway verified and signed (split deployment); a client's own token counts for nothing */
 const gatewayPrincipal = (kernel: Kernel): PrincipalSource => {
@@ -323,7 +391,11 @@ const authorize = async (request: FastifyRequest, principalOf: PrincipalSource):
   if (!principal) throw commonErrors.unauthorized();
   request.principal = principal;
   if (access === 'admin' && !isAdmin(principal)) throw commonErrors.forbidden('This endpoint needs an admin role.');
-  if (access === 'permission' && !hasPermission(principal.permissions, routeConfig.permission ?? '') && !isSelf(request, principal.userId)) {
+  if (
+    access === 'permission' &&
+    !hasPermission(principal.permissions, routeConfig.permission ?? '') &&
+    !isSelf(request, principal.userId)
+  ) {
     throw commonErrors.forbidden(`The permission ${routeConfig.permission} is required.`);
   }
 };
@@ -332,12 +404,20 @@ const authorize = async (request: FastifyRequest, principalOf: PrincipalSource):
 const nulFieldOfUrl = (url: string): string => {
   const query = url.indexOf('?');
   if (query < 0 || url.slice(0, query).toLowerCase().includes('%00')) return 'path';
-  const pair = url.slice(query + 1).split('&').find((p) => /%00/i.test(p)) ?? '';
+  const pair =
+    url
+      .slice(query + 1)
+      .split('&')
+      .find((p) => /%00/i.test(p)) ?? '';
   const name = pair.split('=')[0] ?? '';
   return name && !/%00/i.test(name) ? safeDecode(name) : 'query';
 };
 const safeDecode = (text: string): string => {
-  try { return decodeURIComponent(text.replace(/\+/g, ' ')); } catch { return 'query'; }
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return 'query';
+  }
 };
 
 /** the route lets a user act on their own record (config.orSelf names the path parameter holding a user id) */
@@ -350,7 +430,10 @@ const isSelf = (request: FastifyRequest, userId: string): boolean => {
  * The caller of a request no route matches (404, 405), for its rate-limit key only: with a valid
  * token it counts against its user like any authenticated request, never against the address.
  */
-const unroutedPrincipal = async (request: FastifyRequest, principalOf: PrincipalSource): Promise<Principal | undefined> => {
+const unroutedPrincipal = async (
+  request: FastifyRequest,
+  principalOf: PrincipalSource,
+): Promise<Principal | undefined> => {
   if (request.routeOptions.url || !request.headers.authorization) return undefined;
   return (await principalOf(request).catch(() => null)) ?? undefined;
 };
@@ -374,28 +457,45 @@ const edgeGuard = (kernel: Kernel) => {
 
   // A failing billing port must not fail requests: the configured default ceiling applies meanwhile.
   let lastPortError = 0;
-  const tenantCeiling = (tenantId: string): Promise<number | null> => ports().tenantRateCeiling(tenantId).catch((error: unknown) => {
-    if (Date.now() - lastPortError > 60_000) {
-      lastPortError = Date.now();
-      kernel.logger.warn({ err: error }, 'tenant rate ceiling unavailable; using RATE_LIMIT_TENANT_PER_MIN');
-    }
-    return null;
-  });
+  const tenantCeiling = (tenantId: string): Promise<number | null> =>
+    ports()
+      .tenantRateCeiling(tenantId)
+      .catch((error: unknown) => {
+        if (Date.now() - lastPortError > 60_000) {
+          lastPortError = Date.now();
+          kernel.logger.warn({ err: error }, 'tenant rate ceiling unavailable; using RATE_LIMIT_TENANT_PER_MIN');
+        }
+        return null;
+      });
 
-  const limit = async (request: FastifyRequest, reply: FastifyReply, principal: Principal | undefined): Promise<void> => {
+  const limit = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    principal: Principal | undefined,
+  ): Promise<void> => {
     if (UNLIMITED.has(request.routeOptions.url ?? '')) return;
     const keys: RateKey[] = principal
       ? [
-        { key: `rl:u:${principal.tenantId}:${principal.userId}`, limit: isAdmin(principal) ? config.RATE_LIMIT_ADMIN_PER_MIN : config.RATE_LIMIT_USER_PER_MIN },
-        { key: `rl:t:${principal.tenantId}`, limit: (await tenantCeiling(principal.tenantId)) ?? config.RATE_LIMIT_TENANT_PER_MIN },
-      ]
+          {
+            key: `rl:u:${principal.tenantId}:${principal.userId}`,
+            limit: isAdmin(principal) ? config.RATE_LIMIT_ADMIN_PER_MIN : config.RATE_LIMIT_USER_PER_MIN,
+          },
+          {
+            key: `rl:t:${principal.tenantId}`,
+            limit: (await tenantCeiling(principal.tenantId)) ?? config.RATE_LIMIT_TENANT_PER_MIN,
+          },
+        ]
       : [{ key: `rl:a:${request.ip}`, limit: config.RATE_LIMIT_ANONYMOUS_PER_MIN }];
     const decision = await limiter.check(keys);
     reply.headers(rateLimitHeaders(decision));
     if (!decision.allowed) throw commonErrors.rateLimited(decision.retryAfterSeconds);
   };
 
-  return async (request: FastifyRequest, reply: FastifyReply, principalOf: PrincipalSource): Promise<FastifyReply | undefined> => {
+  return async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    principalOf: PrincipalSource,
+  ): Promise<FastifyReply | undefined> => {
     if (request.headers['x-tenant-id'] !== undefined) delete request.headers['x-tenant-id'];
     if (versioned && request.url.startsWith('/v1/')) reply.headers(deprecation);
     const origin = cors.crossOrigin(request);
@@ -410,25 +510,35 @@ const edgeGuard = (kernel: Kernel) => {
       if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, request.principal);
       throw error;
     }
-    await limit(request, reply, request.principal ?? await unroutedPrincipal(request, principalOf));
+    await limit(request, reply, request.principal ?? (await unroutedPrincipal(request, principalOf)));
     if (origin && corsState === 'tenant') await cors.afterAuth(reply, origin, request.principal?.tenantId ?? null);
     const namespace = request.routeOptions.config?.namespace;
     if (namespace && request.principal && !PLATFORM_NAMESPACES.has(namespace)) {
       const installed = await ports().installedModules(request.principal.tenantId);
       if (installed !== 'all' && !installed.has(namespace)) throw gatewayErrors.moduleNotFound(namespace);
-      if (await ports().moduleStatus(request.principal.tenantId, namespace) === 'absent') throw gatewayErrors.moduleNotFound(namespace);
+      if ((await ports().moduleStatus(request.principal.tenantId, namespace)) === 'absent')
+        throw gatewayErrors.moduleNotFound(namespace);
     }
     // the data layer's paths name their module: /v1/data/<module>/… answers only for a module the tenant has installed
-    const dataModule = namespace === 'data' ? (request.params as Record<string, unknown> | undefined)?.module : undefined;
-    if (typeof dataModule === 'string' && request.principal && await ports().moduleStatus(request.principal.tenantId, dataModule) !== 'installed') {
+    const dataModule =
+      namespace === 'data' ? (request.params as Record<string, unknown> | undefined)?.module : undefined;
+    if (
+      typeof dataModule === 'string' &&
+      request.principal &&
+      (await ports().moduleStatus(request.principal.tenantId, dataModule)) !== 'installed'
+    ) {
       throw gatewayErrors.moduleNotFound(dataModule);
     }
     // billing: the subscription's status and the plan's limits (spec 001, Limit enforcement flow)
     const route = request.routeOptions;
     if (request.principal && route.url) {
       await ports().admit({
-        tenantId: request.principal.tenantId, method: request.method, route: route.url, namespace: namespace ?? null,
-        counts: route.config?.counts, allowedWhileSuspended: route.config?.allowedWhileSuspended,
+        tenantId: request.principal.tenantId,
+        method: request.method,
+        route: route.url,
+        namespace: namespace ?? null,
+        counts: route.config?.counts,
+        allowedWhileSuspended: route.config?.allowedWhileSuspended,
       });
     }
     return undefined;
@@ -439,35 +549,70 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** methods the platform answers at all; others (QUERY, PROPFIND, …) are 405 before their body is read */
 const ACCEPTED_METHODS = new Set<string>([...METHODS, 'HEAD', 'OPTIONS']);
 
-const HealthComponent = z.object({ status: z.enum(['healthy', 'degraded', 'unhealthy']), latencyMs: z.number().nullable(), error: z.string().nullable() });
+const HealthComponent = z.object({
+  status: z.enum(['healthy', 'degraded', 'unhealthy']),
+  latencyMs: z.number().nullable(),
+  error: z.string().nullable(),
+});
 
 /** probes and health: documented in the gateway namespace */
 const registerOperational = (app: FastifyInstance, kernel: Kernel): void => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['gateway'];
-  r.get('/live', {
-    config: { access: 'public', namespace: 'gateway' },
-    schema: { tags, summary: 'Liveness: the process answers', response: { 200: z.object({ status: z.literal('ok') }) } },
-  }, async () => ({ status: 'ok' as const }));
-  r.get('/ready', {
-    config: { access: 'public', namespace: 'gateway' },
-    schema: {
-      tags, summary: 'Readiness: migrations, the log and the projections are ready',
-      response: { 200: z.object({ status: z.literal('ready') }), 503: z.object({ status: z.literal('not_ready'), reason: z.string() }) },
+  r.get(
+    '/live',
+    {
+      config: { access: 'public', namespace: 'gateway' },
+      schema: {
+        tags,
+        summary: 'Liveness: the process answers',
+        response: { 200: z.object({ status: z.literal('ok') }) },
+      },
     },
-  }, async (_request, reply) => {
-    const reason = kernel.notReadyReason;
-    return reason ? reply.code(503).send({ status: 'not_ready' as const, reason }) : { status: 'ready' as const };
-  });
-  const Report = z.object({ status: HealthComponent.shape.status, version: z.string(), uptime: z.string(), components: z.record(z.string(), HealthComponent) });
-  r.get('/health', {
-    config: { access: 'admin', namespace: 'gateway' },
-    schema: {
-      tags, security: [{ bearer: [] }], summary: 'Each configured component\'s status and latency (an admin role)',
-      response: { 200: Report.describe('every component healthy'), 207: Report.describe('some component degraded'), 503: Report.describe('some component unhealthy') },
+    async () => ({ status: 'ok' as const }),
+  );
+  r.get(
+    '/ready',
+    {
+      config: { access: 'public', namespace: 'gateway' },
+      schema: {
+        tags,
+        summary: 'Readiness: migrations, the log and the projections are ready',
+        response: {
+          200: z.object({ status: z.literal('ready') }),
+          503: z.object({ status: z.literal('not_ready'), reason: z.string() }),
+        },
+      },
     },
-  }, async (_request, reply) => {
-    const report = await kernel.health.report();
-    return reply.code(report.status === 'healthy' ? 200 : report.status === 'degraded' ? 207 : 503).send(report);
+    async (_request, reply) => {
+      const reason = kernel.notReadyReason;
+      return reason ? reply.code(503).send({ status: 'not_ready' as const, reason }) : { status: 'ready' as const };
+    },
+  );
+  const Report = z.object({
+    status: HealthComponent.shape.status,
+    version: z.string(),
+    uptime: z.string(),
+    components: z.record(z.string(), HealthComponent),
   });
+  r.get(
+    '/health',
+    {
+      config: { access: 'admin', namespace: 'gateway' },
+      schema: {
+        tags,
+        security: [{ bearer: [] }],
+        summary: "Each configured component's status and latency (an admin role)",
+        response: {
+          200: Report.describe('every component healthy'),
+          207: Report.describe('some component degraded'),
+          503: Report.describe('some component unhealthy'),
+        },
+      },
+    },
+    async (_request, reply) => {
+      const report = await kernel.health.report();
+      return reply.code(report.status === 'healthy' ? 200 : report.status === 'degraded' ? 207 : 503).send(report);
+    },
+  );
 };

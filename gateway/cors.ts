@@ -3,13 +3,20 @@ import { commonErrors } from '../domain/shared/errors';
 import type { GatewayPorts } from '../infra/http/gateway-ports';
 
 const ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE';
-const ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Correlation-ID, traceparent';
-const EXPOSE_HEADERS = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed, Deprecation, Sunset, Location, ETag';
+const ALLOW_HEADERS =
+  'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Correlation-ID, traceparent';
+const EXPOSE_HEADERS =
+  'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed, Deprecation, Sunset, Location, ETag';
 
 const normalize = (origin: string): string => origin.trim().replace(/\/+$/, '').toLowerCase();
 
 export const parseOrigins = (list: string): Set<string> =>
-  new Set(list.split(',').map(normalize).filter((o) => o.length > 0 && o !== '*'));
+  new Set(
+    list
+      .split(',')
+      .map(normalize)
+      .filter((o) => o.length > 0 && o !== '*'),
+  );
 
 const forbidden = () => commonErrors.forbidden('Cross-origin requests from this origin are not allowed.');
 
@@ -24,7 +31,11 @@ export class CorsPolicy {
   private readonly configured: Set<string>;
   private readonly ownOrigin: string;
 
-  constructor(allowed: string, rootUrl: string, private readonly ports: () => GatewayPorts) {
+  constructor(
+    allowed: string,
+    rootUrl: string,
+    private readonly ports: () => GatewayPorts,
+  ) {
     this.configured = parseOrigins(allowed);
     this.ownOrigin = normalize(new URL(rootUrl).origin);
   }
@@ -45,7 +56,12 @@ export class CorsPolicy {
    * with 403 when CORS is off or the origin is nobody's; returns 'tenant' when only the caller's
    * tenant can allow the origin (checked by afterAuth).
    */
-  async beforeAuth(request: FastifyRequest, reply: FastifyReply, origin: string, beforePreflightAnswer: () => Promise<void>): Promise<'sent' | 'allowed' | 'tenant'> {
+  async beforeAuth(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    origin: string,
+    beforePreflightAnswer: () => Promise<void>,
+  ): Promise<'sent' | 'allowed' | 'tenant'> {
     if (this.configured.size === 0) throw forbidden();
     const listed = this.configured.has(origin);
     const preflight = request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined;
@@ -53,9 +69,14 @@ export class CorsPolicy {
       if (!listed && !(await this.ports().originKnownToAnyTenant(origin))) throw forbidden();
       await beforePreflightAnswer();
       this.allow(reply, origin);
-      await reply.code(204).headers({
-        'Access-Control-Allow-Methods': ALLOW_METHODS, 'Access-Control-Allow-Headers': ALLOW_HEADERS, 'Access-Control-Max-Age': '600',
-      }).send();
+      await reply
+        .code(204)
+        .headers({
+          'Access-Control-Allow-Methods': ALLOW_METHODS,
+          'Access-Control-Allow-Headers': ALLOW_HEADERS,
+          'Access-Control-Max-Age': '600',
+        })
+        .send();
       return 'sent';
     }
     if (listed) {
@@ -73,6 +94,9 @@ export class CorsPolicy {
   }
 
   private allow(reply: FastifyReply, origin: string): void {
-    reply.header('Access-Control-Allow-Origin', origin).header('Vary', 'Origin').header('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    reply
+      .header('Access-Control-Allow-Origin', origin)
+      .header('Vary', 'Origin')
+      .header('Access-Control-Expose-Headers', EXPOSE_HEADERS);
   }
 }

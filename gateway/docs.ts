@@ -23,7 +23,13 @@ const ASSETS: Record<string, { type: string; dir: string }> = {
 };
 
 type Operation = Parameters<typeof completeOperation>[0] & { tags?: string[] };
-type OpenApiDoc = { openapi: string; info: Record<string, unknown>; paths?: Record<string, Record<string, Operation>>; components?: unknown; servers?: unknown };
+type OpenApiDoc = {
+  openapi: string;
+  info: Record<string, unknown>;
+  paths?: Record<string, Record<string, Operation>>;
+  components?: unknown;
+  servers?: unknown;
+};
 
 /** what the documents need to know of the route behind an operation (method + OpenAPI path) */
 export type DescribeRoute = (operationKey: string, path: string) => { route: RouteDoc; rateLimited: boolean } | null;
@@ -35,47 +41,73 @@ export type DescribeRoute = (operationKey: string, path: string) => { route: Rou
  * installed service serves has no document (404). Two reference pages: swagger-ui at
  * /api-docs/<ns> and Redoc at /api-docs/<ns>/redoc, their assets served from node_modules.
  */
-export const registerDocs = (app: FastifyInstance & { swagger: () => unknown }, rootUrl: string, snapshotDir: string = SNAPSHOT_DIR, describe: DescribeRoute = () => null): void => {
+export const registerDocs = (
+  app: FastifyInstance & { swagger: () => unknown },
+  rootUrl: string,
+  snapshotDir: string = SNAPSHOT_DIR,
+  describe: DescribeRoute = () => null,
+): void => {
   const byNamespace = new Map<string, OpenApiDoc | null>();
   const documentFor = (namespace: string): OpenApiDoc | null => {
     if (byNamespace.has(namespace)) return byNamespace.get(namespace)!;
     // a deep copy: each namespace completes its own operations
     const full = structuredClone(app.swagger()) as OpenApiDoc;
-    const paths = Object.fromEntries(Object.entries(full.paths ?? {}).flatMap(([path, ops]) => {
-      const kept = Object.fromEntries(Object.entries(ops).filter(([, op]) => op.tags?.includes(namespace)));
-      for (const [method, op] of Object.entries(kept)) {
-        const described = describe(`${method.toUpperCase()} ${path}`, path);
-        if (described) completeOperation(op, path, described.route, described.rateLimited);
-      }
-      return Object.keys(kept).length ? [[path, kept]] : [];
-    }));
-    const doc = Object.keys(paths).length === 0 ? null : { ...full, info: { ...full.info, title: `Platform ${namespace} API` }, servers: [{ url: rootUrl }], paths };
+    const paths = Object.fromEntries(
+      Object.entries(full.paths ?? {}).flatMap(([path, ops]) => {
+        const kept = Object.fromEntries(Object.entries(ops).filter(([, op]) => op.tags?.includes(namespace)));
+        for (const [method, op] of Object.entries(kept)) {
+          const described = describe(`${method.toUpperCase()} ${path}`, path);
+          if (described) completeOperation(op, path, described.route, described.rateLimited);
+        }
+        return Object.keys(kept).length ? [[path, kept]] : [];
+      }),
+    );
+    const doc =
+      Object.keys(paths).length === 0
+        ? null
+        : { ...full, info: { ...full.info, title: `Platform ${namespace} API` }, servers: [{ url: rootUrl }], paths };
     byNamespace.set(namespace, doc);
     return doc;
   };
   /** the namespace's document, or 404: unknown namespaces and namespaces no installed service serves */
   const served = (ns: string): OpenApiDoc => {
-    if (!(NAMESPACES as readonly string[]).includes(ns)) throw commonErrors.notFound(`There is no API namespace ${ns}.`);
+    if (!(NAMESPACES as readonly string[]).includes(ns))
+      throw commonErrors.notFound(`There is no API namespace ${ns}.`);
     const doc = documentFor(ns);
     if (!doc) throw commonErrors.notFound(`No installed service serves the API namespace ${ns}.`);
     return doc;
   };
 
-  app.get('/api/v1/:namespace/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async (request, reply) => {
-    const { namespace } = request.params as { namespace: string };
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(served(namespace)));
-  });
-  app.get('/api-docs/assets/:file', { config: { access: 'public' }, schema: { hide: true } }, async (request, reply) => {
-    const { file } = request.params as { file: string };
-    const asset = ASSETS[file];
-    if (!asset) throw commonErrors.notFound();
-    return reply.type(asset.type).header('Cache-Control', 'public, max-age=86400').send(await readFile(join(asset.dir, file)));
-  });
-  app.get('/api-docs/:namespace/redoc', { config: { access: 'public' }, schema: { hide: true } }, async (request, reply) => {
-    const { namespace } = request.params as { namespace: string };
-    served(namespace);
-    return reply.type('text/html; charset=utf-8').send(redocPage(namespace));
-  });
+  app.get(
+    '/api/v1/:namespace/openapi.json',
+    { config: { access: 'public' }, schema: { hide: true } },
+    async (request, reply) => {
+      const { namespace } = request.params as { namespace: string };
+      return reply.type('application/json; charset=utf-8').send(JSON.stringify(served(namespace)));
+    },
+  );
+  app.get(
+    '/api-docs/assets/:file',
+    { config: { access: 'public' }, schema: { hide: true } },
+    async (request, reply) => {
+      const { file } = request.params as { file: string };
+      const asset = ASSETS[file];
+      if (!asset) throw commonErrors.notFound();
+      return reply
+        .type(asset.type)
+        .header('Cache-Control', 'public, max-age=86400')
+        .send(await readFile(join(asset.dir, file)));
+    },
+  );
+  app.get(
+    '/api-docs/:namespace/redoc',
+    { config: { access: 'public' }, schema: { hide: true } },
+    async (request, reply) => {
+      const { namespace } = request.params as { namespace: string };
+      served(namespace);
+      return reply.type('text/html; charset=utf-8').send(redocPage(namespace));
+    },
+  );
   app.get('/api-docs/:namespace', { config: { access: 'public' }, schema: { hide: true } }, async (request, reply) => {
     const { namespace } = request.params as { namespace: string };
     if (isVersion(namespace)) {

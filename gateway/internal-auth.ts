@@ -15,9 +15,16 @@ export const INTERNAL_KEY_PURPOSE = 'gateway.internal-principal.v1';
 const MAX_AGE_MS = 60_000;
 
 interface Wire {
-  u: string; t: string; e: string; r: readonly string[]; p: string[]; v: boolean; i?: string;
+  u: string;
+  t: string;
+  e: string;
+  r: readonly string[];
+  p: string[];
+  v: boolean;
+  i?: string;
   /** a module's slug and id (module keys) */
-  s?: string; m?: string;
+  s?: string;
+  m?: string;
   /** issued at, epoch ms */
   iat: number;
   tr: string;
@@ -25,18 +32,36 @@ interface Wire {
 
 const sign = (key: Buffer, payload: string) => createHmac('sha256', key).update(payload).digest('base64url');
 
-export const signPrincipal = (key: Buffer, principal: Principal, traceId: string, now: number): Record<string, string> => {
+export const signPrincipal = (
+  key: Buffer,
+  principal: Principal,
+  traceId: string,
+  now: number,
+): Record<string, string> => {
   const wire: Wire = {
-    u: principal.userId, t: principal.tenantId, e: principal.email, r: principal.roles, p: [...principal.permissions],
-    v: principal.emailVerified, ...(principal.impersonatorId ? { i: principal.impersonatorId } : {}),
-    ...(principal.source ? { s: principal.source } : {}), ...(principal.moduleId ? { m: principal.moduleId } : {}), iat: now, tr: traceId,
+    u: principal.userId,
+    t: principal.tenantId,
+    e: principal.email,
+    r: principal.roles,
+    p: [...principal.permissions],
+    v: principal.emailVerified,
+    ...(principal.impersonatorId ? { i: principal.impersonatorId } : {}),
+    ...(principal.source ? { s: principal.source } : {}),
+    ...(principal.moduleId ? { m: principal.moduleId } : {}),
+    iat: now,
+    tr: traceId,
   };
   const payload = Buffer.from(JSON.stringify(wire)).toString('base64url');
   return { [PRINCIPAL_HEADER]: payload, [SIGNATURE_HEADER]: sign(key, payload) };
 };
 
 /** the principal the gateway forwarded, or null when the request carries none; throws 401 on a bad one */
-export const verifyPrincipal = (key: Buffer, headers: Record<string, string | string[] | undefined>, traceId: string, now: number): Principal | null => {
+export const verifyPrincipal = (
+  key: Buffer,
+  headers: Record<string, string | string[] | undefined>,
+  traceId: string,
+  now: number,
+): Principal | null => {
   const payload = headers[PRINCIPAL_HEADER];
   const signature = headers[SIGNATURE_HEADER];
   if (payload === undefined && signature === undefined) return null;
@@ -47,7 +72,14 @@ export const verifyPrincipal = (key: Buffer, headers: Record<string, string | st
   const wire = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Wire;
   if (Math.abs(now - wire.iat) > MAX_AGE_MS || wire.tr !== traceId) throw commonErrors.unauthorized();
   return {
-    userId: wire.u, tenantId: wire.t, email: wire.e, roles: wire.r, permissions: new Set(wire.p), emailVerified: wire.v,
-    ...(wire.i ? { impersonatorId: wire.i } : {}), ...(wire.s ? { source: wire.s } : {}), ...(wire.m ? { moduleId: wire.m } : {}),
+    userId: wire.u,
+    tenantId: wire.t,
+    email: wire.e,
+    roles: wire.r,
+    permissions: new Set(wire.p),
+    emailVerified: wire.v,
+    ...(wire.i ? { impersonatorId: wire.i } : {}),
+    ...(wire.s ? { source: wire.s } : {}),
+    ...(wire.m ? { moduleId: wire.m } : {}),
   };
 };

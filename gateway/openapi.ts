@@ -21,7 +21,11 @@ export const PROBLEM_SCHEMA: Record<string, unknown> & { type: 'object' } = {
     traceId: { type: 'string' },
     errors: {
       type: 'array',
-      items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } } },
+      items: {
+        type: 'object',
+        required: ['field', 'message'],
+        properties: { field: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
+      },
     },
     retryAfter: { type: 'integer', minimum: 1, description: '429: seconds to wait, as in Retry-After' },
   },
@@ -39,31 +43,56 @@ export interface RouteDoc {
 }
 
 /** the key of an operation: method and the route's path in OpenAPI form (/v1/wallets/{id}) */
-export const operationKey = (method: string, url: string): string => `${method.toUpperCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
+export const operationKey = (method: string, url: string): string =>
+  `${method.toUpperCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
 
 const REASONS: Record<number, string> = {
-  400: 'Bad request (validation-error and the operation\'s own suffixes)', 401: 'Unauthorized: no valid access token', 402: 'Payment required (plan limit or subscription)',
-  403: 'Forbidden: a permission, role or verified email is missing, or the origin is refused', 404: 'Not found (another tenant\'s resources included), or the module is not installed',
-  409: 'Conflict (idempotency-conflict: the key was used with another body, or the request is still running)', 413: 'Payload too large', 415: 'Unsupported media type',
-  422: 'Unprocessable', 429: 'Too many requests (Retry-After)', 500: 'Internal error', 502: 'Bad gateway', 503: 'Service unavailable (Retry-After)', 504: 'Gateway timeout',
+  400: "Bad request (validation-error and the operation's own suffixes)",
+  401: 'Unauthorized: no valid access token',
+  402: 'Payment required (plan limit or subscription)',
+  403: 'Forbidden: a permission, role or verified email is missing, or the origin is refused',
+  404: "Not found (another tenant's resources included), or the module is not installed",
+  409: 'Conflict (idempotency-conflict: the key was used with another body, or the request is still running)',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  422: 'Unprocessable',
+  429: 'Too many requests (Retry-After)',
+  500: 'Internal error',
+  502: 'Bad gateway',
+  503: 'Service unavailable (Retry-After)',
+  504: 'Gateway timeout',
 };
 
 const problemResponse = (status: number) => ({
   description: REASONS[status] ?? 'Problem',
-  ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer', minimum: 1 } } } } : {}),
+  ...(status === 429 || status === 503
+    ? { headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer', minimum: 1 } } } }
+    : {}),
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
 
-const SUCCESS: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content', 207: 'Multi-status: an RFC 9457 problem per failed item' };
+const SUCCESS: Record<string, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No content',
+  207: 'Multi-status: an RFC 9457 problem per failed item',
+};
 
 /** the problem statuses an operation can answer */
 export const problemStatuses = (route: RouteDoc, path: string, rateLimited: boolean): number[] => {
   const statuses = new Set<number>([400, 500, ...(route.problems ?? [])]);
   if (rateLimited) statuses.add(429);
-  if (route.access !== 'public') { statuses.add(401); statuses.add(403); }
+  if (route.access !== 'public') {
+    statuses.add(401);
+    statuses.add(403);
+  }
   if (path.includes('{') || (route.namespace && !PLATFORM_NAMESPACES.has(route.namespace))) statuses.add(404);
   if (route.idempotency) statuses.add(409);
-  if (route.hasBody) { statuses.add(413); statuses.add(415); }
+  if (route.hasBody) {
+    statuses.add(413);
+    statuses.add(415);
+  }
   return [...statuses].sort((a, b) => a - b);
 };
 
@@ -77,11 +106,21 @@ export const completeOperation = (op: Operation, path: string, route: RouteDoc, 
   }
   for (const status of problemStatuses(route, path, rateLimited)) responses[String(status)] ??= problemResponse(status);
   op.responses = responses;
-  if (route.idempotency && !op.parameters?.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')) {
-    op.parameters = [...(op.parameters ?? []), {
-      in: 'header', name: 'Idempotency-Key', required: route.idempotency === 'required', schema: { type: 'string', format: 'uuid' },
-      description: 'UUID v4 or v7 (compared case-insensitively); the same key and body answer the stored response (Idempotent-Replayed: true)',
-    } as { in: string; name: string }];
+  if (
+    route.idempotency &&
+    !op.parameters?.some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
+  ) {
+    op.parameters = [
+      ...(op.parameters ?? []),
+      {
+        in: 'header',
+        name: 'Idempotency-Key',
+        required: route.idempotency === 'required',
+        schema: { type: 'string', format: 'uuid' },
+        description:
+          'UUID v4 or v7 (compared case-insensitively); the same key and body answer the stored response (Idempotent-Replayed: true)',
+      } as { in: string; name: string },
+    ];
   }
 };
 
@@ -94,7 +133,12 @@ type JsonSchema = Record<string, unknown>;
 const freeForm = (schema: JsonSchema | undefined): JsonSchema | undefined => {
   if (!schema || schema.properties || schema.type !== 'object') return schema;
   const { propertyNames: _names, ...rest } = schema;
-  return { type: 'object', properties: { params: { ...rest, description: rest.description ?? 'any query parameters' } }, style: 'form', explode: true };
+  return {
+    type: 'object',
+    properties: { params: { ...rest, description: rest.description ?? 'any query parameters' } },
+    style: 'form',
+    explode: true,
+  };
 };
 
 /** the route transform of @fastify/swagger: zod → JSON Schema, then free-form query objects fixed */

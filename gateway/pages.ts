@@ -9,19 +9,41 @@ import { PAGE_POLICY } from './security-headers';
  * password or name the flow needs) to the API and shows the answer — no inline script or style,
  * so the pages run under a strict Content-Security-Policy.
  */
-interface Flow { title: string; endpoint: string; fields: { name: string; label: string; type: string }[]; button: string }
+interface Flow {
+  title: string;
+  endpoint: string;
+  fields: { name: string; label: string; type: string }[];
+  button: string;
+}
 
 const FLOWS: Record<string, Flow> = {
-  'verify-email': { title: 'Verify your email address', endpoint: '/v1/auth/verify-email', fields: [], button: 'Verify' },
+  'verify-email': {
+    title: 'Verify your email address',
+    endpoint: '/v1/auth/verify-email',
+    fields: [],
+    button: 'Verify',
+  },
   'reset-password': {
-    title: 'Choose a new password', endpoint: '/v1/auth/reset-password', button: 'Change the password',
+    title: 'Choose a new password',
+    endpoint: '/v1/auth/reset-password',
+    button: 'Change the password',
     fields: [{ name: 'password', label: 'New password (at least 12 characters)', type: 'password' }],
   },
   'accept-invite': {
-    title: 'Accept the invitation', endpoint: '/v1/auth/accept-invite', button: 'Join',
-    fields: [{ name: 'name', label: 'Your name', type: 'text' }, { name: 'password', label: 'Password (your current one if you already have an account)', type: 'password' }],
+    title: 'Accept the invitation',
+    endpoint: '/v1/auth/accept-invite',
+    button: 'Join',
+    fields: [
+      { name: 'name', label: 'Your name', type: 'text' },
+      { name: 'password', label: 'Password (your current one if you already have an account)', type: 'password' },
+    ],
   },
-  'confirm-email-change': { title: 'Confirm the change of your address', endpoint: '/v1/auth/confirm-email-change', fields: [], button: 'Confirm' },
+  'confirm-email-change': {
+    title: 'Confirm the change of your address',
+    endpoint: '/v1/auth/confirm-email-change',
+    fields: [],
+    button: 'Confirm',
+  },
 };
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -62,10 +84,13 @@ export const registerPages = (app: FastifyInstance): void => {
   for (const [path, flow] of Object.entries(FLOWS)) {
     const html = page(flow);
     app.get(`/${path}`, { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) =>
-      reply.type('text/html; charset=utf-8').header('content-security-policy', PAGE_POLICY).send(html));
+      reply.type('text/html; charset=utf-8').header('content-security-policy', PAGE_POLICY).send(html),
+    );
   }
   app.get('/pages/page.js', { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) =>
-    reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(SCRIPT));
+    reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(SCRIPT),
+  );
   app.get('/pages/page.css', { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) =>
-    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLE));
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLE),
+  );
 };

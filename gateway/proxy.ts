@@ -7,15 +7,40 @@ import { INTERNAL_KEY_PURPOSE, signPrincipal } from './internal-auth';
 import type { Upstream } from './upstream/client';
 
 /** request headers a client may pass to the services behind the gateway; everything else stays at the edge */
-const FORWARDED = ['accept', 'accept-language', 'content-type', 'idempotency-key', 'if-match', 'if-none-match', 'x-correlation-id', 'user-agent', 'range', 'if-range'];
+const FORWARDED = [
+  'accept',
+  'accept-language',
+  'content-type',
+  'idempotency-key',
+  'if-match',
+  'if-none-match',
+  'x-correlation-id',
+  'user-agent',
+  'range',
+  'if-range',
+];
 
 const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
 
 /** answer headers that belong to one hop, or that the gateway sets itself */
 const NOT_RETURNED = new Set([
-  'connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'upgrade',
-  'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'access-control-allow-origin', 'vary', 'access-control-expose-headers',
-  'deprecation', 'sunset', 'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'upgrade',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'access-control-allow-origin',
+  'vary',
+  'access-control-expose-headers',
+  'deprecation',
+  'sunset',
+  'date',
 ]);
 
 declare module 'fastify' {
@@ -50,7 +75,8 @@ export const proxyScope = (instance: FastifyInstance, kernel: Kernel, upstream: 
   // The bytes are taken on their way to the parser, not by a parser of our own: a plugin replaces
   // parsers in its scope (money's exact JSON parser does), and any parser must still validate here.
   instance.addHook('preParsing', async (request, _reply, payload) =>
-    (hasBody(request) && !request.routeOptions.config?.streamBody ? keepRawBody(request, payload) : payload));
+    hasBody(request) && !request.routeOptions.config?.streamBody ? keepRawBody(request, payload) : payload,
+  );
   const handler = forward(kernel, upstream);
   instance.addHook('onRoute', (route) => {
     // a WebSocket route is served here, where the client's connection is (the real-time socket
@@ -71,27 +97,36 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
     // A public route may read a token itself (MFA verify with a bearer token, completing a provider
     // link): it verifies it with its own authenticator, as in one process. Other routes get the
     // principal the gateway verified, never the token.
-    if (request.routeOptions.config?.access === 'public' && typeof request.headers.authorization === 'string') headers.authorization = request.headers.authorization;
+    if (request.routeOptions.config?.access === 'public' && typeof request.headers.authorization === 'string')
+      headers.authorization = request.headers.authorization;
     headers.traceparent = `00-${request.id}-${randomBytes(8).toString('hex')}-01`;
     headers['x-forwarded-for'] = request.ip;
-    if (request.principal) Object.assign(headers, signPrincipal(key, request.principal, request.id, kernel.clock.now().getTime()));
+    if (request.principal)
+      Object.assign(headers, signPrincipal(key, request.principal, request.id, kernel.clock.now().getTime()));
 
     const aborter = new AbortController();
-    const onClose = () => { if (!reply.raw.writableFinished) aborter.abort(); };
+    const onClose = () => {
+      if (!reply.raw.writableFinished) aborter.abort();
+    };
     reply.raw.once('close', onClose);
     // a streamed body goes on at the client's pace; its length (when the client gave one) goes with it
     const streamed = request.routeOptions.config?.streamBody ? request.bodyStream : undefined;
     const length = request.headers['content-length'];
     if (streamed && typeof length === 'string') headers['content-length'] = length;
     const answer = await upstream.call({
-      method: request.method, path: request.url, headers, body: streamed ?? rawBodyOf(request),
-      tenantId: request.principal?.tenantId ?? null, signal: aborter.signal,
+      method: request.method,
+      path: request.url,
+      headers,
+      body: streamed ?? rawBodyOf(request),
+      tenantId: request.principal?.tenantId ?? null,
+      signal: aborter.signal,
     });
     // answered before the whole upload arrived (a refusal): the rest of it is not read, the connection ends
     if (streamed && !streamed.readableEnded) reply.header('connection', 'close');
     for (const [name, value] of Object.entries(answer.headers)) {
       // a 429 of the service itself (a limit of its own, such as the verification resend) carries that limit's counters
-      if (value !== undefined && (!NOT_RETURNED.has(name) || (answer.status === 429 && RATE_LIMIT_HEADERS.has(name)))) reply.header(name, value);
+      if (value !== undefined && (!NOT_RETURNED.has(name) || (answer.status === 429 && RATE_LIMIT_HEADERS.has(name))))
+        reply.header(name, value);
     }
     return reply.code(answer.status).send(answer.body);
   };

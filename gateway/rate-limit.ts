@@ -34,10 +34,18 @@ interface Bucket {
 export class LocalBuckets {
   private readonly buckets = new Map<string, Bucket>();
 
-  constructor(private readonly windowMs: number, private readonly maxKeys = 100_000) {}
+  constructor(
+    private readonly windowMs: number,
+    private readonly maxKeys = 100_000,
+  ) {}
 
   /** takes one token from every key, or none when one of them is empty */
-  take(keys: readonly RateKey[], now: number): { ok: true; tightest: { limit: number; remaining: number; fullAt: number } } | { ok: false; limit: number; retryAfterMs: number } {
+  take(
+    keys: readonly RateKey[],
+    now: number,
+  ):
+    | { ok: true; tightest: { limit: number; remaining: number; fullAt: number } }
+    | { ok: false; limit: number; retryAfterMs: number } {
     const states = keys.map((k) => ({ k, b: this.refill(k, now) }));
     for (const { k, b } of states) {
       if (b.tokens < 1) return { ok: false, limit: k.limit, retryAfterMs: ((1 - b.tokens) * this.windowMs) / k.limit };
@@ -46,7 +54,8 @@ export class LocalBuckets {
     for (const { k, b } of states) {
       b.tokens -= 1;
       const remaining = Math.floor(b.tokens);
-      if (remaining < tightest.remaining) tightest = { limit: k.limit, remaining, fullAt: now + ((k.limit - b.tokens) * this.windowMs) / k.limit };
+      if (remaining < tightest.remaining)
+        tightest = { limit: k.limit, remaining, fullAt: now + ((k.limit - b.tokens) * this.windowMs) / k.limit };
     }
     return { ok: true, tightest };
   }
@@ -115,7 +124,12 @@ export class RateLimiter {
     private readonly cache: KeyValueCache,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    private readonly options: { windowMs?: number; backgroundBelow?: number; batchMs?: number; maxKnownKeys?: number } = {},
+    private readonly options: {
+      windowMs?: number;
+      backgroundBelow?: number;
+      batchMs?: number;
+      maxKnownKeys?: number;
+    } = {},
   ) {
     this.local = new LocalBuckets(this.windowMs);
   }
@@ -129,10 +143,22 @@ export class RateLimiter {
     const local = this.local.take(keys, now);
     if (!local.ok) {
       const retryAfterSeconds = Math.max(1, Math.ceil(local.retryAfterMs / 1000));
-      return { allowed: false, limit: local.limit, remaining: 0, resetAt: now + retryAfterSeconds * 1000, retryAfterSeconds, layer: 'local' };
+      return {
+        allowed: false,
+        limit: local.limit,
+        remaining: 0,
+        resetAt: now + retryAfterSeconds * 1000,
+        retryAfterSeconds,
+        layer: 'local',
+      };
     }
     const fromLocal = (): RateDecision => ({
-      allowed: true, limit: local.tightest.limit, remaining: local.tightest.remaining, resetAt: local.tightest.fullAt, retryAfterSeconds: 0, layer: 'local',
+      allowed: true,
+      limit: local.tightest.limit,
+      remaining: local.tightest.remaining,
+      resetAt: local.tightest.fullAt,
+      retryAfterSeconds: 0,
+      layer: 'local',
     });
     if (now < this.storeDownUntil) return fromLocal();
     let counts: { count: number; resetAt: number }[];
@@ -154,17 +180,29 @@ export class RateLimiter {
       const remaining = Math.max(0, k.limit - count);
       const allowed = count <= k.limit;
       const candidate: RateDecision = {
-        allowed, limit: k.limit, remaining, resetAt,
-        retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((resetAt - now) / 1000)), layer: 'global',
+        allowed,
+        limit: k.limit,
+        remaining,
+        resetAt,
+        retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((resetAt - now) / 1000)),
+        layer: 'global',
       };
       // A refusal wins; among answers of the same kind the key closest to its limit is reported.
-      if (!decision || (decision.allowed && !allowed) || (decision.allowed === allowed && remaining < decision.remaining)) decision = candidate;
+      if (
+        !decision ||
+        (decision.allowed && !allowed) ||
+        (decision.allowed === allowed && remaining < decision.remaining)
+      )
+        decision = candidate;
     });
     return decision ?? fromLocal();
   }
 
   /** this hit's count in the key's shared window: estimated and batched when far from the limit, awaited otherwise */
-  private count(k: RateKey, now: number): Promise<{ count: number; resetAt: number }> | { count: number; resetAt: number } {
+  private count(
+    k: RateKey,
+    now: number,
+  ): Promise<{ count: number; resetAt: number }> | { count: number; resetAt: number } {
     let state = this.known.get(k.key);
     if (!state) {
       if (this.known.size >= (this.options.maxKnownKeys ?? 100_000)) this.forgetOldest();
@@ -197,17 +235,20 @@ export class RateLimiter {
 
   private send(state: Known, hits: number): Promise<{ count: number; resetAt: number }> {
     state.pending += hits;
-    return this.cache.incrWindow(state.key, this.windowMs, hits).then((answer) => {
-      state.pending -= hits;
-      // answers of concurrent increments arrive in any order; a new window restarts the count
-      if (answer.resetAt > state.resetAt + 1000) state.count = answer.count;
-      else state.count = Math.max(state.count, answer.count);
-      state.resetAt = Math.max(state.resetAt, answer.resetAt);
-      return answer;
-    }, (error: unknown) => {
-      state.pending -= hits;
-      throw error;
-    });
+    return this.cache.incrWindow(state.key, this.windowMs, hits).then(
+      (answer) => {
+        state.pending -= hits;
+        // answers of concurrent increments arrive in any order; a new window restarts the count
+        if (answer.resetAt > state.resetAt + 1000) state.count = answer.count;
+        else state.count = Math.max(state.count, answer.count);
+        state.resetAt = Math.max(state.resetAt, answer.resetAt);
+        return answer;
+      },
+      (error: unknown) => {
+        state.pending -= hits;
+        throw error;
+      },
+    );
   }
 
   private forgetOldest(): void {

@@ -21,4 +21,6 @@ for (const namespace of NAMESPACES) {
   documents[namespace] = await res.json();
 }
 const written = await writeSnapshot(version, documents);
-process.stdout.write(`${written.length ? `wrote ${written.join(', ')}` : 'every document of this version was already frozen'}\n`);
+process.stdout.write(
+  `${written.length ? `wrote ${written.join(', ')}` : 'every document of this version was already frozen'}\n`,
+);

@@ -39,16 +39,41 @@ export interface AuditAction {
 /** an audit record as an audit.record.created event, keyed by entity so one entity's history keeps its order */
 export const auditRecord = (a: AuditAction, id: string): OutgoingRecord => {
   const data = {
-    id, action: a.action, entityType: a.entityType, entityId: a.entityId, actorId: a.actorId, actorIp: a.actorIp ?? null, actorUserAgent: a.actorUserAgent ?? null,
-    tenantId: a.tenantId, before: a.before ?? null, after: a.after ?? null, meta: a.meta ?? null, traceId: a.traceId ?? null, timestamp: a.timestamp,
+    id,
+    action: a.action,
+    entityType: a.entityType,
+    entityId: a.entityId,
+    actorId: a.actorId,
+    actorIp: a.actorIp ?? null,
+    actorUserAgent: a.actorUserAgent ?? null,
+    tenantId: a.tenantId,
+    before: a.before ?? null,
+    after: a.after ?? null,
+    meta: a.meta ?? null,
+    traceId: a.traceId ?? null,
+    timestamp: a.timestamp,
   };
   return {
     key: a.entityId,
     value: JSON.stringify({
-      eventId: id, type: AUDIT_RECORD_CREATED, schemaVersion: 1, tenantId: a.tenantId, actorId: a.actorId, traceId: a.traceId ?? null,
-      causationId: null, correlationId: a.traceId ?? null, occurredAt: a.timestamp, entityId: a.entityId, data,
+      eventId: id,
+      type: AUDIT_RECORD_CREATED,
+      schemaVersion: 1,
+      tenantId: a.tenantId,
+      actorId: a.actorId,
+      traceId: a.traceId ?? null,
+      causationId: null,
+      correlationId: a.traceId ?? null,
+      occurredAt: a.timestamp,
+      entityId: a.entityId,
+      data,
     }),
-    headers: { eventId: id, type: AUDIT_RECORD_CREATED, tenantId: a.tenantId, ...(a.traceId ? { traceId: a.traceId } : {}) },
+    headers: {
+      eventId: id,
+      type: AUDIT_RECORD_CREATED,
+      tenantId: a.tenantId,
+      ...(a.traceId ? { traceId: a.traceId } : {}),
+    },
     timestamp: Date.parse(a.timestamp),
   };
 };
@@ -66,7 +91,13 @@ export interface RecorderOptions {
 }
 
 // Small, frequent batches: encoding and publishing 2,000 records at once held the event loop for tens of ms.
-const defaults: RecorderOptions = { maxBuffer: 20_000, batchSize: 200, flushEveryMs: 100, publishTimeoutMs: 5000, logDownMs: 30_000 };
+const defaults: RecorderOptions = {
+  maxBuffer: 20_000,
+  batchSize: 200,
+  flushEveryMs: 100,
+  publishTimeoutMs: 5000,
+  logDownMs: 30_000,
+};
 
 /**
  * Records audit records off the caller's path: record() only pushes onto a bounded buffer; a timer
@@ -86,7 +117,10 @@ export class AuditRecorder {
   private lastDropLog = 0;
   private readonly options: RecorderOptions;
 
-  constructor(private readonly kernel: AuditKernel, options: Partial<RecorderOptions> = {}) {
+  constructor(
+    private readonly kernel: AuditKernel,
+    options: Partial<RecorderOptions> = {},
+  ) {
     this.options = { ...defaults, ...options };
     this.timer = setInterval(() => void this.flush(), this.options.flushEveryMs);
     this.timer.unref();
@@ -106,7 +140,9 @@ export class AuditRecorder {
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
     if (this.buffer.length === 0) return;
-    this.flushing = this.drain().finally(() => { this.flushing = null; });
+    this.flushing = this.drain().finally(() => {
+      this.flushing = null;
+    });
     await this.flushing;
   }
 
@@ -128,12 +164,20 @@ export class AuditRecorder {
     try {
       await Promise.race([
         this.kernel.log.publish(AUDIT_TOPIC, records),
-        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`publish took over ${this.options.publishTimeoutMs} ms`)), this.options.publishTimeoutMs); }),
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`publish took over ${this.options.publishTimeoutMs} ms`)),
+            this.options.publishTimeoutMs,
+          );
+        }),
       ]);
       return true;
     } catch (error) {
       this.logDownUntil = Date.now() + this.options.logDownMs;
-      this.kernel.logger.warn({ err: error, records: records.length }, 'audit: log unavailable; writing to the fallback table');
+      this.kernel.logger.warn(
+        { err: error, records: records.length },
+        'audit: log unavailable; writing to the fallback table',
+      );
       return false;
     } finally {
       clearTimeout(timer);
@@ -145,7 +189,8 @@ export class AuditRecorder {
       await this.kernel.db.query(
         `INSERT INTO gateway.api_audit_fallback (event_id, record)
          SELECT (r->'headers'->>'eventId')::uuid, r FROM jsonb_array_elements($1::jsonb) AS r ON CONFLICT (event_id) DO NOTHING`,
-        [JSON.stringify(records)]);
+        [JSON.stringify(records)],
+      );
     } catch (error) {
       this.drop(records.length, error);
     }
@@ -156,7 +201,10 @@ export class AuditRecorder {
     const now = Date.now();
     if (now - this.lastDropLog >= 60_000) {
       this.lastDropLog = now;
-      this.kernel.logger.error({ err: error ?? undefined, dropped: this.dropped }, 'audit records dropped (buffer full or fallback table unavailable)');
+      this.kernel.logger.error(
+        { err: error ?? undefined, dropped: this.dropped },
+        'audit records dropped (buffer full or fallback table unavailable)',
+      );
     }
   }
 }
@@ -169,24 +217,42 @@ export class AuditRecorder {
  * crash between publish and delete republishes, and consumers dedupe by eventId. The publish has a
  * deadline. Returns how many records it published.
  */
-export const replayAuditFallback = async (kernel: AuditKernel, batchSize = 500, publishTimeoutMs = 5000): Promise<number> => {
+export const replayAuditFallback = async (
+  kernel: AuditKernel,
+  batchSize = 500,
+  publishTimeoutMs = 5000,
+): Promise<number> => {
   const client = await kernel.db.connect();
   try {
-    const { rows: [lock] } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(hashtext('gateway.audit-fallback-replay')) AS ok`);
+    const {
+      rows: [lock],
+    } = await client.query<{ ok: boolean }>(
+      `SELECT pg_try_advisory_lock(hashtext('gateway.audit-fallback-replay')) AS ok`,
+    );
     if (!lock?.ok) return 0;
     try {
-      const { rows } = await client.query<{ id: string; record: OutgoingRecord }>('SELECT id, record FROM gateway.api_audit_fallback ORDER BY id LIMIT $1', [batchSize]);
+      const { rows } = await client.query<{ id: string; record: OutgoingRecord }>(
+        'SELECT id, record FROM gateway.api_audit_fallback ORDER BY id LIMIT $1',
+        [batchSize],
+      );
       if (rows.length === 0) return 0;
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          kernel.log.publish(AUDIT_TOPIC, rows.map((r) => r.record)),
-          new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`publish took over ${publishTimeoutMs} ms`)), publishTimeoutMs); }),
+          kernel.log.publish(
+            AUDIT_TOPIC,
+            rows.map((r) => r.record),
+          ),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`publish took over ${publishTimeoutMs} ms`)), publishTimeoutMs);
+          }),
         ]);
       } finally {
         clearTimeout(timer);
       }
-      await client.query('DELETE FROM gateway.api_audit_fallback WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+      await client.query('DELETE FROM gateway.api_audit_fallback WHERE id = ANY($1::bigint[])', [
+        rows.map((r) => r.id),
+      ]);
       return rows.length;
     } finally {
       await client.query(`SELECT pg_advisory_unlock(hashtext('gateway.audit-fallback-replay'))`);

@@ -33,10 +33,16 @@ export class HealthRegistry {
   }
 
   async report(): Promise<HealthReport> {
-    const entries = await Promise.all([...this.checks].map(async ([name, check]) => [name, await probe(check)] as const));
+    const entries = await Promise.all(
+      [...this.checks].map(async ([name, check]) => [name, await probe(check)] as const),
+    );
     const components = Object.fromEntries(entries);
     const states = entries.map(([, s]) => s.status);
-    const status: ComponentState = states.includes('unhealthy') ? 'unhealthy' : states.includes('degraded') ? 'degraded' : 'healthy';
+    const status: ComponentState = states.includes('unhealthy')
+      ? 'unhealthy'
+      : states.includes('degraded')
+        ? 'degraded'
+        : 'healthy';
     return { status, version: this.version, uptime: formatDuration(Date.now() - this.startedAt), components };
   }
 }
@@ -45,7 +51,12 @@ const probe = async (check: Check): Promise<ComponentStatus> => {
   const start = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([check(), new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${TIMEOUT_MS} ms`)), TIMEOUT_MS); })]);
+    await Promise.race([
+      check(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+      }),
+    ]);
     const latencyMs = Math.round(performance.now() - start);
     return latencyMs > DEGRADED_AFTER_MS
       ? { status: 'degraded', latencyMs, error: `slow: ${latencyMs} ms` }
@@ -59,7 +70,15 @@ const probe = async (check: Check): Promise<ComponentStatus> => {
 
 export const formatDuration = (ms: number): string => {
   const s = Math.floor(ms / 1000);
-  const parts = [[Math.floor(s / 86400), 'd'], [Math.floor(s / 3600) % 24, 'h'], [Math.floor(s / 60) % 60, 'm'], [s % 60, 's']] as const;
-  const text = parts.filter(([n]) => n > 0).map(([n, u]) => `${n}${u}`).join(' ');
+  const parts = [
+    [Math.floor(s / 86400), 'd'],
+    [Math.floor(s / 3600) % 24, 'h'],
+    [Math.floor(s / 60) % 60, 'm'],
+    [s % 60, 's'],
+  ] as const;
+  const text = parts
+    .filter(([n]) => n > 0)
+    .map(([n, u]) => `${n}${u}`)
+    .join(' ');
   return text || '0s';
 };

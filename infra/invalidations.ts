@@ -39,7 +39,10 @@ export class Invalidations {
   private readonly group = `platform.invalidations.${hostname()}.${process.pid}.${randomBytes(4).toString('hex')}`;
   private closed = false;
 
-  constructor(private readonly log: LogPort, private readonly logger: Logger) {}
+  constructor(
+    private readonly log: LogPort,
+    private readonly logger: Logger,
+  ) {}
 
   /** calls handler with every event of these types published from now on, in this process */
   on(types: readonly string[], handler: InvalidationHandler): void {
@@ -64,13 +67,20 @@ export class Invalidations {
     for (let attempt = 0; !this.closed; attempt += 1) {
       try {
         const subscription = await this.log.subscribe({
-          groupId: `${this.group}.${topic}`, topics: [topic], start: 'latest', eachBatch: (records) => this.deliver(records),
+          groupId: `${this.group}.${topic}`,
+          topics: [topic],
+          start: 'latest',
+          eachBatch: (records) => this.deliver(records),
         });
         if (this.closed) await subscription.stop();
         else this.subscriptions.push(subscription);
         return;
       } catch (error) {
-        if (attempt === 0 || attempt % 10 === 0) this.logger.warn({ err: error, topic }, 'cache invalidation subscription failed; retrying (caches rely on epochs and TTLs meanwhile)');
+        if (attempt === 0 || attempt % 10 === 0)
+          this.logger.warn(
+            { err: error, topic },
+            'cache invalidation subscription failed; retrying (caches rely on epochs and TTLs meanwhile)',
+          );
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]).unref());
       }
     }
@@ -84,14 +94,20 @@ export class Invalidations {
       try {
         event = JSON.parse(record.value) as PublishedEvent;
       } catch (error) {
-        this.logger.warn({ err: error, topic: record.topic, offset: record.offset }, 'an event on the log is not JSON; no invalidation');
+        this.logger.warn(
+          { err: error, topic: record.topic, offset: record.offset },
+          'an event on the log is not JSON; no invalidation',
+        );
         continue;
       }
       for (const handler of handlers) {
         try {
           await handler(event);
         } catch (error) {
-          this.logger.warn({ err: error, type: event.type, eventId: event.eventId }, 'cache invalidation handler failed');
+          this.logger.warn(
+            { err: error, type: event.type, eventId: event.eventId },
+            'cache invalidation handler failed',
+          );
         }
       }
     }

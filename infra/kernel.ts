@@ -39,8 +39,10 @@ export class PermissionRegistry {
 
   register(module: string, permissions: Record<string, string>): void {
     for (const [key, description] of Object.entries(permissions)) {
-      if (/^(system|platform)\./.test(key)) throw new Error(`module ${module} may not register reserved permission ${key}`);
-      if (!/^[a-z][a-z0-9_-]*(\.[a-z0-9_*-]+)+$/.test(key)) throw new Error(`permission ${key} of module ${module} is not a dotted key`);
+      if (/^(system|platform)\./.test(key))
+        throw new Error(`module ${module} may not register reserved permission ${key}`);
+      if (!/^[a-z][a-z0-9_-]*(\.[a-z0-9_*-]+)+$/.test(key))
+        throw new Error(`permission ${key} of module ${module} is not a dotted key`);
       this.entries.set(key, { key, description, module });
     }
   }
@@ -129,12 +131,16 @@ export class Kernel {
     this.store = new EventStore(this.clock, this.ids);
     this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections, () => this.analytics());
     this.commands = new CommandRunner(this.db, this.store, this.projections, {
-      ...defaultRunnerOptions, idempotencyTtlMs: parts.config.IDEMPOTENCY_TTL_HOURS * 3600_000,
+      ...defaultRunnerOptions,
+      idempotencyTtlMs: parts.config.IDEMPOTENCY_TTL_HOURS * 3600_000,
       batch: {
-        maxSize: parts.config.COMMAND_BATCH_MAX_SIZE, concurrency: parts.config.COMMAND_BATCH_CONCURRENCY,
-        onFailure: (error, commands) => this.logger.warn({ err: error, commands }, 'a command batch failed; its commands run alone'),
+        maxSize: parts.config.COMMAND_BATCH_MAX_SIZE,
+        concurrency: parts.config.COMMAND_BATCH_CONCURRENCY,
+        onFailure: (error, commands) =>
+          this.logger.warn({ err: error, commands }, 'a command batch failed; its commands run alone'),
       },
-      onAfterCommitFailure: (error) => this.logger.error({ err: error }, 'a step after a committed command failed; the command stands'),
+      onAfterCommitFailure: (error) =>
+        this.logger.error({ err: error }, 'a step after a committed command failed; the command stands'),
     });
     for (const plugin of [...parts.modules.write, ...parts.modules.read]) {
       if (plugin.permissions) this.permissions.register(plugin.namespace, plugin.permissions);
@@ -211,5 +217,10 @@ export class Kernel {
   }
 }
 
-export const systemMeta = (tenantId: string, traceId: string | null = null): CausationMeta =>
-  ({ tenantId, actorId: 'system', traceId, correlationId: traceId, causationId: null });
+export const systemMeta = (tenantId: string, traceId: string | null = null): CausationMeta => ({
+  tenantId,
+  actorId: 'system',
+  traceId,
+  correlationId: traceId,
+  causationId: null,
+});

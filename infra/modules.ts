@@ -5,7 +5,6 @@ import type { FastifyInstance } from 'fastify';
 import type { RegisteredProjection } from './projections/projection';
 import type { Kernel } from './kernel';
 
-
 /**
  * The pieces of a service, each found by convention in its own folder, so that adding a service
  * means writing them and nothing else:
@@ -71,7 +70,10 @@ const discover = async <T>(folder: string): Promise<T[]> => {
 
 export const discoverModules = async (): Promise<ServiceModules> => {
   const [write, read, sets, workers] = await Promise.all([
-    discover<RoutePlugin>('write-api'), discover<RoutePlugin>('read-api'), discover<ProjectionSet>('projections'), discover<WorkerSet>('workers'),
+    discover<RoutePlugin>('write-api'),
+    discover<RoutePlugin>('read-api'),
+    discover<ProjectionSet>('projections'),
+    discover<WorkerSet>('workers'),
   ]);
   return { write, read, projections: sets.flatMap((s) => s.projections), workers };
 };

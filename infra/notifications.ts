@@ -41,12 +41,17 @@ export interface NotificationPort {
 export const mailNotifications = (mail: Mailer): NotificationPort => ({
   kind: 'mail',
   async send(n) {
-    if (!('address' in n.recipient)) throw new Error('a recipient given by userId needs the notification service (notify) to find the address');
+    if (!('address' in n.recipient))
+      throw new Error('a recipient given by userId needs the notification service (notify) to find the address');
     if (n.templateId !== undefined) throw new Error('templates need the notification service (notify)');
-    if (n.channel !== undefined && n.channel !== 'email') throw new Error(`channel ${n.channel} needs the notification service (notify)`);
+    if (n.channel !== undefined && n.channel !== 'email')
+      throw new Error(`channel ${n.channel} needs the notification service (notify)`);
     await mail.send({
-      to: n.recipient.address, subject: n.subject ?? '', text: n.body ?? '',
-      ...(n.html === undefined ? {} : { html: n.html }), ...(n.headers === undefined ? {} : { headers: n.headers }),
+      to: n.recipient.address,
+      subject: n.subject ?? '',
+      text: n.body ?? '',
+      ...(n.html === undefined ? {} : { html: n.html }),
+      ...(n.headers === undefined ? {} : { headers: n.headers }),
     });
     return { notificationId: null };
   },

@@ -19,7 +19,11 @@ export class PlatformSecrets {
   }
 }
 
-export const loadSecrets = async (options: { configured?: string; dataDir: string; mayGenerate: boolean }): Promise<PlatformSecrets> => {
+export const loadSecrets = async (options: {
+  configured?: string;
+  dataDir: string;
+  mayGenerate: boolean;
+}): Promise<PlatformSecrets> => {
   if (options.configured) return new PlatformSecrets(Buffer.from(options.configured, 'base64'));
   if (!options.mayGenerate) throw new Error('PLATFORM_SECRET_KEY is required when running a role against real engines');
   const file = join(resolve(options.dataDir), 'platform.secret');

@@ -65,8 +65,14 @@ export const insertTasks = (tasks: readonly PendingTask[]): { text: string; valu
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::timestamptz[], $7::text[], $8::timestamptz[])
         AS t(id, tenant_id, type, payload, max_attempts, run_at, trace_id, created_at)`,
   values: [
-    tasks.map((t) => t.id), tasks.map((t) => t.tenantId), tasks.map((t) => t.type), tasks.map((t) => JSON.stringify(t.payload)),
-    tasks.map((t) => t.maxAttempts), tasks.map((t) => t.runAt), tasks.map((t) => t.traceId), tasks.map((t) => t.createdAt),
+    tasks.map((t) => t.id),
+    tasks.map((t) => t.tenantId),
+    tasks.map((t) => t.type),
+    tasks.map((t) => JSON.stringify(t.payload)),
+    tasks.map((t) => t.maxAttempts),
+    tasks.map((t) => t.runAt),
+    tasks.map((t) => t.traceId),
+    tasks.map((t) => t.createdAt),
   ],
 });
 

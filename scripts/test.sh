@@ -32,16 +32,20 @@ if ((needs_infra)); then
   fi
 fi
 
-# Static checks (type check and lint) run with the full suite; a failing one counts as one failure.
+# Static checks (type check, lint, formatting) run with the full suite; a failing one counts as one failure.
 static_failed=0
 if (($# == 0)); then
-  echo "[test] ---- static checks: tsc --noEmit, eslint ----"
+  echo "[test] ---- static checks: tsc --noEmit, eslint, prettier --check ----"
   if ! "$ROOT/node_modules/.bin/tsc" --noEmit -p "$ROOT" </dev/null; then
     echo "[test] type check failed" >&2
     static_failed=$((static_failed + 1))
   fi
   if ! "$ROOT/node_modules/.bin/eslint" "$ROOT" </dev/null; then
     echo "[test] lint failed" >&2
+    static_failed=$((static_failed + 1))
+  fi
+  if ! (cd "$ROOT" && "$ROOT/node_modules/.bin/prettier" --check . --log-level warn </dev/null); then
+    echo "[test] formatting differs from prettier's (npm run format)" >&2
     static_failed=$((static_failed + 1))
   fi
 fi

@@ -20,11 +20,23 @@ export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): L
   let wake: (() => void) | null = null;
   /** a wake-up that came while the step ran: the next sleep is skipped */
   let woken = false;
-  const sleep = (ms: number) => new Promise<void>((resolve) => {
-    if (woken) { woken = false; resolve(); return; }
-    const timer = setTimeout(() => { wake = null; resolve(); }, ms);
-    wake = () => { clearTimeout(timer); wake = null; resolve(); };
-  });
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken) {
+        woken = false;
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      };
+    });
   const done = (async () => {
     let failures = 0;
     while (running) {
@@ -41,7 +53,9 @@ export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): L
     }
   })();
   return {
-    get running() { return running; },
+    get running() {
+      return running;
+    },
     wake() {
       if (wake) wake();
       else woken = true;

@@ -17,15 +17,30 @@ export interface RelayOptions {
   topicDefaults: { partitions: number; retentionMs: number };
 }
 
-const defaults: RelayOptions = { batchSize: 2000, idleMs: 20, name: 'outbox-relay', topicDefaults: { partitions: 3, retentionMs: 168 * 3600_000 } };
+const defaults: RelayOptions = {
+  batchSize: 2000,
+  idleMs: 20,
+  name: 'outbox-relay',
+  topicDefaults: { partitions: 3, retentionMs: 168 * 3600_000 },
+};
 
 /** The wire form of an event on platform.<domain>.events. */
 export const toLogRecord = (e: StoredEvent): OutgoingRecord => ({
   key: entityIdOf(e.streamId),
   value: JSON.stringify({
-    eventId: e.eventId, type: e.type, schemaVersion: e.schemaVersion, tenantId: e.tenantId, actorId: e.actorId,
-    traceId: e.traceId, causationId: e.causationId, correlationId: e.correlationId, occurredAt: e.occurredAt,
-    streamId: e.streamId, streamVersion: e.streamVersion, entityId: entityIdOf(e.streamId), data: e.data,
+    eventId: e.eventId,
+    type: e.type,
+    schemaVersion: e.schemaVersion,
+    tenantId: e.tenantId,
+    actorId: e.actorId,
+    traceId: e.traceId,
+    causationId: e.causationId,
+    correlationId: e.correlationId,
+    occurredAt: e.occurredAt,
+    streamId: e.streamId,
+    streamVersion: e.streamVersion,
+    entityId: entityIdOf(e.streamId),
+    data: e.data,
   }),
   headers: { eventId: e.eventId, type: e.type, tenantId: e.tenantId, ...(e.traceId ? { traceId: e.traceId } : {}) },
   timestamp: Date.parse(e.occurredAt),
@@ -43,7 +58,13 @@ export class OutboxRelay {
   private leader: Tx | null = null;
   private readonly knownTopics = new Set<string>();
 
-  constructor(private readonly db: Db, private readonly store: EventStore, private readonly log: LogPort, private readonly logger: Logger, options: Partial<RelayOptions> = {}) {
+  constructor(
+    private readonly db: Db,
+    private readonly store: EventStore,
+    private readonly log: LogPort,
+    private readonly logger: Logger,
+    options: Partial<RelayOptions> = {},
+  ) {
     this.options = { ...defaults, ...options };
   }
 
@@ -73,15 +94,19 @@ export class OutboxRelay {
   }
 
   start(): void {
-    this.loop = startLoop(async () => {
-      if (!(await this.lead())) return false;
-      return (await this.runOnce()) > 0;
-    }, {
-      idleMs: this.options.idleMs,
-      onError: (error, n) => {
-        if (n === 1 || n % 50 === 0) this.logger.warn({ err: error, failures: n }, 'outbox relay cannot publish; retrying the same batch');
+    this.loop = startLoop(
+      async () => {
+        if (!(await this.lead())) return false;
+        return (await this.runOnce()) > 0;
       },
-    });
+      {
+        idleMs: this.options.idleMs,
+        onError: (error, n) => {
+          if (n === 1 || n % 50 === 0)
+            this.logger.warn({ err: error, failures: n }, 'outbox relay cannot publish; retrying the same batch');
+        },
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -101,10 +126,14 @@ export class OutboxRelay {
   private async lead(): Promise<boolean> {
     if (this.leader) return true;
     const client = await this.db.connect();
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [this.options.name]);
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+      this.options.name,
+    ]);
     if (rows[0]?.ok) {
       this.leader = client;
-      client.on('error', () => { this.leader = null; });
+      client.on('error', () => {
+        this.leader = null;
+      });
       return true;
     }
     client.release();
@@ -113,7 +142,9 @@ export class OutboxRelay {
 
   private async checkpoint(): Promise<LogCheckpoint> {
     const { rows } = await this.db.query<{ transaction_id: string; position: string }>(
-      'SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1', [this.options.name]);
+      'SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1',
+      [this.options.name],
+    );
     const row = rows[0];
     return row ? { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) } : LOG_START;
   }
@@ -122,6 +153,7 @@ export class OutboxRelay {
     await this.db.query(
       `INSERT INTO es.checkpoints (name, transaction_id, position) VALUES ($1, $2::xid8, $3)
        ON CONFLICT (name) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()`,
-      [this.options.name, c.transactionId.toString(), c.position.toString()]);
+      [this.options.name, c.transactionId.toString(), c.position.toString()],
+    );
   }
 }

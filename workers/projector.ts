@@ -6,18 +6,23 @@ import { startLoop } from './loop';
 export class ProjectorWorker {
   private loop: Loop | null = null;
 
-  constructor(private readonly kernel: Kernel, readonly name: string, private readonly idleMs = 50) {}
+  constructor(
+    private readonly kernel: Kernel,
+    readonly name: string,
+    private readonly idleMs = 50,
+  ) {}
 
   start(): this {
-    this.loop = startLoop(
-      async () => (await this.kernel.projections.runBatch(this.name)) > 0,
-      {
-        idleMs: this.idleMs,
-        onError: (error, n) => {
-          if (n === 1 || n % 50 === 0) this.kernel.logger.error({ err: error, projection: this.name, failures: n }, 'projection batch failed; retrying');
-        },
+    this.loop = startLoop(async () => (await this.kernel.projections.runBatch(this.name)) > 0, {
+      idleMs: this.idleMs,
+      onError: (error, n) => {
+        if (n === 1 || n % 50 === 0)
+          this.kernel.logger.error(
+            { err: error, projection: this.name, failures: n },
+            'projection batch failed; retrying',
+          );
       },
-    );
+    });
     return this;
   }
 

@@ -55,7 +55,11 @@ export class UsageError extends Error {
 
 const OwnerEmail = z.string().trim().email().max(254);
 
-const options = <T extends Record<string, { type: 'string' } | { type: 'boolean' }>>(args: string[], spec: T, allowPositionals = false) => {
+const options = <T extends Record<string, { type: 'string' } | { type: 'boolean' }>>(
+  args: string[],
+  spec: T,
+  allowPositionals = false,
+) => {
   try {
     return parseArgs({ args, options: spec, allowPositionals, strict: true });
   } catch (error) {
@@ -86,13 +90,18 @@ export const parseCommandLine = (argv: string[]): Invocation => {
       if (sub !== undefined) throw new UsageError(`start takes no arguments (got ${JSON.stringify(sub)})`);
       return { command: 'start' };
     case 'serve': {
-      if (!sub || !SERVE_ROLES.includes(sub as ServeRole)) throw new UsageError(`serve needs a role: ${SERVE_ROLES.join(', ')}${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+      if (!sub || !SERVE_ROLES.includes(sub as ServeRole))
+        throw new UsageError(
+          `serve needs a role: ${SERVE_ROLES.join(', ')}${sub ? ` (got ${JSON.stringify(sub)})` : ''}`,
+        );
       if (sub === 'projector') {
-        if (!rest[0]) throw new UsageError('serve projector needs the name of a projection (platform projections list shows them)');
+        if (!rest[0])
+          throw new UsageError('serve projector needs the name of a projection (platform projections list shows them)');
         if (rest.length > 1) throw new UsageError('serve projector runs one projection');
         return { command: 'serve', role: 'projector', projection: rest[0] };
       }
-      if (rest.length) throw new UsageError(`serve ${sub} takes no further arguments (got ${JSON.stringify(rest.join(' '))})`);
+      if (rest.length)
+        throw new UsageError(`serve ${sub} takes no further arguments (got ${JSON.stringify(rest.join(' '))})`);
       return { command: 'serve', role: sub as ServeRole };
     }
     case 'migrate':
@@ -111,24 +120,49 @@ export const parseCommandLine = (argv: string[]): Invocation => {
       const { values } = options(rest, { email: { type: 'string' }, password: { type: 'string' } });
       if (!values.email || !values.password) throw new UsageError('owner create needs --email and --password');
       const email = OwnerEmail.safeParse(values.email);
-      if (!email.success) throw new UsageError(`owner create: --email must be an email address such as owner@example.com (got ${JSON.stringify(values.email)})`);
+      if (!email.success)
+        throw new UsageError(
+          `owner create: --email must be an email address such as owner@example.com (got ${JSON.stringify(values.email)})`,
+        );
       return { command: 'owner', action: 'create', email: email.data, password: values.password };
     }
     case 'replay': {
-      const { values } = options(argv.slice(1), { topic: { type: 'string' }, 'from-offset': { type: 'string' }, 'from-time': { type: 'string' }, to: { type: 'string' }, into: { type: 'string' } });
+      const { values } = options(argv.slice(1), {
+        topic: { type: 'string' },
+        'from-offset': { type: 'string' },
+        'from-time': { type: 'string' },
+        to: { type: 'string' },
+        into: { type: 'string' },
+      });
       if (!values.topic || !values.into) throw new UsageError('replay needs --topic and --into');
-      if (Boolean(values['from-offset']) === Boolean(values['from-time'])) throw new UsageError('replay needs exactly one of --from-offset and --from-time');
-      const from = values['from-offset'] ? { offset: offset(values['from-offset'], '--from-offset') } : { time: time(values['from-time']!) };
-      const to = values.to === undefined ? undefined : /^\d+$/.test(values.to) ? { offset: Number(values.to) } : { time: time(values.to) };
+      if (Boolean(values['from-offset']) === Boolean(values['from-time']))
+        throw new UsageError('replay needs exactly one of --from-offset and --from-time');
+      const from = values['from-offset']
+        ? { offset: offset(values['from-offset'], '--from-offset') }
+        : { time: time(values['from-time']!) };
+      const to =
+        values.to === undefined
+          ? undefined
+          : /^\d+$/.test(values.to)
+            ? { offset: Number(values.to) }
+            : { time: time(values.to) };
       return { command: 'replay', topic: values.topic, from, to, into: values.into };
     }
     case 'modules':
-      return parseModules(argv.slice(1), (args) => {
-        const { values, positionals } = options(args, { tenant: { type: 'string' }, yes: { type: 'boolean' } }, true);
-        return { tenant: values.tenant, yes: values.yes, positionals };
-      }, (message) => new UsageError(message));
+      return parseModules(
+        argv.slice(1),
+        (args) => {
+          const { values, positionals } = options(args, { tenant: { type: 'string' }, yes: { type: 'boolean' } }, true);
+          return { tenant: values.tenant, yes: values.yes, positionals };
+        },
+        (message) => new UsageError(message),
+      );
     case 'audit':
-      return parseAudit(argv.slice(1), (args) => options(args, { tenant: { type: 'string' } }).values, (message) => new UsageError(message));
+      return parseAudit(
+        argv.slice(1),
+        (args) => options(args, { tenant: { type: 'string' } }).values,
+        (message) => new UsageError(message),
+      );
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

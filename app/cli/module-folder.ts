@@ -9,9 +9,15 @@ import { Manifest } from '../../domain/modules/manifest';
  */
 export const readModuleFolder = async (dir: string): Promise<Manifest> => {
   const raw = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Record<string, unknown>;
-  const files = (await readdir(join(dir, 'migrations')).catch(() => [] as string[])).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
-  const migrations = await Promise.all(files.map(async (f) => ({
-    version: Number(f.slice(0, 4)), name: f.slice(5, -4), sql: await readFile(join(dir, 'migrations', f), 'utf8'),
-  })));
+  const files = (await readdir(join(dir, 'migrations')).catch(() => [] as string[]))
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+    .sort();
+  const migrations = await Promise.all(
+    files.map(async (f) => ({
+      version: Number(f.slice(0, 4)),
+      name: f.slice(5, -4),
+      sql: await readFile(join(dir, 'migrations', f), 'utf8'),
+    })),
+  );
   return Manifest.parse({ ...raw, migrations });
 };

@@ -27,7 +27,11 @@ export const MODULES_USAGE = `  platform modules list                           
 
 type Options = (args: string[]) => { tenant?: string; yes?: boolean; positionals: string[] };
 
-export const parseModules = (args: string[], options: Options, usage: (message: string) => Error): ModulesInvocation => {
+export const parseModules = (
+  args: string[],
+  options: Options,
+  usage: (message: string) => Error,
+): ModulesInvocation => {
   const [action, ...rest] = args;
   const { tenant, yes, positionals } = options(rest);
   const one = (what: string): string => {
@@ -39,7 +43,7 @@ export const parseModules = (args: string[], options: Options, usage: (message: 
       return { command: 'modules', action };
     case 'register':
     case 'update':
-      return { command: 'modules', action, folder: one('the module\'s folder (manifest.json, migrations/)') };
+      return { command: 'modules', action, folder: one("the module's folder (manifest.json, migrations/)") };
     case 'status':
     case 'retry':
     case 'delete':
@@ -50,13 +54,16 @@ export const parseModules = (args: string[], options: Options, usage: (message: 
       if (!tenant) throw usage(`modules ${action} needs --tenant <id>`);
       return { command: 'modules', action, slug: one('a slug'), tenant };
     case 'force-version': {
-      if (positionals.length !== 2 || !/^\d+$/.test(positionals[1]!)) throw usage('modules force-version needs <slug> <n> (a whole number)');
+      if (positionals.length !== 2 || !/^\d+$/.test(positionals[1]!))
+        throw usage('modules force-version needs <slug> <n> (a whole number)');
       return { command: 'modules', action, slug: positionals[0]!, version: Number(positionals[1]) };
     }
     case 'purge':
       return { command: 'modules', action, slug: one('a slug'), confirmed: yes === true };
     default:
-      throw usage('modules needs list, register, update, install, activate, deactivate, status, retry, delete, force-version or purge');
+      throw usage(
+        'modules needs list, register, update, install, activate, deactivate, status, retry, delete, force-version or purge',
+      );
   }
 };
 
@@ -75,10 +82,12 @@ export const runModules = async (kernel: Kernel, inv: ModulesInvocation): Promis
       const { registerModule, registryMeta } = await import('../../commands/modules/register');
       const { issueKey } = await import('../../commands/modules/keys');
       const manifest = await readModuleFolder(resolve(inv.folder));
-      print(await kernel.commands.run(registryMeta(ACTOR, null), async (uow) => {
-        const module = await registerModule(kernel, uow, manifest, ACTOR);
-        return { ...module, credentials: await issueKey(kernel, uow.tx, module.id, ACTOR) };
-      }));
+      print(
+        await kernel.commands.run(registryMeta(ACTOR, null), async (uow) => {
+          const module = await registerModule(kernel, uow, manifest, ACTOR);
+          return { ...module, credentials: await issueKey(kernel, uow.tx, module.id, ACTOR) };
+        }),
+      );
       return 0;
     }
     case 'update': {

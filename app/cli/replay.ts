@@ -28,7 +28,8 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
   const { log } = kernel;
   const projection = kernel.projections.projections.find((p) => p.name === o.into);
   if (!projection) {
-    if (o.to) throw new Error('--to applies to replays into a projection; a consumer group resumes to the end of the log');
+    if (o.to)
+      throw new Error('--to applies to replays into a projection; a consumer group resumes to the end of the log');
     await log.seek(o.into, o.topic, 'offset' in o.from ? { offset: o.from.offset } : { timestamp: o.from.time });
     const positions = await log.positions(o.into, o.topic);
     const total = positions.reduce((n, p) => n + p.lag, 0);
@@ -36,17 +37,24 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
     return total;
   }
   // a ClickHouse view's rows may depend on carried state (a running hash) that only a replay of the whole log rebuilds
-  if (isAnalytics(projection)) throw new Error(`${projection.name} is a ClickHouse projection: rebuild it from the log with platform projections rebuild ${projection.name}`);
+  if (isAnalytics(projection))
+    throw new Error(
+      `${projection.name} is a ClickHouse projection: rebuild it from the log with platform projections rebuild ${projection.name}`,
+    );
   const partitions = await log.partitionsOf(o.topic);
   const from = o.from;
-  const starts: Record<number, number> = 'offset' in from
-    ? Object.fromEntries(Array.from({ length: partitions }, (_, p) => [p, from.offset]))
-    : await log.offsetsForTime(o.topic, from.time);
+  const starts: Record<number, number> =
+    'offset' in from
+      ? Object.fromEntries(Array.from({ length: partitions }, (_, p) => [p, from.offset]))
+      : await log.offsetsForTime(o.topic, from.time);
   const ends = await log.offsetsForTime(o.topic, Number.MAX_SAFE_INTEGER);
   const total = Object.entries(starts).reduce((n, [p, start]) => n + Math.max(0, (ends[Number(p)] ?? 0) - start), 0);
   const bar = progressBar('replay');
   const handled = new Set(projection.handles);
-  const { rows } = await kernel.db.query<{ active_generation: number }>('SELECT active_generation FROM es.projections WHERE name = $1', [projection.name]);
+  const { rows } = await kernel.db.query<{ active_generation: number }>(
+    'SELECT active_generation FROM es.projections WHERE name = $1',
+    [projection.name],
+  );
   const relations = relationsFor(projection, rows[0]?.active_generation ?? 1);
   let applied = 0;
   let seen = 0;

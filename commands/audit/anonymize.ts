@@ -8,18 +8,25 @@ import { hmacSha256Hex } from '../../infra/security/digest';
 import { findPerson, recordsOfUser } from './lookups';
 
 /** the keyed digest the overlay compares values by (a key derived from PLATFORM_SECRET_KEY) */
-export const overlayDigest = (kernel: Pick<Kernel, 'engines'>): ((normalized: string) => string) => hmacSha256Hex(kernel.engines.secrets.key(OVERLAY_KEY_PURPOSE));
+export const overlayDigest = (kernel: Pick<Kernel, 'engines'>): ((normalized: string) => string) =>
+  hmacSha256Hex(kernel.engines.secrets.key(OVERLAY_KEY_PURPOSE));
 
 /** the tenant's overlay: every anonymization requested, pending or completed (reads hide at once) */
-export const loadOverlay = async (kernel: Pick<Kernel, 'engines' | 'db'>, tenantId: string): Promise<Overlay | null> => {
+export const loadOverlay = async (
+  kernel: Pick<Kernel, 'engines' | 'db'>,
+  tenantId: string,
+): Promise<Overlay | null> => {
   const { rows } = await kernel.db.query<{ user_id: string; digests: string[]; lengths: number[] }>(
-    'SELECT user_id, digests, lengths FROM audit.anonymizations WHERE tenant_id = $1', [tenantId]);
+    'SELECT user_id, digests, lengths FROM audit.anonymizations WHERE tenant_id = $1',
+    [tenantId],
+  );
   const rules: AnonymizationRule[] = rows.map((r) => ({ userId: r.user_id, digests: r.digests, lengths: r.lengths }));
   return overlayOf(rules, overlayDigest(kernel));
 };
 
 export const hasPendingAnonymization = async (q: Queryable, tenantId: string): Promise<boolean> =>
-  ((await q.query(`SELECT 1 FROM audit.anonymizations WHERE tenant_id = $1 AND status = 'pending' LIMIT 1`, [tenantId])).rowCount ?? 0) > 0;
+  ((await q.query(`SELECT 1 FROM audit.anonymizations WHERE tenant_id = $1 AND status = 'pending' LIMIT 1`, [tenantId]))
+    .rowCount ?? 0) > 0;
 
 export interface Requester {
   tenantId: string;
@@ -54,12 +61,25 @@ export const anonymizeUser = async (kernel: Kernel, who: Requester, userId: stri
   const { rowCount } = await kernel.db.query(
     `INSERT INTO audit.anonymizations (id, tenant_id, user_id, status, digests, lengths, requested_by, created_at)
      VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7) ON CONFLICT (tenant_id, user_id) DO NOTHING`,
-    [id, who.tenantId, userId, rule.digests, rule.lengths, who.actorId, createdAt]);
+    [id, who.tenantId, userId, rule.digests, rule.lengths, who.actorId, createdAt],
+  );
   if (!rowCount) throw auditErrors.anonymizeConflict(userId);
-  kernel.audit.record(auditRecord({
-    action: ANONYMIZE_ACTION, entityType: 'user', entityId: userId, tenantId: who.tenantId, actorId: who.actorId,
-    actorIp: who.actorIp, actorUserAgent: who.actorUserAgent, traceId: who.traceId, timestamp: createdAt,
-    meta: { anonymizationId: id, recordsHidden: counts.other, financialRecordsKept: counts.financial },
-  }, kernel.ids.next()));
+  kernel.audit.record(
+    auditRecord(
+      {
+        action: ANONYMIZE_ACTION,
+        entityType: 'user',
+        entityId: userId,
+        tenantId: who.tenantId,
+        actorId: who.actorId,
+        actorIp: who.actorIp,
+        actorUserAgent: who.actorUserAgent,
+        traceId: who.traceId,
+        timestamp: createdAt,
+        meta: { anonymizationId: id, recordsHidden: counts.other, financialRecordsKept: counts.financial },
+      },
+      kernel.ids.next(),
+    ),
+  );
   return { anonymizationId: id, userId, status: 'pending', createdAt };
 };

@@ -30,7 +30,8 @@ export interface ArchivedRow extends AuditRow {
 }
 
 /** every write of a month is a new object; the manifest row switches to it, then the old one goes */
-export const archiveKey = (tenantId: string, month: string, version: string): string => `audit/archive/${tenantId}/${month}/${version}.jsonl.gz`;
+export const archiveKey = (tenantId: string, month: string, version: string): string =>
+  `audit/archive/${tenantId}/${month}/${version}.jsonl.gz`;
 
 const monthStart = (month: string): Date => new Date(`${month}-01T00:00:00.000Z`);
 const nextMonth = (month: string): Date => {
@@ -39,7 +40,13 @@ const nextMonth = (month: string): Date => {
 };
 
 /** the stored rows of a tenant's month in the hot store, oldest first, a chunk at a time (under the tenant's overlay, if any) */
-async function* hotRows(ch: AnalyticsStore, tenantId: string, since: Date, until: Date, overlay: Overlay | null): AsyncGenerator<ArchivedRow> {
+async function* hotRows(
+  ch: AnalyticsStore,
+  tenantId: string,
+  since: Date,
+  until: Date,
+  overlay: Overlay | null,
+): AsyncGenerator<ArchivedRow> {
   let after: { timestamp: string; id: string } | undefined;
   for (;;) {
     const rows = await storedRows(ch, tenantId, { since, until, after, limit: CHUNK });
@@ -50,32 +57,45 @@ async function* hotRows(ch: AnalyticsStore, tenantId: string, since: Date, until
   }
 }
 
-const writeArchive = async (kernel: Kernel, tenantId: string, month: string, rows: AsyncIterable<ArchivedRow>): Promise<number> => {
+const writeArchive = async (
+  kernel: Kernel,
+  tenantId: string,
+  month: string,
+  rows: AsyncIterable<ArchivedRow>,
+): Promise<number> => {
   let count = 0;
   const hash = createHash('sha256');
-  const lines = Readable.from((async function* () {
-    for await (const row of rows) {
-      count += 1;
-      yield `${JSON.stringify({ ...row, timestamp: isoOf(row.timestamp) })}\n`;
-    }
-  })());
+  const lines = Readable.from(
+    (async function* () {
+      for await (const row of rows) {
+        count += 1;
+        yield `${JSON.stringify({ ...row, timestamp: isoOf(row.timestamp) })}\n`;
+      }
+    })(),
+  );
   const gzip = lines.pipe(createGzip());
   gzip.on('data', (chunk: Buffer) => hash.update(chunk));
   const key = archiveKey(tenantId, month, kernel.ids.next());
   await kernel.engines.objects.put(key, gzip, { contentType: 'application/gzip' });
-  const { rows: [previous] } = await kernel.db.query<{ object_key: string | null }>(
+  const {
+    rows: [previous],
+  } = await kernel.db.query<{ object_key: string | null }>(
     `WITH old AS (SELECT object_key FROM audit.archives WHERE tenant_id = $1 AND month = $2),
      up AS (INSERT INTO audit.archives (tenant_id, month, object_key, records, sha256, archived_at) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (tenant_id, month) DO UPDATE SET object_key = EXCLUDED.object_key, records = EXCLUDED.records, sha256 = EXCLUDED.sha256, archived_at = EXCLUDED.archived_at)
      SELECT (SELECT object_key FROM old) AS object_key`,
-    [tenantId, month, key, count, hash.digest('hex'), kernel.clock.now()]);
+    [tenantId, month, key, count, hash.digest('hex'), kernel.clock.now()],
+  );
   if (previous?.object_key) await kernel.engines.objects.delete(previous.object_key);
   return count;
 };
 
 /** the rows of an archive, oldest first, streamed */
 export async function* readArchive(kernel: Kernel, key: string): AsyncGenerator<ArchivedRow> {
-  const lines = createInterface({ input: (await kernel.engines.objects.get(key)).pipe(createGunzip()), crlfDelay: Infinity });
+  const lines = createInterface({
+    input: (await kernel.engines.objects.get(key)).pipe(createGunzip()),
+    crlfDelay: Infinity,
+  });
   for await (const line of lines) if (line.trim()) yield JSON.parse(line) as ArchivedRow;
 }
 
@@ -84,13 +104,20 @@ export const archiveClosedMonths = async (kernel: Kernel, now: Date): Promise<st
   const ch = await kernel.analytics();
   const closedBefore = new Date(now.getTime() - GRACE_MS);
   const before = new Date(Date.UTC(closedBefore.getUTCFullYear(), closedBefore.getUTCMonth(), 1));
-  const { rows } = await kernel.db.query<{ tenant_id: string; month: string; records: string }>('SELECT tenant_id, month, records FROM audit.archives');
+  const { rows } = await kernel.db.query<{ tenant_id: string; month: string; records: string }>(
+    'SELECT tenant_id, month, records FROM audit.archives',
+  );
   const archived = new Map(rows.map((r) => [`${r.tenant_id} ${r.month}`, Number(r.records)]));
   const written: string[] = [];
   for (const m of await monthlyCounts(ch, before)) {
     if ((archived.get(`${m.tenantId} ${m.month}`) ?? -1) >= m.records) continue;
     // an anonymized user's values never reach cold storage, whenever the month is archived
-    await writeArchive(kernel, m.tenantId, m.month, hotRows(ch, m.tenantId, monthStart(m.month), nextMonth(m.month), await loadOverlay(kernel, m.tenantId)));
+    await writeArchive(
+      kernel,
+      m.tenantId,
+      m.month,
+      hotRows(ch, m.tenantId, monthStart(m.month), nextMonth(m.month), await loadOverlay(kernel, m.tenantId)),
+    );
     written.push(`${m.tenantId} ${m.month}`);
   }
   return written;
@@ -98,9 +125,13 @@ export const archiveClosedMonths = async (kernel: Kernel, now: Date): Promise<st
 
 /** deletes the archives older than AUDIT_COLD_YEARS; returns how many */
 export const purgeExpiredArchives = async (kernel: Kernel, now: Date): Promise<number> => {
-  const limit = monthKey(new Date(Date.UTC(now.getUTCFullYear() - kernel.config.AUDIT_COLD_YEARS, now.getUTCMonth(), 1)));
+  const limit = monthKey(
+    new Date(Date.UTC(now.getUTCFullYear() - kernel.config.AUDIT_COLD_YEARS, now.getUTCMonth(), 1)),
+  );
   const { rows } = await kernel.db.query<{ tenant_id: string; month: string; object_key: string }>(
-    'SELECT tenant_id, month, object_key FROM audit.archives WHERE month < $1', [limit]);
+    'SELECT tenant_id, month, object_key FROM audit.archives WHERE month < $1',
+    [limit],
+  );
   for (const r of rows) {
     await kernel.engines.objects.delete(r.object_key);
     await kernel.db.query('DELETE FROM audit.archives WHERE tenant_id = $1 AND month = $2', [r.tenant_id, r.month]);
@@ -112,18 +143,38 @@ export const purgeExpiredArchives = async (kernel: Kernel, now: Date): Promise<n
 const redactedRow = (row: ArchivedRow, overlay: Overlay): ArchivedRow => {
   const shown: AuditRecordView = redact(viewOf(row), overlay);
   const text = (v: Record<string, unknown> | null) => (v === null ? null : JSON.stringify(v));
-  const next: ArchivedRow = { ...row, actor_ip: shown.actorIp, actor_user_agent: shown.actorUserAgent, before: text(shown.before), after: text(shown.after), meta: text(shown.meta) };
-  const changed = next.actor_ip !== row.actor_ip || next.actor_user_agent !== row.actor_user_agent || next.before !== row.before || next.after !== row.after || next.meta !== row.meta;
+  const next: ArchivedRow = {
+    ...row,
+    actor_ip: shown.actorIp,
+    actor_user_agent: shown.actorUserAgent,
+    before: text(shown.before),
+    after: text(shown.after),
+    meta: text(shown.meta),
+  };
+  const changed =
+    next.actor_ip !== row.actor_ip ||
+    next.actor_user_agent !== row.actor_user_agent ||
+    next.before !== row.before ||
+    next.after !== row.after ||
+    next.meta !== row.meta;
   return changed ? { ...next, redacted: true } : row;
 };
 
 /** rewrites the tenant's archives under its overlay, so cold storage no longer holds what the overlay hides */
 export const redactArchives = async (kernel: Kernel, tenantId: string, overlay: Overlay): Promise<number> => {
-  const { rows } = await kernel.db.query<{ month: string; object_key: string }>('SELECT month, object_key FROM audit.archives WHERE tenant_id = $1 ORDER BY month', [tenantId]);
+  const { rows } = await kernel.db.query<{ month: string; object_key: string }>(
+    'SELECT month, object_key FROM audit.archives WHERE tenant_id = $1 ORDER BY month',
+    [tenantId],
+  );
   for (const r of rows) {
-    await writeArchive(kernel, tenantId, r.month, (async function* () {
-      for await (const row of readArchive(kernel, r.object_key)) yield redactedRow(row, overlay);
-    })());
+    await writeArchive(
+      kernel,
+      tenantId,
+      r.month,
+      (async function* () {
+        for await (const row of readArchive(kernel, r.object_key)) yield redactedRow(row, overlay);
+      })(),
+    );
   }
   return rows.length;
 };

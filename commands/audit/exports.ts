@@ -20,7 +20,11 @@ export interface ExportRange {
 }
 
 /** the hot records of a range, oldest first, a chunk of rows in memory at a time */
-async function* hotRecords(kernel: Kernel, range: ExportRange, overlay: Overlay | null): AsyncGenerator<AuditRecordView> {
+async function* hotRecords(
+  kernel: Kernel,
+  range: ExportRange,
+  overlay: Overlay | null,
+): AsyncGenerator<AuditRecordView> {
   const ch = await kernel.analytics();
   let after: { timestamp: string; id: string } | undefined;
   for (;;) {
@@ -33,12 +37,23 @@ async function* hotRecords(kernel: Kernel, range: ExportRange, overlay: Overlay 
 }
 
 /** a range restored month by month: from the month's cold archive when there is one, else from the hot store */
-async function* restoredRecords(kernel: Kernel, range: ExportRange, overlay: Overlay | null): AsyncGenerator<AuditRecordView> {
-  const { rows } = await kernel.db.query<{ month: string; object_key: string }>('SELECT month, object_key FROM audit.archives WHERE tenant_id = $1', [range.tenantId]);
+async function* restoredRecords(
+  kernel: Kernel,
+  range: ExportRange,
+  overlay: Overlay | null,
+): AsyncGenerator<AuditRecordView> {
+  const { rows } = await kernel.db.query<{ month: string; object_key: string }>(
+    'SELECT month, object_key FROM audit.archives WHERE tenant_id = $1',
+    [range.tenantId],
+  );
   const archives = new Map(rows.map((r) => [r.month, r.object_key]));
   for (const month of monthsOf(range.since, range.until)) {
     const end = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 1));
-    const slice = { ...range, since: new Date(Math.max(month.getTime(), range.since.getTime())), until: new Date(Math.min(end.getTime(), range.until.getTime())) };
+    const slice = {
+      ...range,
+      since: new Date(Math.max(month.getTime(), range.since.getTime())),
+      until: new Date(Math.min(end.getTime(), range.until.getTime())),
+    };
     const key = archives.get(monthKey(month));
     if (!key) {
       yield* hotRecords(kernel, slice, overlay);
@@ -52,15 +67,21 @@ async function* restoredRecords(kernel: Kernel, range: ExportRange, overlay: Ove
 }
 
 /** an export file as a byte stream: head, one record at a time, tail */
-const encode = (records: AsyncIterable<AuditRecordView>, format: ExportFormat, onDone?: (count: number) => void): Readable => {
+const encode = (
+  records: AsyncIterable<AuditRecordView>,
+  format: ExportFormat,
+  onDone?: (count: number) => void,
+): Readable => {
   const f = exportFormat(format);
-  return Readable.from((async function* () {
-    yield f.head;
-    let count = 0;
-    for await (const record of records) yield f.item(record, count++);
-    yield f.tail(count);
-    onDone?.(count);
-  })());
+  return Readable.from(
+    (async function* () {
+      yield f.head;
+      let count = 0;
+      for await (const record of records) yield f.item(record, count++);
+      yield f.tail(count);
+      onDone?.(count);
+    })(),
+  );
 };
 
 /** GET /audit/export of a hot range: the file, streamed */
@@ -83,11 +104,19 @@ export const anonymizationsSettled = async (kernel: Kernel, tenantId: string, ma
 
 type JobRow = ExportJobRecord;
 
-export const createExportJob = async (kernel: Kernel, range: ExportRange, format: ExportFormat, requestedBy: string): Promise<ExportJobView> => {
-  const { rows: [row] } = await kernel.db.query<JobRow>(
+export const createExportJob = async (
+  kernel: Kernel,
+  range: ExportRange,
+  format: ExportFormat,
+  requestedBy: string,
+): Promise<ExportJobView> => {
+  const {
+    rows: [row],
+  } = await kernel.db.query<JobRow>(
     `INSERT INTO audit.export_jobs (id, tenant_id, requested_by, format, since, until, status, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7) RETURNING *`,
-    [kernel.ids.next(), range.tenantId, requestedBy, format, range.since, range.until, kernel.clock.now()]);
+    [kernel.ids.next(), range.tenantId, requestedBy, format, range.since, range.until, kernel.clock.now()],
+  );
   return jobView(row!);
 };
 
@@ -97,23 +126,34 @@ export const createExportJob = async (kernel: Kernel, range: ExportRange, format
  * it ran one.
  */
 export const runNextExportJob = async (kernel: Kernel): Promise<boolean> => {
-  const { rows: [job] } = await kernel.db.query<JobRow>(
+  const {
+    rows: [job],
+  } = await kernel.db.query<JobRow>(
     `UPDATE audit.export_jobs SET status = 'running', started_at = now() WHERE id = (
        SELECT j.id FROM audit.export_jobs j WHERE (j.status = 'queued' OR (j.status = 'running' AND j.started_at < now() - interval '1 hour'))
          AND NOT EXISTS (SELECT 1 FROM audit.anonymizations a WHERE a.tenant_id = j.tenant_id AND a.status = 'pending')
        ORDER BY j.created_at FOR UPDATE SKIP LOCKED LIMIT 1)
-     RETURNING *`);
+     RETURNING *`,
+  );
   if (!job) return false;
   const key = `audit/exports/${job.tenant_id}/${job.id}.${job.format}`;
   try {
     const range = { tenantId: job.tenant_id, since: job.since, until: job.until };
     let records = 0;
-    const file = encode(restoredRecords(kernel, range, await loadOverlay(kernel, job.tenant_id)), job.format, (n) => { records = n; });
+    const file = encode(restoredRecords(kernel, range, await loadOverlay(kernel, job.tenant_id)), job.format, (n) => {
+      records = n;
+    });
     await kernel.engines.objects.put(key, file, { contentType: exportFormat(job.format).contentType });
-    await kernel.db.query(`UPDATE audit.export_jobs SET status = 'completed', object_key = $2, records = $3, completed_at = now() WHERE id = $1`, [job.id, key, records]);
+    await kernel.db.query(
+      `UPDATE audit.export_jobs SET status = 'completed', object_key = $2, records = $3, completed_at = now() WHERE id = $1`,
+      [job.id, key, records],
+    );
   } catch (error) {
     kernel.logger.error({ err: error, jobId: job.id }, 'audit export job failed');
-    await kernel.db.query(`UPDATE audit.export_jobs SET status = 'failed', error = $2, completed_at = now() WHERE id = $1`, [job.id, 'the export could not be written; request it again']);
+    await kernel.db.query(
+      `UPDATE audit.export_jobs SET status = 'failed', error = $2, completed_at = now() WHERE id = $1`,
+      [job.id, 'the export could not be written; request it again'],
+    );
   }
   return true;
 };
@@ -121,7 +161,9 @@ export const runNextExportJob = async (kernel: Kernel): Promise<boolean> => {
 /** deletes finished export jobs and their files after `days` */
 export const purgeExportJobs = async (kernel: Kernel, days: number): Promise<number> => {
   const { rows } = await kernel.db.query<{ id: string; object_key: string | null }>(
-    `DELETE FROM audit.export_jobs WHERE status IN ('completed', 'failed') AND completed_at < now() - make_interval(days => $1) RETURNING id, object_key`, [days]);
+    `DELETE FROM audit.export_jobs WHERE status IN ('completed', 'failed') AND completed_at < now() - make_interval(days => $1) RETURNING id, object_key`,
+    [days],
+  );
   for (const r of rows) if (r.object_key) await kernel.engines.objects.delete(r.object_key);
   return rows.length;
 };

@@ -27,13 +27,21 @@ export interface IngestOutcome {
  *   3. the rest are chained and inserted in one statement (one part: all or nothing);
  *   4. the heads are advanced.
  */
-export const ingestAuditRecords = async (db: Db, ch: AnalyticsStore, values: readonly string[], now: Date): Promise<IngestOutcome> => {
+export const ingestAuditRecords = async (
+  db: Db,
+  ch: AnalyticsStore,
+  values: readonly string[],
+  now: Date,
+): Promise<IngestOutcome> => {
   let skipped = 0;
   const seen = new Set<string>();
   const rows: (UnchainedRow & { source: string })[] = [];
   for (const value of values) {
     const record = recordOfAuditEvent(value);
-    if (!record) { skipped += 1; continue; }
+    if (!record) {
+      skipped += 1;
+      continue;
+    }
     if (seen.has(record.id)) continue;
     seen.add(record.id);
     rows.push({ ...rowOf(record), source: record.action === API_CALLED ? 'api' : 'record' });
@@ -42,7 +50,8 @@ export const ingestAuditRecords = async (db: Db, ch: AnalyticsStore, values: rea
   const tenants = [...new Set(rows.map((r) => r.tenant_id))].sort();
   const client = await db.connect();
   try {
-    for (const tenant of tenants) await client.query(`SELECT pg_advisory_lock(hashtextextended('audit.chain:' || $1, 0))`, [tenant]);
+    for (const tenant of tenants)
+      await client.query(`SELECT pg_advisory_lock(hashtextextended('audit.chain:' || $1, 0))`, [tenant]);
     const heads = await loadHeads(client, ch, tenants);
     const existing = await storedIds(ch, rows);
     const fresh = rows.filter((r) => !existing.has(r.id));
@@ -52,15 +61,21 @@ export const ingestAuditRecords = async (db: Db, ch: AnalyticsStore, values: rea
       if (mine.length === 0) continue;
       const linked = chain(heads.get(tenant) ?? START, mine);
       heads.set(tenant, linked.head);
-      linked.rows.forEach((row, i) => chained.push({ ...row, source: mine[i]!.source, ingested_at: now.toISOString() }));
+      linked.rows.forEach((row, i) =>
+        chained.push({ ...row, source: mine[i]!.source, ingested_at: now.toISOString() }),
+      );
     }
-    await ch.insert(`${ch.database}.${RECORDS}`, chained.map((r) => ({ ...insertable(r), source: r.source, ingested_at: r.ingested_at })));
+    await ch.insert(
+      `${ch.database}.${RECORDS}`,
+      chained.map((r) => ({ ...insertable(r), source: r.source, ingested_at: r.ingested_at })),
+    );
     const touched = [...new Set(chained.map((r) => r.tenant_id))];
     if (touched.length) {
       await client.query(
         `INSERT INTO audit.chain_heads (tenant_id, seq, hash) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
          ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash, updated_at = now() WHERE audit.chain_heads.seq < EXCLUDED.seq`,
-        [touched, touched.map((t) => heads.get(t)!.seq), touched.map((t) => heads.get(t)!.hash)]);
+        [touched, touched.map((t) => heads.get(t)!.seq), touched.map((t) => heads.get(t)!.hash)],
+      );
     }
     return { stored: chained.length, duplicates: values.length - skipped - chained.length, skipped };
   } finally {
@@ -69,11 +84,20 @@ export const ingestAuditRecords = async (db: Db, ch: AnalyticsStore, values: rea
   }
 };
 
-const loadHeads = async (client: Pick<Db, 'query'>, ch: AnalyticsStore, tenants: string[]): Promise<Map<string, ChainHead>> => {
+const loadHeads = async (
+  client: Pick<Db, 'query'>,
+  ch: AnalyticsStore,
+  tenants: string[],
+): Promise<Map<string, ChainHead>> => {
   const { rows } = await client.query<{ tenant_id: string; seq: string; hash: string }>(
-    'SELECT tenant_id, seq::text AS seq, hash FROM audit.chain_heads WHERE tenant_id = ANY($1::text[])', [tenants]);
+    'SELECT tenant_id, seq::text AS seq, hash FROM audit.chain_heads WHERE tenant_id = ANY($1::text[])',
+    [tenants],
+  );
   const heads = new Map(rows.map((r) => [r.tenant_id, { seq: Number(r.seq), hash: r.hash }]));
-  const tails = await chainTails(ch, tenants.map((t) => ({ tenantId: t, seq: heads.get(t)?.seq ?? 0 })));
+  const tails = await chainTails(
+    ch,
+    tenants.map((t) => ({ tenantId: t, seq: heads.get(t)?.seq ?? 0 })),
+  );
   for (const [tenant, tail] of tails) heads.set(tenant, tail);
   return heads;
 };

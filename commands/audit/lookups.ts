@@ -22,12 +22,20 @@ const UNDEFINED_TABLE = '42P01';
 
 export const findPerson = async (q: Queryable, tenantId: string, userId: string): Promise<Person | null> => {
   try {
-    const { rows: [account] } = await q.query<{ email: string; first_name: string; last_name: string }>(
-      'SELECT email, first_name, last_name FROM rm.iam_accounts WHERE tenant_id = $1 AND id = $2', [PLATFORM_TENANT_ID, userId]);
+    const {
+      rows: [account],
+    } = await q.query<{ email: string; first_name: string; last_name: string }>(
+      'SELECT email, first_name, last_name FROM rm.iam_accounts WHERE tenant_id = $1 AND id = $2',
+      [PLATFORM_TENANT_ID, userId],
+    );
     if (!account) return null;
-    const member = ((await q.query('SELECT 1 FROM rm.iam_members WHERE tenant_id = $1 AND user_id = $2', [tenantId, userId])).rowCount ?? 0) > 0;
+    const member =
+      ((await q.query('SELECT 1 FROM rm.iam_members WHERE tenant_id = $1 AND user_id = $2', [tenantId, userId]))
+        .rowCount ?? 0) > 0;
     const { rows: links } = await q.query<{ email: string; display_name: string }>(
-      'SELECT email, display_name FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2', [PLATFORM_TENANT_ID, userId]);
+      'SELECT email, display_name FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2',
+      [PLATFORM_TENANT_ID, userId],
+    );
     const names = [account.first_name, account.last_name, `${account.first_name} ${account.last_name}`];
     return { userId, member, values: [account.email, ...names, ...links.flatMap((l) => [l.email, l.display_name])] };
   } catch (error) {
@@ -44,15 +52,26 @@ export const findPerson = async (q: Queryable, tenantId: string, userId: string)
 // but the cross-tenant sweeps of the verifier and the archiver.
 
 // UInt64 seq arrives as a string (output_format_json_quote_64bit_integers)
-const COLUMNS = 'tenant_id, id, seq, action, entity_type, entity_id, actor_id, actor_ip, actor_user_agent, before, after, meta, trace_id, timestamp, prev_hash, hash';
+const COLUMNS =
+  'tenant_id, id, seq, action, entity_type, entity_id, actor_id, actor_ip, actor_user_agent, before, after, meta, trace_id, timestamp, prev_hash, hash';
 
 /**
  * A chunk of a tenant's stored rows in [since, until), oldest first, after a keyset position (both
  * tables read as one; the domain side one row per id).
  */
-export const storedRows = async (ch: AnalyticsStore, tenantId: string, o: { since: Date; until: Date; after?: { timestamp: string; id: string }; limit: number }): Promise<AuditRow[]> => {
-  const params: Record<string, unknown> = { tenant: tenantId, since: chTime(o.since), until: chTime(o.until), limit: o.limit };
-  let where = 'tenant_id = {tenant:String} AND timestamp >= {since:DateTime64(3)} AND timestamp < {until:DateTime64(3)}';
+export const storedRows = async (
+  ch: AnalyticsStore,
+  tenantId: string,
+  o: { since: Date; until: Date; after?: { timestamp: string; id: string }; limit: number },
+): Promise<AuditRow[]> => {
+  const params: Record<string, unknown> = {
+    tenant: tenantId,
+    since: chTime(o.since),
+    until: chTime(o.until),
+    limit: o.limit,
+  };
+  let where =
+    'tenant_id = {tenant:String} AND timestamp >= {since:DateTime64(3)} AND timestamp < {until:DateTime64(3)}';
   if (o.after) {
     where += ' AND (timestamp, id) > ({afterTs:DateTime64(3)}, {afterId:String})';
     params.afterTs = chTime(o.after.timestamp);
@@ -60,32 +79,53 @@ export const storedRows = async (ch: AnalyticsStore, tenantId: string, o: { sinc
   }
   const side = (table: string, dedup: boolean) =>
     `(SELECT ${COLUMNS} FROM ${tableOf(ch, table)} WHERE ${where} ORDER BY timestamp ASC, id ASC${dedup ? ' LIMIT 1 BY id' : ''} LIMIT {limit:UInt32})`;
-  return ch.query<AuditRow>(`SELECT * FROM (${side(RECORDS, false)} UNION ALL ${side(DOMAIN, true)}) ORDER BY timestamp ASC, id ASC LIMIT {limit:UInt32}`, params);
+  return ch.query<AuditRow>(
+    `SELECT * FROM (${side(RECORDS, false)} UNION ALL ${side(DOMAIN, true)}) ORDER BY timestamp ASC, id ASC LIMIT {limit:UInt32}`,
+    params,
+  );
 };
 
 /** how many records of the tenant name the user (as actor or as the entity), financial ones apart */
-export const recordsOfUser = async (ch: AnalyticsStore, tenantId: string, userId: string): Promise<{ financial: number; other: number }> => {
+export const recordsOfUser = async (
+  ch: AnalyticsStore,
+  tenantId: string,
+  userId: string,
+): Promise<{ financial: number; other: number }> => {
   const side = (table: string) => `(SELECT id, action FROM ${tableOf(ch, table)} WHERE tenant_id = {tenant:String}
     AND (actor_id = {user:String} OR startsWith(actor_id, {impersonated:String}) OR entity_id = {user:String}) LIMIT 1 BY id)`;
   const [row] = await ch.query<{ financial: string; other: string }>(
     `SELECT countIf(startsWith(action, 'money.')) AS financial, countIf(NOT startsWith(action, 'money.')) AS other
-     FROM (${side(RECORDS)} UNION ALL ${side(DOMAIN)})`, { tenant: tenantId, user: userId, impersonated: `${userId} (by ` });
+     FROM (${side(RECORDS)} UNION ALL ${side(DOMAIN)})`,
+    { tenant: tenantId, user: userId, impersonated: `${userId} (by ` },
+  );
   return { financial: Number(row?.financial ?? 0), other: Number(row?.other ?? 0) };
 };
 
 /** ids among these that the audit store holds already (the consumer's dedup), for records of these tenants and times */
-export const storedIds = async (ch: AnalyticsStore, rows: readonly { tenant_id: string; id: string; timestamp: string }[]): Promise<Set<string>> => {
+export const storedIds = async (
+  ch: AnalyticsStore,
+  rows: readonly { tenant_id: string; id: string; timestamp: string }[],
+): Promise<Set<string>> => {
   if (rows.length === 0) return new Set();
   const times = rows.map((r) => Date.parse(r.timestamp));
   const found = await ch.query<{ id: string }>(
     `SELECT id FROM ${tableOf(ch, RECORDS)} WHERE tenant_id IN {tenants:Array(String)}
        AND timestamp BETWEEN {from:DateTime64(3)} AND {to:DateTime64(3)} AND id IN {ids:Array(String)}`,
-    { tenants: [...new Set(rows.map((r) => r.tenant_id))], from: chTime(new Date(Math.min(...times))), to: chTime(new Date(Math.max(...times))), ids: rows.map((r) => r.id) });
+    {
+      tenants: [...new Set(rows.map((r) => r.tenant_id))],
+      from: chTime(new Date(Math.min(...times))),
+      to: chTime(new Date(Math.max(...times))),
+      ids: rows.map((r) => r.id),
+    },
+  );
   return new Set(found.map((r) => r.id));
 };
 
 /** the newest link of each tenant's log chain beyond what PostgreSQL remembers (rows of a batch whose head update was lost) */
-export const chainTails = async (ch: AnalyticsStore, heads: readonly { tenantId: string; seq: number }[]): Promise<Map<string, { seq: number; hash: string }>> => {
+export const chainTails = async (
+  ch: AnalyticsStore,
+  heads: readonly { tenantId: string; seq: number }[],
+): Promise<Map<string, { seq: number; hash: string }>> => {
   if (heads.length === 0) return new Map();
   const params: Record<string, unknown> = {};
   const clauses = heads.map((h, i) => {
@@ -94,30 +134,54 @@ export const chainTails = async (ch: AnalyticsStore, heads: readonly { tenantId:
     return `(tenant_id = {t${i}:String} AND seq > {s${i}:UInt64})`;
   });
   const rows = await ch.query<{ tenant_id: string; last_seq: string; last_hash: string }>(
-    `SELECT tenant_id, max(seq) AS last_seq, argMax(hash, seq) AS last_hash FROM ${tableOf(ch, RECORDS)} WHERE ${clauses.join(' OR ')} GROUP BY tenant_id`, params);
+    `SELECT tenant_id, max(seq) AS last_seq, argMax(hash, seq) AS last_hash FROM ${tableOf(ch, RECORDS)} WHERE ${clauses.join(' OR ')} GROUP BY tenant_id`,
+    params,
+  );
   return new Map(rows.map((r) => [r.tenant_id, { seq: Number(r.last_seq), hash: r.last_hash }]));
 };
 
 /** a page of one tenant's chain in seq order (the verifier); from the oldest retained link when after is null */
-export const chainPage = async (ch: AnalyticsStore, chainName: ChainName, tenantId: string, afterSeq: number | null, limit: number): Promise<AuditRow[]> =>
+export const chainPage = async (
+  ch: AnalyticsStore,
+  chainName: ChainName,
+  tenantId: string,
+  afterSeq: number | null,
+  limit: number,
+): Promise<AuditRow[]> =>
   ch.query<AuditRow>(
     `SELECT ${COLUMNS} FROM ${tableOf(ch, CHAINS[chainName])} WHERE tenant_id = {tenant:String}${afterSeq === null ? '' : ' AND seq > {after:UInt64}'}
      ORDER BY seq LIMIT 1 BY seq, id LIMIT {limit:UInt32}`,
-    { tenant: tenantId, after: afterSeq ?? 0, limit });
+    { tenant: tenantId, after: afterSeq ?? 0, limit },
+  );
 
 /** the tenants of a chain and how many records each has; none when its table does not exist (the domain view before its first preparation) */
-export const chainTenants = async (ch: AnalyticsStore, chainName: ChainName): Promise<{ tenantId: string; records: number }[]> => {
-  const exists = await ch.query(`SELECT 1 FROM system.tables WHERE database = {db:String} AND name = {name:String}`, { db: ch.database, name: CHAINS[chainName] });
+export const chainTenants = async (
+  ch: AnalyticsStore,
+  chainName: ChainName,
+): Promise<{ tenantId: string; records: number }[]> => {
+  const exists = await ch.query(`SELECT 1 FROM system.tables WHERE database = {db:String} AND name = {name:String}`, {
+    db: ch.database,
+    name: CHAINS[chainName],
+  });
   if (exists.length === 0) return [];
-  return (await ch.query<{ tenant_id: string; n: string }>(`SELECT tenant_id, uniqExact(id) AS n FROM ${tableOf(ch, CHAINS[chainName])} GROUP BY tenant_id ORDER BY tenant_id`))
-    .map((r) => ({ tenantId: r.tenant_id, records: Number(r.n) }));
+  return (
+    await ch.query<{ tenant_id: string; n: string }>(
+      `SELECT tenant_id, uniqExact(id) AS n FROM ${tableOf(ch, CHAINS[chainName])} GROUP BY tenant_id ORDER BY tenant_id`,
+    )
+  ).map((r) => ({ tenantId: r.tenant_id, records: Number(r.n) }));
 };
 
 /** per tenant and month (UTC) before `before`, how many records the hot store holds */
-export const monthlyCounts = async (ch: AnalyticsStore, before: Date): Promise<{ tenantId: string; month: string; records: number }[]> => {
-  const side = (table: string) => `(SELECT tenant_id, id, timestamp FROM ${tableOf(ch, table)} WHERE timestamp < {before:DateTime64(3)})`;
+export const monthlyCounts = async (
+  ch: AnalyticsStore,
+  before: Date,
+): Promise<{ tenantId: string; month: string; records: number }[]> => {
+  const side = (table: string) =>
+    `(SELECT tenant_id, id, timestamp FROM ${tableOf(ch, table)} WHERE timestamp < {before:DateTime64(3)})`;
   const rows = await ch.query<{ tenant_id: string; month: string; n: string }>(
     `SELECT tenant_id, formatDateTime(timestamp, '%Y-%m') AS month, uniqExact(id) AS n FROM (${side(RECORDS)} UNION ALL ${side(DOMAIN)})
-     GROUP BY tenant_id, month ORDER BY tenant_id, month`, { before: chTime(before) });
+     GROUP BY tenant_id, month ORDER BY tenant_id, month`,
+    { before: chTime(before) },
+  );
   return rows.map((r) => ({ tenantId: r.tenant_id, month: r.month, records: Number(r.n) }));
 };

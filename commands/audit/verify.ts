@@ -18,10 +18,14 @@ export interface VerifyReport {
  * seq order from the oldest link the hot store still holds (older ones are in the cold archives),
  * recomputing every hash; reports the first break of each chain.
  */
-export const verifyChains = async (ch: AnalyticsStore, o: { tenantId?: string; onProgress?: (checked: number, total: number) => void } = {}): Promise<VerifyReport> => {
+export const verifyChains = async (
+  ch: AnalyticsStore,
+  o: { tenantId?: string; onProgress?: (checked: number, total: number) => void } = {},
+): Promise<VerifyReport> => {
   const work: { chain: ChainName; tenantId: string; records: number }[] = [];
   for (const chain of Object.keys(CHAINS) as ChainName[]) {
-    for (const t of await chainTenants(ch, chain)) if (!o.tenantId || t.tenantId === o.tenantId) work.push({ chain, ...t });
+    for (const t of await chainTenants(ch, chain))
+      if (!o.tenantId || t.tenantId === o.tenantId) work.push({ chain, ...t });
   }
   const total = work.reduce((n, w) => n + w.records, 0);
   const report: VerifyReport = { tenants: new Set(work.map((w) => w.tenantId)).size, checked: 0, breaks: [] };

@@ -32,7 +32,11 @@ export const COUNTED_ROUTES: Readonly<Record<string, Resource>> = {
 
 /** spec 001 rule 2 of the flow: what a suspended tenant may still do (money debit, transfer, hold, confirm, cancel) */
 export const ALLOWED_WHILE_SUSPENDED: ReadonlySet<string> = new Set([
-  'POST /v1/wallets/:id/debit', 'POST /v1/transfers', 'POST /v1/wallets/:id/hold', 'POST /v1/holds/:id/confirm', 'POST /v1/holds/:id/cancel',
+  'POST /v1/wallets/:id/debit',
+  'POST /v1/transfers',
+  'POST /v1/wallets/:id/hold',
+  'POST /v1/holds/:id/confirm',
+  'POST /v1/holds/:id/cancel',
 ]);
 
 const MUTATIONS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -40,7 +44,10 @@ const SETTLE_WINDOW_MS = 3_000;
 const SETTLE_TTL_MS = 2_000;
 const MAX_ENTRIES = 200_000;
 
-interface Cached<T> { value: T; expiresAt: number }
+interface Cached<T> {
+  value: T;
+  expiresAt: number;
+}
 
 export interface AdmissionOptions {
   planInfoTtlMs: number;
@@ -55,7 +62,11 @@ export class BillingAdmission {
   private readonly settling = new Map<string, number>();
   private lastWarning = 0;
 
-  constructor(private readonly kernel: Kernel, private readonly answers: BillingAnswers, private readonly options: AdmissionOptions) {
+  constructor(
+    private readonly kernel: Kernel,
+    private readonly answers: BillingAnswers,
+    private readonly options: AdmissionOptions,
+  ) {
     kernel.invalidations.on(['billing.subscription.changed'], (event) => this.flushTenant(event.tenantId));
     kernel.invalidations.on(['billing.plan.changed'], () => this.flushAll());
     kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => this.flushLimits(event.tenantId));
@@ -67,9 +78,11 @@ export class BillingAdmission {
     const key = `${r.method} ${r.route}`;
     const info = await this.planInfo(r.tenantId);
     if (info) {
-      if (info.status === 'terminated' || info.status === 'canceled') throw billingErrors.subscriptionTerminated(info.status);
+      if (info.status === 'terminated' || info.status === 'canceled')
+        throw billingErrors.subscriptionTerminated(info.status);
       const mutation = MUTATIONS.has(r.method);
-      if (info.status === 'suspended' && mutation && !r.allowedWhileSuspended && !ALLOWED_WHILE_SUSPENDED.has(key)) throw billingErrors.subscriptionSuspended();
+      if (info.status === 'suspended' && mutation && !r.allowedWhileSuspended && !ALLOWED_WHILE_SUSPENDED.has(key))
+        throw billingErrors.subscriptionSuspended();
     }
     const counted = r.counts ?? COUNTED_ROUTES[key];
     if (counted && isResource(counted) && MUTATIONS.has(r.method)) {
@@ -85,11 +98,15 @@ export class BillingAdmission {
   }
 
   planInfo(tenantId: string): Promise<PlanInfo | null> | PlanInfo {
-    return this.cached(this.plans, tenantId, tenantId, this.options.planInfoTtlMs, () => this.answers.planInfo(tenantId));
+    return this.cached(this.plans, tenantId, tenantId, this.options.planInfoTtlMs, () =>
+      this.answers.planInfo(tenantId),
+    );
   }
 
   checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer | null> | LimitAnswer {
-    return this.cached(this.limits, `${tenantId}:${resource}`, tenantId, this.options.limitTtlMs, () => this.answers.checkLimit(tenantId, resource));
+    return this.cached(this.limits, `${tenantId}:${resource}`, tenantId, this.options.limitTtlMs, () =>
+      this.answers.checkLimit(tenantId, resource),
+    );
   }
 
   flushTenant(tenantId: string): void {
@@ -114,29 +131,43 @@ export class BillingAdmission {
     return this.kernel.clock.now().getTime();
   }
 
-  private cached<T>(map: Map<string, Cached<T>>, key: string, tenantId: string, ttlMs: number, fetch: () => Promise<T>): Promise<T | null> | T {
+  private cached<T>(
+    map: Map<string, Cached<T>>,
+    key: string,
+    tenantId: string,
+    ttlMs: number,
+    fetch: () => Promise<T>,
+  ): Promise<T | null> | T {
     const now = this.now();
     const hit = map.get(key);
     if (hit && now < hit.expiresAt) return hit.value;
     const flightKey = `${map === (this.plans as Map<string, unknown>) ? 'p' : 'l'}:${key}`;
     let flight = this.inflight.get(flightKey) as Promise<T | null> | undefined;
     if (!flight) {
-      flight = fetch().then((value) => {
-        if (this.inflight.get(flightKey) === flight) {
-          const settlingUntil = Math.max(this.settling.get(tenantId) ?? 0, this.settling.get('*') ?? 0);
-          if (map.size >= MAX_ENTRIES) map.clear();
-          map.set(key, { value, expiresAt: now + (now < settlingUntil ? Math.min(ttlMs, SETTLE_TTL_MS) : ttlMs) });
-        }
-        return value;
-      }, (error: unknown) => {
-        if (now - this.lastWarning > 60_000) {
-          this.lastWarning = now;
-          this.kernel.logger.warn({ err: error }, 'billing unreachable: stale or no billing answers; requests pass meanwhile');
-        }
-        return hit?.value ?? null;
-      }).finally(() => {
-        if (this.inflight.get(flightKey) === flight) this.inflight.delete(flightKey);
-      });
+      flight = fetch()
+        .then(
+          (value) => {
+            if (this.inflight.get(flightKey) === flight) {
+              const settlingUntil = Math.max(this.settling.get(tenantId) ?? 0, this.settling.get('*') ?? 0);
+              if (map.size >= MAX_ENTRIES) map.clear();
+              map.set(key, { value, expiresAt: now + (now < settlingUntil ? Math.min(ttlMs, SETTLE_TTL_MS) : ttlMs) });
+            }
+            return value;
+          },
+          (error: unknown) => {
+            if (now - this.lastWarning > 60_000) {
+              this.lastWarning = now;
+              this.kernel.logger.warn(
+                { err: error },
+                'billing unreachable: stale or no billing answers; requests pass meanwhile',
+              );
+            }
+            return hit?.value ?? null;
+          },
+        )
+        .finally(() => {
+          if (this.inflight.get(flightKey) === flight) this.inflight.delete(flightKey);
+        });
       this.inflight.set(flightKey, flight);
     }
     return flight;

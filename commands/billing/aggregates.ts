@@ -7,14 +7,18 @@ import { streamIdOf } from '../../domain/shared/event';
 import { defineAggregate } from '../../infra/eventstore/aggregate';
 
 export const PlanAggregate = defineAggregate({
-  name: 'billing.plan', decider: planDecider, stateSchema: 'billing.plan.v1',
+  name: 'billing.plan',
+  decider: planDecider,
+  stateSchema: 'billing.plan.v1',
   decode: (json): Plan => json as Plan,
   toEvent: (e) => PlanEvent.parse(e),
 });
 
 /** a tenant's billing account: one stream per tenant holding its current subscription */
 export const SubscriptionAggregate = defineAggregate({
-  name: 'billing.subscription', decider: subscriptionDecider, stateSchema: 'billing.subscription.v1',
+  name: 'billing.subscription',
+  decider: subscriptionDecider,
+  stateSchema: 'billing.subscription.v1',
   decode: (json): Account => json as Account,
   toEvent: (e) => SubscriptionEvent.parse(e),
 });

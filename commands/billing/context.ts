@@ -40,23 +40,32 @@ const SHARED_LIMITS_TTL_MS = 60_000;
 /** money's cache entry of a tenant's plan limits (docs/decisions.md, "Money plan-limit cache"): written fresh by billing */
 const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void> => {
   const { info } = await loadTenantLimits(kernel.db, tenantId);
-  const value = { maxTxAmount: String(info.limits.moneyMaxTransaction), maxBalance: String(info.limits.moneyMaxBalance), fetchedAt: kernel.clock.now().getTime() };
+  const value = {
+    maxTxAmount: String(info.limits.moneyMaxTransaction),
+    maxBalance: String(info.limits.moneyMaxBalance),
+    fetchedAt: kernel.clock.now().getTime(),
+  };
   await kernel.engines.cache.set(planLimitsKey(tenantId), JSON.stringify(value), 7 * 24 * 3600_000);
 };
 
 /** money's entries of every tenant of a plan are dropped: money asks billing again on its next movement */
 const dropMoneyLimitsOfPlan = async (kernel: Kernel, planId: string): Promise<void> => {
-  for (const tenantId of await tenantsOfPlan(kernel.db, planId)) await kernel.engines.cache.del(planLimitsKey(tenantId));
+  for (const tenantId of await tenantsOfPlan(kernel.db, planId))
+    await kernel.engines.cache.del(planLimitsKey(tenantId));
 };
 
 export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {}): BillingContext => {
   const settings = { ...billingSettingsOf(kernel.config), ...overrides.settings };
   const cache = kernel.engines.cache;
   // shared by billing's processes through Redis when it is configured (an in-process cache would only duplicate the book)
-  const shared = cache.kind === 'redis' ? { cache, epochs: new CacheEpochs(cache, 'billing-limits'), ttlMs: SHARED_LIMITS_TTL_MS } : null;
+  const shared =
+    cache.kind === 'redis'
+      ? { cache, epochs: new CacheEpochs(cache, 'billing-limits'), ttlMs: SHARED_LIMITS_TTL_MS }
+      : null;
   const book = new LimitBook(kernel.db, kernel.clock, 2_000, shared);
   const context: BillingContext = {
-    settings, book,
+    settings,
+    book,
     tenants: overrides.tenants ?? identityTenants,
     notices: overrides.notices ?? platformNotices(() => kernel.notifications),
     intake: new WebhookIntake(kernel.db),

@@ -29,7 +29,11 @@ const dueSql = `
 
 /** a downgraded tenant still above one of the new plan's limits */
 const overLimit = async (kernel: Kernel, s: Subscription): Promise<boolean> => {
-  if (s.downgradedAt === null || !reached(kernel.clock.now().toISOString(), plusDays(s.downgradedAt, TIMELINE.downgradeGraceDays))) return false;
+  if (
+    s.downgradedAt === null ||
+    !reached(kernel.clock.now().toISOString(), plusDays(s.downgradedAt, TIMELINE.downgradeGraceDays))
+  )
+    return false;
   const plan = await findPlan(kernel.db, s.planId);
   const usage = await usageOf(kernel.db, s.tenantId);
   return RESOURCES.some((r) => {
@@ -44,7 +48,10 @@ const overLimit = async (kernel: Kernel, s: Subscription): Promise<boolean> => {
  * one transaction; then the notices are delivered. Safe to run in several processes at once:
  * transitions are optimistic-concurrency commands and notices are recorded once per key.
  */
-export const escalationStep = async (kernel: Kernel, ctx: BillingContext): Promise<{ transitions: number; notices: number; delivered: number }> => {
+export const escalationStep = async (
+  kernel: Kernel,
+  ctx: BillingContext,
+): Promise<{ transitions: number; notices: number; delivered: number }> => {
   let after = '';
   let transitions = 0;
   let notices = 0;
@@ -56,19 +63,31 @@ export const escalationStep = async (kernel: Kernel, ctx: BillingContext): Promi
       try {
         const facts = {
           overLimit: await overLimit(kernel, before),
-          noticesSent: before.pastDueSince ? await noticesDelivered(kernel.db, row.tenant_id, before.id, before.pastDueSince) : 0,
+          noticesSent: before.pastDueSince
+            ? await noticesDelivered(kernel.db, row.tenant_id, before.id, before.pastDueSince)
+            : 0,
         };
         const result = await kernel.commands.run(systemMeta(row.tenant_id), async (uow) => {
           const s = await advanceSubscription(uow, ctx, row.tenant_id, facts);
           if (!s) return { moved: false, recorded: 0 };
           const plan = (await findPlan(uow.tx, s.planId)) ?? { priceCents: FREE_PLAN.priceCents };
-          const recorded = await recordNotices(uow.tx, ctx.ids, ctx.clock.now(), row.tenant_id, s.id, dueNotices(s, plan, ctx.clock.now().toISOString()));
+          const recorded = await recordNotices(
+            uow.tx,
+            ctx.ids,
+            ctx.clock.now(),
+            row.tenant_id,
+            s.id,
+            dueNotices(s, plan, ctx.clock.now().toISOString()),
+          );
           return { moved: s.version !== before.version, recorded };
         });
         if (result.moved) transitions += 1;
         notices += result.recorded;
       } catch (error) {
-        kernel.logger.warn({ err: error, tenantId: row.tenant_id }, 'billing escalation step failed for a tenant; retried at the next run');
+        kernel.logger.warn(
+          { err: error, tenantId: row.tenant_id },
+          'billing escalation step failed for a tenant; retried at the next run',
+        );
       }
     }
     if (rows.length < BATCH) break;
@@ -81,8 +100,9 @@ export const escalationStep = async (kernel: Kernel, ctx: BillingContext): Promi
 export const deliverAllNotices = async (kernel: Kernel, ctx: BillingContext): Promise<number> => {
   let delivered = 0;
   for (;;) {
-    const { sent, more } = await deliverNotices(kernel.db, ctx.notices, ctx.tenants, ctx.clock,
-      (error, id) => kernel.logger.warn({ err: error, noticeId: id }, 'billing notice delivery failed; retried later'));
+    const { sent, more } = await deliverNotices(kernel.db, ctx.notices, ctx.tenants, ctx.clock, (error, id) =>
+      kernel.logger.warn({ err: error, noticeId: id }, 'billing notice delivery failed; retried later'),
+    );
     delivered += sent;
     if (!more) return delivered;
   }
@@ -90,7 +110,9 @@ export const deliverAllNotices = async (kernel: Kernel, ctx: BillingContext): Pr
 
 /** a new tenant's trial on the free plan (auth.tenant.created); nothing when it has a subscription */
 export const startTrial = async (kernel: Kernel, ctx: BillingContext, tenantId: string): Promise<void> => {
-  await kernel.commands.run(systemMeta(tenantId), (uow) => createSubscription(uow, ctx, { tenantId, planId: FREE_PLAN_ID, externalId: null, automatic: true }));
+  await kernel.commands.run(systemMeta(tenantId), (uow) =>
+    createSubscription(uow, ctx, { tenantId, planId: FREE_PLAN_ID, externalId: null, automatic: true }),
+  );
 };
 
 /** every tenant without a subscription gets its trial: those created before billing was deployed, and any the consumer missed */
@@ -120,6 +142,8 @@ export const takeUsageSnapshots = async (kernel: Kernel, ctx: BillingContext): P
      SELECT s.tenant_id, ($1::timestamptz AT TIME ZONE 'UTC')::date,
        COALESCE((SELECT jsonb_object_agg(u.resource, u.used) FROM rm.billing_usage u WHERE u.tenant_id = s.tenant_id), '{}'::jsonb), $1
      FROM (SELECT DISTINCT tenant_id FROM rm.billing_subscriptions) s
-     ON CONFLICT (tenant_id, day) DO NOTHING`, [now]);
+     ON CONFLICT (tenant_id, day) DO NOTHING`,
+    [now],
+  );
   return rowCount ?? 0;
 };

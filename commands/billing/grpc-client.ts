@@ -14,8 +14,12 @@ const PROTO = 'platform/billing/v1/billing_service.proto';
 const SERVICE = 'platform.billing.v1.BillingService';
 
 const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-const limitsOf = (m: unknown): PlanLimits => Object.fromEntries(LIMIT_KEYS.map((k) => [k, Number((m as Msg | undefined)?.[snake(k)] ?? 0)])) as unknown as PlanLimits;
-const statusOf = (value: unknown): SubscriptionStatus => STATUSES.find((s) => `SUBSCRIPTION_STATUS_${s.toUpperCase()}` === value) ?? 'active';
+const limitsOf = (m: unknown): PlanLimits =>
+  Object.fromEntries(
+    LIMIT_KEYS.map((k) => [k, Number((m as Msg | undefined)?.[snake(k)] ?? 0)]),
+  ) as unknown as PlanLimits;
+const statusOf = (value: unknown): SubscriptionStatus =>
+  STATUSES.find((s) => `SUBSCRIPTION_STATUS_${s.toUpperCase()}` === value) ?? 'active';
 
 /**
  * Billing's answers over gRPC: what the gateway asks in split deployment, where billing runs in
@@ -23,34 +27,62 @@ const statusOf = (value: unknown): SubscriptionStatus => STATUSES.find((s) => `S
  * RetrievePlan). Every call has the gateway's upstream deadline.
  */
 export class GrpcBillingAnswers implements BillingAnswers {
-  private readonly client: grpc.Client & Record<string, (request: Msg, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response: Msg) => void) => void>;
+  private readonly client: grpc.Client &
+    Record<
+      string,
+      (
+        request: Msg,
+        options: grpc.CallOptions,
+        callback: (error: grpc.ServiceError | null, response: Msg) => void,
+      ) => void
+    >;
 
-  constructor(target: string, tls: TlsFiles | null, private readonly deadlineMs: number) {
+  constructor(
+    target: string,
+    tls: TlsFiles | null,
+    private readonly deadlineMs: number,
+  ) {
     const Client = grpc.makeGenericClientConstructor(loadService(PROTO, SERVICE), 'BillingService');
     this.client = new Client(target, channelCredentials(tls)) as never;
   }
 
   private call(method: string, request: Msg): Promise<Msg> {
     return new Promise((resolve, reject) => {
-      this.client[method]!(request, { deadline: Date.now() + this.deadlineMs }, (error, response) => (error ? reject(error) : resolve(response)));
+      this.client[method]!(request, { deadline: Date.now() + this.deadlineMs }, (error, response) =>
+        error ? reject(error) : resolve(response),
+      );
     });
   }
 
   async planInfo(tenantId: string): Promise<PlanInfo> {
     const listed = await this.call('ListSubscriptions', { tenant_id: tenantId, page_size: 100 });
-    const subscriptions = ((listed.data ?? []) as Msg[]).sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)));
+    const subscriptions = ((listed.data ?? []) as Msg[]).sort((a, b) =>
+      String(b.created_at).localeCompare(String(a.created_at)),
+    );
     const current = subscriptions[0];
     if (!current) return { tenantId, status: 'none', planId: FREE_PLAN.id, limits: FREE_PLAN.limits };
     const plan = await this.call('RetrievePlan', { id: current.plan_id });
     const pending = current.pending_plan_id ? await this.call('RetrievePlan', { id: current.pending_plan_id }) : null;
-    const limits = effectiveLimits(limitsOf((plan.plan as Msg).limits), pending ? limitsOf((pending.plan as Msg).limits) : null);
+    const limits = effectiveLimits(
+      limitsOf((plan.plan as Msg).limits),
+      pending ? limitsOf((pending.plan as Msg).limits) : null,
+    );
     return { tenantId, status: statusOf(current.status), planId: String(current.plan_id), limits };
   }
 
   async checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer> {
-    const a = await this.call('CheckLimit', { tenant_id: tenantId, resource: `RESOURCE_TYPE_${resource.toUpperCase()}` });
+    const a = await this.call('CheckLimit', {
+      tenant_id: tenantId,
+      resource: `RESOURCE_TYPE_${resource.toUpperCase()}`,
+    });
     const found = RESOURCES.find((r) => `RESOURCE_TYPE_${r.toUpperCase()}` === a.resource) ?? resource;
-    return { resource: found, allowed: a.allowed === true, currentUsage: Number(a.current_usage ?? 0), limit: Number(a.limit ?? 0), remaining: Number(a.remaining ?? 0) };
+    return {
+      resource: found,
+      allowed: a.allowed === true,
+      currentUsage: Number(a.current_usage ?? 0),
+      limit: Number(a.limit ?? 0),
+      remaining: Number(a.remaining ?? 0),
+    };
   }
 
   close(): void {

@@ -12,7 +12,12 @@ import { findPlan, findPlanByName, findSubscription, hasActiveSubscribers } from
 
 const nowOf = (ctx: BillingContext): string => ctx.clock.now().toISOString();
 
-const factsOf = (p: PlanSnapshot): PlanFacts => ({ id: p.id, priceCents: p.priceCents, isActive: p.isActive, limits: p.limits });
+const factsOf = (p: PlanSnapshot): PlanFacts => ({
+  id: p.id,
+  priceCents: p.priceCents,
+  isActive: p.isActive,
+  limits: p.limits,
+});
 
 const planOrNotFound = async (q: Queryable, planId: string): Promise<PlanSnapshot> => {
   const plan = await findPlan(q, planId);
@@ -22,7 +27,9 @@ const planOrNotFound = async (q: Queryable, planId: string): Promise<PlanSnapsho
 
 /** plan names are unique (case-insensitive): creators of one name are serialized, then the read model is asked */
 const claimName = async (uow: UnitOfWork, name: string, exceptId: string | null): Promise<void> => {
-  await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`billing.plan-name:${name.toLowerCase()}`]);
+  await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+    `billing.plan-name:${name.toLowerCase()}`,
+  ]);
   const holder = await findPlanByName(uow.tx, name);
   if (holder && holder.id !== exceptId) throw billingErrors.planNameTaken(name);
 };
@@ -40,17 +47,31 @@ export const createPlan = async (uow: UnitOfWork, ctx: BillingContext, input: Ne
   await claimName(uow, input.name, null);
   const id = ctx.ids.next();
   const loaded = await uow.load(PlanAggregate, planStream(id));
-  const { state } = uow.decide(PlanAggregate, loaded, { type: 'CreatePlan', plan: { id, ...input, features: [...new Set(input.features)] }, now: nowOf(ctx) });
+  const { state } = uow.decide(PlanAggregate, loaded, {
+    type: 'CreatePlan',
+    plan: { id, ...input, features: [...new Set(input.features)] },
+    now: nowOf(ctx),
+  });
   uow.afterCommit(() => ctx.changed(null));
   return snapshotOrFail(state);
 };
 
-export const updatePlan = async (uow: UnitOfWork, ctx: BillingContext, planId: string, patch: PlanPatch): Promise<PlanSnapshot> => {
+export const updatePlan = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  planId: string,
+  patch: PlanPatch,
+): Promise<PlanSnapshot> => {
   if (patch.name !== undefined) await claimName(uow, patch.name, planId);
   const loaded = await uow.load(PlanAggregate, planStream(planId), { lock: true });
   const hasSubscribers = patch.isActive === false ? await hasActiveSubscribers(uow.tx, planId) : false;
   const features = patch.features === undefined ? undefined : [...new Set(patch.features)];
-  const { state } = uow.decide(PlanAggregate, loaded, { type: 'UpdatePlan', patch: { ...patch, features }, now: nowOf(ctx), hasActiveSubscribers: hasSubscribers });
+  const { state } = uow.decide(PlanAggregate, loaded, {
+    type: 'UpdatePlan',
+    patch: { ...patch, features },
+    now: nowOf(ctx),
+    hasActiveSubscribers: hasSubscribers,
+  });
   uow.afterCommit(() => ctx.changed(null));
   return snapshotOrFail(state);
 };
@@ -74,7 +95,12 @@ const accountOf = async (uow: UnitOfWork, subscriptionId: string, tenantId: stri
   return uow.load(SubscriptionAggregate, subscriptionStream(known.tenantId));
 };
 
-const decide = (uow: UnitOfWork, ctx: BillingContext, loaded: Awaited<ReturnType<typeof accountOf>>, command: SubscriptionCommand): Subscription => {
+const decide = (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  loaded: Awaited<ReturnType<typeof accountOf>>,
+  command: SubscriptionCommand,
+): Subscription => {
   const { events, state } = uow.decide(SubscriptionAggregate, loaded, command);
   if (state.status !== 'exists') throw billingErrors.subscriptionNotFound();
   if (events.length) uow.afterCommit(() => ctx.changed(state.subscription.tenantId));
@@ -89,30 +115,76 @@ export interface NewSubscription {
   automatic?: boolean;
 }
 
-export const createSubscription = async (uow: UnitOfWork, ctx: BillingContext, input: NewSubscription): Promise<Subscription> => {
+export const createSubscription = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  input: NewSubscription,
+): Promise<Subscription> => {
   if (!(await ctx.tenants.exists(uow.tx, input.tenantId))) throw billingErrors.tenantNotFound();
   const plan = await planOrNotFound(uow.tx, input.planId);
   const now = nowOf(ctx);
   const loaded = await uow.load(SubscriptionAggregate, subscriptionStream(input.tenantId));
   return decide(uow, ctx, loaded, {
-    type: 'CreateSubscription', subscriptionId: ctx.ids.next(), tenantId: input.tenantId, plan: factsOf(plan), externalId: input.externalId,
-    trialEnd: plusDays(now, ctx.settings.trialDays), automatic: input.automatic ?? false, now,
+    type: 'CreateSubscription',
+    subscriptionId: ctx.ids.next(),
+    tenantId: input.tenantId,
+    plan: factsOf(plan),
+    externalId: input.externalId,
+    trialEnd: plusDays(now, ctx.settings.trialDays),
+    automatic: input.automatic ?? false,
+    now,
   });
 };
 
-export const changePlan = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string | null, subscriptionId: string, input: { planId: string; version: number }): Promise<Subscription> => {
+export const changePlan = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  tenantId: string | null,
+  subscriptionId: string,
+  input: { planId: string; version: number },
+): Promise<Subscription> => {
   const loaded = await accountOf(uow, subscriptionId, tenantId);
   const plan = await planOrNotFound(uow.tx, input.planId);
   const currentPlanId = loaded.state.status === 'exists' ? loaded.state.subscription.planId : FREE_PLAN_ID;
-  const currentPlan = (await findPlan(uow.tx, currentPlanId)) ?? { ...FREE_PLAN, isActive: true, createdAt: '', updatedAt: '' };
-  return decide(uow, ctx, loaded, { type: 'ChangePlan', subscriptionId, version: input.version, plan: factsOf(plan), currentPlan: factsOf(currentPlan), now: nowOf(ctx) });
+  const currentPlan = (await findPlan(uow.tx, currentPlanId)) ?? {
+    ...FREE_PLAN,
+    isActive: true,
+    createdAt: '',
+    updatedAt: '',
+  };
+  return decide(uow, ctx, loaded, {
+    type: 'ChangePlan',
+    subscriptionId,
+    version: input.version,
+    plan: factsOf(plan),
+    currentPlan: factsOf(currentPlan),
+    now: nowOf(ctx),
+  });
 };
 
-export const cancelSubscription = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string | null, subscriptionId: string): Promise<Subscription> =>
-  decide(uow, ctx, await accountOf(uow, subscriptionId, tenantId), { type: 'CancelSubscription', subscriptionId, now: nowOf(ctx) });
+export const cancelSubscription = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  tenantId: string | null,
+  subscriptionId: string,
+): Promise<Subscription> =>
+  decide(uow, ctx, await accountOf(uow, subscriptionId, tenantId), {
+    type: 'CancelSubscription',
+    subscriptionId,
+    now: nowOf(ctx),
+  });
 
-export const cancelDowngrade = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string | null, subscriptionId: string): Promise<Subscription> =>
-  decide(uow, ctx, await accountOf(uow, subscriptionId, tenantId), { type: 'CancelDowngrade', subscriptionId, now: nowOf(ctx) });
+export const cancelDowngrade = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  tenantId: string | null,
+  subscriptionId: string,
+): Promise<Subscription> =>
+  decide(uow, ctx, await accountOf(uow, subscriptionId, tenantId), {
+    type: 'CancelDowngrade',
+    subscriptionId,
+    now: nowOf(ctx),
+  });
 
 /** the platform owner's recovery of a tenant before its termination completes */
 export const recoverTenant = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string): Promise<Subscription> => {
@@ -126,10 +198,18 @@ export const recoverTenant = async (uow: UnitOfWork, ctx: BillingContext, tenant
  * in turn on one loaded account (a link, then the payment or the plan the provider names).
  */
 export type ProviderCommand =
-  | Extract<SubscriptionCommand, { type: 'RecordPayment' | 'RecordPaymentFailure' | 'RecordProviderCancellation' | 'LinkExternal' }>
+  | Extract<
+      SubscriptionCommand,
+      { type: 'RecordPayment' | 'RecordPaymentFailure' | 'RecordProviderCancellation' | 'LinkExternal' }
+    >
   | { type: 'SyncPlan'; planId: string; now: string };
 
-export const applyProviderCommands = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string, commands: ProviderCommand[]): Promise<void> => {
+export const applyProviderCommands = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  tenantId: string,
+  commands: ProviderCommand[],
+): Promise<void> => {
   const loaded = await uow.load(SubscriptionAggregate, subscriptionStream(tenantId));
   for (const c of commands) {
     if (c.type !== 'SyncPlan') {
@@ -139,14 +219,29 @@ export const applyProviderCommands = async (uow: UnitOfWork, ctx: BillingContext
     if (loaded.state.status !== 'exists') throw billingErrors.subscriptionNotFound();
     const s = loaded.state.subscription;
     const plan = await planOrNotFound(uow.tx, c.planId);
-    const currentPlan = (await findPlan(uow.tx, s.planId)) ?? { ...FREE_PLAN, isActive: true, createdAt: '', updatedAt: '' };
-    decide(uow, ctx, loaded, { type: 'ChangePlan', subscriptionId: s.id, version: s.version, plan: factsOf(plan), currentPlan: factsOf(currentPlan), now: c.now });
+    const currentPlan = (await findPlan(uow.tx, s.planId)) ?? {
+      ...FREE_PLAN,
+      isActive: true,
+      createdAt: '',
+      updatedAt: '',
+    };
+    decide(uow, ctx, loaded, {
+      type: 'ChangePlan',
+      subscriptionId: s.id,
+      version: s.version,
+      plan: factsOf(plan),
+      currentPlan: factsOf(currentPlan),
+      now: c.now,
+    });
   }
 };
 
 /** the escalation worker's step for one tenant: what the clock makes due (domain/billing/subscription.ts Advance) */
 export const advanceSubscription = async (
-  uow: UnitOfWork, ctx: BillingContext, tenantId: string, facts: { overLimit: boolean; noticesSent: number },
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  tenantId: string,
+  facts: { overLimit: boolean; noticesSent: number },
 ): Promise<Subscription | null> => {
   const loaded = await uow.load(SubscriptionAggregate, subscriptionStream(tenantId));
   if (loaded.state.status !== 'exists') return null;
@@ -154,6 +249,11 @@ export const advanceSubscription = async (
   const plan = (await findPlan(uow.tx, s.planId)) ?? { ...FREE_PLAN, isActive: true, createdAt: '', updatedAt: '' };
   const pending = s.pendingPlanId ? await findPlan(uow.tx, s.pendingPlanId) : null;
   return decide(uow, ctx, loaded, {
-    type: 'Advance', now: nowOf(ctx), plan: factsOf(plan), pendingPlan: pending ? factsOf(pending) : null, overLimit: facts.overLimit, noticesSent: facts.noticesSent,
+    type: 'Advance',
+    now: nowOf(ctx),
+    plan: factsOf(plan),
+    pendingPlan: pending ? factsOf(pending) : null,
+    overLimit: facts.overLimit,
+    noticesSent: facts.noticesSent,
   });
 };

@@ -56,7 +56,9 @@ export class WebhookIntake {
     try {
       const { rows: inserted } = await this.db.query<{ provider: string; event_id: string }>(
         `INSERT INTO billing.webhook_events (provider, event_id, event_type, payload, received_at) VALUES ${rows.join(', ')}
-         ON CONFLICT (provider, event_id) DO NOTHING RETURNING provider, event_id`, values);
+         ON CONFLICT (provider, event_id) DO NOTHING RETURNING provider, event_id`,
+        values,
+      );
       const fresh = new Set(inserted.map((r) => `${r.provider}\u0000${r.event_id}`));
       for (const w of batch) {
         const key = `${w.provider}\u0000${w.eventId}`;

@@ -15,7 +15,11 @@ export interface BillingAnswers {
   checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer>;
 }
 
-interface Entry { info: PlanInfo; usage: Usage; loadedAt: number }
+interface Entry {
+  info: PlanInfo;
+  usage: Usage;
+  loadedAt: number;
+}
 
 /**
  * The layer billing processes share when Redis is configured: each tenant's plan info and usage as
@@ -29,7 +33,11 @@ export interface SharedLimits {
   ttlMs: number;
 }
 
-interface Stored { tag: string; info: PlanInfo; usage: Usage }
+interface Stored {
+  tag: string;
+  info: PlanInfo;
+  usage: Usage;
+}
 
 const EVERY_PLAN = '*';
 const sharedKey = (tenantId: string): string => `billing:limits:${tenantId}`;
@@ -50,7 +58,10 @@ export class LimitBook implements BillingAnswers {
   private generation = 0;
 
   constructor(
-    private readonly db: Queryable, private readonly clock: Clock, private readonly maxAgeMs = 2_000, private readonly shared: SharedLimits | null = null,
+    private readonly db: Queryable,
+    private readonly clock: Clock,
+    private readonly maxAgeMs = 2_000,
+    private readonly shared: SharedLimits | null = null,
   ) {}
 
   async planInfo(tenantId: string): Promise<PlanInfo> {
@@ -102,7 +113,10 @@ export class LimitBook implements BillingAnswers {
       if (stored.tag === tag) return stored;
     }
     const fresh = await loadTenantLimits(this.db, tenantId);
-    if (tag !== null) await shared.cache.set(sharedKey(tenantId), JSON.stringify({ tag, ...fresh } satisfies Stored), shared.ttlMs).catch(() => undefined);
+    if (tag !== null)
+      await shared.cache
+        .set(sharedKey(tenantId), JSON.stringify({ tag, ...fresh } satisfies Stored), shared.ttlMs)
+        .catch(() => undefined);
     return fresh;
   }
 
@@ -113,13 +127,15 @@ export class LimitBook implements BillingAnswers {
     let pending = this.loading.get(tenantId);
     if (!pending) {
       const generation = this.generation;
-      pending = this.load(tenantId).then(({ info, usage }) => {
-        const entry = { info, usage: usage ?? emptyUsage(), loadedAt: now };
-        if (generation === this.generation) this.entries.set(tenantId, entry);
-        return entry;
-      }).finally(() => {
-        if (this.loading.get(tenantId) === pending) this.loading.delete(tenantId);
-      });
+      pending = this.load(tenantId)
+        .then(({ info, usage }) => {
+          const entry = { info, usage: usage ?? emptyUsage(), loadedAt: now };
+          if (generation === this.generation) this.entries.set(tenantId, entry);
+          return entry;
+        })
+        .finally(() => {
+          if (this.loading.get(tenantId) === pending) this.loading.delete(tenantId);
+        });
       this.loading.set(tenantId, pending);
     }
     return pending;

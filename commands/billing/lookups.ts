@@ -14,72 +14,127 @@ import type { Queryable } from '../../infra/postgres/db';
  * their own (the read API has its own in projections/billing/queries.ts). Plans are the
  * platform's (they live in the platform tenant).
  */
-const PLAN_COLUMNS = 'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
+const PLAN_COLUMNS =
+  'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
 
 export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
-  const { rows } = await q.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id = $2`, [PLATFORM_TENANT_ID, id]);
+  const { rows } = await q.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id = $2`,
+    [PLATFORM_TENANT_ID, id],
+  );
   return rows[0] ? planFromRow(rows[0]) : null;
 };
 
 export const findPlanByName = async (q: Queryable, name: string): Promise<PlanSnapshot | null> => {
-  const { rows } = await q.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND lower(name) = lower($2)`, [PLATFORM_TENANT_ID, name]);
+  const { rows } = await q.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND lower(name) = lower($2)`,
+    [PLATFORM_TENANT_ID, name],
+  );
   return rows[0] ? planFromRow(rows[0]) : null;
 };
 
 /** by id, active ones only unless includeInactive; keyset on id (ListPlans) */
-export const listPlans = async (q: Queryable, f: { includeInactive: boolean; afterId?: string; limit: number }): Promise<PlanSnapshot[]> => {
+export const listPlans = async (
+  q: Queryable,
+  f: { includeInactive: boolean; afterId?: string; limit: number },
+): Promise<PlanSnapshot[]> => {
   const { rows } = await q.query<PlanRow>(
     `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id > $2 AND ($3 OR is_active) ORDER BY id LIMIT $4`,
-    [PLATFORM_TENANT_ID, f.afterId ?? '', f.includeInactive, f.limit]);
+    [PLATFORM_TENANT_ID, f.afterId ?? '', f.includeInactive, f.limit],
+  );
   return rows.map(planFromRow);
 };
 
 export const hasActiveSubscribers = async (q: Queryable, planId: string): Promise<boolean> =>
-  ((await q.query(`SELECT 1 FROM rm.billing_subscriptions WHERE (plan_id = $1 OR pending_plan_id = $1) AND status IN ('trialing', 'active', 'past_due', 'suspended') LIMIT 1`, [planId])).rowCount ?? 0) > 0;
+  ((
+    await q.query(
+      `SELECT 1 FROM rm.billing_subscriptions WHERE (plan_id = $1 OR pending_plan_id = $1) AND status IN ('trialing', 'active', 'past_due', 'suspended') LIMIT 1`,
+      [planId],
+    )
+  ).rowCount ?? 0) > 0;
 
 /** the tenants on a plan now or after a pending downgrade */
 export const tenantsOfPlan = async (q: Queryable, planId: string): Promise<string[]> =>
-  (await q.query<{ tenant_id: string }>('SELECT DISTINCT tenant_id FROM rm.billing_subscriptions WHERE plan_id = $1 OR pending_plan_id = $1', [planId])).rows.map((r) => r.tenant_id);
+  (
+    await q.query<{ tenant_id: string }>(
+      'SELECT DISTINCT tenant_id FROM rm.billing_subscriptions WHERE plan_id = $1 OR pending_plan_id = $1',
+      [planId],
+    )
+  ).rows.map((r) => r.tenant_id);
 
-interface SubscriptionRow { snapshot: Subscription }
+interface SubscriptionRow {
+  snapshot: Subscription;
+}
 
 /** by id; another tenant's subscription is not found when tenantId is given */
 export const findSubscription = async (q: Queryable, id: string, tenantId?: string): Promise<Subscription | null> => {
-  const { rows } = tenantId === undefined
-    ? await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE id = $1', [id])
-    : await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  const { rows } =
+    tenantId === undefined
+      ? await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE id = $1', [id])
+      : await q.query<SubscriptionRow>(
+          'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id = $2',
+          [tenantId, id],
+        );
   return rows[0]?.snapshot ?? null;
 };
 
 /** the tenant's current subscription: its newest */
 export const currentSubscription = async (q: Queryable, tenantId: string): Promise<Subscription | null> => {
-  const { rows } = await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1', [tenantId]);
+  const { rows } = await q.query<SubscriptionRow>(
+    'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1',
+    [tenantId],
+  );
   return rows[0]?.snapshot ?? null;
 };
 
 export const subscriptionByExternalId = async (q: Queryable, externalId: string): Promise<Subscription | null> => {
-  const { rows } = await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE external_id = $1 ORDER BY created_at DESC LIMIT 1', [externalId]);
+  const { rows } = await q.query<SubscriptionRow>(
+    'SELECT snapshot FROM rm.billing_subscriptions WHERE external_id = $1 ORDER BY created_at DESC LIMIT 1',
+    [externalId],
+  );
   return rows[0]?.snapshot ?? null;
 };
 
 /** keyset on id; tenantId and status filter when given (ListSubscriptions: the platform's services see every tenant) */
-export const listSubscriptions = async (q: Queryable, f: { tenantId?: string; status?: SubscriptionStatus; afterId?: string; limit: number }): Promise<Subscription[]> => {
+export const listSubscriptions = async (
+  q: Queryable,
+  f: { tenantId?: string; status?: SubscriptionStatus; afterId?: string; limit: number },
+): Promise<Subscription[]> => {
   const params: unknown[] = [f.afterId ?? '', f.limit];
   let where = 'id > $1';
-  if (f.tenantId !== undefined) { params.push(f.tenantId); where += ` AND tenant_id = $${params.length}`; }
-  if (f.status !== undefined) { params.push(f.status); where += ` AND status = $${params.length}`; }
-  const { rows } = await q.query<SubscriptionRow>(`SELECT snapshot FROM rm.billing_subscriptions WHERE ${where} ORDER BY id LIMIT $2`, params);
+  if (f.tenantId !== undefined) {
+    params.push(f.tenantId);
+    where += ` AND tenant_id = $${params.length}`;
+  }
+  if (f.status !== undefined) {
+    params.push(f.status);
+    where += ` AND status = $${params.length}`;
+  }
+  const { rows } = await q.query<SubscriptionRow>(
+    `SELECT snapshot FROM rm.billing_subscriptions WHERE ${where} ORDER BY id LIMIT $2`,
+    params,
+  );
   return rows.map((r) => r.snapshot);
 };
 
 export const usageOf = async (q: Queryable, tenantId: string): Promise<Usage> =>
-  usageFromRows((await q.query<{ resource: string; used: string }>('SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1', [tenantId])).rows);
+  usageFromRows(
+    (
+      await q.query<{ resource: string; used: string }>(
+        'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
+        [tenantId],
+      )
+    ).rows,
+  );
 
 /** a tenant's plan info and usage from the read models (one subscription, up to two plans, one usage read) */
 export const loadTenantLimits = async (q: Queryable, tenantId: string): Promise<{ info: PlanInfo; usage: Usage }> => {
   const [subscription, usage] = await Promise.all([currentSubscription(q, tenantId), usageOf(q, tenantId)]);
   const [plan, pending] = subscription
-    ? await Promise.all([findPlan(q, subscription.planId), subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null])
+    ? await Promise.all([
+        findPlan(q, subscription.planId),
+        subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null,
+      ])
     : [null, null];
   return { info: planInfoOf(tenantId, subscription, plan, pending), usage };
 };
@@ -99,12 +154,23 @@ export interface TenantDirectory {
 /** identity's tenants; the platform pseudo-tenant is no customer and has no subscription */
 export const identityTenants: TenantDirectory = {
   exists: async (q, tenantId) =>
-    tenantId !== PLATFORM_TENANT_ID && ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0,
-  withoutSubscription: async (q, limit) => (await q.query<{ tenant_id: string; created_at: Date }>(
-    `SELECT t.tenant_id, t.created_at FROM rm.iam_tenants t
+    tenantId !== PLATFORM_TENANT_ID &&
+    ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0,
+  withoutSubscription: async (q, limit) =>
+    (
+      await q.query<{ tenant_id: string; created_at: Date }>(
+        `SELECT t.tenant_id, t.created_at FROM rm.iam_tenants t
      WHERE t.tenant_id <> $1 AND NOT EXISTS (SELECT 1 FROM rm.billing_subscriptions s WHERE s.tenant_id = t.tenant_id)
-     ORDER BY t.created_at LIMIT $2`, [PLATFORM_TENANT_ID, limit])).rows.map((r) => ({ tenantId: r.tenant_id, createdAt: r.created_at })),
-  noticeRecipient: async (q, tenantId) => (await q.query<{ email: string }>(
-    `SELECT a.email FROM rm.iam_tenants t JOIN rm.iam_accounts a ON a.tenant_id = $2 AND a.id = t.owner_id
-     WHERE t.tenant_id = $1 AND a.email NOT LIKE '%.invalid'`, [tenantId, PLATFORM_TENANT_ID])).rows[0]?.email ?? null,
+     ORDER BY t.created_at LIMIT $2`,
+        [PLATFORM_TENANT_ID, limit],
+      )
+    ).rows.map((r) => ({ tenantId: r.tenant_id, createdAt: r.created_at })),
+  noticeRecipient: async (q, tenantId) =>
+    (
+      await q.query<{ email: string }>(
+        `SELECT a.email FROM rm.iam_tenants t JOIN rm.iam_accounts a ON a.tenant_id = $2 AND a.id = t.owner_id
+     WHERE t.tenant_id = $1 AND a.email NOT LIKE '%.invalid'`,
+        [tenantId, PLATFORM_TENANT_ID],
+      )
+    ).rows[0]?.email ?? null,
 };

@@ -26,16 +26,31 @@ export interface NoticePort {
 
 /** the steps that block the tenant come first in a busy queue */
 const PRIORITY: Record<NoticeKind, PlatformNotification['priority']> = {
-  trial_ending: 'normal', past_due: 'high', payment_reminder: 'normal', suspended: 'high', termination_warning: 'high', terminated: 'critical', cancel_scheduled: 'normal',
+  trial_ending: 'normal',
+  past_due: 'high',
+  payment_reminder: 'normal',
+  suspended: 'high',
+  termination_warning: 'high',
+  terminated: 'critical',
+  cancel_scheduled: 'normal',
 };
 
 /** through the notification port the kernel holds at the time of sending (the notification service installs its own at start) */
 export const platformNotices = (port: () => NotificationPort): NoticePort => ({
   send: async (n) => {
     await port().send({
-      tenantId: n.tenantId, recipient: { address: n.to }, subject: n.subject, body: n.text,
-      headers: { 'X-Platform-Purpose': `billing.${n.kind}`, 'X-Platform-Notice': n.key, 'X-Platform-Tenant': n.tenantId },
-      priority: PRIORITY[n.kind], purpose: `billing.${n.kind}`, module: 'billing',
+      tenantId: n.tenantId,
+      recipient: { address: n.to },
+      subject: n.subject,
+      body: n.text,
+      headers: {
+        'X-Platform-Purpose': `billing.${n.kind}`,
+        'X-Platform-Notice': n.key,
+        'X-Platform-Tenant': n.tenantId,
+      },
+      priority: PRIORITY[n.kind],
+      purpose: `billing.${n.kind}`,
+      module: 'billing',
     });
   },
 });
@@ -45,53 +60,95 @@ export const platformNotices = (port: () => NotificationPort): NoticePort => ({
  * own transaction, then delivered by deliverNotices — claimed in a short transaction, sent with no
  * transaction open, marked sent after; a notice whose delivery failed is retried with backoff.
  */
-export const recordNotices = async (q: Queryable, ids: IdGenerator, at: Date, tenantId: string, subscriptionId: string, due: DueNotice[]): Promise<number> => {
+export const recordNotices = async (
+  q: Queryable,
+  ids: IdGenerator,
+  at: Date,
+  tenantId: string,
+  subscriptionId: string,
+  due: DueNotice[],
+): Promise<number> => {
   let recorded = 0;
   for (const n of due) {
     const { rowCount } = await q.query(
       `INSERT INTO billing.notices (id, tenant_id, subscription_id, notice_key, kind, episode, subject, body, created_at, next_attempt_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (tenant_id, subscription_id, notice_key) DO NOTHING`,
-      [ids.next(), tenantId, subscriptionId, n.key, n.kind, n.episode, n.subject, n.text, at]);
+      [ids.next(), tenantId, subscriptionId, n.key, n.kind, n.episode, n.subject, n.text, at],
+    );
     recorded += rowCount ?? 0;
   }
   return recorded;
 };
 
 /** notices of an unpaid episode that reached the tenant (or could not: no address is known) */
-export const noticesDelivered = async (q: Queryable, tenantId: string, subscriptionId: string, episode: string): Promise<number> =>
-  Number((await q.query<{ n: string }>(
-    `SELECT count(*)::text AS n FROM billing.notices WHERE tenant_id = $1 AND subscription_id = $2 AND episode = $3 AND status IN ('sent', 'no_recipient')`,
-    [tenantId, subscriptionId, episode])).rows[0]!.n);
+export const noticesDelivered = async (
+  q: Queryable,
+  tenantId: string,
+  subscriptionId: string,
+  episode: string,
+): Promise<number> =>
+  Number(
+    (
+      await q.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM billing.notices WHERE tenant_id = $1 AND subscription_id = $2 AND episode = $3 AND status IN ('sent', 'no_recipient')`,
+        [tenantId, subscriptionId, episode],
+      )
+    ).rows[0]!.n,
+  );
 
 const LEASE_MS = 120_000;
 const BACKOFF_MS = [5_000, 30_000, 120_000, 600_000, 3_600_000];
 
-interface Claimed { id: string; tenant_id: string; notice_key: string; kind: NoticeKind; subject: string; body: string; attempts: number }
+interface Claimed {
+  id: string;
+  tenant_id: string;
+  notice_key: string;
+  kind: NoticeKind;
+  subject: string;
+  body: string;
+  attempts: number;
+}
 
 export const deliverNotices = async (
-  db: Queryable, port: NoticePort, tenants: TenantDirectory, clock: Clock, onError: (error: unknown, id: string) => void, limit = 100,
+  db: Queryable,
+  port: NoticePort,
+  tenants: TenantDirectory,
+  clock: Clock,
+  onError: (error: unknown, id: string) => void,
+  limit = 100,
 ): Promise<{ sent: number; more: boolean }> => {
   const now = clock.now();
   const { rows } = await db.query<Claimed>(
     `UPDATE billing.notices SET next_attempt_at = $2::timestamptz + interval '${LEASE_MS} milliseconds', attempts = attempts + 1
      WHERE id IN (SELECT id FROM billing.notices WHERE status = 'pending' AND next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-     RETURNING id, tenant_id, notice_key, kind, subject, body, attempts`, [limit, now]);
+     RETURNING id, tenant_id, notice_key, kind, subject, body, attempts`,
+    [limit, now],
+  );
   let sent = 0;
   for (const n of rows) {
     const to = await tenants.noticeRecipient(db, n.tenant_id);
     if (!to) {
-      await db.query(`UPDATE billing.notices SET status = 'no_recipient', sent_at = $2 WHERE id = $1`, [n.id, clock.now()]);
+      await db.query(`UPDATE billing.notices SET status = 'no_recipient', sent_at = $2 WHERE id = $1`, [
+        n.id,
+        clock.now(),
+      ]);
       continue;
     }
     try {
       await port.send({ tenantId: n.tenant_id, to, kind: n.kind, key: n.notice_key, subject: n.subject, text: n.body });
-      await db.query(`UPDATE billing.notices SET status = 'sent', sent_at = $2, recipient = $3, last_error = NULL WHERE id = $1`, [n.id, clock.now(), to]);
+      await db.query(
+        `UPDATE billing.notices SET status = 'sent', sent_at = $2, recipient = $3, last_error = NULL WHERE id = $1`,
+        [n.id, clock.now(), to],
+      );
       sent += 1;
     } catch (error) {
       onError(error, n.id);
       const wait = BACKOFF_MS[Math.min(n.attempts - 1, BACKOFF_MS.length - 1)]!;
-      await db.query(`UPDATE billing.notices SET last_error = $2, next_attempt_at = $3 WHERE id = $1`,
-        [n.id, String((error as Error).message ?? error).slice(0, 500), new Date(clock.now().getTime() + wait)]);
+      await db.query(`UPDATE billing.notices SET last_error = $2, next_attempt_at = $3 WHERE id = $1`, [
+        n.id,
+        String((error as Error).message ?? error).slice(0, 500),
+        new Date(clock.now().getTime() + wait),
+      ]);
     }
   }
   return { sent, more: rows.length === limit };

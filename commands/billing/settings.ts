@@ -4,7 +4,7 @@ import type { Config } from '../../infra/config';
 const durationMs = (v: string): number => {
   if (/^\d+$/.test(v)) return Number(v) * 1000;
   const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(v);
-  return ((Number(m?.[1] ?? 0) * 3600) + (Number(m?.[2] ?? 0) * 60) + Number(m?.[3] ?? 0)) * 1000;
+  return (Number(m?.[1] ?? 0) * 3600 + Number(m?.[2] ?? 0) * 60 + Number(m?.[3] ?? 0)) * 1000;
 };
 
 export interface BillingSettings {
@@ -33,7 +33,10 @@ export const billingSettingsOf = (c: Config): BillingSettings => ({
   grpc: {
     host: c.GRPC_HOST,
     port: c.GRPC_PORT ?? (c.PLATFORM_ENV === 'test' ? 0 : 50051),
-    tls: c.GRPC_TLS_CERT && c.GRPC_TLS_KEY && c.GRPC_TLS_CA ? { cert: c.GRPC_TLS_CERT, key: c.GRPC_TLS_KEY, ca: c.GRPC_TLS_CA } : null,
+    tls:
+      c.GRPC_TLS_CERT && c.GRPC_TLS_KEY && c.GRPC_TLS_CA
+        ? { cert: c.GRPC_TLS_CERT, key: c.GRPC_TLS_KEY, ca: c.GRPC_TLS_CA }
+        : null,
     target: c.BILLING_GRPC_TARGET,
   },
 });

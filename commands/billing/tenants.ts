@@ -10,7 +10,7 @@ const CHECKPOINT = 'reactor:billing.tenant-trials';
 const BATCH = 500;
 
 const later = (a: LogCheckpoint, b: LogCheckpoint): LogCheckpoint =>
-  (a.transactionId > b.transactionId || (a.transactionId === b.transactionId && a.position >= b.position) ? a : b);
+  a.transactionId > b.transactionId || (a.transactionId === b.transactionId && a.position >= b.position) ? a : b;
 
 /**
  * New tenants get their trial (spec 001): identity's auth.tenant.created, read from the global log
@@ -22,8 +22,12 @@ const later = (a: LogCheckpoint, b: LogCheckpoint): LogCheckpoint =>
 export const trialsForNewTenants = async (kernel: Kernel, ctx: BillingContext): Promise<number> => {
   await kernel.db.query('INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING', [CHECKPOINT]);
   const { rows } = await kernel.db.query<{ transaction_id: string; position: string }>(
-    'SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1', [CHECKPOINT]);
-  const after = rows[0] ? { transactionId: BigInt(rows[0].transaction_id), position: BigInt(rows[0].position) } : LOG_START;
+    'SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1',
+    [CHECKPOINT],
+  );
+  const after = rows[0]
+    ? { transactionId: BigInt(rows[0].transaction_id), position: BigInt(rows[0].position) }
+    : LOG_START;
   // the head first: with nothing of interest behind it, the checkpoint moves there and the log is not scanned again
   const head = await kernel.store.headCheckpoint(kernel.db);
   const events = await kernel.store.readAll(kernel.db, after, BATCH, { types: ['auth.tenant.created'] });
@@ -41,6 +45,8 @@ export const trialsForNewTenants = async (kernel: Kernel, ctx: BillingContext): 
   const next = events.length === BATCH ? last : later(last, head);
   await kernel.db.query(
     `UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now()
-     WHERE name = $1 AND (transaction_id, position) < ($2::xid8, $3::bigint)`, [CHECKPOINT, next.transactionId.toString(), next.position.toString()]);
+     WHERE name = $1 AND (transaction_id, position) < ($2::xid8, $3::bigint)`,
+    [CHECKPOINT, next.transactionId.toString(), next.position.toString()],
+  );
   return events.length;
 };

@@ -45,19 +45,29 @@ const SCHEMES: Record<Provider, { separator: string; time: string; signature: st
 };
 
 /** throws webhook-signature-invalid unless the header signs these exact bytes with the secret, within the tolerance */
-export const verifySignature = (provider: Provider, secret: string, header: string | undefined, rawBody: Buffer, nowMs: number, toleranceSec: number): void => {
-  if (header === undefined || header.trim() === '') throw billingErrors.signatureMissing(provider === 'stripe' ? 'Stripe-Signature' : 'Paddle-Signature');
+export const verifySignature = (
+  provider: Provider,
+  secret: string,
+  header: string | undefined,
+  rawBody: Buffer,
+  nowMs: number,
+  toleranceSec: number,
+): void => {
+  if (header === undefined || header.trim() === '')
+    throw billingErrors.signatureMissing(provider === 'stripe' ? 'Stripe-Signature' : 'Paddle-Signature');
   const scheme = SCHEMES[provider];
   const parts = partsOf(header, scheme.separator);
   const time = parts.get(scheme.time)?.[0];
   const signatures = parts.get(scheme.signature) ?? [];
-  if (!time || !/^\d{1,12}$/.test(time) || signatures.length === 0) throw billingErrors.signatureInvalid('The signature header is not in the provider\'s format.');
+  if (!time || !/^\d{1,12}$/.test(time) || signatures.length === 0)
+    throw billingErrors.signatureInvalid("The signature header is not in the provider's format.");
   const expected = hmacHex(secret, Buffer.concat([Buffer.from(`${time}${scheme.joiner}`), rawBody]));
   // every candidate is compared, so the time taken does not tell which one failed
   let matched = false;
   for (const candidate of signatures) matched = equalsHex(expected, candidate) || matched;
   if (!matched) throw billingErrors.signatureInvalid();
-  if (Math.abs(nowMs / 1000 - Number(time)) > toleranceSec) throw billingErrors.signatureInvalid(`The signature is older than ${toleranceSec} s (or from the future).`);
+  if (Math.abs(nowMs / 1000 - Number(time)) > toleranceSec)
+    throw billingErrors.signatureInvalid(`The signature is older than ${toleranceSec} s (or from the future).`);
 };
 
 export interface WebhookAnswer {
@@ -78,10 +88,23 @@ export const configuredProvider = (ctx: BillingContext, name: string): { provide
  * Verifies, parses and stores a delivery; answers processed true for an event seen the first
  * time, false for a replay (no side effect). Nothing is applied here: the worker does it.
  */
-export const receiveWebhook = async (_kernel: Kernel, ctx: BillingContext, name: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<WebhookAnswer> => {
+export const receiveWebhook = async (
+  _kernel: Kernel,
+  ctx: BillingContext,
+  name: string,
+  headers: Record<string, string | string[] | undefined>,
+  rawBody: Buffer,
+): Promise<WebhookAnswer> => {
   const { provider, secret } = configuredProvider(ctx, name);
   const header = headers[SIGNATURE_HEADERS[provider]];
-  verifySignature(provider, secret, Array.isArray(header) ? header[0] : header, rawBody, ctx.clock.now().getTime(), ctx.settings.webhookToleranceSec);
+  verifySignature(
+    provider,
+    secret,
+    Array.isArray(header) ? header[0] : header,
+    rawBody,
+    ctx.clock.now().getTime(),
+    ctx.settings.webhookToleranceSec,
+  );
   let body: unknown;
   try {
     body = JSON.parse(rawBody.toString('utf8'));
@@ -89,43 +112,78 @@ export const receiveWebhook = async (_kernel: Kernel, ctx: BillingContext, name:
     throw billingErrors.malformedWebhook('The body is not JSON.');
   }
   const event = readProviderEvent(provider, body);
-  if (!event) throw billingErrors.malformedWebhook(provider === 'stripe' ? 'The event has no id or type.' : 'The event has no event_id or event_type.');
-  const stored = await ctx.intake.store({ provider, eventId: event.eventId, eventType: event.eventType, payload: rawBody, receivedAt: ctx.clock.now() });
+  if (!event)
+    throw billingErrors.malformedWebhook(
+      provider === 'stripe' ? 'The event has no id or type.' : 'The event has no event_id or event_type.',
+    );
+  const stored = await ctx.intake.store({
+    provider,
+    eventId: event.eventId,
+    eventType: event.eventType,
+    payload: rawBody,
+    receivedAt: ctx.clock.now(),
+  });
   return { processed: stored, eventId: event.eventId, eventType: event.eventType };
 };
 
-interface PendingRow { provider: Provider; event_id: string; payload: Buffer }
+interface PendingRow {
+  provider: Provider;
+  event_id: string;
+  payload: Buffer;
+}
 
 /**
  * Applies stored deliveries, oldest first. Each is applied in one transaction with the mark that
  * it was processed (FOR UPDATE SKIP LOCKED: workers share the work, never apply one twice).
  */
-export const processWebhooks = async (kernel: Kernel, ctx: BillingContext, limit = 100): Promise<{ processed: number; more: boolean }> => {
+export const processWebhooks = async (
+  kernel: Kernel,
+  ctx: BillingContext,
+  limit = 100,
+): Promise<{ processed: number; more: boolean }> => {
   const { rows } = await kernel.db.query<{ provider: Provider; event_id: string }>(
-    `SELECT provider, event_id FROM billing.webhook_events WHERE status = 'pending' ORDER BY received_at LIMIT $1`, [limit]);
+    `SELECT provider, event_id FROM billing.webhook_events WHERE status = 'pending' ORDER BY received_at LIMIT $1`,
+    [limit],
+  );
   let processed = 0;
   for (const row of rows) {
     try {
       if (await processOne(kernel, ctx, row.provider, row.event_id)) processed += 1;
     } catch (error) {
-      kernel.logger.warn({ err: error, provider: row.provider, eventId: row.event_id }, 'webhook processing failed; retried at the next run');
-      await kernel.db.query(`UPDATE billing.webhook_events SET attempts = attempts + 1, outcome = $3, status = CASE WHEN attempts >= 9 THEN 'failed' ELSE status END
-        WHERE provider = $1 AND event_id = $2`, [row.provider, row.event_id, String((error as Error).message).slice(0, 500)]);
+      kernel.logger.warn(
+        { err: error, provider: row.provider, eventId: row.event_id },
+        'webhook processing failed; retried at the next run',
+      );
+      await kernel.db.query(
+        `UPDATE billing.webhook_events SET attempts = attempts + 1, outcome = $3, status = CASE WHEN attempts >= 9 THEN 'failed' ELSE status END
+        WHERE provider = $1 AND event_id = $2`,
+        [row.provider, row.event_id, String((error as Error).message).slice(0, 500)],
+      );
     }
   }
   return { processed, more: rows.length === limit };
 };
 
-const processOne = async (kernel: Kernel, ctx: BillingContext, provider: Provider, eventId: string): Promise<boolean> => {
+const processOne = async (
+  kernel: Kernel,
+  ctx: BillingContext,
+  provider: Provider,
+  eventId: string,
+): Promise<boolean> => {
   // the tenant is known only once the row is read; the command's tenant is set by the first lookup
   const claimed = await kernel.db.query<PendingRow>(
-    `SELECT provider, event_id, payload FROM billing.webhook_events WHERE provider = $1 AND event_id = $2 AND status = 'pending'`, [provider, eventId]);
+    `SELECT provider, event_id, payload FROM billing.webhook_events WHERE provider = $1 AND event_id = $2 AND status = 'pending'`,
+    [provider, eventId],
+  );
   const row = claimed.rows[0];
   if (!row) return false;
   const event = readProviderEvent(provider, JSON.parse(row.payload.toString('utf8')))!;
   const target = await targetOf(kernel, event);
   return kernel.commands.run(systemMeta(target?.tenantId ?? '00000000-0000-0000-0000-000000000000'), async (uow) => {
-    const locked = await uow.tx.query(`SELECT 1 FROM billing.webhook_events WHERE provider = $1 AND event_id = $2 AND status = 'pending' FOR UPDATE SKIP LOCKED`, [provider, eventId]);
+    const locked = await uow.tx.query(
+      `SELECT 1 FROM billing.webhook_events WHERE provider = $1 AND event_id = $2 AND status = 'pending' FOR UPDATE SKIP LOCKED`,
+      [provider, eventId],
+    );
     if (!locked.rowCount) return false;
     let outcome = 'applied';
     let status = 'processed';
@@ -145,13 +203,19 @@ const processOne = async (kernel: Kernel, ctx: BillingContext, provider: Provide
         outcome = `refused: ${error.suffix}: ${error.detail}`;
       }
     }
-    await uow.tx.query(`UPDATE billing.webhook_events SET status = $3, outcome = $4, tenant_id = $5, processed_at = $6, attempts = attempts + 1
-      WHERE provider = $1 AND event_id = $2`, [provider, eventId, status, outcome, target?.tenantId ?? null, ctx.clock.now()]);
+    await uow.tx.query(
+      `UPDATE billing.webhook_events SET status = $3, outcome = $4, tenant_id = $5, processed_at = $6, attempts = attempts + 1
+      WHERE provider = $1 AND event_id = $2`,
+      [provider, eventId, status, outcome, target?.tenantId ?? null, ctx.clock.now()],
+    );
     return true;
   });
 };
 
-const targetOf = async (kernel: Kernel, event: ProviderEvent): Promise<{ tenantId: string; linked: boolean } | null> => {
+const targetOf = async (
+  kernel: Kernel,
+  event: ProviderEvent,
+): Promise<{ tenantId: string; linked: boolean } | null> => {
   if (event.externalId) {
     const byExternal = await subscriptionByExternalId(kernel.db, event.externalId);
     if (byExternal) return { tenantId: byExternal.tenantId, linked: true };
@@ -163,16 +227,33 @@ const targetOf = async (kernel: Kernel, event: ProviderEvent): Promise<{ tenantI
   return null;
 };
 
-const applyAction = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string, linked: boolean, event: ProviderEvent): Promise<void> => {
+const applyAction = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  tenantId: string,
+  linked: boolean,
+  event: ProviderEvent,
+): Promise<void> => {
   const now = ctx.clock.now().toISOString();
-  const commands: ProviderCommand[] = !linked && event.externalId ? [{ type: 'LinkExternal', externalId: event.externalId, now }] : [];
+  const commands: ProviderCommand[] =
+    !linked && event.externalId ? [{ type: 'LinkExternal', externalId: event.externalId, now }] : [];
   switch (event.action) {
-    case 'payment_succeeded': commands.push({ type: 'RecordPayment', now }); break;
-    case 'payment_failed': commands.push({ type: 'RecordPaymentFailure', now }); break;
-    case 'canceled': commands.push({ type: 'RecordProviderCancellation', now }); break;
-    case 'plan_updated': if (event.planId) commands.push({ type: 'SyncPlan', planId: event.planId, now }); break;
-    case 'ignored': break;
-    default: event.action satisfies never;
+    case 'payment_succeeded':
+      commands.push({ type: 'RecordPayment', now });
+      break;
+    case 'payment_failed':
+      commands.push({ type: 'RecordPaymentFailure', now });
+      break;
+    case 'canceled':
+      commands.push({ type: 'RecordProviderCancellation', now });
+      break;
+    case 'plan_updated':
+      if (event.planId) commands.push({ type: 'SyncPlan', planId: event.planId, now });
+      break;
+    case 'ignored':
+      break;
+    default:
+      event.action satisfies never;
   }
   await applyProviderCommands(uow, ctx, tenantId, commands);
 };

@@ -11,7 +11,9 @@ import type { Queryable } from '../../infra/postgres/db';
 export const loadModels = async (q: Queryable, slug: string, manifest: Pick<Manifest, 'models'>): Promise<Model[]> => {
   const schema = schemaOfModule(slug);
   const [columns, indexes, relations] = await Promise.all([
-    q.query<ColumnRow>(CATALOG_SQL.columns, [schema]), q.query<IndexRow>(CATALOG_SQL.indexes, [schema]), q.query<RelationRow>(CATALOG_SQL.relations, [schema]),
+    q.query<ColumnRow>(CATALOG_SQL.columns, [schema]),
+    q.query<IndexRow>(CATALOG_SQL.indexes, [schema]),
+    q.query<RelationRow>(CATALOG_SQL.relations, [schema]),
   ]);
   return modelsOf(slug, manifest, { columns: columns.rows, indexes: indexes.rows, relations: relations.rows });
 };
@@ -19,7 +21,11 @@ export const loadModels = async (q: Queryable, slug: string, manifest: Pick<Mani
 export const moduleRowOf = async (q: Queryable, slug: string, tenantId: string): Promise<ModuleRow | null> =>
   (await q.query<ModuleRow>(MODULE_SQL, [PLATFORM_TENANT_ID, slug, tenantId])).rows[0] ?? null;
 
-interface Entry { key: string; models: Model[]; archived: ReadonlySet<string> }
+interface Entry {
+  key: string;
+  models: Model[];
+  archived: ReadonlySet<string>;
+}
 
 /**
  * The catalog of the modules this process serves, kept per module and refreshed whenever the
@@ -34,7 +40,8 @@ export class ModelCatalog {
     const found = this.entries.get(row.id);
     if (found?.key === key) return found;
     const [models, archived] = await Promise.all([
-      loadModels(q, row.slug, row.manifest), q.query<{ key: string }>(ARCHIVED_SQL, [row.id]).then((r) => new Set(r.rows.map((x) => x.key))),
+      loadModels(q, row.slug, row.manifest),
+      q.query<{ key: string }>(ARCHIVED_SQL, [row.id]).then((r) => new Set(r.rows.map((x) => x.key))),
     ]);
     const entry = { key, models, archived };
     this.entries.set(row.id, entry);

@@ -3,7 +3,10 @@ import { MODULE_DATA_ROLE } from '../modules/migrate';
 import { ModelCatalog } from './catalog';
 
 /** the data layer's per-process state: the model catalog, and whether the data role can be taken here */
-export interface DataContext { catalog: ModelCatalog; useRole(): Promise<boolean> }
+export interface DataContext {
+  catalog: ModelCatalog;
+  useRole(): Promise<boolean>;
+}
 
 const contexts = new WeakMap<Kernel, DataContext>();
 
@@ -13,9 +16,17 @@ export const dataContext = (kernel: Kernel): DataContext => {
     let role: Promise<boolean> | null = null;
     found = {
       catalog: new ModelCatalog(),
-      useRole: () => (role ??= kernel.db.query<{ usable: boolean }>(
-        `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`, [MODULE_DATA_ROLE],
-      ).then((r) => r.rows[0]?.usable ?? false).catch(() => { role = null; return false; })),
+      useRole: () =>
+        (role ??= kernel.db
+          .query<{ usable: boolean }>(
+            `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`,
+            [MODULE_DATA_ROLE],
+          )
+          .then((r) => r.rows[0]?.usable ?? false)
+          .catch(() => {
+            role = null;
+            return false;
+          })),
     };
     contexts.set(kernel, found);
   }

@@ -16,7 +16,13 @@ import { asTenant } from './tenant-scope';
 type Row = Record<string, unknown>;
 
 /** the model a write addresses, with the caller's permission checked (module installed and loaded, autoApi, not archived) */
-export const writableModel = async (kernel: Kernel, principal: Principal, slug: string, model: string, action: Action): Promise<Model> => {
+export const writableModel = async (
+  kernel: Kernel,
+  principal: Principal,
+  slug: string,
+  model: string,
+  action: Action,
+): Promise<Model> => {
   const ctx = dataContext(kernel);
   const row = gateModule(await moduleRowOf(kernel.db, slug, principal.tenantId));
   const { models, archived } = await ctx.catalog.of(kernel.db, row);
@@ -33,9 +39,22 @@ export const recordView = (row: Row): Row => {
  * Applies the recorded event to the module's table as the tenant, and makes the event carry the
  * row as stored (defaults filled by PostgreSQL included), so a rebuild from the log gives the same row.
  */
-const project = async (kernel: Kernel, tx: Queryable, m: Model, tenantId: string, event: RecordEvent): Promise<Row | null> => {
+const project = async (
+  kernel: Kernel,
+  tx: Queryable,
+  m: Model,
+  tenantId: string,
+  event: RecordEvent,
+): Promise<Row | null> => {
   const useRole = await dataContext(kernel).useRole();
-  const stored = await asTenant(tx, tenantId, useRole, async () => (await tx.query<Row>(statementOf(m, tenantId, event).text, statementOf(m, tenantId, event).values)).rows[0] ?? null);
+  const stored = await asTenant(
+    tx,
+    tenantId,
+    useRole,
+    async () =>
+      (await tx.query<Row>(statementOf(m, tenantId, event).text, statementOf(m, tenantId, event).values)).rows[0] ??
+      null,
+  );
   if (stored && event.data.after) {
     const { id: _id, ...values } = recordView(stored);
     Object.assign(event.data.after, values);
@@ -45,7 +64,13 @@ const project = async (kernel: Kernel, tx: Queryable, m: Model, tenantId: string
 
 const refOf = (slug: string, m: Model, id: string): RecordRef => ({ module: slug, model: m.name, id });
 
-export const createRecord = async (kernel: Kernel, uow: UnitOfWork, slug: string, m: Model, body: unknown): Promise<Row> => {
+export const createRecord = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  slug: string,
+  m: Model,
+  body: unknown,
+): Promise<Row> => {
   const values = validateRecord(m, body, 'create');
   const id = kernel.ids.next();
   const loaded = await uow.load(RecordAggregate, recordStream(uow.meta.tenantId, slug, m.name, id));
@@ -55,7 +80,14 @@ export const createRecord = async (kernel: Kernel, uow: UnitOfWork, slug: string
 };
 
 /** the record must be the tenant's: another tenant's id is simply not found (its stream is another) */
-export const updateRecord = async (kernel: Kernel, uow: UnitOfWork, slug: string, m: Model, id: string, body: unknown): Promise<Row> => {
+export const updateRecord = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  slug: string,
+  m: Model,
+  id: string,
+  body: unknown,
+): Promise<Row> => {
   const changes = validateRecord(m, body, 'patch');
   const loaded = await uow.load(RecordAggregate, recordStream(uow.meta.tenantId, slug, m.name, id), { lock: true });
   const { events } = uow.decide(RecordAggregate, loaded, { type: 'UpdateRecord', ref: refOf(slug, m, id), changes });
@@ -63,7 +95,13 @@ export const updateRecord = async (kernel: Kernel, uow: UnitOfWork, slug: string
   return recordView(stored ?? { id, ...events[0]!.data.after });
 };
 
-export const deleteRecord = async (kernel: Kernel, uow: UnitOfWork, slug: string, m: Model, id: string): Promise<void> => {
+export const deleteRecord = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  slug: string,
+  m: Model,
+  id: string,
+): Promise<void> => {
   const loaded = await uow.load(RecordAggregate, recordStream(uow.meta.tenantId, slug, m.name, id), { lock: true });
   const { events } = uow.decide(RecordAggregate, loaded, { type: 'DeleteRecord', ref: refOf(slug, m, id) });
   await project(kernel, uow.tx, m, uow.meta.tenantId, events[0]!);

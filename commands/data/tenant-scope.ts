@@ -7,7 +7,12 @@ import { MODULE_DATA_ROLE, TENANT_SETTING } from '../modules/migrate';
  * that forgot its tenant filter sees only the tenant's rows. The role is reset afterwards: the
  * event store's own writes in the same transaction run as the platform.
  */
-export const asTenant = async <T>(tx: Queryable, tenantId: string, useRole: boolean, fn: () => Promise<T>): Promise<T> => {
+export const asTenant = async <T>(
+  tx: Queryable,
+  tenantId: string,
+  useRole: boolean,
+  fn: () => Promise<T>,
+): Promise<T> => {
   await tx.query(`SELECT set_config('${TENANT_SETTING}', $1, true)`, [tenantId]);
   if (useRole) await tx.query(`SET LOCAL ROLE ${MODULE_DATA_ROLE}`);
   try {

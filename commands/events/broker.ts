@@ -15,20 +15,30 @@ export class BrokerProbe {
   private downUntil = 0;
   private upUntil = 0;
 
-  constructor(private readonly log: Pick<LogPort, 'ping'>, private readonly timeoutMs: number, private readonly rememberFailureMs = 1000, private readonly trustSuccessMs = 250) {}
+  constructor(
+    private readonly log: Pick<LogPort, 'ping'>,
+    private readonly timeoutMs: number,
+    private readonly rememberFailureMs = 1000,
+    private readonly trustSuccessMs = 250,
+  ) {}
 
   async reachable(): Promise<boolean> {
     if (Date.now() < this.downUntil) return false;
     if (Date.now() < this.upUntil) return true;
     this.inFlight ??= withTimeout(this.log.ping(), this.timeoutMs, 'broker check')
-      .then(() => {
-        this.upUntil = Date.now() + this.trustSuccessMs;
-        return true;
-      }, () => {
-        this.downUntil = Date.now() + this.rememberFailureMs;
-        return false;
-      })
-      .finally(() => { this.inFlight = null; });
+      .then(
+        () => {
+          this.upUntil = Date.now() + this.trustSuccessMs;
+          return true;
+        },
+        () => {
+          this.downUntil = Date.now() + this.rememberFailureMs;
+          return false;
+        },
+      )
+      .finally(() => {
+        this.inFlight = null;
+      });
     return this.inFlight;
   }
 }

@@ -27,10 +27,14 @@ export const requireTopic = async (q: Queryable, topic: string): Promise<TopicEn
 };
 
 /** the module a principal calls as, with its manifest; null for users */
-export const moduleOfPrincipal = async (q: Queryable, principal: Principal): Promise<{ id: string; slug: string; manifest: Manifest } | null> => {
+export const moduleOfPrincipal = async (
+  q: Queryable,
+  principal: Principal,
+): Promise<{ id: string; slug: string; manifest: Manifest } | null> => {
   if (!principal.moduleId) return null;
   const found = await findModule(q, principal.moduleId);
-  if (!found || found.id !== principal.moduleId) throw eventErrors.publishForbidden('The module is no longer registered.');
+  if (!found || found.id !== principal.moduleId)
+    throw eventErrors.publishForbidden('The module is no longer registered.');
   return { id: found.id, slug: found.slug, manifest: found.manifest };
 };
 

@@ -33,12 +33,18 @@ export interface EventsContext {
 
 const contexts = new WeakMap<Kernel, EventsContext>();
 
-export const configureEvents = (kernel: Kernel, overrides: { settings?: Partial<EventsSettings>; fetch?: typeof fetch } = {}): EventsContext => {
+export const configureEvents = (
+  kernel: Kernel,
+  overrides: { settings?: Partial<EventsSettings>; fetch?: typeof fetch } = {},
+): EventsContext => {
   const previous = contexts.get(kernel);
   const settings = { ...(previous?.settings ?? loadEventsSettings(kernel.config.env)), ...overrides.settings };
   const context: EventsContext = {
     settings,
-    broker: previous && previous.settings.brokerTimeoutMs === settings.brokerTimeoutMs ? previous.broker : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),
+    broker:
+      previous && previous.settings.brokerTimeoutMs === settings.brokerTimeoutMs
+        ? previous.broker
+        : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),
     handlers: previous?.handlers ?? new Map<string, InProcessHandler>(),
     fetch: overrides.fetch ?? previous?.fetch ?? fetch,
   };

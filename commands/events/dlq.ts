@@ -13,11 +13,31 @@ import { attemptDelivery, targetOf } from './delivery';
 const actorOf = (p: Principal): string => (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId);
 
 /** every redrive is audited (spec 002 via the issue): one record per dead letter, on its entity history */
-const auditRedrive = (kernel: Kernel, action: string, row: Pick<DlqRow, 'id' | 'tenant_id' | 'event_id' | 'topic' | 'type' | 'subscription_id' | 'status'>, actorId: string, traceId: string, after: string) =>
-  kernel.audit.record(auditRecord({
-    action, entityType: 'events.dlq', entityId: row.id, tenantId: row.tenant_id, actorId, traceId, timestamp: kernel.clock.now().toISOString(),
-    before: { status: row.status }, after: { status: after }, meta: { eventId: row.event_id, topic: row.topic, type: row.type, subscriptionId: row.subscription_id },
-  }, kernel.ids.next()));
+const auditRedrive = (
+  kernel: Kernel,
+  action: string,
+  row: Pick<DlqRow, 'id' | 'tenant_id' | 'event_id' | 'topic' | 'type' | 'subscription_id' | 'status'>,
+  actorId: string,
+  traceId: string,
+  after: string,
+) =>
+  kernel.audit.record(
+    auditRecord(
+      {
+        action,
+        entityType: 'events.dlq',
+        entityId: row.id,
+        tenantId: row.tenant_id,
+        actorId,
+        traceId,
+        timestamp: kernel.clock.now().toISOString(),
+        before: { status: row.status },
+        after: { status: after },
+        meta: { eventId: row.event_id, topic: row.topic, type: row.type, subscriptionId: row.subscription_id },
+      },
+      kernel.ids.next(),
+    ),
+  );
 
 /**
  * Schedules dead letters of one tenant for redelivery at DLQ_REPLAY_RATE_LIMIT per second, after
@@ -26,17 +46,36 @@ const auditRedrive = (kernel: Kernel, action: string, row: Pick<DlqRow, 'id' | '
 const schedule = async (kernel: Kernel, tx: Tx, tenantId: string, ids: string[]): Promise<DlqRow[]> => {
   if (ids.length === 0) return [];
   await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`events.dlq-redrive:${tenantId}`]);
-  const { rows } = await tx.query<{ last: Date | null }>(`SELECT max(due_at) AS last FROM events.dlq WHERE tenant_id = $1 AND status = 'retrying'`, [tenantId]);
+  const { rows } = await tx.query<{ last: Date | null }>(
+    `SELECT max(due_at) AS last FROM events.dlq WHERE tenant_id = $1 AND status = 'retrying'`,
+    [tenantId],
+  );
   const now = kernel.clock.now();
-  const due = redriveSchedule(ids.length, now.getTime(), rows[0]?.last?.getTime() ?? null, eventsContext(kernel).settings.replayRatePerSecond);
-  return (await tx.query<DlqRow>(`UPDATE events.dlq d SET status = 'retrying', due_at = t.due, updated_at = $3
+  const due = redriveSchedule(
+    ids.length,
+    now.getTime(),
+    rows[0]?.last?.getTime() ?? null,
+    eventsContext(kernel).settings.replayRatePerSecond,
+  );
+  return (
+    await tx.query<DlqRow>(
+      `UPDATE events.dlq d SET status = 'retrying', due_at = t.due, updated_at = $3
       FROM unnest($2::uuid[], $4::timestamptz[]) AS t(id, due) WHERE d.tenant_id = $1 AND d.id = t.id AND d.status = 'pending'
-      RETURNING ${DLQ_COLUMNS.split(',').map((c) => `d.${c.trim()}`).join(', ')}`,
-  [tenantId, ids, now, due.map((t) => new Date(t))])).rows;
+      RETURNING ${DLQ_COLUMNS.split(',')
+        .map((c) => `d.${c.trim()}`)
+        .join(', ')}`,
+      [tenantId, ids, now, due.map((t) => new Date(t))],
+    )
+  ).rows;
 };
 
 /** POST /events/dlq/:id/retry: a pending dead letter is redelivered (202, retrying) */
-export const retryDeadLetter = async (kernel: Kernel, principal: Principal, id: string, traceId: string): Promise<DlqRow> => {
+export const retryDeadLetter = async (
+  kernel: Kernel,
+  principal: Principal,
+  id: string,
+  traceId: string,
+): Promise<DlqRow> => {
   const row = await inTransaction(kernel.db, async (tx) => {
     const found = await findDlq(tx, principal.tenantId, id, principal.source);
     if (!found) throw eventErrors.dlqEntryNotFound();
@@ -54,27 +93,47 @@ export const retryDeadLetter = async (kernel: Kernel, principal: Principal, id: 
  * optionally of one topic or subscription) is redelivered at the replay rate; resolved ones in the
  * same scope are skipped and counted.
  */
-export const replayAll = async (kernel: Kernel, principal: Principal, scope: { topic?: string; subscriptionId?: string }, traceId: string): Promise<{ replayed: number; skipped_already_resolved: number }> => {
+export const replayAll = async (
+  kernel: Kernel,
+  principal: Principal,
+  scope: { topic?: string; subscriptionId?: string },
+  traceId: string,
+): Promise<{ replayed: number; skipped_already_resolved: number }> => {
   const { scheduled, resolved } = await inTransaction(kernel.db, async (tx) => {
-    const { rows } = await tx.query<{ id: string; status: string }>(`SELECT id, status FROM events.dlq
+    const { rows } = await tx.query<{ id: string; status: string }>(
+      `SELECT id, status FROM events.dlq
        WHERE tenant_id = $1 AND ($2::text IS NULL OR source = $2) AND ($3::text IS NULL OR topic = $3) AND ($4::uuid IS NULL OR subscription_id = $4)
          AND status IN ('pending', 'resolved')
-       ORDER BY created_at, id`, [principal.tenantId, principal.source ?? null, scope.topic ?? null, scope.subscriptionId ?? null]);
+       ORDER BY created_at, id`,
+      [principal.tenantId, principal.source ?? null, scope.topic ?? null, scope.subscriptionId ?? null],
+    );
     const pending = rows.filter((r) => r.status === 'pending').map((r) => r.id);
-    return { scheduled: await schedule(kernel, tx, principal.tenantId, pending), resolved: rows.length - pending.length };
+    return {
+      scheduled: await schedule(kernel, tx, principal.tenantId, pending),
+      resolved: rows.length - pending.length,
+    };
   });
-  for (const row of scheduled) auditRedrive(kernel, 'events.dlq.replayed', { ...row, status: 'pending' }, actorOf(principal), traceId, 'retrying');
+  for (const row of scheduled)
+    auditRedrive(kernel, 'events.dlq.replayed', { ...row, status: 'pending' }, actorOf(principal), traceId, 'retrying');
   return { replayed: scheduled.length, skipped_already_resolved: resolved };
 };
 
 /** DELETE /events/dlq/:id: a pending dead letter is marked resolved (a resolved one stays as it is) */
-export const resolveDeadLetter = async (kernel: Kernel, principal: Principal, id: string, traceId: string): Promise<DlqRow> => {
+export const resolveDeadLetter = async (
+  kernel: Kernel,
+  principal: Principal,
+  id: string,
+  traceId: string,
+): Promise<DlqRow> => {
   const found = await findDlq(kernel.db, principal.tenantId, id, principal.source);
   if (!found) throw eventErrors.dlqEntryNotFound();
   if (found.status === 'resolved') return found;
   if (found.status !== 'pending') throw eventErrors.dlqEntryNotPending(found.status);
-  const { rows } = await kernel.db.query<DlqRow>(`UPDATE events.dlq SET status = 'resolved', resolved_at = $3, resolved_by = $4, updated_at = $3, due_at = NULL
-    WHERE tenant_id = $1 AND id = $2 AND status = 'pending' RETURNING ${DLQ_COLUMNS}`, [principal.tenantId, found.id, kernel.clock.now(), actorOf(principal)]);
+  const { rows } = await kernel.db.query<DlqRow>(
+    `UPDATE events.dlq SET status = 'resolved', resolved_at = $3, resolved_by = $4, updated_at = $3, due_at = NULL
+    WHERE tenant_id = $1 AND id = $2 AND status = 'pending' RETURNING ${DLQ_COLUMNS}`,
+    [principal.tenantId, found.id, kernel.clock.now(), actorOf(principal)],
+  );
   if (!rows[0]) throw eventErrors.dlqEntryNotPending('retrying');
   auditRedrive(kernel, 'events.dlq.resolved', found, actorOf(principal), traceId, 'resolved');
   return rows[0];
@@ -90,42 +149,67 @@ const lastSent = new WeakMap<Kernel, Map<string, number>>();
  * apart, so that entries claimed late do not go out in a burst — then marks it resolved, or pending
  * with one more failure. Returns how many it handled and when the next one is due.
  */
-export const redriveDue = async (kernel: Kernel, limit: number): Promise<{ handled: number; nextDueAt: Date | null }> => {
+export const redriveDue = async (
+  kernel: Kernel,
+  limit: number,
+): Promise<{ handled: number; nextDueAt: Date | null }> => {
   const ctx = eventsContext(kernel);
   const now = kernel.clock.now();
   const lease = new Date(now.getTime() + ctx.settings.webhookTimeoutMs + 30_000);
-  const { rows } = await kernel.db.query<DlqRow & { scheduled_at: Date }>(`WITH due AS (
+  const { rows } = await kernel.db.query<DlqRow & { scheduled_at: Date }>(
+    `WITH due AS (
       SELECT id, due_at FROM events.dlq WHERE status = 'retrying' AND due_at <= $1 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
     UPDATE events.dlq d SET due_at = $2 FROM due WHERE d.id = due.id
-    RETURNING ${DLQ_COLUMNS.split(',').map((c) => `d.${c.trim()}`).join(', ')}, due.due_at AS scheduled_at`, [now, lease, limit]);
+    RETURNING ${DLQ_COLUMNS.split(',')
+      .map((c) => `d.${c.trim()}`)
+      .join(', ')}, due.due_at AS scheduled_at`,
+    [now, lease, limit],
+  );
   const sent = lastSent.get(kernel) ?? new Map<string, number>();
   lastSent.set(kernel, sent);
   const interval = 1000 / ctx.settings.replayRatePerSecond;
   const byTenant = new Map<string, (DlqRow & { scheduled_at: Date })[]>();
-  for (const row of rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime())) byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
-  await Promise.all([...byTenant.entries()].map(async ([tenantId, tenantRows]) => {
-    for (const row of tenantRows) {
-      const wait = (sent.get(tenantId) ?? 0) + interval - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      sent.set(tenantId, Date.now());
-      await redeliver(kernel, ctx, row);
-    }
-  }));
-  const { rows: next } = await kernel.db.query<{ due: Date | null }>(`SELECT min(due_at) AS due FROM events.dlq WHERE status = 'retrying'`);
+  for (const row of rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime()))
+    byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
+  await Promise.all(
+    [...byTenant.entries()].map(async ([tenantId, tenantRows]) => {
+      for (const row of tenantRows) {
+        const wait = (sent.get(tenantId) ?? 0) + interval - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        sent.set(tenantId, Date.now());
+        await redeliver(kernel, ctx, row);
+      }
+    }),
+  );
+  const { rows: next } = await kernel.db.query<{ due: Date | null }>(
+    `SELECT min(due_at) AS due FROM events.dlq WHERE status = 'retrying'`,
+  );
   return { handled: rows.length, nextDueAt: next[0]?.due ?? null };
 };
 
 const redeliver = async (kernel: Kernel, ctx: ReturnType<typeof eventsContext>, row: DlqRow): Promise<void> => {
   const sub = await subscriptionById(kernel.db, row.subscription_id);
   const target = sub && sub.status === 'active' ? await targetOf(kernel, ctx, sub) : null;
-  const outcome = sub && target
-    ? await attemptDelivery(kernel, ctx, sub, target, JSON.parse(row.event) as EventView, row.failure_count + 1)
-    : { ok: false as const, error: sub?.status === 'active' ? 'no handler for the subscription in the process that redelivered it' : 'the subscription was deleted' };
+  const outcome =
+    sub && target
+      ? await attemptDelivery(kernel, ctx, sub, target, JSON.parse(row.event) as EventView, row.failure_count + 1)
+      : {
+          ok: false as const,
+          error:
+            sub?.status === 'active'
+              ? 'no handler for the subscription in the process that redelivered it'
+              : 'the subscription was deleted',
+        };
   const at = kernel.clock.now();
   if (outcome.ok) {
-    await kernel.db.query(`UPDATE events.dlq SET status = 'resolved', resolved_at = $2, resolved_by = 'redelivery', due_at = NULL, updated_at = $2 WHERE id = $1 AND status = 'retrying'`, [row.id, at]);
+    await kernel.db.query(
+      `UPDATE events.dlq SET status = 'resolved', resolved_at = $2, resolved_by = 'redelivery', due_at = NULL, updated_at = $2 WHERE id = $1 AND status = 'retrying'`,
+      [row.id, at],
+    );
   } else {
-    await kernel.db.query(`UPDATE events.dlq SET status = 'pending', failure_count = failure_count + 1, last_error = $2, due_at = NULL, updated_at = $3 WHERE id = $1 AND status = 'retrying'`,
-      [row.id, outcome.error, at]);
+    await kernel.db.query(
+      `UPDATE events.dlq SET status = 'pending', failure_count = failure_count + 1, last_error = $2, due_at = NULL, updated_at = $3 WHERE id = $1 AND status = 'retrying'`,
+      [row.id, outcome.error, at],
+    );
   }
 };

@@ -20,8 +20,17 @@ export const copyRecords = async (db: Db, topic: string, records: LogRecord[]): 
   });
   const last = records[records.length - 1]!.offset;
   const { rows } = await db.query<{ copied: string }>(COPY, [
-    topic, partition, events.map((e) => e.offset), events.map((e) => e.event.tenantId), events.map((e) => e.event.eventId),
-    events.map((e) => e.event.type), events.map((e) => e.key), events.map((e) => e.event.timestamp), events.map((e) => JSON.stringify(e.event)), last, RECORDS_CHANNEL,
+    topic,
+    partition,
+    events.map((e) => e.offset),
+    events.map((e) => e.event.tenantId),
+    events.map((e) => e.event.eventId),
+    events.map((e) => e.event.type),
+    events.map((e) => e.key),
+    events.map((e) => e.event.timestamp),
+    events.map((e) => JSON.stringify(e.event)),
+    last,
+    RECORDS_CHANNEL,
   ]);
   return Number(rows[0]?.copied ?? 0);
 };
@@ -50,13 +59,17 @@ const COPY = `
 
 /** the first time a topic is read: the time its copy starts (a minute before its first subscription) */
 export const fanoutStart = async (q: Queryable, topic: string): Promise<Date | null> =>
-  (await q.query<{ indexed_since: Date }>('SELECT indexed_since FROM events.fanout_topics WHERE topic = $1', [topic])).rows[0]?.indexed_since ?? null;
+  (await q.query<{ indexed_since: Date }>('SELECT indexed_since FROM events.fanout_topics WHERE topic = $1', [topic]))
+    .rows[0]?.indexed_since ?? null;
 
 /** the topics the fan-out reads: every topic it has started on, and those some subscription reads */
 export const fanoutTopics = async (q: Queryable): Promise<{ topic: string; since: Date; started: boolean }[]> =>
-  (await q.query<{ topic: string; since: Date; started: boolean }>(
-    `SELECT topic, min(since) AS since, bool_or(started) AS started FROM (
+  (
+    await q.query<{ topic: string; since: Date; started: boolean }>(
+      `SELECT topic, min(since) AS since, bool_or(started) AS started FROM (
        SELECT topic, indexed_since AS since, true AS started FROM events.fanout_topics
        UNION ALL
        SELECT topic, min(created_at) - interval '1 minute', false FROM rm.events_subscriptions WHERE status = 'active' GROUP BY topic) t
-     GROUP BY topic ORDER BY topic`)).rows;
+     GROUP BY topic ORDER BY topic`,
+    )
+  ).rows;

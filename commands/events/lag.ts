@@ -3,7 +3,16 @@ import { decideLagAlert } from '../../domain/events/lag';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 
-interface Lagging { subscription_id: string; tenant_id: string; topic: string; consumer_group: string; oldest: Date | null; level: LagLevel | null; notified_level: LagLevel | null; bulk: boolean }
+interface Lagging {
+  subscription_id: string;
+  tenant_id: string;
+  topic: string;
+  consumer_group: string;
+  oldest: Date | null;
+  level: LagLevel | null;
+  notified_level: LagLevel | null;
+  bulk: boolean;
+}
 
 /**
  * One round of consumer lag alerts (spec 002): for every active subscription, the age of the oldest
@@ -22,7 +31,9 @@ export const checkLag = async (kernel: Kernel): Promise<{ checked: number; notif
             a.level, a.notified_level,
             EXISTS (SELECT 1 FROM events.bulk_imports b WHERE b.tenant_id = s.tenant_id AND b.topic = s.topic AND b.until > $1) AS bulk
        FROM rm.events_subscriptions s LEFT JOIN events.lag_alerts a ON a.subscription_id = s.id::uuid
-      WHERE s.status = 'active'`, [now]);
+      WHERE s.status = 'active'`,
+    [now],
+  );
   let notified = 0;
   for (const row of rows) {
     const lagMs = row.oldest ? now.getTime() - row.oldest.getTime() : 0;
@@ -33,28 +44,50 @@ export const checkLag = async (kernel: Kernel): Promise<{ checked: number; notif
        ON CONFLICT (subscription_id) DO UPDATE SET level = EXCLUDED.level, notified_level = EXCLUDED.notified_level, updated_at = EXCLUDED.updated_at,
          since = CASE WHEN a.level = EXCLUDED.level THEN a.since ELSE EXCLUDED.since END
        WHERE a.notified_level IS NOT DISTINCT FROM $6`,
-      [row.subscription_id, row.tenant_id, decision.level, now, decision.notified, row.notified_level]);
+      [row.subscription_id, row.tenant_id, decision.level, now, decision.notified, row.notified_level],
+    );
     if (!rowCount) continue;
-    const fields = { subscriptionId: row.subscription_id, tenantId: row.tenant_id, topic: row.topic, consumerGroup: row.consumer_group, lagSeconds: Math.floor(lagMs / 1000) };
+    const fields = {
+      subscriptionId: row.subscription_id,
+      tenantId: row.tenant_id,
+      topic: row.topic,
+      consumerGroup: row.consumer_group,
+      lagSeconds: Math.floor(lagMs / 1000),
+    };
     if (decision.log === 'critical') kernel.logger.error(fields, 'consumer lag critical (over 15 minutes)');
     else if (decision.log === 'warning') kernel.logger.warn(fields, 'consumer lag warning (over 5 minutes)');
-    else if (decision.log === 'info') kernel.logger.info({ ...fields, bulkImport: row.bulk }, 'consumer lag over 1 minute');
+    else if (decision.log === 'info')
+      kernel.logger.info({ ...fields, bulkImport: row.bulk }, 'consumer lag over 1 minute');
     else if (decision.log === 'ok') kernel.logger.info(fields, 'consumer lag back under 1 minute');
     if (decision.notify) notified += await notifyAdmins(kernel, row, decision.notify, lagMs);
   }
   return { checked: rows.length, notified };
 };
 
-const notifyAdmins = async (kernel: Kernel, row: Lagging, level: 'warning' | 'critical', lagMs: number): Promise<number> => {
+const notifyAdmins = async (
+  kernel: Kernel,
+  row: Lagging,
+  level: 'warning' | 'critical',
+  lagMs: number,
+): Promise<number> => {
   const addresses = await tenantAdminAddresses(kernel.db, row.tenant_id);
   const minutes = Math.floor(lagMs / 60_000);
   for (const address of addresses) {
-    await kernel.notifications.send({
-      tenantId: row.tenant_id, recipient: { address }, priority: level === 'critical' ? 'critical' : 'high', purpose: `events.consumer-lag.${level}`, module: 'events',
-      subject: `${level === 'critical' ? 'Critical' : 'Warning'}: ${row.consumer_group} is ${minutes} minutes behind on ${row.topic}`,
-      body: `The subscription ${row.subscription_id} (${row.consumer_group}) has not processed events of ${row.topic} for ${minutes} minutes.\n`
-        + 'Check its handler; GET /v1/events/subscriptions/{id}/position shows its lag, GET /v1/events/dlq what failed.',
-    }).catch((error: unknown) => kernel.logger.warn({ err: error, tenantId: row.tenant_id }, 'lag alert notification failed'));
+    await kernel.notifications
+      .send({
+        tenantId: row.tenant_id,
+        recipient: { address },
+        priority: level === 'critical' ? 'critical' : 'high',
+        purpose: `events.consumer-lag.${level}`,
+        module: 'events',
+        subject: `${level === 'critical' ? 'Critical' : 'Warning'}: ${row.consumer_group} is ${minutes} minutes behind on ${row.topic}`,
+        body:
+          `The subscription ${row.subscription_id} (${row.consumer_group}) has not processed events of ${row.topic} for ${minutes} minutes.\n` +
+          'Check its handler; GET /v1/events/subscriptions/{id}/position shows its lag, GET /v1/events/dlq what failed.',
+      })
+      .catch((error: unknown) =>
+        kernel.logger.warn({ err: error, tenantId: row.tenant_id }, 'lag alert notification failed'),
+      );
   }
   return addresses.length;
 };
@@ -68,7 +101,9 @@ export const tenantAdminAddresses = async (q: Queryable, tenantId: string): Prom
     const { rows } = await q.query<{ email: string }>(
       `SELECT DISTINCT a.email FROM rm.iam_members m JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) AND r.built_in
          JOIN rm.iam_accounts a ON a.id = m.user_id AND a.status = 'active'
-        WHERE m.tenant_id = $1 AND m.status = 'active' ORDER BY a.email`, [tenantId]);
+        WHERE m.tenant_id = $1 AND m.status = 'active' ORDER BY a.email`,
+      [tenantId],
+    );
     return rows.map((r) => r.email);
   } catch (error) {
     if ((error as { code?: string }).code === '42P01') return [];

@@ -1,5 +1,10 @@
 import protobuf from 'protobufjs';
-import type { EnumDescriptor, FieldDescriptor, MessageDescriptor, SchemaDescriptor } from '../../domain/events/compatibility';
+import type {
+  EnumDescriptor,
+  FieldDescriptor,
+  MessageDescriptor,
+  SchemaDescriptor,
+} from '../../domain/events/compatibility';
 import { eventErrors } from '../../domain/events/errors';
 
 /**
@@ -15,7 +20,8 @@ export const parseSchema = (definition: string): SchemaDescriptor => {
     parsed = protobuf.parse(definition, root, { keepCase: true, alternateCommentMode: true });
     for (const file of parsed.imports ?? []) {
       const wellKnown = protobuf.common.get(file);
-      if (!wellKnown) throw new Error(`import ${file}: only Google's well-known types (google/protobuf/*.proto) can be imported`);
+      if (!wellKnown)
+        throw new Error(`import ${file}: only Google's well-known types (google/protobuf/*.proto) can be imported`);
       root.addJSON(wellKnown.nested ?? {});
     }
     root.resolveAll();
@@ -38,7 +44,9 @@ export const parseSchema = (definition: string): SchemaDescriptor => {
 };
 
 const reservedOf = (reserved: (number[] | string)[] | undefined) => ({
-  reservedIds: (reserved ?? []).filter((r): r is number[] => Array.isArray(r)).map((r) => [r[0]!, r[1]!] as [number, number]),
+  reservedIds: (reserved ?? [])
+    .filter((r): r is number[] => Array.isArray(r))
+    .map((r) => [r[0]!, r[1]!] as [number, number]),
   reservedNames: (reserved ?? []).filter((r): r is string => typeof r === 'string'),
 });
 

@@ -23,7 +23,10 @@ export interface PublishInput {
   entityId?: string;
 }
 
-export interface Published { eventId: string; type: string }
+export interface Published {
+  eventId: string;
+  type: string;
+}
 
 /**
  * Publishes events on a topic for the caller's tenant (spec 002, Event bus): checked whole — the
@@ -32,26 +35,46 @@ export interface Published { eventId: string; type: string }
  * platform's: a UUID v7 eventId, the source (module slug, or app), the tenant from the token, the
  * request's trace id, the time.
  */
-export const publishEvents = async (kernel: Kernel, principal: Principal, traceId: string, topic: string, inputs: PublishInput[], fieldOf: (index: number) => string): Promise<{ events: Published[]; createdAt: string }> => {
+export const publishEvents = async (
+  kernel: Kernel,
+  principal: Principal,
+  traceId: string,
+  topic: string,
+  inputs: PublishInput[],
+  fieldOf: (index: number) => string,
+): Promise<{ events: Published[]; createdAt: string }> => {
   const ctx = eventsContext(kernel);
   const entry = await requireTopic(kernel.db, topic);
   const publisher = await publisherOf(kernel.db, principal);
   inputs.forEach((input, i) => {
     if (!typeFitsTopic(input.type, topic)) {
-      throw commonErrors.validation([{ field: `${fieldOf(i)}type`, message: `${input.type} belongs on platform.${input.type.split('.')[0]}.events, not ${topic}`, code: 'TOPIC_MISMATCH' }]);
+      throw commonErrors.validation([
+        {
+          field: `${fieldOf(i)}type`,
+          message: `${input.type} belongs on platform.${input.type.split('.')[0]}.events, not ${topic}`,
+          code: 'TOPIC_MISMATCH',
+        },
+      ]);
     }
     const verdict = publishVerdict(publisher, input.type);
     if (!verdict.allowed) throw eventErrors.publishForbidden(verdict.reason);
   });
   const payloads = inputs.map((input, i) => {
     const text = JSON.stringify(input.payload);
-    if (Buffer.byteLength(text) > PAYLOAD_MAX_BYTES) throw eventErrors.payloadTooLarge(PAYLOAD_MAX_BYTES, `${fieldOf(i)}payload`);
+    if (Buffer.byteLength(text) > PAYLOAD_MAX_BYTES)
+      throw eventErrors.payloadTooLarge(PAYLOAD_MAX_BYTES, `${fieldOf(i)}payload`);
     return text;
   });
   const schema = await currentSchema(kernel.db, entry);
   inputs.forEach((input, i) => {
     if (input.schemaVersion !== undefined && compareSemver(input.schemaVersion, schema.schemaVersion) > 0) {
-      throw commonErrors.validation([{ field: `${fieldOf(i)}schemaVersion`, message: `the topic's schema is at ${schema.schemaVersion}`, code: 'UNKNOWN_SCHEMA_VERSION' }]);
+      throw commonErrors.validation([
+        {
+          field: `${fieldOf(i)}schemaVersion`,
+          message: `the topic's schema is at ${schema.schemaVersion}`,
+          code: 'UNKNOWN_SCHEMA_VERSION',
+        },
+      ]);
     }
   });
   if (!(await ctx.broker.reachable())) throw eventErrors.brokerUnavailable();
@@ -64,15 +87,26 @@ export const publishEvents = async (kernel: Kernel, principal: Principal, traceI
     const eventId = kernel.ids.next();
     const entityId = input.entityId ?? eventId;
     // the payload's JSON text is spliced in as it was measured: what was checked is what is sent
-    const value = `{"eventId":${JSON.stringify(eventId)},"type":${JSON.stringify(input.type)},"source":${JSON.stringify(source)},"tenantId":${JSON.stringify(principal.tenantId)},`
-      + `"actorId":${JSON.stringify(actorId)},"schemaVersion":${JSON.stringify(input.schemaVersion ?? schema.schemaVersion)},"traceId":${JSON.stringify(traceId)},`
-      + `"timestamp":${JSON.stringify(timestamp)},"entityId":${JSON.stringify(entityId)},"payload":${payloads[i]}}`;
-    return { eventId, type: input.type, key: entityId, value, headers: JSON.stringify({ eventId, type: input.type, tenantId: principal.tenantId, source, traceId }) };
+    const value =
+      `{"eventId":${JSON.stringify(eventId)},"type":${JSON.stringify(input.type)},"source":${JSON.stringify(source)},"tenantId":${JSON.stringify(principal.tenantId)},` +
+      `"actorId":${JSON.stringify(actorId)},"schemaVersion":${JSON.stringify(input.schemaVersion ?? schema.schemaVersion)},"traceId":${JSON.stringify(traceId)},` +
+      `"timestamp":${JSON.stringify(timestamp)},"entityId":${JSON.stringify(entityId)},"payload":${payloads[i]}}`;
+    return {
+      eventId,
+      type: input.type,
+      key: entityId,
+      value,
+      headers: JSON.stringify({ eventId, type: input.type, tenantId: principal.tenantId, source, traceId }),
+    };
   });
-  await kernel.db.query(`INSERT INTO events.outbox (topic, key, value, headers, ts)
+  await kernel.db.query(
+    `INSERT INTO events.outbox (topic, key, value, headers, ts)
     SELECT $1, k, v, h::jsonb, $5 FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(k, v, h, n) ORDER BY n`,
-  [topic, events.map((e) => e.key), events.map((e) => e.value), events.map((e) => e.headers), now]);
-  await noteVolume(kernel, principal.tenantId, topic, events.length).catch((error: unknown) => kernel.logger.warn({ err: error }, 'bulk-import detection failed'));
+    [topic, events.map((e) => e.key), events.map((e) => e.value), events.map((e) => e.headers), now],
+  );
+  await noteVolume(kernel, principal.tenantId, topic, events.length).catch((error: unknown) =>
+    kernel.logger.warn({ err: error }, 'bulk-import detection failed'),
+  );
   return { events: events.map((e) => ({ eventId: e.eventId, type: e.type })), createdAt: timestamp };
 };
 
@@ -85,7 +119,13 @@ const noteVolume = async (kernel: Kernel, tenantId: string, topic: string, count
   const window = await kernel.engines.cache.incrWindow(`events:volume:${tenantId}:${topic}`, 60_000, count);
   if (window.count < threshold || window.count - count >= threshold) return;
   const until = new Date(kernel.clock.now().getTime() + BULK_IMPORT_SUPPRESSION_MS);
-  await kernel.db.query(`INSERT INTO events.bulk_imports (tenant_id, topic, until) VALUES ($1, $2, $3)
-    ON CONFLICT (tenant_id, topic) DO UPDATE SET until = greatest(events.bulk_imports.until, EXCLUDED.until)`, [tenantId, topic, until]);
-  kernel.logger.info({ tenantId, topic, domain: domainOfTopic(topic), until }, 'bulk-import spike: lag warnings held back for 30 minutes');
+  await kernel.db.query(
+    `INSERT INTO events.bulk_imports (tenant_id, topic, until) VALUES ($1, $2, $3)
+    ON CONFLICT (tenant_id, topic) DO UPDATE SET until = greatest(events.bulk_imports.until, EXCLUDED.until)`,
+    [tenantId, topic, until],
+  );
+  kernel.logger.info(
+    { tenantId, topic, domain: domainOfTopic(topic), until },
+    'bulk-import spike: lag warnings held back for 30 minutes',
+  );
 };

@@ -20,15 +20,27 @@ export const eventOfRecord = (topic: string, record: LogRecord): EventView | nul
   }
   if (typeof v !== 'object' || v === null) return null;
   const { eventId, type, tenantId } = v;
-  if (typeof eventId !== 'string' || !UUID.test(eventId) || typeof type !== 'string' || typeof tenantId !== 'string' || tenantId === '') return null;
+  if (
+    typeof eventId !== 'string' ||
+    !UUID.test(eventId) ||
+    typeof type !== 'string' ||
+    typeof tenantId !== 'string' ||
+    tenantId === ''
+  )
+    return null;
   const payload = (v.payload ?? v.data ?? {}) as Record<string, unknown>;
   const version = v.schemaVersion;
   return {
-    eventId: eventId.toLowerCase(), type, tenantId,
+    eventId: eventId.toLowerCase(),
+    type,
+    tenantId,
     source: typeof v.source === 'string' ? v.source : platformSourceOf(topic),
     entityId: typeof v.entityId === 'string' ? v.entityId : record.key,
     payload: typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? payload : { value: payload },
-    schemaVersion: typeof version === 'string' && SEMVER.test(version) ? version : `${Number.isInteger(version) ? String(version) : '1'}.0.0`,
+    schemaVersion:
+      typeof version === 'string' && SEMVER.test(version)
+        ? version
+        : `${Number.isInteger(version) ? String(version) : '1'}.0.0`,
     traceId: typeof v.traceId === 'string' ? v.traceId : null,
     timestamp: isoOrNull(v.timestamp) ?? isoOrNull(v.occurredAt) ?? new Date(record.timestamp).toISOString(),
   };

@@ -2,8 +2,12 @@ import { z } from 'zod';
 import { ConfigError } from '../../infra/config';
 
 const int = (def: number, min: number, max: number) =>
-  z.coerce.number({ error: `expected a whole number from ${min} to ${max}` }).int(`expected a whole number from ${min} to ${max}`)
-    .min(min, `expected a whole number from ${min} to ${max}`).max(max, `expected a whole number from ${min} to ${max}`).default(def);
+  z.coerce
+    .number({ error: `expected a whole number from ${min} to ${max}` })
+    .int(`expected a whole number from ${min} to ${max}`)
+    .min(min, `expected a whole number from ${min} to ${max}`)
+    .max(max, `expected a whole number from ${min} to ${max}`)
+    .default(def);
 
 /** the event bus variables (spec 002, Limits, and what it leaves open); read from the environment once per process */
 export const EventsSettingsSchema = z.object({
@@ -48,9 +52,12 @@ export interface EventsSettings {
 }
 
 export const loadEventsSettings = (env: NodeJS.ProcessEnv = process.env): EventsSettings => {
-  const relevant = Object.fromEntries(Object.entries(env).filter(([k, v]) => (k.startsWith('EVENTS_') || k === 'DLQ_REPLAY_RATE_LIMIT') && v !== ''));
+  const relevant = Object.fromEntries(
+    Object.entries(env).filter(([k, v]) => (k.startsWith('EVENTS_') || k === 'DLQ_REPLAY_RATE_LIMIT') && v !== ''),
+  );
   const parsed = EventsSettingsSchema.safeParse(relevant);
-  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? 'EVENTS')}: ${i.message}`));
+  if (!parsed.success)
+    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? 'EVENTS')}: ${i.message}`));
   const s = parsed.data;
   return {
     replayRatePerSecond: s.DLQ_REPLAY_RATE_LIMIT,

@@ -6,7 +6,15 @@ import type { ClaimedTask } from '../../infra/tasks';
 import { taskBackoffMs, taskHandlers } from '../../infra/tasks';
 import { eventsContext } from './context';
 
-interface ClaimedRow { id: string; tenant_id: string; type: string; payload: Record<string, unknown>; attempts: number; max_attempts: number; trace_id: string | null }
+interface ClaimedRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  attempts: number;
+  max_attempts: number;
+  trace_id: string | null;
+}
 
 /**
  * One step of the task worker (infra/tasks.ts): claims due tasks of the types this process can run
@@ -19,26 +27,57 @@ export const runDueTasks = async (kernel: Kernel, limit: number): Promise<number
   if (handlers.size === 0) return 0;
   const ctx = eventsContext(kernel);
   const now = kernel.clock.now();
-  await kernel.db.query(`UPDATE events.tasks SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+  await kernel.db.query(
+    `UPDATE events.tasks SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
       lease_until = NULL, last_error = 'the task did not finish within its lease (worker lost or too slow)', run_at = $1, updated_at = $1
-    WHERE status = 'running' AND lease_until < $1`, [now]);
-  const { rows } = await kernel.db.query<ClaimedRow>(`UPDATE events.tasks SET status = 'running', attempts = attempts + 1, lease_until = $2, updated_at = $1
+    WHERE status = 'running' AND lease_until < $1`,
+    [now],
+  );
+  const { rows } = await kernel.db.query<ClaimedRow>(
+    `UPDATE events.tasks SET status = 'running', attempts = attempts + 1, lease_until = $2, updated_at = $1
     WHERE id IN (SELECT id FROM events.tasks WHERE status = 'queued' AND run_at <= $1 AND type = ANY($3::text[]) ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED)
-    RETURNING id, tenant_id, type, payload, attempts, max_attempts, trace_id`, [now, new Date(now.getTime() + ctx.settings.taskLeaseMs), [...handlers.keys()], limit]);
-  await Promise.all(rows.map(async (row) => {
-    const task: ClaimedTask = { id: row.id, tenantId: row.tenant_id, type: row.type, payload: row.payload, attempt: row.attempts, maxAttempts: row.max_attempts, traceId: row.trace_id };
-    try {
-      await withTimeout(handlers.get(row.type)!(task), ctx.settings.taskLeaseMs, `task ${row.type}`);
-      await kernel.db.query(`UPDATE events.tasks SET status = 'done', lease_until = NULL, last_error = NULL, completed_at = $2, updated_at = $2 WHERE id = $1 AND status = 'running'`,
-        [row.id, kernel.clock.now()]);
-    } catch (error) {
-      const at = kernel.clock.now();
-      const failed = row.attempts >= row.max_attempts;
-      const runAt = new Date(at.getTime() + taskBackoffMs(row.attempts, randomInt(0, 2 ** 32) / 2 ** 32, ctx.settings.taskBackoffMs));
-      await kernel.db.query(`UPDATE events.tasks SET status = $2, lease_until = NULL, last_error = $3, run_at = $4, updated_at = $5 WHERE id = $1 AND status = 'running'`,
-        [row.id, failed ? 'failed' : 'queued', errorText(error instanceof Error ? error.message : String(error)), failed ? at : runAt, at]);
-      kernel.logger.warn({ err: error, taskId: row.id, type: row.type, attempt: row.attempts, failed }, failed ? 'task failed for good' : 'task failed; retrying later');
-    }
-  }));
+    RETURNING id, tenant_id, type, payload, attempts, max_attempts, trace_id`,
+    [now, new Date(now.getTime() + ctx.settings.taskLeaseMs), [...handlers.keys()], limit],
+  );
+  await Promise.all(
+    rows.map(async (row) => {
+      const task: ClaimedTask = {
+        id: row.id,
+        tenantId: row.tenant_id,
+        type: row.type,
+        payload: row.payload,
+        attempt: row.attempts,
+        maxAttempts: row.max_attempts,
+        traceId: row.trace_id,
+      };
+      try {
+        await withTimeout(handlers.get(row.type)!(task), ctx.settings.taskLeaseMs, `task ${row.type}`);
+        await kernel.db.query(
+          `UPDATE events.tasks SET status = 'done', lease_until = NULL, last_error = NULL, completed_at = $2, updated_at = $2 WHERE id = $1 AND status = 'running'`,
+          [row.id, kernel.clock.now()],
+        );
+      } catch (error) {
+        const at = kernel.clock.now();
+        const failed = row.attempts >= row.max_attempts;
+        const runAt = new Date(
+          at.getTime() + taskBackoffMs(row.attempts, randomInt(0, 2 ** 32) / 2 ** 32, ctx.settings.taskBackoffMs),
+        );
+        await kernel.db.query(
+          `UPDATE events.tasks SET status = $2, lease_until = NULL, last_error = $3, run_at = $4, updated_at = $5 WHERE id = $1 AND status = 'running'`,
+          [
+            row.id,
+            failed ? 'failed' : 'queued',
+            errorText(error instanceof Error ? error.message : String(error)),
+            failed ? at : runAt,
+            at,
+          ],
+        );
+        kernel.logger.warn(
+          { err: error, taskId: row.id, type: row.type, attempt: row.attempts, failed },
+          failed ? 'task failed for good' : 'task failed; retrying later',
+        );
+      }
+    }),
+  );
   return rows.length;
 };

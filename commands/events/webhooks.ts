@@ -24,16 +24,36 @@ export interface Delivery {
 export const signature = (secret: string, timestamp: number, body: string): string =>
   `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 
-export const deliverWebhook = async (http: typeof fetch, d: Delivery, nowMs: number, timeoutMs: number): Promise<AttemptOutcome> => {
+export const deliverWebhook = async (
+  http: typeof fetch,
+  d: Delivery,
+  nowMs: number,
+  timeoutMs: number,
+): Promise<AttemptOutcome> => {
   if (!d.secret || !d.keyId) return { ok: false, error: 'the module has no active key to sign its deliveries with' };
-  const body = JSON.stringify({ subscriptionId: d.subscriptionId, consumerGroup: d.consumerGroup, handlerName: d.handlerName, attempt: d.attempt, event: d.event });
+  const body = JSON.stringify({
+    subscriptionId: d.subscriptionId,
+    consumerGroup: d.consumerGroup,
+    handlerName: d.handlerName,
+    attempt: d.attempt,
+    event: d.event,
+  });
   try {
     const response = await http(d.endpoint, {
-      method: 'POST', body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs),
+      method: 'POST',
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
       headers: {
-        'content-type': 'application/json', 'user-agent': 'platform-events/1',
-        'x-event-id': d.event.eventId, 'x-event-type': d.event.type, 'x-tenant-id': d.event.tenantId, 'x-subscription-id': d.subscriptionId,
-        'x-handler-name': d.handlerName, 'x-delivery-attempt': String(d.attempt), 'x-platform-key-id': d.keyId,
+        'content-type': 'application/json',
+        'user-agent': 'platform-events/1',
+        'x-event-id': d.event.eventId,
+        'x-event-type': d.event.type,
+        'x-tenant-id': d.event.tenantId,
+        'x-subscription-id': d.subscriptionId,
+        'x-handler-name': d.handlerName,
+        'x-delivery-attempt': String(d.attempt),
+        'x-platform-key-id': d.keyId,
         'x-platform-signature': signature(d.secret, Math.floor(nowMs / 1000), body),
       },
     });
@@ -45,6 +65,13 @@ export const deliverWebhook = async (http: typeof fetch, d: Delivery, nowMs: num
     return { ok: false, error: errorText(`HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ''}`) };
   } catch (error) {
     const e = error as Error & { cause?: { code?: string } };
-    return { ok: false, error: errorText(e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`) };
+    return {
+      ok: false,
+      error: errorText(
+        e.name === 'TimeoutError'
+          ? `no answer within ${timeoutMs} ms`
+          : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`,
+      ),
+    };
   }
 };

@@ -6,7 +6,9 @@ import { defineAggregate } from '../../infra/eventstore/aggregate';
 
 /** the state beside the stream is plain JSON (no bigints) */
 export const FileAggregate = defineAggregate({
-  name: 'files.file', decider: fileDecider, stateSchema: 'files.file.v1',
+  name: 'files.file',
+  decider: fileDecider,
+  stateSchema: 'files.file.v1',
   decode: (json): File => json as File,
   toEvent: (e) => FileEvent.parse(e),
 });

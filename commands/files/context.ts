@@ -43,11 +43,19 @@ export const configureFiles = (kernel: Kernel, overrides: FilesOverrides = {}): 
   const signer = linkSigner(kernel.engines.secrets.key(LINK_KEY_PURPOSE), LINK_SCHEME);
   const listeners = new Map<TaskKind, Set<() => void>>();
   const context: FilesContext = {
-    kernel, settings, objects: kernel.engines.objects, scanner: kernel.engines.scanner,
+    kernel,
+    settings,
+    objects: kernel.engines.objects,
+    scanner: kernel.engines.scanner,
     owners: overrides.owners ?? identityOwners,
     references: overrides.references ?? platformReferences,
     linker: (tenantId, ttlSeconds = DEFAULT_LINK_TTL_SECONDS) =>
-      linkerOf(signer.sign, kernel.config.rootUrl, tenantId, Math.floor(kernel.clock.now().getTime() / 1000) + ttlSeconds),
+      linkerOf(
+        signer.sign,
+        kernel.config.rootUrl,
+        tenantId,
+        Math.floor(kernel.clock.now().getTime() / 1000) + ttlSeconds,
+      ),
     wake: (kind) => {
       for (const listener of listeners.get(kind) ?? []) listener();
     },

@@ -34,8 +34,9 @@ export class ImageTimeout extends Error {
 }
 
 const open = (input: Buffer, limits: ImageLimits) =>
-  sharp(input, { limitInputPixels: limits.maxPixels, failOn: 'error', sequentialRead: true })
-    .timeout({ seconds: Math.max(1, Math.ceil(limits.timeoutMs / 1000)) });
+  sharp(input, { limitInputPixels: limits.maxPixels, failOn: 'error', sequentialRead: true }).timeout({
+    seconds: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
+  });
 
 /** the reason sharp gave, as a client may read it (no paths, no internals) */
 const reasonOf = (error: unknown): string => {
@@ -54,7 +55,12 @@ export const asProcessingError = (error: unknown): Error =>
 export const withinDeadline = async <T>(ms: number, work: () => Promise<T>): Promise<T> => {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([work(), new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new ImageTimeout(ms)), ms); })]);
+    return await Promise.race([
+      work(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ImageTimeout(ms)), ms);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -89,13 +95,19 @@ export const probeImage = async (input: Buffer, limits: ImageLimits): Promise<Di
 };
 
 /** a thumbnail of the first frame, upright, as WebP */
-export const renderThumbnail = async (input: Buffer, preset: PresetName, limits: ImageLimits): Promise<RenderedImage> => {
+export const renderThumbnail = async (
+  input: Buffer,
+  preset: PresetName,
+  limits: ImageLimits,
+): Promise<RenderedImage> => {
   const p = PRESETS[preset];
   try {
     return await withinDeadline(limits.timeoutMs, async () => {
-      const { data, info } = await open(input, limits).rotate()
+      const { data, info } = await open(input, limits)
+        .rotate()
         .resize({ width: p.width, height: p.height ?? undefined, fit: p.fit, withoutEnlargement: p.fit === 'inside' })
-        .webp({ quality: 80 }).toBuffer({ resolveWithObject: true });
+        .webp({ quality: 80 })
+        .toBuffer({ resolveWithObject: true });
       return { data, mimeType: 'image/webp', width: info.width, height: info.height };
     });
   } catch (error) {
@@ -105,19 +117,27 @@ export const renderThumbnail = async (input: Buffer, preset: PresetName, limits:
 
 const encode = (image: Pipeline, format: OutputFormat, quality: number): Pipeline => {
   switch (format) {
-    case 'webp': return image.webp({ quality });
-    case 'avif': return image.avif({ quality });
-    case 'jpeg': return image.jpeg({ quality, mozjpeg: true });
-    case 'png': return image.png({ quality: Math.max(1, quality), compressionLevel: 9 });
+    case 'webp':
+      return image.webp({ quality });
+    case 'avif':
+      return image.avif({ quality });
+    case 'jpeg':
+      return image.jpeg({ quality, mozjpeg: true });
+    case 'png':
+      return image.png({ quality: Math.max(1, quality), compressionLevel: 9 });
   }
 };
 
 const applyOne = (image: Pipeline, op: Operation): Pipeline => {
   switch (op.type) {
-    case 'crop': return image.extract({ left: op.x, top: op.y, width: op.width, height: op.height });
-    case 'resize': return image.resize({ width: op.width, height: op.height, fit: op.width && op.height ? 'fill' : 'inside' });
-    case 'rotate': return image.rotate(op.degrees);
-    case 'convert': return image;
+    case 'crop':
+      return image.extract({ left: op.x, top: op.y, width: op.width, height: op.height });
+    case 'resize':
+      return image.resize({ width: op.width, height: op.height, fit: op.width && op.height ? 'fill' : 'inside' });
+    case 'rotate':
+      return image.rotate(op.degrees);
+    case 'convert':
+      return image;
   }
 };
 
@@ -127,7 +147,11 @@ const applyOne = (image: Pipeline, op: Operation): Pipeline => {
  * step before any decoding by plannedDimensions), and only the result is encoded.
  */
 export const applyOperations = async (
-  input: Buffer, sourceMime: string, ops: readonly Operation[], quality: number, limits: ImageLimits,
+  input: Buffer,
+  sourceMime: string,
+  ops: readonly Operation[],
+  quality: number,
+  limits: ImageLimits,
 ): Promise<RenderedImage> => {
   const source = await probeImage(input, limits);
   const plan = plannedDimensions(ops, source, limits.maxPixels);
@@ -138,10 +162,19 @@ export const applyOperations = async (
       let pixels = await open(input, limits).rotate().raw().toBuffer({ resolveWithObject: true });
       for (const op of ops.filter((o) => o.type !== 'convert')) {
         const { width, height, channels } = pixels.info;
-        pixels = await applyOne(sharp(pixels.data, { raw: { width, height, channels }, limitInputPixels: limits.maxPixels }), op).raw().toBuffer({ resolveWithObject: true });
+        pixels = await applyOne(
+          sharp(pixels.data, { raw: { width, height, channels }, limitInputPixels: limits.maxPixels }),
+          op,
+        )
+          .raw()
+          .toBuffer({ resolveWithObject: true });
       }
       const { width, height, channels } = pixels.info;
-      const { data, info } = await encode(sharp(pixels.data, { raw: { width, height, channels } }), format, quality).toBuffer({ resolveWithObject: true });
+      const { data, info } = await encode(
+        sharp(pixels.data, { raw: { width, height, channels } }),
+        format,
+        quality,
+      ).toBuffer({ resolveWithObject: true });
       return { data, mimeType: `image/${format}`, width: info.width, height: info.height };
     });
   } catch (error) {

@@ -10,10 +10,16 @@ export const STAGING_PREFIX = '_staging/';
 
 export const stagingKey = (tenantId: string, fileId: string): string => `${STAGING_PREFIX}${tenantId}/${fileId}`;
 
-export const contentKey = (tenantId: string, bucket: Bucket, fileId: string, version: number): string => `${tenantId}/${bucket}/${fileId}/v${version}`;
+export const contentKey = (tenantId: string, bucket: Bucket, fileId: string, version: number): string =>
+  `${tenantId}/${bucket}/${fileId}/v${version}`;
 
-export const thumbnailKey = (tenantId: string, bucket: Bucket, fileId: string, version: number, preset: PresetName): string =>
-  `${tenantId}/${bucket}/${fileId}/v${version}-${preset}`;
+export const thumbnailKey = (
+  tenantId: string,
+  bucket: Bucket,
+  fileId: string,
+  version: number,
+  preset: PresetName,
+): string => `${tenantId}/${bucket}/${fileId}/v${version}-${preset}`;
 
 /** the tenant and file of a staging key, or null for anything else under the prefix */
 export const parseStagingKey = (key: string): { tenantId: string; fileId: string } | null => {

@@ -21,20 +21,42 @@ export interface StoredFile {
 export type AvailableFile = StoredFile & { objectKey: string };
 
 export const countStaged = async (q: Queryable, tenantId: string): Promise<number> =>
-  Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM rm.files_files WHERE tenant_id = $1 AND status = 'pending_scan'`, [tenantId])).rows[0]?.n ?? 0);
+  Number(
+    (
+      await q.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM rm.files_files WHERE tenant_id = $1 AND status = 'pending_scan'`,
+        [tenantId],
+      )
+    ).rows[0]?.n ?? 0,
+  );
 
 /** an available file of the tenant as the read model has it: 404 for unknown, pending, trashed or purged, 422 for rejected */
 export const availableFile = async (q: Queryable, tenantId: string, fileId: string): Promise<AvailableFile> => {
   const { rows } = await q.query<{
-    id: string; bucket: Bucket; status: StoredFile['status']; mime_type: string; object_key: string | null; content_version: number;
-    thumbnails: StoredFile['thumbnails']; rejection_reason: string | null;
-  }>(`SELECT id, bucket, status, mime_type, object_key, content_version, thumbnails, rejection_reason FROM rm.files_files WHERE tenant_id = $1 AND id = $2`, [tenantId, fileId]);
+    id: string;
+    bucket: Bucket;
+    status: StoredFile['status'];
+    mime_type: string;
+    object_key: string | null;
+    content_version: number;
+    thumbnails: StoredFile['thumbnails'];
+    rejection_reason: string | null;
+  }>(
+    `SELECT id, bucket, status, mime_type, object_key, content_version, thumbnails, rejection_reason FROM rm.files_files WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, fileId],
+  );
   const r = rows[0];
   if (r?.status === 'rejected') throw filesErrors.fileRejected(r.rejection_reason ?? 'rejected');
   if (!r || r.status !== 'available' || !r.object_key) throw filesErrors.fileNotFound();
   return {
-    id: r.id, bucket: r.bucket, status: r.status, mimeType: r.mime_type, objectKey: r.object_key, contentVersion: r.content_version,
-    thumbnails: r.thumbnails, rejectionReason: r.rejection_reason,
+    id: r.id,
+    bucket: r.bucket,
+    status: r.status,
+    mimeType: r.mime_type,
+    objectKey: r.object_key,
+    contentVersion: r.content_version,
+    thumbnails: r.thumbnails,
+    rejectionReason: r.rejection_reason,
   };
 };
 
@@ -52,10 +74,14 @@ export interface OwnerDirectory {
 }
 
 export const identityOwners: OwnerDirectory = {
-  owners: async (q, tenantId) => (await q.query<{ user_id: string; email: string }>(
-    `SELECT DISTINCT m.user_id, a.email FROM rm.iam_members m
+  owners: async (q, tenantId) =>
+    (
+      await q.query<{ user_id: string; email: string }>(
+        `SELECT DISTINCT m.user_id, a.email FROM rm.iam_members m
        JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY(m.role_ids) AND r.name = $2
        JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-     WHERE m.tenant_id = $1 AND m.status = 'active' AND a.status = 'active' ORDER BY a.email`, [tenantId, OWNER_ROLE, PLATFORM_TENANT_ID]))
-    .rows.map((r) => ({ userId: r.user_id, email: r.email })),
+     WHERE m.tenant_id = $1 AND m.status = 'active' AND a.status = 'active' ORDER BY a.email`,
+        [tenantId, OWNER_ROLE, PLATFORM_TENANT_ID],
+      )
+    ).rows.map((r) => ({ userId: r.user_id, email: r.email })),
 };

@@ -31,9 +31,14 @@ export const notifyInfected = async (kernel: Kernel, owners: OwnerDirectory, fil
   const byUserId = kernel.notifications.kind === 'notify';
   for (const owner of await owners.owners(kernel.db, file.tenantId)) {
     await kernel.notifications.send({
-      tenantId: file.tenantId, recipient: byUserId ? { userId: owner.userId } : { address: owner.email },
-      subject: 'An uploaded file was rejected: malware found', body, headers: { 'X-Platform-Notice': 'files.file.infected' },
-      priority: 'high', purpose: 'file-infected', module: 'files',
+      tenantId: file.tenantId,
+      recipient: byUserId ? { userId: owner.userId } : { address: owner.email },
+      subject: 'An uploaded file was rejected: malware found',
+      body,
+      headers: { 'X-Platform-Notice': 'files.file.infected' },
+      priority: 'high',
+      purpose: 'file-infected',
+      module: 'files',
     });
   }
 };

@@ -22,7 +22,9 @@ export const platformReferences: FileReferences = {
       const { rows } = await q.query<{ id: string }>(
         `SELECT f.id FROM unnest($2::text[]) AS f(id)
          WHERE NOT EXISTS (SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-                           WHERE m.tenant_id = $1 AND strpos(a.avatar_url, f.id) > 0)`, [tenantId, avatars, PLATFORM_TENANT_ID]);
+                           WHERE m.tenant_id = $1 AND strpos(a.avatar_url, f.id) > 0)`,
+        [tenantId, avatars, PLATFORM_TENANT_ID],
+      );
       return new Set(rows.map((r) => r.id));
     } catch {
       return new Set();

@@ -20,10 +20,14 @@ import { isProcessableImage, makeThumbnail, readContent } from './thumbnails';
 export type ScanOutcome = 'released' | 'rejected' | 'waiting' | 'scanner-down' | 'done';
 
 const loadState = async (ctx: FilesContext, tenantId: string, fileId: string) =>
-  ctx.kernel.commands.run(systemMeta(tenantId), async (uow) => (await uow.load(FileAggregate, fileStream(tenantId, fileId))).state);
+  ctx.kernel.commands.run(
+    systemMeta(tenantId),
+    async (uow) => (await uow.load(FileAggregate, fileStream(tenantId, fileId))).state,
+  );
 
 /** the delay before asking a scanner that is down again: 2, 4, 8 … s, at most maxRetryDelayMs */
-const backoff = (ctx: FilesContext, attempts: number): number => Math.min(ctx.settings.maxRetryDelayMs, 1000 * 2 ** Math.min(attempts, 16));
+const backoff = (ctx: FilesContext, attempts: number): number =>
+  Math.min(ctx.settings.maxRetryDelayMs, 1000 * 2 ** Math.min(attempts, 16));
 
 /**
  * One staged file through its scan (spec 002, File status): a staging copy older than the staging
@@ -45,19 +49,31 @@ export const scanStaged = async (ctx: FilesContext, task: Task): Promise<ScanOut
     return 'done';
   }
   const now = kernel.clock.now();
-  if (now.getTime() - Date.parse(state.createdAt) > settings.stagingTtlMs) return reject(ctx, task, state, 'staging-expired', null);
+  if (now.getTime() - Date.parse(state.createdAt) > settings.stagingTtlMs)
+    return reject(ctx, task, state, 'staging-expired', null);
   const head = await objects.head(state.stagingKey);
   if (!head) {
     const waitUntil = state.uploadBy ? Date.parse(state.uploadBy) + settings.presignGraceMs : 0;
     if (now.getTime() < waitUntil) {
-      await postponeTask(kernel.db, task, new Date(now.getTime() + backoff(ctx, task.attempts)), 'the upload has not arrived yet');
+      await postponeTask(
+        kernel.db,
+        task,
+        new Date(now.getTime() + backoff(ctx, task.attempts)),
+        'the upload has not arrived yet',
+      );
       return 'waiting';
     }
     return reject(ctx, task, state, 'upload-missing', null);
   }
-  if (settings.scan === 'skip') return release(ctx, task, state, await typeOf(ctx, state, head.size), head.size, 'skipped');
+  if (settings.scan === 'skip')
+    return release(ctx, task, state, await typeOf(ctx, state, head.size), head.size, 'skipped');
   if (!ctx.scanner) {
-    await postponeTask(kernel.db, task, new Date(now.getTime() + settings.maxRetryDelayMs), 'no scanner is configured (CLAMD_HOST)');
+    await postponeTask(
+      kernel.db,
+      task,
+      new Date(now.getTime() + settings.maxRetryDelayMs),
+      'no scanner is configured (CLAMD_HOST)',
+    );
     return 'scanner-down';
   }
 
@@ -74,8 +90,16 @@ export const scanStaged = async (ctx: FilesContext, task: Task): Promise<ScanOut
     body.on('error', (error) => inspected.destroy(error));
     verdict = await ctx.scanner.scan(body.pipe(inspected));
   } catch (error) {
-    kernel.logger.warn({ err: error, fileId: task.fileId, tenantId: task.tenantId, attempts: task.attempts }, 'scan failed; the file stays pending_scan and is retried');
-    await postponeTask(kernel.db, task, new Date(now.getTime() + backoff(ctx, task.attempts)), error instanceof Error ? error.message : String(error));
+    kernel.logger.warn(
+      { err: error, fileId: task.fileId, tenantId: task.tenantId, attempts: task.attempts },
+      'scan failed; the file stays pending_scan and is retried',
+    );
+    await postponeTask(
+      kernel.db,
+      task,
+      new Date(now.getTime() + backoff(ctx, task.attempts)),
+      error instanceof Error ? error.message : String(error),
+    );
     return 'scanner-down';
   }
   if ('signature' in verdict) return reject(ctx, task, state, 'infected', verdict.signature);
@@ -99,52 +123,118 @@ const typeOf = async (ctx: FilesContext, state: KnownFile, size: number): Promis
   return resolveMimeType((await fileTypeFromBuffer(sample))?.mime ?? null, state.mimeType, sample);
 };
 
-const release = async (ctx: FilesContext, task: Task, state: KnownFile, mimeType: string, sizeBytes: number, scanStatus: 'clean' | 'skipped'): Promise<ScanOutcome> => {
+const release = async (
+  ctx: FilesContext,
+  task: Task,
+  state: KnownFile,
+  mimeType: string,
+  sizeBytes: number,
+  scanStatus: 'clean' | 'skipped',
+): Promise<ScanOutcome> => {
   const { kernel, objects } = ctx;
   const key = contentKey(task.tenantId, state.bucket, task.fileId, 1);
   // copied before the release commits, deleted from staging after: a crash in between scans again
   await objects.copy(state.stagingKey, key);
   const released = await kernel.commands.run(systemMeta(task.tenantId), async (uow) => {
     const file = await uow.load(FileAggregate, fileStream(task.tenantId, task.fileId), { lock: true });
-    return uow.decide(FileAggregate, file, { type: 'Release', tenantId: task.tenantId, objectKey: key, mimeType, sizeBytes, scanStatus, now: kernel.clock.now().toISOString() }).events.length > 0;
+    return (
+      uow.decide(FileAggregate, file, {
+        type: 'Release',
+        tenantId: task.tenantId,
+        objectKey: key,
+        mimeType,
+        sizeBytes,
+        scanStatus,
+        now: kernel.clock.now().toISOString(),
+      }).events.length > 0
+    );
   });
   if (!released) await objects.delete(key); // rejected meanwhile (staging TTL): the copy belongs to nothing
   await objects.delete(state.stagingKey);
   await finishTask(kernel.db, task);
-  if (released && isProcessableImage(mimeType)) await automaticThumbnails(ctx, { tenantId: task.tenantId, fileId: task.fileId, bucket: state.bucket, objectKey: key, contentVersion: 1, mimeType });
+  if (released && isProcessableImage(mimeType))
+    await automaticThumbnails(ctx, {
+      tenantId: task.tenantId,
+      fileId: task.fileId,
+      bucket: state.bucket,
+      objectKey: key,
+      contentVersion: 1,
+      mimeType,
+    });
   return released ? 'released' : 'done';
 };
 
 /** icon_32 and card_300 on release; a picture that cannot be made into one keeps none (on demand answers 422) */
-export const automaticThumbnails = async (ctx: FilesContext, file: Parameters<typeof makeThumbnail>[1]): Promise<void> => {
+export const automaticThumbnails = async (
+  ctx: FilesContext,
+  file: Parameters<typeof makeThumbnail>[1],
+): Promise<void> => {
   try {
     const source = await readContent(ctx, file.objectKey);
     for (const preset of AUTOMATIC_PRESETS) await makeThumbnail(ctx, file, preset, source);
   } catch (error) {
-    ctx.kernel.logger.info({ err: error, fileId: file.fileId, tenantId: file.tenantId }, 'no automatic thumbnails for this image');
+    ctx.kernel.logger.info(
+      { err: error, fileId: file.fileId, tenantId: file.tenantId },
+      'no automatic thumbnails for this image',
+    );
   }
 };
 
 const reject = async (
-  ctx: FilesContext, task: Task, state: KnownFile, reason: RejectionReason, signature: string | null, sizeBytes: number | null = null,
+  ctx: FilesContext,
+  task: Task,
+  state: KnownFile,
+  reason: RejectionReason,
+  signature: string | null,
+  sizeBytes: number | null = null,
 ): Promise<ScanOutcome> => {
   const { kernel, objects } = ctx;
   const now = kernel.clock.now().toISOString();
   const rejected = await kernel.commands.run(systemMeta(task.tenantId), async (uow) => {
     const file = await uow.load(FileAggregate, fileStream(task.tenantId, task.fileId), { lock: true });
-    return uow.decide(FileAggregate, file, { type: 'Reject', tenantId: task.tenantId, reason, signature, sizeBytes, now }).events.length > 0;
+    return (
+      uow.decide(FileAggregate, file, { type: 'Reject', tenantId: task.tenantId, reason, signature, sizeBytes, now })
+        .events.length > 0
+    );
   });
   await objects.delete(state.stagingKey);
   await finishTask(kernel.db, task);
   if (!rejected) return 'done';
-  kernel.audit.record(auditRecord({
-    action: 'files.file.rejected', entityType: 'file', entityId: task.fileId, tenantId: task.tenantId, actorId: 'system',
-    before: { status: 'pending_scan' }, after: { status: 'rejected', reason, ...(signature ? { signature } : {}) },
-    meta: { bucket: state.bucket, originalName: state.originalName, uploadedBy: state.uploadedBy, sizeBytes: sizeBytes ?? state.sizeBytes }, timestamp: now,
-  }, kernel.ids.next()));
+  kernel.audit.record(
+    auditRecord(
+      {
+        action: 'files.file.rejected',
+        entityType: 'file',
+        entityId: task.fileId,
+        tenantId: task.tenantId,
+        actorId: 'system',
+        before: { status: 'pending_scan' },
+        after: { status: 'rejected', reason, ...(signature ? { signature } : {}) },
+        meta: {
+          bucket: state.bucket,
+          originalName: state.originalName,
+          uploadedBy: state.uploadedBy,
+          sizeBytes: sizeBytes ?? state.sizeBytes,
+        },
+        timestamp: now,
+      },
+      kernel.ids.next(),
+    ),
+  );
   if (reason === 'infected') {
-    await notifyInfected(kernel, ctx.owners, { tenantId: task.tenantId, fileId: task.fileId, originalName: state.originalName, signature: signature ?? 'malware', uploadedBy: state.uploadedBy, at: now })
-      .catch((error: unknown) => kernel.logger.error({ err: error, fileId: task.fileId, tenantId: task.tenantId }, 'the tenant admins could not be told about an infected file'));
+    await notifyInfected(kernel, ctx.owners, {
+      tenantId: task.tenantId,
+      fileId: task.fileId,
+      originalName: state.originalName,
+      signature: signature ?? 'malware',
+      uploadedBy: state.uploadedBy,
+      at: now,
+    }).catch((error: unknown) =>
+      kernel.logger.error(
+        { err: error, fileId: task.fileId, tenantId: task.tenantId },
+        'the tenant admins could not be told about an infected file',
+      ),
+    );
   }
   return 'rejected';
 };

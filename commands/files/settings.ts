@@ -32,7 +32,10 @@ export const filesSettingsOf = (config: Config): FilesSettings => ({
   maxStagedPerTenant: config.FILES_STAGING_MAX_PER_TENANT,
   presignTtlSeconds: config.FILES_PRESIGN_TTL_MIN * 60,
   presignGraceMs: HOUR,
-  limits: { imageBytes: Math.floor(config.FILES_MAX_IMAGE_SIZE_MB * MB), documentBytes: Math.floor(config.FILES_MAX_DOCUMENT_SIZE_MB * MB) },
+  limits: {
+    imageBytes: Math.floor(config.FILES_MAX_IMAGE_SIZE_MB * MB),
+    documentBytes: Math.floor(config.FILES_MAX_DOCUMENT_SIZE_MB * MB),
+  },
   processingTimeoutMs: config.FILES_IMAGE_PROCESSING_TIMEOUT_SEC * 1000,
   maxPixels: config.FILES_IMAGE_MAX_PIXELS,
   retentionDays: config.FILES_SOFT_DELETE_RETENTION_DAYS,

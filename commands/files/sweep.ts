@@ -25,14 +25,24 @@ export const claimSweep = async (ctx: FilesContext, name: string): Promise<boole
   const now = ctx.kernel.clock.now();
   const { rowCount } = await ctx.kernel.db.query(
     `INSERT INTO files.sweeps (name, last_run) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET last_run = EXCLUDED.last_run WHERE files.sweeps.last_run <= $3`,
-    [name, now, new Date(now.getTime() - ctx.settings.sweepIntervalMs)]);
+    [name, now, new Date(now.getTime() - ctx.settings.sweepIntervalMs)],
+  );
   return (rowCount ?? 0) > 0;
 };
 
-interface Candidate { tenant_id: string; id: string; bucket: Bucket }
+interface Candidate {
+  tenant_id: string;
+  id: string;
+  bucket: Bucket;
+}
 
 const candidates = async (ctx: FilesContext, where: string, values: unknown[]): Promise<Candidate[]> =>
-  (await ctx.kernel.db.query<Candidate>(`SELECT tenant_id, id, bucket FROM rm.files_files WHERE ${where} ORDER BY created_at LIMIT ${BATCH}`, values)).rows;
+  (
+    await ctx.kernel.db.query<Candidate>(
+      `SELECT tenant_id, id, bucket FROM rm.files_files WHERE ${where} ORDER BY created_at LIMIT ${BATCH}`,
+      values,
+    )
+  ).rows;
 
 const byTenant = (rows: Candidate[]): Map<string, Candidate[]> => {
   const groups = new Map<string, Candidate[]>();
@@ -64,30 +74,81 @@ export const sweepFiles = async (ctx: FilesContext): Promise<SweepReport> => {
   const { kernel, settings } = ctx;
   const now = kernel.clock.now();
   const windowAgo = new Date(now.getTime() - settings.retentionDays * DAY_MS);
-  const report: SweepReport = { stagingExpired: 0, trashPurged: 0, orphaned: 0, orphansPurged: 0, orphansCleared: 0, strayStagingObjects: 0, doomedRemoved: 0 };
+  const report: SweepReport = {
+    stagingExpired: 0,
+    trashPurged: 0,
+    orphaned: 0,
+    orphansPurged: 0,
+    orphansCleared: 0,
+    strayStagingObjects: 0,
+    doomedRemoved: 0,
+  };
 
-  const stale = await candidates(ctx, `status = 'pending_scan' AND created_at < $1`, [new Date(now.getTime() - settings.stagingTtlMs)]);
-  report.stagingExpired = await each(ctx, stale, async (f) =>
-    (await scanStaged(ctx, { kind: 'scan', tenantId: f.tenant_id, fileId: f.id, jobId: '', createdAt: now, attempts: 0 })) === 'rejected');
+  const stale = await candidates(ctx, `status = 'pending_scan' AND created_at < $1`, [
+    new Date(now.getTime() - settings.stagingTtlMs),
+  ]);
+  report.stagingExpired = await each(
+    ctx,
+    stale,
+    async (f) =>
+      (await scanStaged(ctx, {
+        kind: 'scan',
+        tenantId: f.tenant_id,
+        fileId: f.id,
+        jobId: '',
+        createdAt: now,
+        attempts: 0,
+      })) === 'rejected',
+  );
 
   const trash = await candidates(ctx, `status = 'deleted' AND deleted_at < $1`, [windowAgo]);
-  report.trashPurged = await each(ctx, trash, (f) => kernel.commands.run(systemMeta(f.tenant_id), (uow) => purgeFile(uow, ctx, f.id, 'trash-expired')));
+  report.trashPurged = await each(ctx, trash, (f) =>
+    kernel.commands.run(systemMeta(f.tenant_id), (uow) => purgeFile(uow, ctx, f.id, 'trash-expired')),
+  );
 
-  const young = await candidates(ctx, `status = 'available' AND orphaned_at IS NULL AND created_at < $1`, [new Date(now.getTime() - settings.orphanMinAgeMs)]);
+  const young = await candidates(ctx, `status = 'available' AND orphaned_at IS NULL AND created_at < $1`, [
+    new Date(now.getTime() - settings.orphanMinAgeMs),
+  ]);
   for (const [tenantId, files] of byTenant(young)) {
     const unreferenced = await ctx.references.unreferenced(kernel.db, tenantId, files);
     const purgeAfter = new Date(now.getTime() + settings.retentionDays * DAY_MS).toISOString();
-    report.orphaned += await each(ctx, files.filter((f) => unreferenced.has(f.id)), (f) => kernel.commands.run(systemMeta(tenantId), async (uow) =>
-      uow.decide(FileAggregate, await uow.load(FileAggregate, fileStream(tenantId, f.id)), { type: 'MarkOrphaned', now: now.toISOString(), purgeAfter }).events.length > 0));
+    report.orphaned += await each(
+      ctx,
+      files.filter((f) => unreferenced.has(f.id)),
+      (f) =>
+        kernel.commands.run(
+          systemMeta(tenantId),
+          async (uow) =>
+            uow.decide(FileAggregate, await uow.load(FileAggregate, fileStream(tenantId, f.id)), {
+              type: 'MarkOrphaned',
+              now: now.toISOString(),
+              purgeAfter,
+            }).events.length > 0,
+        ),
+    );
   }
 
   const orphans = await candidates(ctx, `status = 'available' AND orphaned_at < $1`, [windowAgo]);
   for (const [tenantId, files] of byTenant(orphans)) {
     const unreferenced = await ctx.references.unreferenced(kernel.db, tenantId, files);
-    report.orphansPurged += await each(ctx, files.filter((f) => unreferenced.has(f.id)), (f) =>
-      kernel.commands.run(systemMeta(tenantId), (uow) => purgeFile(uow, ctx, f.id, 'orphaned')));
-    report.orphansCleared += await each(ctx, files.filter((f) => !unreferenced.has(f.id)), (f) => kernel.commands.run(systemMeta(tenantId), async (uow) =>
-      uow.decide(FileAggregate, await uow.load(FileAggregate, fileStream(tenantId, f.id)), { type: 'ClearOrphan', now: now.toISOString() }).events.length > 0));
+    report.orphansPurged += await each(
+      ctx,
+      files.filter((f) => unreferenced.has(f.id)),
+      (f) => kernel.commands.run(systemMeta(tenantId), (uow) => purgeFile(uow, ctx, f.id, 'orphaned')),
+    );
+    report.orphansCleared += await each(
+      ctx,
+      files.filter((f) => !unreferenced.has(f.id)),
+      (f) =>
+        kernel.commands.run(
+          systemMeta(tenantId),
+          async (uow) =>
+            uow.decide(FileAggregate, await uow.load(FileAggregate, fileStream(tenantId, f.id)), {
+              type: 'ClearOrphan',
+              now: now.toISOString(),
+            }).events.length > 0,
+        ),
+    );
   }
 
   report.strayStagingObjects = await removeStrayStaging(ctx, now);
@@ -104,8 +165,14 @@ const removeStrayStaging = async (ctx: FilesContext, now: Date): Promise<number>
     const page = await ctx.objects.list(STAGING_PREFIX, { startAfter, limit: BATCH });
     for (const object of page.objects.filter((o) => o.lastModified.getTime() < cutoff)) {
       const owner = parseStagingKey(object.key);
-      const pending = owner && (await ctx.kernel.db.query(
-        `SELECT 1 FROM rm.files_files WHERE tenant_id = $1 AND id = $2 AND status = 'pending_scan'`, [owner.tenantId, owner.fileId])).rowCount;
+      const pending =
+        owner &&
+        (
+          await ctx.kernel.db.query(
+            `SELECT 1 FROM rm.files_files WHERE tenant_id = $1 AND id = $2 AND status = 'pending_scan'`,
+            [owner.tenantId, owner.fileId],
+          )
+        ).rowCount;
       if (pending) continue;
       await ctx.objects.delete(object.key);
       removed += 1;

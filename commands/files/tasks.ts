@@ -13,40 +13,82 @@ export interface Task {
 }
 
 /** in the transaction of the command that asks for the work */
-export const enqueueTask = async (q: Queryable, task: { kind: TaskKind; tenantId: string; fileId: string; jobId?: string; at: Date }): Promise<void> => {
-  await q.query(`INSERT INTO files.tasks (kind, tenant_id, file_id, job_id, created_at, due_at) VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`,
-    [task.kind, task.tenantId, task.fileId, task.jobId ?? '', task.at]);
+export const enqueueTask = async (
+  q: Queryable,
+  task: { kind: TaskKind; tenantId: string; fileId: string; jobId?: string; at: Date },
+): Promise<void> => {
+  await q.query(
+    `INSERT INTO files.tasks (kind, tenant_id, file_id, job_id, created_at, due_at) VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`,
+    [task.kind, task.tenantId, task.fileId, task.jobId ?? '', task.at],
+  );
 };
 
 /** tasks due at `now`, leased to this worker until now + leaseMs; newest first when the backlog is deep (spec 002: over 1,000 scans) */
-export const claimTasks = async (q: Queryable, kind: TaskKind, now: Date, limit: number, options: { leaseMs: number; newestFirstOver: number }): Promise<Task[]> => {
-  const { rows: [backlog] } = await q.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT 1 FROM files.tasks WHERE kind = $1 AND due_at <= $2 LIMIT $3) due`, [kind, now, options.newestFirstOver + 1]);
+export const claimTasks = async (
+  q: Queryable,
+  kind: TaskKind,
+  now: Date,
+  limit: number,
+  options: { leaseMs: number; newestFirstOver: number },
+): Promise<Task[]> => {
+  const {
+    rows: [backlog],
+  } = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM files.tasks WHERE kind = $1 AND due_at <= $2 LIMIT $3) due`,
+    [kind, now, options.newestFirstOver + 1],
+  );
   const order = (backlog?.n ?? 0) > options.newestFirstOver ? 'DESC' : 'ASC';
-  const { rows } = await q.query<{ tenant_id: string; file_id: string; job_id: string; created_at: Date; attempts: number }>(
+  const { rows } = await q.query<{
+    tenant_id: string;
+    file_id: string;
+    job_id: string;
+    created_at: Date;
+    attempts: number;
+  }>(
     `UPDATE files.tasks t SET leased_until = $3, attempts = t.attempts + 1
      FROM (SELECT kind, tenant_id, file_id, job_id FROM files.tasks WHERE kind = $1 AND due_at <= $2 AND leased_until <= $2
            ORDER BY created_at ${order} LIMIT $4 FOR UPDATE SKIP LOCKED) due
      WHERE t.kind = due.kind AND t.tenant_id = due.tenant_id AND t.file_id = due.file_id AND t.job_id = due.job_id
      RETURNING t.tenant_id, t.file_id, t.job_id, t.created_at, t.attempts`,
-    [kind, now, new Date(now.getTime() + options.leaseMs), limit]);
-  return rows.map((r) => ({ kind, tenantId: r.tenant_id, fileId: r.file_id, jobId: r.job_id, createdAt: r.created_at, attempts: r.attempts }));
+    [kind, now, new Date(now.getTime() + options.leaseMs), limit],
+  );
+  return rows.map((r) => ({
+    kind,
+    tenantId: r.tenant_id,
+    fileId: r.file_id,
+    jobId: r.job_id,
+    createdAt: r.created_at,
+    attempts: r.attempts,
+  }));
 };
 
-export const finishTask = async (q: Queryable, task: Pick<Task, 'kind' | 'tenantId' | 'fileId' | 'jobId'>): Promise<void> => {
-  await q.query('DELETE FROM files.tasks WHERE kind = $1 AND tenant_id = $2 AND file_id = $3 AND job_id = $4', [task.kind, task.tenantId, task.fileId, task.jobId]);
+export const finishTask = async (
+  q: Queryable,
+  task: Pick<Task, 'kind' | 'tenantId' | 'fileId' | 'jobId'>,
+): Promise<void> => {
+  await q.query('DELETE FROM files.tasks WHERE kind = $1 AND tenant_id = $2 AND file_id = $3 AND job_id = $4', [
+    task.kind,
+    task.tenantId,
+    task.fileId,
+    task.jobId,
+  ]);
 };
 
 /** the task waits until dueAt (its lease ends now) */
 export const postponeTask = async (q: Queryable, task: Task, dueAt: Date, error: string | null): Promise<void> => {
-  await q.query(`UPDATE files.tasks SET due_at = $5, leased_until = '-infinity', last_error = $6 WHERE kind = $1 AND tenant_id = $2 AND file_id = $3 AND job_id = $4`,
-    [task.kind, task.tenantId, task.fileId, task.jobId, dueAt, error]);
+  await q.query(
+    `UPDATE files.tasks SET due_at = $5, leased_until = '-infinity', last_error = $6 WHERE kind = $1 AND tenant_id = $2 AND file_id = $3 AND job_id = $4`,
+    [task.kind, task.tenantId, task.fileId, task.jobId, dueAt, error],
+  );
 };
 
 /** objects to remove once the command that made them useless commits (files.doomed_objects) */
 export const doomObjects = async (q: Queryable, tenantId: string, keys: string[], at: Date): Promise<void> => {
   if (keys.length === 0) return;
-  await q.query(`INSERT INTO files.doomed_objects (key, tenant_id, created_at) SELECT unnest($1::text[]), $2, $3 ON CONFLICT DO NOTHING`, [keys, tenantId, at]);
+  await q.query(
+    `INSERT INTO files.doomed_objects (key, tenant_id, created_at) SELECT unnest($1::text[]), $2, $3 ON CONFLICT DO NOTHING`,
+    [keys, tenantId, at],
+  );
 };
 
 export const forgetDoomed = async (q: Queryable, keys: string[]): Promise<void> => {

@@ -30,7 +30,12 @@ const inFlight = new Map<string, Promise<Thumbnail>>();
  * (files.file.thumbnail_created); a thumbnail of a content replaced meanwhile is removed again.
  * Requests for the same thumbnail at the same time in this process share one rendering.
  */
-export const makeThumbnail = (ctx: FilesContext, file: FileContent, preset: PresetName, source?: Buffer): Promise<Thumbnail> => {
+export const makeThumbnail = (
+  ctx: FilesContext,
+  file: FileContent,
+  preset: PresetName,
+  source?: Buffer,
+): Promise<Thumbnail> => {
   const id = `${file.tenantId}/${file.fileId}/${file.contentVersion}/${preset}`;
   const running = inFlight.get(id);
   if (running) return running;
@@ -39,16 +44,31 @@ export const makeThumbnail = (ctx: FilesContext, file: FileContent, preset: Pres
   return made;
 };
 
-const render = async (ctx: FilesContext, file: FileContent, preset: PresetName, source?: Buffer): Promise<Thumbnail> => {
-  if (!isProcessableImage(file.mimeType)) throw filesErrors.processingFailed(`a ${file.mimeType} file has no thumbnails`);
+const render = async (
+  ctx: FilesContext,
+  file: FileContent,
+  preset: PresetName,
+  source?: Buffer,
+): Promise<Thumbnail> => {
+  if (!isProcessableImage(file.mimeType))
+    throw filesErrors.processingFailed(`a ${file.mimeType} file has no thumbnails`);
   const { settings, kernel } = ctx;
-  const image = await renderThumbnail(source ?? (await readContent(ctx, file.objectKey)), preset, { maxPixels: settings.maxPixels, timeoutMs: settings.processingTimeoutMs });
+  const image = await renderThumbnail(source ?? (await readContent(ctx, file.objectKey)), preset, {
+    maxPixels: settings.maxPixels,
+    timeoutMs: settings.processingTimeoutMs,
+  });
   const key = thumbnailKey(file.tenantId, file.bucket, file.fileId, file.contentVersion, preset);
   await ctx.objects.put(key, image.data, { contentType: image.mimeType });
   const thumbnail: Thumbnail = { objectKey: key, mimeType: image.mimeType, width: image.width, height: image.height };
   const current = await kernel.commands.run(systemMeta(file.tenantId), async (uow) => {
     const loaded = await uow.load(FileAggregate, fileStream(file.tenantId, file.fileId));
-    return uow.decide(FileAggregate, loaded, { type: 'AddThumbnail', preset, contentVersion: file.contentVersion, thumbnail, now: kernel.clock.now().toISOString() }).state;
+    return uow.decide(FileAggregate, loaded, {
+      type: 'AddThumbnail',
+      preset,
+      contentVersion: file.contentVersion,
+      thumbnail,
+      now: kernel.clock.now().toISOString(),
+    }).state;
   });
   const recorded = current.status === 'none' ? undefined : current.thumbnails[preset];
   if (recorded?.objectKey === key) return recorded;

@@ -19,7 +19,11 @@ const SAMPLE_BYTES = 4100;
 export class SizeGuard extends Transform {
   bytes = 0;
 
-  constructor(private limit: number, private kind: 'image' | 'document', private readonly limits: SizeLimits) {
+  constructor(
+    private limit: number,
+    private kind: 'image' | 'document',
+    private readonly limits: SizeLimits,
+  ) {
     super();
   }
 
@@ -53,7 +57,10 @@ export const peek = async (source: Readable, bytes: number): Promise<{ sample: B
   let ended = false;
   while (length < bytes) {
     const next = await iterator.next();
-    if (next.done) { ended = true; break; }
+    if (next.done) {
+      ended = true;
+      break;
+    }
     head.push(next.value);
     length += next.value.length;
   }
@@ -66,7 +73,13 @@ export const peek = async (source: Readable, bytes: number): Promise<{ sample: B
 };
 
 /** one file stream into the store under key: typed by its magic bytes, bounded while it flows */
-export const storeStream = async (objects: ObjectStore, key: string, source: Readable, declaredMime: string | null, limits: SizeLimits): Promise<Stored> => {
+export const storeStream = async (
+  objects: ObjectStore,
+  key: string,
+  source: Readable,
+  declaredMime: string | null,
+  limits: SizeLimits,
+): Promise<Stored> => {
   const largest = Math.max(limits.imageBytes, limits.documentBytes);
   const guard = new SizeGuard(largest, limits.documentBytes >= limits.imageBytes ? 'document' : 'image', limits);
   source.on('error', (error) => guard.destroy(error));
@@ -90,64 +103,97 @@ export interface ReceivedUpload extends Stored {
  * Rejects with the problem to answer; what was stored of a refused upload is removed.
  */
 export const receiveMultipart = (
-  objects: ObjectStore, request: { headers: IncomingHttpHeaders; body: Readable }, stagingKey: string, limits: SizeLimits,
-): Promise<ReceivedUpload> => new Promise<ReceivedUpload>((resolve, reject) => {
-  let parser: busboy.Busboy;
-  try {
-    parser = busboy({ headers: request.headers, limits: { files: 1, fields: 10, parts: 12, fieldSize: 8192, fieldNameSize: 100 }, fileHwm: 64 * 1024 });
-  } catch {
-    reject(commonErrors.validation([{ field: 'body', message: 'a multipart/form-data body with a boundary is required', code: 'INVALID_MULTIPART' }]));
-    return;
-  }
-  const fields: Record<string, string> = {};
-  let stored: Promise<Stored> | null = null;
-  let settled = false;
-  const fail = (error: unknown) => {
-    if (settled) return;
-    settled = true;
-    request.body.unpipe(parser);
-    parser.removeAllListeners('close');
-    // the refused upload's bytes, if any reached the store
-    void (stored ?? Promise.resolve()).catch(() => undefined).then(() => objects.delete(stagingKey)).catch(() => undefined);
-    reject(isDomainError(error) ? error : commonErrors.validation([{ field: 'body', message: 'the multipart body is malformed or ended early', code: 'INVALID_MULTIPART' }]));
-  };
-
-  parser.on('field', (name, value, info) => {
-    if (info.valueTruncated) return fail(commonErrors.validation([{ field: name, message: `${name} is too long`, code: 'TOO_LONG' }]));
-    fields[name] = value;
-  });
-  parser.on('file', (name, stream, info) => {
-    if (name !== 'file' || stored) {
-      stream.resume(); // only one part named file is read
+  objects: ObjectStore,
+  request: { headers: IncomingHttpHeaders; body: Readable },
+  stagingKey: string,
+  limits: SizeLimits,
+): Promise<ReceivedUpload> =>
+  new Promise<ReceivedUpload>((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: request.headers,
+        limits: { files: 1, fields: 10, parts: 12, fieldSize: 8192, fieldNameSize: 100 },
+        fileHwm: 64 * 1024,
+      });
+    } catch {
+      reject(
+        commonErrors.validation([
+          {
+            field: 'body',
+            message: 'a multipart/form-data body with a boundary is required',
+            code: 'INVALID_MULTIPART',
+          },
+        ]),
+      );
       return;
     }
-    try {
-      checkUploadFields(fields, false);
-    } catch (error) {
-      stream.resume();
-      return fail(error);
-    }
-    stored = storeStream(objects, stagingKey, stream, fields.mimeType ?? info.mimeType ?? null, limits);
-    stored.catch(fail);
-  });
-  parser.on('filesLimit', () => undefined);
-  parser.on('partsLimit', () => fail(commonErrors.validation([{ field: 'body', message: 'too many parts', code: 'TOO_MANY_PARTS' }])));
-  parser.on('fieldsLimit', () => fail(commonErrors.validation([{ field: 'body', message: 'too many fields', code: 'TOO_MANY_FIELDS' }])));
-  parser.on('error', fail);
-  parser.on('close', () => {
-    if (settled) return;
-    if (!stored) return fail(commonErrors.validation([{ field: 'file', message: 'a part named file is required', code: 'REQUIRED' }]));
-    stored.then((result) => {
+    const fields: Record<string, string> = {};
+    let stored: Promise<Stored> | null = null;
+    let settled = false;
+    const fail = (error: unknown) => {
       if (settled) return;
+      settled = true;
+      request.body.unpipe(parser);
+      parser.removeAllListeners('close');
+      // the refused upload's bytes, if any reached the store
+      void (stored ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => objects.delete(stagingKey))
+        .catch(() => undefined);
+      reject(
+        isDomainError(error)
+          ? error
+          : commonErrors.validation([
+              { field: 'body', message: 'the multipart body is malformed or ended early', code: 'INVALID_MULTIPART' },
+            ]),
+      );
+    };
+
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated)
+        return fail(commonErrors.validation([{ field: name, message: `${name} is too long`, code: 'TOO_LONG' }]));
+      fields[name] = value;
+    });
+    parser.on('file', (name, stream, info) => {
+      if (name !== 'file' || stored) {
+        stream.resume(); // only one part named file is read
+        return;
+      }
       try {
-        checkUploadFields(fields, true);
+        checkUploadFields(fields, false);
       } catch (error) {
+        stream.resume();
         return fail(error);
       }
-      settled = true;
-      resolve({ ...result, fields });
-    }, fail);
+      stored = storeStream(objects, stagingKey, stream, fields.mimeType ?? info.mimeType ?? null, limits);
+      stored.catch(fail);
+    });
+    parser.on('filesLimit', () => undefined);
+    parser.on('partsLimit', () =>
+      fail(commonErrors.validation([{ field: 'body', message: 'too many parts', code: 'TOO_MANY_PARTS' }])),
+    );
+    parser.on('fieldsLimit', () =>
+      fail(commonErrors.validation([{ field: 'body', message: 'too many fields', code: 'TOO_MANY_FIELDS' }])),
+    );
+    parser.on('error', fail);
+    parser.on('close', () => {
+      if (settled) return;
+      if (!stored)
+        return fail(
+          commonErrors.validation([{ field: 'file', message: 'a part named file is required', code: 'REQUIRED' }]),
+        );
+      stored.then((result) => {
+        if (settled) return;
+        try {
+          checkUploadFields(fields, true);
+        } catch (error) {
+          return fail(error);
+        }
+        settled = true;
+        resolve({ ...result, fields });
+      }, fail);
+    });
+    request.body.on('error', fail);
+    request.body.pipe(parser);
   });
-  request.body.on('error', fail);
-  request.body.pipe(parser);
-});

@@ -1,4 +1,10 @@
-import { LIFETIMES, OWNER_ROLE, PLATFORM_OWNER_ROLE, PLATFORM_TENANT_ID, VERIFY_RESEND } from '../../domain/identity/constants';
+import {
+  LIFETIMES,
+  OWNER_ROLE,
+  PLATFORM_OWNER_ROLE,
+  PLATFORM_TENANT_ID,
+  VERIFY_RESEND,
+} from '../../domain/identity/constants';
 import { identityErrors } from '../../domain/identity/errors';
 import type { CamelPair, UserView } from '../../domain/identity/views';
 import { toUser } from '../../domain/identity/views';
@@ -6,7 +12,17 @@ import { commonErrors } from '../../domain/shared/errors';
 import { bumpAccessEpoch } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { hashPassword } from '../../infra/security/passwords';
-import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, platformUnit, Tenant, tenantStream } from './aggregates';
+import {
+  Account,
+  accountStream,
+  anonymousMeta,
+  flushPlatform,
+  Membership,
+  memberStream,
+  platformUnit,
+  Tenant,
+  tenantStream,
+} from './aggregates';
 import { findAccount, findTenantBySlug, findUser } from './lookups';
 import { link, sendLater } from './mail';
 import { assertPasswordPolicy, claimEmail, normalizeEmail, passwordWork } from './passwords';
@@ -18,7 +34,14 @@ import { camelPair, consumeOneTimeToken, createOneTimeToken, issueTokens, peekOn
 
 /** Accounts: registration, the platform owner, email verification and password reset (spec 000, Security flows). */
 
-export interface RegisterInput { email: string; password: string; firstName?: string; lastName?: string; tenantName?: string; tenantSlug?: string }
+export interface RegisterInput {
+  email: string;
+  password: string;
+  firstName?: string;
+  lastName?: string;
+  tenantName?: string;
+  tenantSlug?: string;
+}
 export type Registered = CamelPair & { user: UserView; tenant: { id: string; name: string; slug: string } };
 
 /** Register: a user, a tenant and its Owner role (every non-platform permission), then a first session. */
@@ -35,10 +58,25 @@ export const register = async (kernel: Kernel, traceId: string, input: RegisterI
     await claimEmail(kernel, uow.tx, userId, email, passwordHash);
     const p = platformUnit(kernel, uow);
     p.decide(Account, await p.load(Account, accountStream(userId)), {
-      type: 'CreateAccount', userId, tenantId, email, firstName: input.firstName ?? '', lastName: input.lastName ?? '', emailVerified: false, hasPassword: true, via: 'register',
+      type: 'CreateAccount',
+      userId,
+      tenantId,
+      email,
+      firstName: input.firstName ?? '',
+      lastName: input.lastName ?? '',
+      emailVerified: false,
+      hasPassword: true,
+      via: 'register',
     });
     await flushPlatform(kernel, uow, p);
-    await createTenant(kernel, uow, { tenantId, name: tenantName, slug, ownerId: userId, roleName: OWNER_ROLE, permissions: ownerPermissions(kernel) });
+    await createTenant(kernel, uow, {
+      tenantId,
+      name: tenantName,
+      slug,
+      ownerId: userId,
+      roleName: OWNER_ROLE,
+      permissions: ownerPermissions(kernel),
+    });
   });
   await sendVerificationMail(kernel, userId, email);
   const tokens = await issueTokens(kernel, kernel.db, { userId, tenantId });
@@ -48,16 +86,29 @@ export const register = async (kernel: Kernel, traceId: string, input: RegisterI
   return { ...camelPair(tokens), user: toUser(user), tenant: { id: tenantId, name: tenantName, slug } };
 };
 
-export const recordLogin = async (kernel: Kernel, traceId: string, userId: string, tenantId: string, method: string): Promise<void> => {
+export const recordLogin = async (
+  kernel: Kernel,
+  traceId: string,
+  userId: string,
+  tenantId: string,
+  method: string,
+): Promise<void> => {
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow) => {
     uow.decide(Account, await uow.load(Account, accountStream(userId)), { type: 'RecordLogin', tenantId, method });
   });
 };
 
 export const sendVerificationMail = async (kernel: Kernel, userId: string, email: string): Promise<void> => {
-  const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'verify-email', ttlMs: LIFETIMES.verifyEmailMs, userId, email });
+  const { token } = await createOneTimeToken(kernel, kernel.db, {
+    purpose: 'verify-email',
+    ttlMs: LIFETIMES.verifyEmailMs,
+    userId,
+    email,
+  });
   sendLater(kernel, {
-    to: email, subject: 'Verify your email address', headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'verify-email' },
+    to: email,
+    subject: 'Verify your email address',
+    headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'verify-email' },
     text: `Confirm your address: ${link(kernel, 'verify-email', token)}\nThe link is valid for 24 hours.`,
   });
 };
@@ -67,13 +118,18 @@ const resendLimited = (count: number, resetAt: number, now: number) => {
   const retryAfter = Math.max(1, Math.ceil((resetAt - now) / 1000));
   const error = commonErrors.rateLimited(retryAfter);
   Object.assign(error.headers ?? {}, {
-    'X-RateLimit-Limit': String(VERIFY_RESEND.max), 'X-RateLimit-Remaining': String(Math.max(0, VERIFY_RESEND.max - count)), 'X-RateLimit-Reset': String(Math.ceil(resetAt / 1000)),
+    'X-RateLimit-Limit': String(VERIFY_RESEND.max),
+    'X-RateLimit-Remaining': String(Math.max(0, VERIFY_RESEND.max - count)),
+    'X-RateLimit-Reset': String(Math.ceil(resetAt / 1000)),
   });
   return error;
 };
 
 export const requestVerifyEmail = async (kernel: Kernel, userId: string): Promise<void> => {
-  const { count, resetAt } = await kernel.engines.cache.incrWindow(`identity:verify-resend:${userId}`, VERIFY_RESEND.windowMs);
+  const { count, resetAt } = await kernel.engines.cache.incrWindow(
+    `identity:verify-resend:${userId}`,
+    VERIFY_RESEND.windowMs,
+  );
   if (count > VERIFY_RESEND.max) throw resendLimited(count, resetAt, kernel.clock.now().getTime());
   const account = await findAccount(kernel.db, userId);
   if (!account || account.email_verified) return;
@@ -84,15 +140,23 @@ export const requestVerifyEmail = async (kernel: Kernel, userId: string): Promis
  * A verification token proves the address it was sent to: once the account has moved to another
  * address it verifies nothing, and it is refused without being spent.
  */
-export const verifyEmail = async (kernel: Kernel, traceId: string, token: string): Promise<{ email_verified: true }> => {
+export const verifyEmail = async (
+  kernel: Kernel,
+  traceId: string,
+  token: string,
+): Promise<{ email_verified: true }> => {
   const what = 'verification token';
   const peeked = await peekOneTimeToken(kernel, kernel.db, 'verify-email', token, what);
   const account = await findAccount(kernel.db, userOf(peeked, what));
-  if (!account || account.email !== peeked.email) throw identityErrors.tokenInvalid('verification token (it was issued for an address the account no longer uses)');
+  if (!account || account.email !== peeked.email)
+    throw identityErrors.tokenInvalid('verification token (it was issued for an address the account no longer uses)');
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId), async (uow) => {
     const row = await consumeOneTimeToken(kernel, uow.tx, 'verify-email', token, what);
     const userId = userOf(row, what);
-    uow.decide(Account, await uow.load(Account, accountStream(userId)), { type: 'VerifyEmail', email: row.email ?? '' });
+    uow.decide(Account, await uow.load(Account, accountStream(userId)), {
+      type: 'VerifyEmail',
+      email: row.email ?? '',
+    });
     uow.afterCommit(() => bumpAccessEpoch(kernel, { userId }));
   });
   return { email_verified: true as const };
@@ -106,9 +170,16 @@ export const requestReset = (kernel: Kernel, email: string): void => {
   sendLater(kernel, async () => {
     const creds = await credentials.byEmail(kernel.db, normalizeEmail(email));
     if (!creds) return null;
-    const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'reset', ttlMs: LIFETIMES.resetMs, userId: creds.userId, email: creds.email });
+    const { token } = await createOneTimeToken(kernel, kernel.db, {
+      purpose: 'reset',
+      ttlMs: LIFETIMES.resetMs,
+      userId: creds.userId,
+      email: creds.email,
+    });
     return {
-      to: creds.email, subject: 'Reset your password', headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'reset' },
+      to: creds.email,
+      subject: 'Reset your password',
+      headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'reset' },
       text: `Choose a new password: ${link(kernel, 'reset-password', token)}\nThe link is valid for one hour. If you did not ask for it, ignore this mail.`,
     };
   });
@@ -119,7 +190,11 @@ export const requestReset = (kernel: Kernel, email: string): void => {
  * other reset link of the account and lifts a lock left by failed recovery attempts (MFA still
  * guards the next login).
  */
-export const resetPassword = async (kernel: Kernel, traceId: string, input: { token: string; password: string }): Promise<{ message: string }> => {
+export const resetPassword = async (
+  kernel: Kernel,
+  traceId: string,
+  input: { token: string; password: string },
+): Promise<{ message: string }> => {
   const what = 'reset token';
   assertPasswordPolicy(input.password);
   const peeked = await peekOneTimeToken(kernel, kernel.db, 'reset', input.token, what);
@@ -139,7 +214,10 @@ export const resetPassword = async (kernel: Kernel, traceId: string, input: { to
 };
 
 /** `platform owner create`: the platform tenant and its Platform Owner role (platform.*) on first use, then the owner's membership */
-export const createPlatformOwner = async (kernel: Kernel, input: { email: string; password: string }): Promise<{ userId: string; created: boolean }> => {
+export const createPlatformOwner = async (
+  kernel: Kernel,
+  input: { email: string; password: string },
+): Promise<{ userId: string; created: boolean }> => {
   const email = normalizeEmail(input.email);
   const existing = await credentials.byEmail(kernel.db, email);
   if (!existing) assertPasswordPolicy(input.password);
@@ -151,16 +229,38 @@ export const createPlatformOwner = async (kernel: Kernel, input: { email: string
     if (!existing) {
       await claimEmail(kernel, uow.tx, userId, email, passwordHash);
       uow.decide(Account, await uow.load(Account, accountStream(userId)), {
-        type: 'CreateAccount', userId, tenantId: PLATFORM_TENANT_ID, email, firstName: 'Platform', lastName: 'Owner', emailVerified: true, hasPassword: true, via: 'cli',
+        type: 'CreateAccount',
+        userId,
+        tenantId: PLATFORM_TENANT_ID,
+        email,
+        firstName: 'Platform',
+        lastName: 'Owner',
+        emailVerified: true,
+        hasPassword: true,
+        via: 'cli',
       });
     }
     if (tenant.state.status === 'none') {
-      await createTenant(kernel, uow, { tenantId: PLATFORM_TENANT_ID, name: 'Platform', slug: 'platform', ownerId: userId, roleName: PLATFORM_OWNER_ROLE, permissions: ['platform.*'] });
+      await createTenant(kernel, uow, {
+        tenantId: PLATFORM_TENANT_ID,
+        name: 'Platform',
+        slug: 'platform',
+        ownerId: userId,
+        roleName: PLATFORM_OWNER_ROLE,
+        permissions: ['platform.*'],
+      });
       return;
     }
     const ownerRoleId = tenant.state.ownerRoleId;
     const member = await uow.load(Membership, memberStream(PLATFORM_TENANT_ID, userId));
-    if (member.state.status === 'none') uow.decide(Membership, member, { type: 'AddMember', userId, tenantId: PLATFORM_TENANT_ID, roleIds: [ownerRoleId], via: 'cli' });
+    if (member.state.status === 'none')
+      uow.decide(Membership, member, {
+        type: 'AddMember',
+        userId,
+        tenantId: PLATFORM_TENANT_ID,
+        roleIds: [ownerRoleId],
+        via: 'cli',
+      });
     else uow.decide(Membership, member, { type: 'AssignRole', roleId: ownerRoleId, roleName: PLATFORM_OWNER_ROLE });
   });
   return { userId, created: !existing };

@@ -10,11 +10,36 @@ import { RoleEvent, roleDecider } from '../../domain/identity/role';
 import { TenantEvent, tenantDecider } from '../../domain/identity/tenant';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 
-export const Account = defineAggregate({ name: 'identity.account', decider: accountDecider, stateSchema: 'account.v2', toEvent: (e) => AccountEvent.parse(e) });
-export const Mfa = defineAggregate({ name: 'identity.mfa', decider: mfaDecider, stateSchema: 'mfa.v2', toEvent: (e) => MfaEvent.parse(e) });
-export const Tenant = defineAggregate({ name: 'identity.tenant', decider: tenantDecider, stateSchema: 'tenant.v1', toEvent: (e) => TenantEvent.parse(e) });
-export const Membership = defineAggregate({ name: 'identity.member', decider: membershipDecider, stateSchema: 'member.v1', toEvent: (e) => MembershipEvent.parse(e) });
-export const Role = defineAggregate({ name: 'identity.role', decider: roleDecider, stateSchema: 'role.v1', toEvent: (e) => RoleEvent.parse(e) });
+export const Account = defineAggregate({
+  name: 'identity.account',
+  decider: accountDecider,
+  stateSchema: 'account.v2',
+  toEvent: (e) => AccountEvent.parse(e),
+});
+export const Mfa = defineAggregate({
+  name: 'identity.mfa',
+  decider: mfaDecider,
+  stateSchema: 'mfa.v2',
+  toEvent: (e) => MfaEvent.parse(e),
+});
+export const Tenant = defineAggregate({
+  name: 'identity.tenant',
+  decider: tenantDecider,
+  stateSchema: 'tenant.v1',
+  toEvent: (e) => TenantEvent.parse(e),
+});
+export const Membership = defineAggregate({
+  name: 'identity.member',
+  decider: membershipDecider,
+  stateSchema: 'member.v1',
+  toEvent: (e) => MembershipEvent.parse(e),
+});
+export const Role = defineAggregate({
+  name: 'identity.role',
+  decider: roleDecider,
+  stateSchema: 'role.v1',
+  toEvent: (e) => RoleEvent.parse(e),
+});
 
 export const accountStream = (userId: string) => streamIdOf('identity.account', PLATFORM_TENANT_ID, userId);
 export const mfaStream = (userId: string) => streamIdOf('identity.mfa', PLATFORM_TENANT_ID, userId);
@@ -29,12 +54,19 @@ export const roleStream = (tenantId: string, roleId: string) => streamIdOf('iden
  * handler returns so both commit together.
  */
 export const platformUnit = (kernel: Kernel, uow: UnitOfWork): UnitOfWork =>
-  uow.meta.tenantId === PLATFORM_TENANT_ID ? uow : new UnitOfWork(uow.tx, { ...uow.meta, tenantId: PLATFORM_TENANT_ID }, kernel.store);
+  uow.meta.tenantId === PLATFORM_TENANT_ID
+    ? uow
+    : new UnitOfWork(uow.tx, { ...uow.meta, tenantId: PLATFORM_TENANT_ID }, kernel.store);
 
 export const flushPlatform = async (kernel: Kernel, uow: UnitOfWork, platform: UnitOfWork): Promise<void> => {
   if (platform !== uow) await platform.flush(kernel.projections);
 };
 
 /** the envelope of a public request (no principal yet): who acts is known only after the check */
-export const anonymousMeta = (tenantId: string, traceId: string, actorId = 'anonymous'): CausationMeta =>
-  ({ tenantId, actorId, traceId, correlationId: traceId, causationId: null });
+export const anonymousMeta = (tenantId: string, traceId: string, actorId = 'anonymous'): CausationMeta => ({
+  tenantId,
+  actorId,
+  traceId,
+  correlationId: traceId,
+  causationId: null,
+});

@@ -1,7 +1,13 @@
 import type { AccessRow, MemberAccess } from '../../domain/identity/access';
 import { accessOf } from '../../domain/identity/access';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { ProviderLinkRecord, ProviderLinkView, RoleRecord, TenantChoice, UserRecord } from '../../domain/identity/views';
+import type {
+  ProviderLinkRecord,
+  ProviderLinkView,
+  RoleRecord,
+  TenantChoice,
+  UserRecord,
+} from '../../domain/identity/views';
 import { toProviderLink } from '../../domain/identity/views';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
@@ -12,8 +18,22 @@ import type { Queryable } from '../../infra/postgres/db';
  * queries (projections/identity/queries.ts); both map rows through domain/identity.
  */
 
-export interface AccountRecord { id: string; email: string; first_name: string; last_name: string; email_verified: boolean; mfa_enabled: boolean; status: string }
-export interface TenantRecord { tenant_id: string; name: string; slug: string; owner_id: string; owner_role_id: string }
+export interface AccountRecord {
+  id: string;
+  email: string;
+  first_name: string;
+  last_name: string;
+  email_verified: boolean;
+  mfa_enabled: boolean;
+  status: string;
+}
+export interface TenantRecord {
+  tenant_id: string;
+  name: string;
+  slug: string;
+  owner_id: string;
+  owner_role_id: string;
+}
 
 const USER_SELECT = `SELECT a.id, a.email, a.first_name, a.last_name, a.avatar_url, a.email_verified, a.mfa_enabled, a.status AS account_status,
     m.status AS member_status, m.deleted_at, m.created_at, GREATEST(a.updated_at, m.updated_at) AS updated_at, m.tenant_id, m.role_ids,
@@ -21,32 +41,52 @@ const USER_SELECT = `SELECT a.id, a.email, a.first_name, a.last_name, a.avatar_u
   FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = '${PLATFORM_TENANT_ID}' AND a.id = m.user_id`;
 
 export const findUser = async (q: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> =>
-  (await q.query<UserRecord>(`${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId])).rows[0] ?? null;
+  (await q.query<UserRecord>(`${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId])).rows[0] ??
+  null;
 
 export const findAccount = async (q: Queryable, userId: string): Promise<AccountRecord | null> =>
-  (await q.query<AccountRecord>('SELECT id, email, first_name, last_name, email_verified, mfa_enabled, status FROM rm.iam_accounts WHERE tenant_id = $1 AND id = $2', [PLATFORM_TENANT_ID, userId])).rows[0] ?? null;
+  (
+    await q.query<AccountRecord>(
+      'SELECT id, email, first_name, last_name, email_verified, mfa_enabled, status FROM rm.iam_accounts WHERE tenant_id = $1 AND id = $2',
+      [PLATFORM_TENANT_ID, userId],
+    )
+  ).rows[0] ?? null;
 
 export const findRole = async (q: Queryable, tenantId: string, roleId: string): Promise<RoleRecord | null> =>
-  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id = $2', [tenantId, roleId])).rows[0] ?? null;
+  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id = $2', [tenantId, roleId]))
+    .rows[0] ?? null;
 
 export const findRolesByName = async (q: Queryable, tenantId: string, names: string[]): Promise<RoleRecord[]> =>
-  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND name = ANY ($2)', [tenantId, names])).rows;
+  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND name = ANY ($2)', [tenantId, names]))
+    .rows;
 
 export const countRoles = async (q: Queryable, tenantId: string): Promise<number> =>
-  Number((await q.query<{ n: string }>('SELECT count(*) AS n FROM rm.iam_roles WHERE tenant_id = $1', [tenantId])).rows[0]?.n ?? 0);
+  Number(
+    (await q.query<{ n: string }>('SELECT count(*) AS n FROM rm.iam_roles WHERE tenant_id = $1', [tenantId])).rows[0]
+      ?.n ?? 0,
+  );
 
 /** another role of the tenant has this name (case-insensitive) */
 export const roleNameTaken = async (q: Queryable, tenantId: string, name: string, except?: string): Promise<boolean> =>
-  (await q.query('SELECT 1 FROM rm.iam_roles WHERE tenant_id = $1 AND lower(name) = lower($2) AND id <> $3', [tenantId, name, except ?? ''])).rowCount !== 0;
+  (
+    await q.query('SELECT 1 FROM rm.iam_roles WHERE tenant_id = $1 AND lower(name) = lower($2) AND id <> $3', [
+      tenantId,
+      name,
+      except ?? '',
+    ])
+  ).rowCount !== 0;
 
 /** the tenants where a user is an active member (login across tenants: the one query not scoped to a tenant) */
 export const tenantsOfUser = async (q: Queryable, userId: string): Promise<TenantChoice[]> =>
-  (await q.query<{ tenant_id: string; name: string; role: string | null }>(
-    `SELECT m.tenant_id, t.name,
+  (
+    await q.query<{ tenant_id: string; name: string; role: string | null }>(
+      `SELECT m.tenant_id, t.name,
        (SELECT r.name FROM rm.iam_roles r WHERE r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) ORDER BY r.built_in DESC, r.name LIMIT 1) AS role
        FROM rm.iam_members m JOIN rm.iam_tenants t ON t.tenant_id = m.tenant_id
-      WHERE m.user_id = $1 AND m.status = 'active' ORDER BY t.name, m.tenant_id`, [userId])).rows
-    .map((r) => ({ id: r.tenant_id, name: r.name, logoUrl: '', role: r.role ?? '' }));
+      WHERE m.user_id = $1 AND m.status = 'active' ORDER BY t.name, m.tenant_id`,
+      [userId],
+    )
+  ).rows.map((r) => ({ id: r.tenant_id, name: r.name, logoUrl: '', role: r.role ?? '' }));
 
 export const findTenant = async (q: Queryable, tenantId: string): Promise<TenantRecord | null> =>
   (await q.query<TenantRecord>('SELECT * FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rows[0] ?? null;
@@ -56,42 +96,65 @@ export const findTenantBySlug = async (q: Queryable, slug: string): Promise<Tena
 
 /** emails of the owners (Owner role holders) of the given tenants */
 export const ownerEmails = async (q: Queryable, tenantIds: string[]): Promise<string[]> =>
-  (await q.query<{ email: string }>(
-    `SELECT DISTINCT a.email FROM rm.iam_members m JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) AND r.built_in
+  (
+    await q.query<{ email: string }>(
+      `SELECT DISTINCT a.email FROM rm.iam_members m JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) AND r.built_in
        JOIN rm.iam_accounts a ON a.tenant_id = '${PLATFORM_TENANT_ID}' AND a.id = m.user_id
-      WHERE m.tenant_id = ANY ($1) AND m.status = 'active'`, [tenantIds])).rows.map((r) => r.email);
+      WHERE m.tenant_id = ANY ($1) AND m.status = 'active'`,
+      [tenantIds],
+    )
+  ).rows.map((r) => r.email);
 
 export const providerLinks = async (q: Queryable, userId: string): Promise<ProviderLinkView[]> =>
-  (await q.query<ProviderLinkRecord>('SELECT * FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2 ORDER BY linked_at, id', [PLATFORM_TENANT_ID, userId])).rows
-    .map(toProviderLink);
+  (
+    await q.query<ProviderLinkRecord>(
+      'SELECT * FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2 ORDER BY linked_at, id',
+      [PLATFORM_TENANT_ID, userId],
+    )
+  ).rows.map(toProviderLink);
 
 /** the tenant's active Owners: the built-in Owner role, an active membership and an active account */
 export const activeOwnerIds = async (q: Queryable, tenantId: string): Promise<string[]> =>
-  (await q.query<{ user_id: string }>(
-    `SELECT m.user_id FROM rm.iam_members m
+  (
+    await q.query<{ user_id: string }>(
+      `SELECT m.user_id FROM rm.iam_members m
        JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) AND r.built_in
        JOIN rm.iam_accounts a ON a.tenant_id = '${PLATFORM_TENANT_ID}' AND a.id = m.user_id AND a.status = 'active'
-      WHERE m.tenant_id = $1 AND m.status = 'active'`, [tenantId])).rows.map((r) => r.user_id);
+      WHERE m.tenant_id = $1 AND m.status = 'active'`,
+      [tenantId],
+    )
+  ).rows.map((r) => r.user_id);
 
 /** whether the account is or was (soft-deleted memberships count) a member of any tenant but this one */
 export const memberElsewhere = async (q: Queryable, userId: string, tenantId: string): Promise<boolean> =>
-  (await q.query('SELECT 1 FROM rm.iam_members WHERE user_id = $1 AND tenant_id <> $2 LIMIT 1', [userId, tenantId])).rowCount !== 0;
+  (await q.query('SELECT 1 FROM rm.iam_members WHERE user_id = $1 AND tenant_id <> $2 LIMIT 1', [userId, tenantId]))
+    .rowCount !== 0;
 
 /** the statuses of a user's memberships, in every tenant (why a login found no tenant to enter) */
 export const membershipStatuses = async (q: Queryable, userId: string): Promise<string[]> =>
-  (await q.query<{ status: string }>('SELECT status FROM rm.iam_members WHERE user_id = $1', [userId])).rows.map((r) => r.status);
+  (await q.query<{ status: string }>('SELECT status FROM rm.iam_members WHERE user_id = $1', [userId])).rows.map(
+    (r) => r.status,
+  );
 
 /** the member of the tenant (deleted ones apart) whose account has this email */
 export const memberByEmail = async (q: Queryable, tenantId: string, email: string): Promise<string | null> =>
-  (await q.query<{ user_id: string }>(
-    `SELECT m.user_id FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $2 AND a.id = m.user_id
-      WHERE m.tenant_id = $1 AND lower(a.email) = $3 AND m.status <> 'pending_deletion'`, [tenantId, PLATFORM_TENANT_ID, email])).rows[0]?.user_id ?? null;
+  (
+    await q.query<{ user_id: string }>(
+      `SELECT m.user_id FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $2 AND a.id = m.user_id
+      WHERE m.tenant_id = $1 AND lower(a.email) = $3 AND m.status <> 'pending_deletion'`,
+      [tenantId, PLATFORM_TENANT_ID, email],
+    )
+  ).rows[0]?.user_id ?? null;
 
 /** the account, or its membership of the tenant, is locked (rather than gone) */
 export const isLocked = async (q: Queryable, userId: string, tenantId: string): Promise<boolean> =>
-  (await q.query(
-    `SELECT 1 FROM rm.iam_accounts a LEFT JOIN rm.iam_members m ON m.tenant_id = $3 AND m.user_id = a.id
-      WHERE a.tenant_id = $2 AND a.id = $1 AND (a.status = 'locked' OR m.status = 'locked')`, [userId, PLATFORM_TENANT_ID, tenantId])).rowCount !== 0;
+  (
+    await q.query(
+      `SELECT 1 FROM rm.iam_accounts a LEFT JOIN rm.iam_members m ON m.tenant_id = $3 AND m.user_id = a.id
+      WHERE a.tenant_id = $2 AND a.id = $1 AND (a.status = 'locked' OR m.status = 'locked')`,
+      [userId, PLATFORM_TENANT_ID, tenantId],
+    )
+  ).rowCount !== 0;
 
 /** the registered permission keys of the running platform (the built-in Owner role grants them all but the platform owner's) */
 export const registeredPermissions = (kernel: Kernel): string[] => kernel.permissions.list().map((p) => p.key);
@@ -100,14 +163,22 @@ export const registeredPermissions = (kernel: Kernel): string[] => kernel.permis
  * The access of a user in a tenant, read in `q` (domain/identity/access.ts maps the rows): the
  * loader the identity runtime caches for every authenticated request (infra/identity/runtime.ts).
  */
-export const loadAccess = async (kernel: Kernel, q: Queryable, userId: string, tenantId: string): Promise<MemberAccess | null> => {
+export const loadAccess = async (
+  kernel: Kernel,
+  q: Queryable,
+  userId: string,
+  tenantId: string,
+): Promise<MemberAccess | null> => {
   const { rows } = await q.query<AccessRow>(
     `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in
        FROM rm.iam_members m
        JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
        LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)
-      WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId, PLATFORM_TENANT_ID]);
+      WHERE m.tenant_id = $1 AND m.user_id = $2`,
+    [tenantId, userId, PLATFORM_TENANT_ID],
+  );
   return accessOf(userId, tenantId, rows, registeredPermissions(kernel));
 };
 
-export const accessLoader = (kernel: Kernel) => (q: Queryable, userId: string, tenantId: string) => loadAccess(kernel, q, userId, tenantId);
+export const accessLoader = (kernel: Kernel) => (q: Queryable, userId: string, tenantId: string) =>
+  loadAccess(kernel, q, userId, tenantId);

@@ -7,16 +7,24 @@ import type { Kernel } from '../../infra/kernel';
  * platform's notification port: queued with retries and a history where the notification service
  * runs, straight to the mail port otherwise.
  */
-export const sendLater = (kernel: Kernel, mail: OutgoingMail | OutgoingMail[] | (() => Promise<OutgoingMail | OutgoingMail[] | null>)): void => {
+export const sendLater = (
+  kernel: Kernel,
+  mail: OutgoingMail | OutgoingMail[] | (() => Promise<OutgoingMail | OutgoingMail[] | null>),
+): void => {
   setImmediate(() => {
     void (async () => {
       const made = typeof mail === 'function' ? await mail() : mail;
       for (const m of [made ?? []].flat()) {
         for (const address of [m.to].flat()) {
           await kernel.notifications.send({
-            recipient: { address }, subject: m.subject, body: m.text, ...(m.html === undefined ? {} : { html: m.html }),
+            recipient: { address },
+            subject: m.subject,
+            body: m.text,
+            ...(m.html === undefined ? {} : { html: m.html }),
             ...(m.headers === undefined ? {} : { headers: m.headers }),
-            purpose: m.headers?.['X-Platform-Purpose'] ?? 'account', module: 'identity', priority: 'high',
+            purpose: m.headers?.['X-Platform-Purpose'] ?? 'account',
+            module: 'identity',
+            priority: 'high',
           });
         }
       }
@@ -27,4 +35,5 @@ export const sendLater = (kernel: Kernel, mail: OutgoingMail | OutgoingMail[] | 
 /** the pages a mail's link opens (served by the platform under APP_URL unless APP_URL names a front end of your own) */
 export type MailFlow = 'verify-email' | 'reset-password' | 'accept-invite' | 'confirm-email-change';
 
-export const link = (kernel: Kernel, flow: MailFlow, token: string): string => `${kernel.config.appUrl}/${flow}?token=${encodeURIComponent(token)}`;
+export const link = (kernel: Kernel, flow: MailFlow, token: string): string =>
+  `${kernel.config.appUrl}/${flow}?token=${encodeURIComponent(token)}`;

@@ -8,7 +8,10 @@ import { refreshTokens } from './repositories/refresh-tokens';
  * tokens a day after their absolute expiry (by then their whole family has expired, so reuse
  * detection has nothing left to protect). Returns how many rows went.
  */
-export const purgeExpiredIdentityTokens = async (db: Queryable, now: Date): Promise<{ oneTime: number; refresh: number }> => ({
+export const purgeExpiredIdentityTokens = async (
+  db: Queryable,
+  now: Date,
+): Promise<{ oneTime: number; refresh: number }> => ({
   oneTime: await oneTimeTokens.purgeExpired(db, now),
   refresh: await refreshTokens.purgeExpired(db, now),
 });

@@ -11,7 +11,17 @@ import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { hashPassword, verifyPassword } from '../../infra/security/passwords';
 import { recordLogin } from './account';
-import { Account, accountStream, anonymousMeta, flushPlatform, Membership, memberStream, platformUnit, Tenant, tenantStream } from './aggregates';
+import {
+  Account,
+  accountStream,
+  anonymousMeta,
+  flushPlatform,
+  Membership,
+  memberStream,
+  platformUnit,
+  Tenant,
+  tenantStream,
+} from './aggregates';
 import { requestEmailChange } from './email-change';
 import { activeOwnerIds, findRole, findRolesByName, findUser, memberByEmail, memberElsewhere } from './lookups';
 import { link, sendLater } from './mail';
@@ -60,28 +70,55 @@ export const assertOwnerRemains = async (uow: UnitOfWork, leavingUserId: string,
   await uow.load(Tenant, tenantStream(uow.meta.tenantId), { lock: true });
   const owners = await activeOwnerIds(uow.tx, uow.meta.tenantId);
   if (owners.length === 1 && owners[0] === leavingUserId) {
-    throw identityErrors.lastOwner(`This is the tenant's last active Owner; ${what} would leave the tenant without one. Make another member Owner first.`);
+    throw identityErrors.lastOwner(
+      `This is the tenant's last active Owner; ${what} would leave the tenant without one. Make another member Owner first.`,
+    );
   }
 };
 
 /** account-wide fields: the holder, or an administrator of the only tenant the account ever belonged to */
-const assertMayChangeAccount = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, userId: string): Promise<void> => {
+const assertMayChangeAccount = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  authority: Authority,
+  userId: string,
+): Promise<void> => {
   if (authority.userId === userId) return;
   const p = platformUnit(kernel, uow);
   const account = await p.load(Account, accountStream(userId));
   const home = account.state.status === 'none' ? null : account.state.homeTenantId;
-  if (home !== uow.meta.tenantId || home === PLATFORM_TENANT_ID || (await memberElsewhere(uow.tx, userId, uow.meta.tenantId))) {
+  if (
+    home !== uow.meta.tenantId ||
+    home === PLATFORM_TENANT_ID ||
+    (await memberElsewhere(uow.tx, userId, uow.meta.tenantId))
+  ) {
     throw identityErrors.accountHeldElsewhere();
   }
 };
 
-export interface UserChanges { firstName?: string; lastName?: string; email?: string; avatarUrl?: string; status?: 'active' | 'locked' }
+export interface UserChanges {
+  firstName?: string;
+  lastName?: string;
+  email?: string;
+  avatarUrl?: string;
+  status?: 'active' | 'locked';
+}
 
-export const updateUser = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, userId: string, input: UserChanges): Promise<UserView> => {
+export const updateUser = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  authority: Authority,
+  userId: string,
+  input: UserChanges,
+): Promise<UserView> => {
   const member = await memberOf(uow, userId);
   if (input.status) {
     // the membership's status is the tenant's business: users.update, not the holder's own say
-    if (!authority.permissions.has('users.update') && !authority.permissions.has('users.*') && !authority.permissions.has('platform.*')) {
+    if (
+      !authority.permissions.has('users.update') &&
+      !authority.permissions.has('users.*') &&
+      !authority.permissions.has('platform.*')
+    ) {
       throw commonErrors.forbidden('The permission users.update is required to change a status.');
     }
     if (input.status === 'locked') await assertOwnerRemains(uow, userId, 'locking it');
@@ -95,7 +132,8 @@ export const updateUser = async (kernel: Kernel, uow: UnitOfWork, authority: Aut
     p.decide(Account, await p.load(Account, accountStream(userId)), { type: 'UpdateProfile', ...profile });
     await flushPlatform(kernel, uow, p);
   }
-  if (input.email !== undefined) await requestEmailChange(kernel, uow.tx, { userId, newEmail: input.email, requestedBy: authority.userId });
+  if (input.email !== undefined)
+    await requestEmailChange(kernel, uow.tx, { userId, newEmail: input.email, requestedBy: authority.userId });
   return changedMember(kernel, uow, userId);
 };
 
@@ -113,13 +151,18 @@ export const restoreUser = async (kernel: Kernel, uow: UnitOfWork, userId: strin
   return changedMember(kernel, uow, userId);
 };
 
-export interface RoleRequest { role_id?: string; roles?: string[]; role_ids?: string[] }
+export interface RoleRequest {
+  role_id?: string;
+  roles?: string[];
+  role_ids?: string[];
+}
 
 /** role ids from {role_id}, {role_ids} or {roles: [names]}; unknown ones are 404 (another tenant's ids too) */
 export const resolveRoles = async (kernel: Kernel, tenantId: string, input: RoleRequest) => {
   const ids = [...new Set([...(input.role_id ? [input.role_id] : []), ...(input.role_ids ?? [])])];
   const names = [...new Set(input.roles ?? [])];
-  if (ids.length + names.length > LIMITS.rolesPerUser) throw identityErrors.rbacLimit('roles per user', LIMITS.rolesPerUser);
+  if (ids.length + names.length > LIMITS.rolesPerUser)
+    throw identityErrors.rbacLimit('roles per user', LIMITS.rolesPerUser);
   const found: RoleRecord[] = [];
   for (const id of ids) {
     const role = await findRole(kernel.db, tenantId, id);
@@ -132,10 +175,16 @@ export const resolveRoles = async (kernel: Kernel, tenantId: string, input: Role
     if (missing.length) throw commonErrors.notFound(`Unknown role: ${missing.join(', ')}.`);
     found.push(...byName);
   }
-  return found.filter((r, i) => found.findIndex((x) => x.id === r.id) === i).map((r) => ({ id: r.id, name: r.name, builtIn: r.built_in, permissions: r.permissions }));
+  return found
+    .filter((r, i) => found.findIndex((x) => x.id === r.id) === i)
+    .map((r) => ({ id: r.id, name: r.name, builtIn: r.built_in, permissions: r.permissions }));
 };
 
-export interface InviteInput extends RoleRequest { email: string; firstName?: string; lastName?: string }
+export interface InviteInput extends RoleRequest {
+  email: string;
+  firstName?: string;
+  lastName?: string;
+}
 
 /**
  * Adding a person to a tenant is always an invitation their holder accepts (POST /auth/invite and
@@ -144,21 +193,48 @@ export interface InviteInput extends RoleRequest { email: string; firstName?: st
  * tenant gets the no-body answer (null) and a duplicate-invite notice (spec 000). No password
  * hashing on this path, so the answers take the same time.
  */
-export const invite = async (kernel: Kernel, authority: Authority, tenantId: string, input: InviteInput, o: { roleRequired: boolean }): Promise<InviteAnswer | null> => {
+export const invite = async (
+  kernel: Kernel,
+  authority: Authority,
+  tenantId: string,
+  input: InviteInput,
+  o: { roleRequired: boolean },
+): Promise<InviteAnswer | null> => {
   const email = normalizeEmail(input.email);
   const roles = await resolveRoles(kernel, tenantId, input);
-  if (o.roleRequired && roles.length === 0) throw commonErrors.validation([{ field: 'role_id', message: 'role_id or roles is required', code: 'REQUIRED' }]);
+  if (o.roleRequired && roles.length === 0)
+    throw commonErrors.validation([{ field: 'role_id', message: 'role_id or roles is required', code: 'REQUIRED' }]);
   assertMayGive(authority, roles);
   if (await memberByEmail(kernel.db, tenantId, email)) {
-    sendLater(kernel, { to: email, subject: 'You are already a member', headers: { 'X-Platform-Purpose': 'duplicate-invite' },
-      text: 'Someone invited you to a workspace you already belong to. Sign in as usual; nothing else is needed.' });
+    sendLater(kernel, {
+      to: email,
+      subject: 'You are already a member',
+      headers: { 'X-Platform-Purpose': 'duplicate-invite' },
+      text: 'Someone invited you to a workspace you already belong to. Sign in as usual; nothing else is needed.',
+    });
     return null;
   }
   const inviteId = kernel.ids.next();
-  const payload = { inviteId, roleIds: roles.map((r) => r.id), inviterId: authority.userId, firstName: input.firstName ?? '', lastName: input.lastName ?? '' };
-  const { token, expiresAt } = await createOneTimeToken(kernel, kernel.db, { purpose: 'invite', ttlMs: LIFETIMES.inviteMs, tenantId, email, payload });
-  sendLater(kernel, { to: email, subject: 'You are invited', headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'invite' },
-    text: `You are invited to join a workspace: ${link(kernel, 'accept-invite', token)}\nThe invitation is valid for 72 hours.` });
+  const payload = {
+    inviteId,
+    roleIds: roles.map((r) => r.id),
+    inviterId: authority.userId,
+    firstName: input.firstName ?? '',
+    lastName: input.lastName ?? '',
+  };
+  const { token, expiresAt } = await createOneTimeToken(kernel, kernel.db, {
+    purpose: 'invite',
+    ttlMs: LIFETIMES.inviteMs,
+    tenantId,
+    email,
+    payload,
+  });
+  sendLater(kernel, {
+    to: email,
+    subject: 'You are invited',
+    headers: { 'X-Platform-Token': token, 'X-Platform-Purpose': 'invite' },
+    text: `You are invited to join a workspace: ${link(kernel, 'accept-invite', token)}\nThe invitation is valid for 72 hours.`,
+  });
   return { invite_id: inviteId, email, expires_at: expiresAt.toISOString() };
 };
 
@@ -170,7 +246,11 @@ const invitedRoleIds = (payload: Record<string, unknown>): string[] =>
  * for a person registered elsewhere, checks their password; then the membership with the invited
  * roles — a member deleted earlier comes back with exactly the invited roles.
  */
-export const acceptInvite = async (kernel: Kernel, traceId: string, input: { token: string; name: string; password: string }): Promise<SnakePair> => {
+export const acceptInvite = async (
+  kernel: Kernel,
+  traceId: string,
+  input: { token: string; name: string; password: string },
+): Promise<SnakePair> => {
   const what = 'invitation token';
   const row = await peekOneTimeToken(kernel, kernel.db, 'invite', input.token, what);
   if (!row.email || !row.tenantId) throw identityErrors.tokenInvalid(what);
@@ -179,7 +259,8 @@ export const acceptInvite = async (kernel: Kernel, traceId: string, input: { tok
   let passwordHash: string | null = null;
   if (existing) {
     const hash = existing.passwordHash;
-    if (!hash || !(await passwordWork(kernel, existing.userId, () => verifyPassword(hash, input.password))).ok) throw identityErrors.invalidCredentials();
+    if (!hash || !(await passwordWork(kernel, existing.userId, () => verifyPassword(hash, input.password))).ok)
+      throw identityErrors.invalidCredentials();
   } else {
     assertPasswordPolicy(input.password);
     passwordHash = await passwordWork(kernel, email, () => hashPassword(input.password));
@@ -193,7 +274,17 @@ export const acceptInvite = async (kernel: Kernel, traceId: string, input: { tok
     if (existing) p.decide(Account, account, { type: 'VerifyEmail', email });
     else {
       await claimEmail(kernel, uow.tx, userId, email, passwordHash);
-      p.decide(Account, account, { type: 'CreateAccount', userId, tenantId, email, firstName, lastName: rest.join(' '), emailVerified: true, hasPassword: true, via: 'invite' });
+      p.decide(Account, account, {
+        type: 'CreateAccount',
+        userId,
+        tenantId,
+        email,
+        firstName,
+        lastName: rest.join(' '),
+        emailVerified: true,
+        hasPassword: true,
+        via: 'invite',
+      });
     }
     await flushPlatform(kernel, uow, p);
     const live: { id: string; name: string }[] = [];
@@ -203,12 +294,21 @@ export const acceptInvite = async (kernel: Kernel, traceId: string, input: { tok
     }
     const member = await uow.load(Membership, memberStream(tenantId, userId));
     if (member.state.status === 'none') {
-      uow.decide(Membership, member, { type: 'AddMember', userId, tenantId, roleIds: live.map((r) => r.id), via: 'invite' });
+      uow.decide(Membership, member, {
+        type: 'AddMember',
+        userId,
+        tenantId,
+        roleIds: live.map((r) => r.id),
+        via: 'invite',
+      });
     } else if (member.state.status === 'pending_deletion') {
       uow.decide(Membership, member, { type: 'RestoreMember' });
       uow.decide(Membership, member, { type: 'SetMemberStatus', status: 'active' });
-      for (const held of member.state.roleIds) if (!live.some((r) => r.id === held)) uow.decide(Membership, member, { type: 'RevokeRole', roleId: held, roleName: '' });
-      for (const role of live) uow.decide(Membership, member, { type: 'AssignRole', roleId: role.id, roleName: role.name });
+      for (const held of member.state.roleIds)
+        if (!live.some((r) => r.id === held))
+          uow.decide(Membership, member, { type: 'RevokeRole', roleId: held, roleName: '' });
+      for (const role of live)
+        uow.decide(Membership, member, { type: 'AssignRole', roleId: role.id, roleName: role.name });
     } else {
       throw identityErrors.memberExists();
     }

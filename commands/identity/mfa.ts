@@ -28,7 +28,11 @@ export const checkTotp = async (kernel: Kernel, userId: string, code: string): P
 const replaceRecoveryCodes = async (kernel: Kernel, q: Queryable, userId: string): Promise<string[]> => {
   const codes = generateRecoveryCodes();
   const { recovery } = identityRuntime(kernel);
-  await recoveryCodes.replace(q, userId, codes.map((c) => recovery.hash(userId, c)));
+  await recoveryCodes.replace(
+    q,
+    userId,
+    codes.map((c) => recovery.hash(userId, c)),
+  );
   return codes;
 };
 
@@ -59,10 +63,15 @@ export const confirmMfa = async (kernel: Kernel, uow: UnitOfWork, userId: string
  * protects. Proven before the command's transaction opens — argon2id takes tens of ms of a core,
  * and a database connection held meanwhile is one another tenant's request waits for.
  */
-export const proveBothFactors = async (kernel: Kernel, userId: string, input: { password: string; code: string }): Promise<void> => {
+export const proveBothFactors = async (
+  kernel: Kernel,
+  userId: string,
+  input: { password: string; code: string },
+): Promise<void> => {
   if (!(await findAccount(kernel.db, userId))?.mfa_enabled) throw identityErrors.mfaNotEnabled();
   const hash = (await credentials.of(kernel.db, userId))?.passwordHash;
-  if (!hash || !(await passwordWork(kernel, userId, () => verifyPassword(hash, input.password))).ok) throw identityErrors.invalidCredentials();
+  if (!hash || !(await passwordWork(kernel, userId, () => verifyPassword(hash, input.password))).ok)
+    throw identityErrors.invalidCredentials();
   if (!(await checkTotp(kernel, userId, input.code))) throw identityErrors.mfaInvalid();
 };
 

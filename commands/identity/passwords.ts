@@ -10,7 +10,8 @@ import { credentials } from './repositories/credentials';
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
 /** argon2id work of one account (or email), bounded so one caller cannot starve the others (infra/security/work-limiter.ts) */
-export const passwordWork = <T>(kernel: Kernel, key: string, work: () => Promise<T>): Promise<T> => identityRuntime(kernel).passwordWork.run(key, work);
+export const passwordWork = <T>(kernel: Kernel, key: string, work: () => Promise<T>): Promise<T> =>
+  identityRuntime(kernel).passwordWork.run(key, work);
 
 export const assertPasswordPolicy = (password: string): void => {
   const errors = checkPasswordPolicy(password);
@@ -18,6 +19,13 @@ export const assertPasswordPolicy = (password: string): void => {
 };
 
 /** claims the email for a new account in the command's transaction; a taken email is 409 */
-export const claimEmail = async (kernel: Kernel, q: Queryable, userId: string, email: string, passwordHash: string | null): Promise<void> => {
-  if (!(await credentials.claim(q, { userId, email, passwordHash, at: kernel.clock.now() }))) throw identityErrors.emailTaken();
+export const claimEmail = async (
+  kernel: Kernel,
+  q: Queryable,
+  userId: string,
+  email: string,
+  passwordHash: string | null,
+): Promise<void> => {
+  if (!(await credentials.claim(q, { userId, email, passwordHash, at: kernel.clock.now() })))
+    throw identityErrors.emailTaken();
 };

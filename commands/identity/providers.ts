@@ -45,7 +45,17 @@ export type Intent = { kind: 'login' } | { kind: 'link'; userId: string; tenantI
 /** what POST /auth/login/:providerId answers: where to send the browser, or what the wallet must sign */
 export type StartAnswer =
   | { redirectUrl: string; state: string }
-  | { nonce: string; domain: string; uri: string; version: '1'; chainId: number; chainIds: number[]; statement: string; issuedAt: string; expirationTime: string };
+  | {
+      nonce: string;
+      domain: string;
+      uri: string;
+      version: '1';
+      chainId: number;
+      chainIds: number[];
+      statement: string;
+      issuedAt: string;
+      expirationTime: string;
+    };
 
 export interface LoginProvider extends ProviderInfo {
   start(intent: Intent): Promise<StartAnswer>;
@@ -67,7 +77,8 @@ export const providerRegistry = (kernel: Kernel): Map<string, LoginProvider> => 
 };
 
 /** POST /auth/login/:providerId: where to send the browser, or what the wallet must sign */
-export const startLogin = (kernel: Kernel, providerId: string): Promise<StartAnswer> => providerById(kernel, providerId).start({ kind: 'login' });
+export const startLogin = (kernel: Kernel, providerId: string): Promise<StartAnswer> =>
+  providerById(kernel, providerId).start({ kind: 'login' });
 
 export const providerById = (kernel: Kernel, id: string): LoginProvider => {
   const provider = providerRegistry(kernel).get(id);
@@ -85,15 +96,34 @@ const linkIn = async (kernel: Kernel, p: UnitOfWork, userId: string, found: Exte
   if (holder) throw holder === userId ? identityErrors.providerLinkedAlready() : identityErrors.providerAlreadyLinked();
   const linkId = kernel.ids.next();
   p.decide(Account, await p.load(Account, accountStream(userId)), {
-    type: 'LinkProvider', linkId, providerId: found.providerId, providerType: found.providerType, externalId: found.externalId,
-    email: found.email, displayName: found.displayName, linkedAt: kernel.clock.now().toISOString(),
+    type: 'LinkProvider',
+    linkId,
+    providerId: found.providerId,
+    providerType: found.providerType,
+    externalId: found.externalId,
+    email: found.email,
+    displayName: found.displayName,
+    linkedAt: kernel.clock.now().toISOString(),
   });
-  if (!(await providerLinks.insert(p.tx, { id: linkId, userId, providerId: found.providerId, externalId: found.externalId }))) throw identityErrors.providerAlreadyLinked();
+  if (
+    !(await providerLinks.insert(p.tx, {
+      id: linkId,
+      userId,
+      providerId: found.providerId,
+      externalId: found.externalId,
+    }))
+  )
+    throw identityErrors.providerAlreadyLinked();
   return linkId;
 };
 
 /** links a proven identity of the user to their account: the link as shown */
-const linkProvider = async (kernel: Kernel, traceId: string, userId: string, found: ExternalIdentity): Promise<ProviderLinkView> =>
+const linkProvider = async (
+  kernel: Kernel,
+  traceId: string,
+  userId: string,
+  found: ExternalIdentity,
+): Promise<ProviderLinkView> =>
   kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, userId), async (uow) => {
     const linkId = await linkIn(kernel, uow, userId, found);
     await uow.flush(kernel.projections);
@@ -103,26 +133,46 @@ const linkProvider = async (kernel: Kernel, traceId: string, userId: string, fou
   });
 
 /** what a link request answers: the link (proven at once: SIWE), or where to send the browser (OpenID Connect: linked at the callback) */
-export type LinkAnswer = { kind: 'linked'; link: ProviderLinkView } | { kind: 'redirect'; redirectUrl: string; state: string };
+export type LinkAnswer =
+  { kind: 'linked'; link: ProviderLinkView } | { kind: 'redirect'; redirectUrl: string; state: string };
 
 /**
  * POST /users/:id/providers/:providerId. Linking proves an external identity of the caller:
  * nobody links one to someone else's account, nor an impersonator to the impersonated user's.
  */
-export const requestLink = async (kernel: Kernel, traceId: string, principal: Principal, userId: string, providerId: string, signed: { message?: string; signature?: string }): Promise<LinkAnswer> => {
+export const requestLink = async (
+  kernel: Kernel,
+  traceId: string,
+  principal: Principal,
+  userId: string,
+  providerId: string,
+  signed: { message?: string; signature?: string },
+): Promise<LinkAnswer> => {
   await assertMember(kernel, principal.tenantId, userId);
-  if (principal.userId !== userId || principal.impersonatorId) throw commonErrors.forbidden('Only the user themself can link a provider.');
+  if (principal.userId !== userId || principal.impersonatorId)
+    throw commonErrors.forbidden('Only the user themself can link a provider.');
   const provider = providerById(kernel, providerId);
-  if (provider.type === 'wallet') return { kind: 'linked', link: await linkProvider(kernel, traceId, principal.userId, await verifySiwe(kernel, signed)) };
+  if (provider.type === 'wallet')
+    return {
+      kind: 'linked',
+      link: await linkProvider(kernel, traceId, principal.userId, await verifySiwe(kernel, signed)),
+    };
   const started = await provider.start({ kind: 'link', userId: principal.userId, tenantId: principal.tenantId });
   if (!('redirectUrl' in started)) throw commonErrors.notFound('This provider cannot be linked by redirection.');
   return { kind: 'redirect', redirectUrl: started.redirectUrl, state: started.state };
 };
 
 /** DELETE /users/:id/providers/:providerId: the user themself or users.update; the account decider refuses the last way in (400 last-provider) */
-export const unlinkProvider = async (kernel: Kernel, traceId: string, principal: Principal, userId: string, providerId: string): Promise<void> => {
+export const unlinkProvider = async (
+  kernel: Kernel,
+  traceId: string,
+  principal: Principal,
+  userId: string,
+  providerId: string,
+): Promise<void> => {
   await assertMember(kernel, principal.tenantId, userId);
-  if (principal.userId !== userId && !hasPermission(principal.permissions, 'users.update')) throw commonErrors.forbidden();
+  if (principal.userId !== userId && !hasPermission(principal.permissions, 'users.update'))
+    throw commonErrors.forbidden();
   await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, principal.userId), async (uow) => {
     uow.decide(Account, await uow.load(Account, accountStream(userId)), { type: 'UnlinkProvider', providerId });
     await providerLinks.delete(uow.tx, userId, providerId);
@@ -130,19 +180,26 @@ export const unlinkProvider = async (kernel: Kernel, traceId: string, principal:
 };
 
 /** what a callback answers: the link when the state was started by a link request, else the session */
-export type CallbackAnswer = { kind: 'linked'; link: ProviderLinkView } | { kind: 'signed-in'; session: ReturnType<typeof camelAnswer> };
+export type CallbackAnswer =
+  { kind: 'linked'; link: ProviderLinkView } | { kind: 'signed-in'; session: ReturnType<typeof camelAnswer> };
 
 /**
  * GET or POST /auth/callback/:providerId. A link completes only with the bearer token of the user
  * who started it (`caller` verifies the request's token): a link URL sent to someone else cannot
  * attach their provider identity to the sender's account (tokens never travel in cookies).
  */
-export const completeCallback = async (kernel: Kernel, traceId: string, providerId: string, input: Record<string, string | undefined>,
-  caller: () => Promise<Principal | null>): Promise<CallbackAnswer> => {
+export const completeCallback = async (
+  kernel: Kernel,
+  traceId: string,
+  providerId: string,
+  input: Record<string, string | undefined>,
+  caller: () => Promise<Principal | null>,
+): Promise<CallbackAnswer> => {
   const { identity: found, intent } = await providerById(kernel, providerId).complete(input);
   if (intent.kind === 'link') {
     const principal = await caller();
-    if (!principal || principal.userId !== intent.userId || principal.impersonatorId) throw commonErrors.unauthorized('Completing a link needs the access token of the user who started it.');
+    if (!principal || principal.userId !== intent.userId || principal.impersonatorId)
+      throw commonErrors.unauthorized('Completing a link needs the access token of the user who started it.');
     return { kind: 'linked', link: await linkProvider(kernel, traceId, intent.userId, found) };
   }
   return { kind: 'signed-in', session: camelAnswer(await signInWith(kernel, traceId, found)) };
@@ -150,7 +207,9 @@ export const completeCallback = async (kernel: Kernel, traceId: string, provider
 
 /** an address that cannot receive mail (RFC 2606 .invalid) for accounts whose provider gives none */
 const placeholderEmail = (found: ExternalIdentity): string =>
-  found.providerType === 'wallet' ? `${found.externalId.toLowerCase()}@wallet.invalid` : `${found.providerId}-${hashToken(found.externalId).slice(0, 24)}@oidc.invalid`;
+  found.providerType === 'wallet'
+    ? `${found.externalId.toLowerCase()}@wallet.invalid`
+    : `${found.providerId}-${hashToken(found.externalId).slice(0, 24)}@oidc.invalid`;
 
 /**
  * The account of a proven identity. A linked identity signs in to its account. An unknown one
@@ -167,9 +226,13 @@ const resolveUser = async (kernel: Kernel, traceId: string, found: ExternalIdent
     if (creds) {
       const account = await findAccount(kernel.db, creds.userId);
       if (!found.emailVerified || !account?.email_verified || account.mfa_enabled || account.status !== 'active') {
-        throw commonErrors.conflict('An account with this email exists: sign in to it and link this provider from there.');
+        throw commonErrors.conflict(
+          'An account with this email exists: sign in to it and link this provider from there.',
+        );
       }
-      await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, creds.userId), (uow) => linkIn(kernel, uow, creds.userId, found));
+      await kernel.commands.run(anonymousMeta(PLATFORM_TENANT_ID, traceId, creds.userId), (uow) =>
+        linkIn(kernel, uow, creds.userId, found),
+      );
       return creds.userId;
     }
     return await createExternalAccount(kernel, traceId, found);
@@ -191,14 +254,26 @@ const createExternalAccount = async (kernel: Kernel, traceId: string, found: Ext
     await claimEmail(kernel, uow.tx, userId, email, null);
     const p = platformUnit(kernel, uow);
     p.decide(Account, await p.load(Account, accountStream(userId)), {
-      type: 'CreateAccount', userId, tenantId, email, firstName: firstName.slice(0, 100), lastName: found.lastName.slice(0, 100),
-      emailVerified: found.email !== '' && found.emailVerified, hasPassword: false, via: `provider:${found.providerId}`,
+      type: 'CreateAccount',
+      userId,
+      tenantId,
+      email,
+      firstName: firstName.slice(0, 100),
+      lastName: found.lastName.slice(0, 100),
+      emailVerified: found.email !== '' && found.emailVerified,
+      hasPassword: false,
+      via: `provider:${found.providerId}`,
     });
     await flushPlatform(kernel, uow, p); // the link below loads the account just created
     await linkIn(kernel, p, userId, found);
     await flushPlatform(kernel, uow, p);
     await createTenant(kernel, uow, {
-      tenantId, name: tenantName, slug: `${slugify(tenantName)}-${tenantId.slice(-8)}`, ownerId: userId, roleName: OWNER_ROLE, permissions: ownerPermissions(kernel),
+      tenantId,
+      name: tenantName,
+      slug: `${slugify(tenantName)}-${tenantId.slice(-8)}`,
+      ownerId: userId,
+      roleName: OWNER_ROLE,
+      permissions: ownerPermissions(kernel),
     });
   });
   return userId;
@@ -209,7 +284,12 @@ const signInWith = async (kernel: Kernel, traceId: string, found: ExternalIdenti
   const userId = await resolveUser(kernel, traceId, found);
   const account = await assertNotLocked(kernel, userId);
   if (account.mfa_enabled) {
-    const { token } = await createOneTimeToken(kernel, kernel.db, { purpose: 'mfa', ttlMs: LIFETIMES.mfaTokenMs, userId, payload: { method: `provider:${found.providerId}` } });
+    const { token } = await createOneTimeToken(kernel, kernel.db, {
+      purpose: 'mfa',
+      ttlMs: LIFETIMES.mfaTokenMs,
+      userId,
+      payload: { method: `provider:${found.providerId}` },
+    });
     throw identityErrors.mfaRequired(token);
   }
   return openSession(kernel, traceId, userId, `provider:${found.providerId}`);

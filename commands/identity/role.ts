@@ -27,7 +27,8 @@ const roleOf = async (uow: UnitOfWork, roleId: string) => {
  * wildcard (money.wallets.* would grant nothing at the check; one rule for writing and checking).
  */
 export const validatePermissions = (kernel: Kernel, permissions: string[]): void => {
-  if (new Set(permissions).size > LIMITS.permissionsPerRole) throw identityErrors.rbacLimit('permissions per role', LIMITS.permissionsPerRole);
+  if (new Set(permissions).size > LIMITS.permissionsPerRole)
+    throw identityErrors.rbacLimit('permissions per role', LIMITS.permissionsPerRole);
   const modules = new Set(kernel.permissions.list().map((p) => moduleOf(p.key)));
   const refused = permissions.filter((p) => {
     if (/^(system|platform)\./.test(p) || PLATFORM_ONLY_PERMISSIONS.has(p)) return true;
@@ -50,24 +51,47 @@ const shown = (view: RoleView | null): RoleView => {
   return view;
 };
 
-export interface RoleDefinition { name: string; description?: string; permissions: string[] }
+export interface RoleDefinition {
+  name: string;
+  description?: string;
+  permissions: string[];
+}
 
-export const createRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, input: RoleDefinition): Promise<RoleView> => {
+export const createRole = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  authority: Authority,
+  input: RoleDefinition,
+): Promise<RoleView> => {
   validatePermissions(kernel, input.permissions);
   assertMayGrant(authority, input.permissions);
   // the tenant stream is the lock that keeps the per-tenant count and name uniqueness true under concurrency
   await uow.load(Tenant, tenantStream(uow.meta.tenantId), { lock: true });
-  if ((await countRoles(uow.tx, uow.meta.tenantId)) >= LIMITS.rolesPerTenant) throw identityErrors.rbacLimit('roles per tenant', LIMITS.rolesPerTenant);
+  if ((await countRoles(uow.tx, uow.meta.tenantId)) >= LIMITS.rolesPerTenant)
+    throw identityErrors.rbacLimit('roles per tenant', LIMITS.rolesPerTenant);
   if (await roleNameTaken(uow.tx, uow.meta.tenantId, input.name)) throw identityErrors.roleNameTaken();
   const roleId = kernel.ids.next();
   uow.decide(Role, await uow.load(Role, roleStream(uow.meta.tenantId, roleId)), {
-    type: 'CreateRole', roleId, tenantId: uow.meta.tenantId, name: input.name, description: input.description ?? '', permissions: input.permissions, builtIn: false, createdBy: uow.meta.actorId ?? '',
+    type: 'CreateRole',
+    roleId,
+    tenantId: uow.meta.tenantId,
+    name: input.name,
+    description: input.description ?? '',
+    permissions: input.permissions,
+    builtIn: false,
+    createdBy: uow.meta.actorId ?? '',
   });
   return shown(await changedRole(kernel, uow, roleId));
 };
 
 /** changing or deleting a role needs authority over what it grants now and what it will grant */
-export const updateRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, roleId: string, input: Partial<RoleDefinition>): Promise<RoleView> => {
+export const updateRole = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  authority: Authority,
+  roleId: string,
+  input: Partial<RoleDefinition>,
+): Promise<RoleView> => {
   if (input.permissions) validatePermissions(kernel, input.permissions);
   const { loaded: role, state } = await roleOf(uow, roleId);
   if (state.builtIn) throw identityErrors.builtInRole();
@@ -80,7 +104,12 @@ export const updateRole = async (kernel: Kernel, uow: UnitOfWork, authority: Aut
   return shown(await changedRole(kernel, uow, roleId));
 };
 
-export const deleteRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, roleId: string): Promise<void> => {
+export const deleteRole = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  authority: Authority,
+  roleId: string,
+): Promise<void> => {
   const { loaded: role, state } = await roleOf(uow, roleId);
   if (!state.builtIn) assertMayGrant(authority, state.permissions);
   uow.decide(Role, role, { type: 'DeleteRole' });
@@ -88,7 +117,14 @@ export const deleteRole = async (kernel: Kernel, uow: UnitOfWork, authority: Aut
 };
 
 /** POST /rbac/roles/:id/assign and /revoke: the member as shown after the change */
-export const changeRole = async (kernel: Kernel, uow: UnitOfWork, authority: Authority, roleId: string, userId: string, change: 'assign' | 'revoke'): Promise<UserView> => {
+export const changeRole = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  authority: Authority,
+  roleId: string,
+  userId: string,
+  change: 'assign' | 'revoke',
+): Promise<UserView> => {
   const { state: role } = await roleOf(uow, roleId);
   const member = await uow.load(Membership, memberStream(uow.meta.tenantId, userId));
   if (member.state.status === 'none') throw commonErrors.notFound('The user does not exist.');
@@ -96,6 +132,12 @@ export const changeRole = async (kernel: Kernel, uow: UnitOfWork, authority: Aut
   if (change === 'revoke' && role.builtIn && member.state.roleIds.includes(roleId)) {
     await assertOwnerRemains(uow, userId, 'revoking its Owner role');
   }
-  uow.decide(Membership, member, change === 'assign' ? { type: 'AssignRole', roleId, roleName: role.name } : { type: 'RevokeRole', roleId, roleName: role.name });
+  uow.decide(
+    Membership,
+    member,
+    change === 'assign'
+      ? { type: 'AssignRole', roleId, roleName: role.name }
+      : { type: 'RevokeRole', roleId, roleName: role.name },
+  );
   return changedMember(kernel, uow, userId);
 };

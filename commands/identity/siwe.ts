@@ -29,24 +29,46 @@ export const siweSettings = (kernel: Kernel) => ({
 });
 
 /** checks a signed EIP-4361 message and consumes its nonce; the identity is the checksummed address */
-export const verifySiwe = async (kernel: Kernel, input: { message?: string; signature?: string }): Promise<ExternalIdentity> => {
+export const verifySiwe = async (
+  kernel: Kernel,
+  input: { message?: string; signature?: string },
+): Promise<ExternalIdentity> => {
   const { message, signature } = input;
   // a request without the two fields (or with a signature that is not 65 bytes of hex) is malformed: 400, not a failed sign-in
   const missing = [
-    ...(typeof message !== 'string' || message.length > MAX_MESSAGE ? [{ field: 'message', message: `an EIP-4361 message of at most ${MAX_MESSAGE} characters is required`, code: 'REQUIRED' }] : []),
-    ...(typeof signature !== 'string' || !isHex(signature) || signature.length !== 132 ? [{ field: 'signature', message: 'a 65-byte hex signature (0x + 130 hex digits) is required', code: 'REQUIRED' }] : []),
+    ...(typeof message !== 'string' || message.length > MAX_MESSAGE
+      ? [
+          {
+            field: 'message',
+            message: `an EIP-4361 message of at most ${MAX_MESSAGE} characters is required`,
+            code: 'REQUIRED',
+          },
+        ]
+      : []),
+    ...(typeof signature !== 'string' || !isHex(signature) || signature.length !== 132
+      ? [{ field: 'signature', message: 'a 65-byte hex signature (0x + 130 hex digits) is required', code: 'REQUIRED' }]
+      : []),
   ];
-  if (missing.length || typeof message !== 'string' || typeof signature !== 'string' || !isHex(signature)) throw commonErrors.validation(missing, 'A signed EIP-4361 message and its 65-byte signature are required.');
+  if (missing.length || typeof message !== 'string' || typeof signature !== 'string' || !isHex(signature))
+    throw commonErrors.validation(missing, 'A signed EIP-4361 message and its 65-byte signature are required.');
   const settings = siweSettings(kernel);
   const m = parseSiweMessage(message);
-  if (!m.address || !isAddress(m.address, { strict: false }) || !m.nonce || !m.uri || m.chainId === undefined) throw fail('The message is not an EIP-4361 message.');
+  if (!m.address || !isAddress(m.address, { strict: false }) || !m.nonce || !m.uri || m.chainId === undefined)
+    throw fail('The message is not an EIP-4361 message.');
   if (m.version !== '1') throw fail('Unsupported EIP-4361 version.');
   if (m.domain !== settings.domain) throw fail('The message is for another domain.');
-  if (!URL.canParse(m.uri) || new URL(m.uri).host !== settings.domain) throw fail('The message URI is not of this domain.');
+  if (!URL.canParse(m.uri) || new URL(m.uri).host !== settings.domain)
+    throw fail('The message URI is not of this domain.');
   if (!settings.chainIds.includes(m.chainId)) throw fail('The chain id is not accepted.');
   const now = kernel.clock.now().getTime();
   const issuedAt = m.issuedAt?.getTime();
-  if (issuedAt === undefined || Number.isNaN(issuedAt) || issuedAt > now + SKEW_MS || issuedAt < now - LIFETIMES.siweNonceMs - SKEW_MS) throw fail('The message was not issued now.');
+  if (
+    issuedAt === undefined ||
+    Number.isNaN(issuedAt) ||
+    issuedAt > now + SKEW_MS ||
+    issuedAt < now - LIFETIMES.siweNonceMs - SKEW_MS
+  )
+    throw fail('The message was not issued now.');
   if (m.expirationTime && !(m.expirationTime.getTime() > now)) throw fail('The message has expired.');
   if (m.notBefore && !(m.notBefore.getTime() <= now + SKEW_MS)) throw fail('The message is not valid yet.');
   if (!NONCE.test(m.nonce)) throw fail('The nonce is unknown.');
@@ -66,8 +88,14 @@ export const verifySiwe = async (kernel: Kernel, input: { message?: string; sign
   if (!row || !safeEqual(row.tokenHash, hash)) throw fail('The nonce is unknown or used.');
   if (row.expiresAt.getTime() <= now) throw fail('The nonce has expired.');
   return {
-    providerId: 'siwe', providerType: 'wallet', externalId: address, email: '', emailVerified: false,
-    displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, firstName: '', lastName: '',
+    providerId: 'siwe',
+    providerType: 'wallet',
+    externalId: address,
+    email: '',
+    emailVerified: false,
+    displayName: `${address.slice(0, 6)}…${address.slice(-4)}`,
+    firstName: '',
+    lastName: '',
   };
 };
 
@@ -79,10 +107,25 @@ export const siweProvider = (kernel: Kernel): LoginProvider => ({
     const nonce = randomBytes(16).toString('hex');
     const now = kernel.clock.now();
     const expiresAt = new Date(now.getTime() + LIFETIMES.siweNonceMs);
-    await oneTimeTokens.insert(kernel.db, { tokenHash: hashToken(nonce), purpose: 'siwe-nonce', userId: null, tenantId: null, email: null, expiresAt, createdAt: now });
+    await oneTimeTokens.insert(kernel.db, {
+      tokenHash: hashToken(nonce),
+      purpose: 'siwe-nonce',
+      userId: null,
+      tenantId: null,
+      email: null,
+      expiresAt,
+      createdAt: now,
+    });
     return {
-      nonce, domain: settings.domain, uri: settings.uri, version: '1' as const, chainId: settings.chainIds[0]!, chainIds: settings.chainIds,
-      statement: 'Sign in to the platform.', issuedAt: now.toISOString(), expirationTime: expiresAt.toISOString(),
+      nonce,
+      domain: settings.domain,
+      uri: settings.uri,
+      version: '1' as const,
+      chainId: settings.chainIds[0]!,
+      chainIds: settings.chainIds,
+      statement: 'Sign in to the platform.',
+      issuedAt: now.toISOString(),
+      expirationTime: expiresAt.toISOString(),
     };
   },
   async complete(input) {

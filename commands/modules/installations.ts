@@ -9,26 +9,48 @@ import type { Queryable } from '../../infra/postgres/db';
  */
 export type InstallationStatus = 'active' | 'inactive';
 
-export const recordInstallation = async (q: Queryable, moduleId: string, tenantId: string, status: InstallationStatus, at: Date): Promise<void> => {
-  await q.query(`INSERT INTO modules.installations (module_id, tenant_id, status, installed_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-    ON CONFLICT (module_id, tenant_id) DO UPDATE SET status = EXCLUDED.status, updated_at = EXCLUDED.updated_at`, [moduleId, tenantId, status, at]);
+export const recordInstallation = async (
+  q: Queryable,
+  moduleId: string,
+  tenantId: string,
+  status: InstallationStatus,
+  at: Date,
+): Promise<void> => {
+  await q.query(
+    `INSERT INTO modules.installations (module_id, tenant_id, status, installed_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+    ON CONFLICT (module_id, tenant_id) DO UPDATE SET status = EXCLUDED.status, updated_at = EXCLUDED.updated_at`,
+    [moduleId, tenantId, status, at],
+  );
 };
 
 /** the tenants where the module is active */
 export const activeTenantsOf = async (q: Queryable, moduleId: string): Promise<string[]> =>
-  (await q.query<{ tenant_id: string }>(`SELECT tenant_id FROM modules.installations WHERE module_id = $1 AND status = 'active' ORDER BY tenant_id`, [moduleId])).rows.map((r) => r.tenant_id);
+  (
+    await q.query<{ tenant_id: string }>(
+      `SELECT tenant_id FROM modules.installations WHERE module_id = $1 AND status = 'active' ORDER BY tenant_id`,
+      [moduleId],
+    )
+  ).rows.map((r) => r.tenant_id);
 
 /**
  * The gateway's module check (spec 000: 404 module-not-found): installed when the module is
  * registered, not deleted, and active for the tenant; unknown when no module has that slug (a
  * platform service's namespace).
  */
-export const moduleStatusOf = async (q: Queryable, tenantId: string, slug: string): Promise<'installed' | 'absent' | 'unknown'> => {
+export const moduleStatusOf = async (
+  q: Queryable,
+  tenantId: string,
+  slug: string,
+): Promise<'installed' | 'absent' | 'unknown'> => {
   // a platform service's namespace (money, notify, …) is never a module's slug: no query on their hot paths
   if (PLATFORM_DOMAINS.includes(slug)) return 'unknown';
-  const row = (await q.query<{ status: string; installation: string | null }>(
-    `SELECT m.status, i.status AS installation FROM rm.modules m LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
-      WHERE m.tenant_id = $1 AND m.slug = $2`, [PLATFORM_TENANT_ID, slug, tenantId])).rows[0];
+  const row = (
+    await q.query<{ status: string; installation: string | null }>(
+      `SELECT m.status, i.status AS installation FROM rm.modules m LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
+      WHERE m.tenant_id = $1 AND m.slug = $2`,
+      [PLATFORM_TENANT_ID, slug, tenantId],
+    )
+  ).rows[0];
   if (!row) return 'unknown';
   return row.status === 'registered' && row.installation === 'active' ? 'installed' : 'absent';
 };

@@ -23,36 +23,68 @@ export const MODULE_TENANT_HEADER = 'x-module-tenant';
 /** what a module may call: the bus (scoped to its manifest and its own subscriptions by the bus) */
 export const MODULE_PERMISSIONS: readonly string[] = ['events.publish', 'events.subscribe', 'events.manage'];
 
-export interface IssuedKey { keyId: string; key: string; webhookSecret: string; createdAt: string }
+export interface IssuedKey {
+  keyId: string;
+  key: string;
+  webhookSecret: string;
+  createdAt: string;
+}
 
-const uuidOfHex = (hex: string): string => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-const hashOf = (kernel: Kernel, secret: string): Buffer => createHmac('sha256', kernel.engines.secrets.key(HASH_PURPOSE)).update(secret).digest();
+const uuidOfHex = (hex: string): string =>
+  `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+const hashOf = (kernel: Kernel, secret: string): Buffer =>
+  createHmac('sha256', kernel.engines.secrets.key(HASH_PURPOSE)).update(secret).digest();
 
 /** the secret the bus signs deliveries with, derived from the key's id (so rotating the key rotates it) */
 export const webhookSecretOf = (kernel: Kernel, keyId: string): string =>
   `whsec_${createHmac('sha256', kernel.engines.secrets.key(WEBHOOK_PURPOSE)).update(keyId).digest('base64url')}`;
 
 /** a new key of the module; the key and its webhook secret are shown once, here */
-export const issueKey = async (kernel: Kernel, q: Queryable, moduleId: string, createdBy: string): Promise<IssuedKey> => {
+export const issueKey = async (
+  kernel: Kernel,
+  q: Queryable,
+  moduleId: string,
+  createdBy: string,
+): Promise<IssuedKey> => {
   const keyId = kernel.ids.next();
   const secret = randomBytes(32).toString('base64url');
   const createdAt = kernel.clock.now();
-  await q.query('INSERT INTO modules.keys (id, module_id, secret_hash, created_at, created_by) VALUES ($1, $2, $3, $4, $5)',
-    [keyId, moduleId, hashOf(kernel, secret), createdAt, createdBy]);
-  return { keyId, key: `${MODULE_KEY_PREFIX}${keyId.replace(/-/g, '')}.${secret}`, webhookSecret: webhookSecretOf(kernel, keyId), createdAt: createdAt.toISOString() };
+  await q.query(
+    'INSERT INTO modules.keys (id, module_id, secret_hash, created_at, created_by) VALUES ($1, $2, $3, $4, $5)',
+    [keyId, moduleId, hashOf(kernel, secret), createdAt, createdBy],
+  );
+  return {
+    keyId,
+    key: `${MODULE_KEY_PREFIX}${keyId.replace(/-/g, '')}.${secret}`,
+    webhookSecret: webhookSecretOf(kernel, keyId),
+    createdAt: createdAt.toISOString(),
+  };
 };
 
 export const revokeKey = async (kernel: Kernel, q: Queryable, moduleId: string, keyId: string): Promise<void> => {
-  const { rowCount } = await q.query('UPDATE modules.keys SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND module_id = $2',
-    [keyId, moduleId, kernel.clock.now()]);
+  const { rowCount } = await q.query(
+    'UPDATE modules.keys SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND module_id = $2',
+    [keyId, moduleId, kernel.clock.now()],
+  );
   if (!rowCount) throw moduleErrors.keyNotFound();
 };
 
 /** the newest key that is not revoked: its webhook secret signs the module's deliveries */
 export const signingKeyOf = async (q: Queryable, moduleId: string): Promise<string | null> =>
-  (await q.query<{ id: string }>('SELECT id FROM modules.keys WHERE module_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1', [moduleId])).rows[0]?.id ?? null;
+  (
+    await q.query<{ id: string }>(
+      'SELECT id FROM modules.keys WHERE module_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1',
+      [moduleId],
+    )
+  ).rows[0]?.id ?? null;
 
-interface KeyLookup { secret_hash: Buffer; revoked_at: Date | null; module_id: string; slug: string; last_used_at: Date | null }
+interface KeyLookup {
+  secret_hash: Buffer;
+  revoked_at: Date | null;
+  module_id: string;
+  slug: string;
+  last_used_at: Date | null;
+}
 const DUMMY_HASH = Buffer.alloc(32);
 
 /** the principal of a module key, acting for one of the module's tenants */
@@ -62,7 +94,9 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
     const now = Date.now();
     if ((touched.get(keyId) ?? 0) > now - 60_000) return;
     touched.set(keyId, now);
-    kernel.db.query('UPDATE modules.keys SET last_used_at = $2 WHERE id = $1', [keyId, kernel.clock.now()]).catch(() => undefined);
+    kernel.db
+      .query('UPDATE modules.keys SET last_used_at = $2 WHERE id = $1', [keyId, kernel.clock.now()])
+      .catch(() => undefined);
   };
   return {
     accepts: (token) => token.startsWith(MODULE_KEY_PREFIX),
@@ -70,17 +104,28 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
       const match = KEY_FORM.exec(token);
       if (!match) throw commonErrors.unauthorized();
       const keyId = uuidOfHex(match[1]!);
-      const found = (await kernel.db.query<KeyLookup>(
-        `SELECT k.secret_hash, k.revoked_at, k.last_used_at, m.id AS module_id, m.slug FROM modules.keys k
-           JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`, [keyId, PLATFORM_TENANT_ID])).rows[0];
+      const found = (
+        await kernel.db.query<KeyLookup>(
+          `SELECT k.secret_hash, k.revoked_at, k.last_used_at, m.id AS module_id, m.slug FROM modules.keys k
+           JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`,
+          [keyId, PLATFORM_TENANT_ID],
+        )
+      ).rows[0];
       const given = hashOf(kernel, match[2]!);
-      const valid = timingSafeEqual(given, found?.secret_hash ?? DUMMY_HASH) && found !== undefined && found.revoked_at === null;
+      const valid =
+        timingSafeEqual(given, found?.secret_hash ?? DUMMY_HASH) && found !== undefined && found.revoked_at === null;
       if (!valid || !found) throw commonErrors.unauthorized('The module key is not valid.');
       touch(keyId);
       const tenantId = await tenantOf(kernel.db, found.module_id, headers[MODULE_TENANT_HEADER]);
       return {
-        userId: `module:${found.slug}`, tenantId, email: `${found.slug}@modules.invalid`, roles: [], permissions: new Set(MODULE_PERMISSIONS),
-        emailVerified: true, source: found.slug, moduleId: found.module_id,
+        userId: `module:${found.slug}`,
+        tenantId,
+        email: `${found.slug}@modules.invalid`,
+        roles: [],
+        permissions: new Set(MODULE_PERMISSIONS),
+        emailVerified: true,
+        source: found.slug,
+        moduleId: found.module_id,
       };
     },
   };
@@ -90,11 +135,17 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
 const tenantOf = async (q: Queryable, moduleId: string, named: string | string[] | undefined): Promise<string> => {
   if (Array.isArray(named)) throw moduleErrors.tenantRequired();
   if (named !== undefined) {
-    const { rowCount } = await q.query(`SELECT 1 FROM modules.installations WHERE module_id = $1 AND tenant_id = $2 AND status = 'active'`, [moduleId, named]);
+    const { rowCount } = await q.query(
+      `SELECT 1 FROM modules.installations WHERE module_id = $1 AND tenant_id = $2 AND status = 'active'`,
+      [moduleId, named],
+    );
     if (!rowCount) throw moduleErrors.moduleNotFound('The module is not installed for this tenant.');
     return named;
   }
-  const { rows } = await q.query<{ tenant_id: string }>(`SELECT tenant_id FROM modules.installations WHERE module_id = $1 AND status = 'active' LIMIT 2`, [moduleId]);
+  const { rows } = await q.query<{ tenant_id: string }>(
+    `SELECT tenant_id FROM modules.installations WHERE module_id = $1 AND status = 'active' LIMIT 2`,
+    [moduleId],
+  );
   if (rows.length === 0) throw moduleErrors.moduleNotFound('The module is not installed for any tenant.');
   if (rows.length > 1) throw moduleErrors.tenantRequired();
   return rows[0]!.tenant_id;

@@ -22,7 +22,8 @@ import { registryMeta } from './register';
  */
 
 /** DATA_PERMISSION_RECONCILIATION_ON_MIGRATE (default true): reconcile right after a migration, else at the next start */
-const reconcileOnMigrate = (kernel: Kernel): boolean => (kernel.config.env.DATA_PERMISSION_RECONCILIATION_ON_MIGRATE ?? 'true') !== 'false';
+const reconcileOnMigrate = (kernel: Kernel): boolean =>
+  (kernel.config.env.DATA_PERMISSION_RECONCILIATION_ON_MIGRATE ?? 'true') !== 'false';
 
 const live = async (kernel: Kernel, idOrSlug: string): Promise<ModuleRecord> => {
   const found = await findModule(kernel.db, idOrSlug);
@@ -41,59 +42,119 @@ const viewOf = async (kernel: Kernel, id: string) => {
 const migrate = async (kernel: Kernel, m: ModuleRecord): Promise<MigrationOutcome> => {
   const outcome = await migrateModule(kernel, { id: m.id, slug: m.slug, migrations: m.manifest.migrations });
   if (outcome.status === 'ok' && reconcileOnMigrate(kernel)) {
-    await reconcilePermissions(kernel, m).catch((err: unknown) => kernel.logger.warn({ err, module: m.slug }, 'permission reconciliation failed; retried at the next start'));
+    await reconcilePermissions(kernel, m).catch((err: unknown) =>
+      kernel.logger.warn({ err, module: m.slug }, 'permission reconciliation failed; retried at the next start'),
+    );
   }
   return outcome;
 };
 
-const runRegistry = <T>(kernel: Kernel, actor: string, traceId: string | null, fn: (uow: UnitOfWork) => Promise<T>) => kernel.commands.run(registryMeta(actor, traceId), fn);
+const runRegistry = <T>(kernel: Kernel, actor: string, traceId: string | null, fn: (uow: UnitOfWork) => Promise<T>) =>
+  kernel.commands.run(registryMeta(actor, traceId), fn);
 
-export interface InstallationView { moduleId: string; slug: string; tenantId: string; status: 'active' | 'inactive'; version: string; schemaVersion: number }
+export interface InstallationView {
+  moduleId: string;
+  slug: string;
+  tenantId: string;
+  status: 'active' | 'inactive';
+  version: string;
+  schemaVersion: number;
+}
 
 /** installs (or re-activates) the module for a tenant; its migrations run first, a failure is a 422 with migrationError */
-export const installModule = async (kernel: Kernel, actor: string, traceId: string | null, idOrSlug: string, tenantId: string): Promise<InstallationView> => {
+export const installModule = async (
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  idOrSlug: string,
+  tenantId: string,
+): Promise<InstallationView> => {
   const m = await live(kernel, idOrSlug);
   const outcome = await migrate(kernel, m);
   if (outcome.status === 'error') throw registryErrors.migrationFailed(outcome.migrationError ?? 'unknown error');
   return activation(kernel, actor, traceId, m, tenantId, true, outcome.version);
 };
 
-const activation = async (kernel: Kernel, actor: string, traceId: string | null, m: ModuleRecord, tenantId: string, installed: boolean, schemaVersion: number) =>
+const activation = async (
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  m: ModuleRecord,
+  tenantId: string,
+  installed: boolean,
+  schemaVersion: number,
+) =>
   runRegistry(kernel, actor, traceId, async (uow) => {
     const at = kernel.clock.now();
     uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(m.id), { lock: true }), {
-      type: 'ActivateModule', data: { moduleId: m.id, slug: m.slug, tenantId, version: m.version, schemaVersion, installed, at: at.toISOString() },
+      type: 'ActivateModule',
+      data: {
+        moduleId: m.id,
+        slug: m.slug,
+        tenantId,
+        version: m.version,
+        schemaVersion,
+        installed,
+        at: at.toISOString(),
+      },
     });
     await recordInstallation(uow.tx, m.id, tenantId, 'active', at);
     return { moduleId: m.id, slug: m.slug, tenantId, status: 'active' as const, version: m.version, schemaVersion };
   });
 
-export const activateModule = async (kernel: Kernel, actor: string, traceId: string | null, idOrSlug: string, tenantId: string): Promise<InstallationView> => {
+export const activateModule = async (
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  idOrSlug: string,
+  tenantId: string,
+): Promise<InstallationView> => {
   const m = await live(kernel, idOrSlug);
   return activation(kernel, actor, traceId, m, tenantId, false, (await schemaStateOf(kernel.db, m.id))?.version ?? 0);
 };
 
-export const deactivateModule = async (kernel: Kernel, actor: string, traceId: string | null, idOrSlug: string, tenantId: string): Promise<InstallationView> => {
+export const deactivateModule = async (
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  idOrSlug: string,
+  tenantId: string,
+): Promise<InstallationView> => {
   const m = await live(kernel, idOrSlug);
   return runRegistry(kernel, actor, traceId, async (uow) => {
     const at = kernel.clock.now();
     uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(m.id), { lock: true }), {
-      type: 'DeactivateModule', data: { moduleId: m.id, slug: m.slug, tenantId, at: at.toISOString() },
+      type: 'DeactivateModule',
+      data: { moduleId: m.id, slug: m.slug, tenantId, at: at.toISOString() },
     });
     await recordInstallation(uow.tx, m.id, tenantId, 'inactive', at);
-    return { moduleId: m.id, slug: m.slug, tenantId, status: 'inactive' as const, version: m.version, schemaVersion: (await schemaStateOf(uow.tx, m.id))?.version ?? 0 };
+    return {
+      moduleId: m.id,
+      slug: m.slug,
+      tenantId,
+      status: 'inactive' as const,
+      version: m.version,
+      schemaVersion: (await schemaStateOf(uow.tx, m.id))?.version ?? 0,
+    };
   });
 };
 
 const installedAnywhere = async (kernel: Kernel, moduleId: string): Promise<boolean> =>
-  ((await kernel.db.query('SELECT 1 FROM modules.installations WHERE module_id = $1 LIMIT 1', [moduleId])).rowCount ?? 0) > 0;
+  ((await kernel.db.query('SELECT 1 FROM modules.installations WHERE module_id = $1 LIMIT 1', [moduleId])).rowCount ??
+    0) > 0;
 
 /**
  * PATCH /modules/:id: a new version (greater semver, same slug). Applied migrations stay as they
  * were; a failed one may be replaced (the fix), which clears the dirty flag; the installed
  * tenants' schema then migrates to the new version.
  */
-export const updateModule = async (kernel: Kernel, actor: string, traceId: string | null, idOrSlug: string, manifest: Manifest) => {
+export const updateModule = async (
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  idOrSlug: string,
+  manifest: Manifest,
+) => {
   const m = await live(kernel, idOrSlug);
   if (manifest.slug !== m.slug) throw registryErrors.slugChanged();
   const problems = manifestProblems(manifest);
@@ -106,7 +167,16 @@ export const updateModule = async (kernel: Kernel, actor: string, traceId: strin
   }
   await runRegistry(kernel, actor, traceId, async (uow) => {
     uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(m.id), { lock: true }), {
-      type: 'UpdateModule', data: { moduleId: m.id, slug: m.slug, version: manifest.version, previousVersion: m.version, manifest, updatedBy: actor, updatedAt: kernel.clock.now().toISOString() },
+      type: 'UpdateModule',
+      data: {
+        moduleId: m.id,
+        slug: m.slug,
+        version: manifest.version,
+        previousVersion: m.version,
+        manifest,
+        updatedBy: actor,
+        updatedAt: kernel.clock.now().toISOString(),
+      },
     });
   });
   if (state?.dirty) await clearDirty(kernel.db, m.id, kernel.clock.now());
@@ -131,15 +201,24 @@ export const forceModuleVersion = async (kernel: Kernel, idOrSlug: string, versi
 };
 
 /** soft delete: the module serves no tenant any more; tables and rows are kept until a purge */
-export const deleteModule = async (kernel: Kernel, actor: string, traceId: string | null, idOrSlug: string): Promise<void> => {
+export const deleteModule = async (
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  idOrSlug: string,
+): Promise<void> => {
   const found = await findModule(kernel.db, idOrSlug);
   if (!found) throw moduleErrors.moduleNotFound();
   await runRegistry(kernel, actor, traceId, async (uow) => {
     const at = kernel.clock.now();
     uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(found.id), { lock: true }), {
-      type: 'DeleteModule', data: { moduleId: found.id, slug: found.slug, deletedBy: actor, at: at.toISOString() },
+      type: 'DeleteModule',
+      data: { moduleId: found.id, slug: found.slug, deletedBy: actor, at: at.toISOString() },
     });
-    await uow.tx.query(`UPDATE modules.installations SET status = 'inactive', updated_at = $2 WHERE module_id = $1`, [found.id, at]);
+    await uow.tx.query(`UPDATE modules.installations SET status = 'inactive', updated_at = $2 WHERE module_id = $1`, [
+      found.id,
+      at,
+    ]);
   });
 };
 
@@ -149,7 +228,8 @@ export const purgeModule = async (kernel: Kernel, actor: string, idOrSlug: strin
   if (!found) throw moduleErrors.moduleNotFound();
   await runRegistry(kernel, actor, null, async (uow) => {
     uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(found.id), { lock: true }), {
-      type: 'PurgeModule', data: { moduleId: found.id, slug: found.slug, purgedBy: actor, at: kernel.clock.now().toISOString() },
+      type: 'PurgeModule',
+      data: { moduleId: found.id, slug: found.slug, purgedBy: actor, at: kernel.clock.now().toISOString() },
     });
     await dropModuleSchema(uow.tx, found.id, found.slug);
   });

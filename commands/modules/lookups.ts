@@ -8,10 +8,20 @@ const COLUMNS = 'id, slug, name, version, description, status, manifest, registe
 
 /** a module by id or slug */
 export const findModule = async (q: Queryable, idOrSlug: string): Promise<ModuleRecord | null> =>
-  (await q.query<ModuleRecord>(`SELECT ${COLUMNS} FROM rm.modules WHERE tenant_id = $1 AND (id = $2 OR slug = $2) ORDER BY (id = $2) DESC LIMIT 1`,
-    [PLATFORM_TENANT_ID, idOrSlug])).rows[0] ?? null;
+  (
+    await q.query<ModuleRecord>(
+      `SELECT ${COLUMNS} FROM rm.modules WHERE tenant_id = $1 AND (id = $2 OR slug = $2) ORDER BY (id = $2) DESC LIMIT 1`,
+      [PLATFORM_TENANT_ID, idOrSlug],
+    )
+  ).rows[0] ?? null;
 
 /** every registered module's slug and manifest (the bus's topic catalog: a few rows per platform) */
-export const allManifests = async (q: Queryable): Promise<{ id: string; slug: string; manifest: Manifest; registered_at: Date }[]> =>
-  (await q.query<{ id: string; slug: string; manifest: Manifest; registered_at: Date }>(
-    'SELECT id, slug, manifest, registered_at FROM rm.modules WHERE tenant_id = $1 ORDER BY slug', [PLATFORM_TENANT_ID])).rows;
+export const allManifests = async (
+  q: Queryable,
+): Promise<{ id: string; slug: string; manifest: Manifest; registered_at: Date }[]> =>
+  (
+    await q.query<{ id: string; slug: string; manifest: Manifest; registered_at: Date }>(
+      'SELECT id, slug, manifest, registered_at FROM rm.modules WHERE tenant_id = $1 ORDER BY slug',
+      [PLATFORM_TENANT_ID],
+    )
+  ).rows;

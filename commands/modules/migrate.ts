@@ -18,11 +18,22 @@ export const MODULE_DATA_ROLE = 'platform_module_data';
 export const TENANT_SETTING = 'app.tenant_id';
 
 export interface SchemaState {
-  module_id: string; slug: string; version: number; dirty: boolean; failed_version: number | null; migration_error: string | null;
-  permissions_reconciled: boolean; updated_at: Date;
+  module_id: string;
+  slug: string;
+  version: number;
+  dirty: boolean;
+  failed_version: number | null;
+  migration_error: string | null;
+  permissions_reconciled: boolean;
+  updated_at: Date;
 }
 
-export interface MigrationOutcome { version: number; applied: number[]; status: 'ok' | 'error'; migrationError: string | null }
+export interface MigrationOutcome {
+  version: number;
+  applied: number[];
+  status: 'ok' | 'error';
+  migrationError: string | null;
+}
 
 export const schemaStateOf = async (q: Queryable, moduleId: string): Promise<SchemaState | null> =>
   (await q.query<SchemaState>('SELECT * FROM modules.schema_state WHERE module_id = $1', [moduleId])).rows[0] ?? null;
@@ -35,22 +46,32 @@ export const ensureDataRole = async (q: Queryable): Promise<boolean> => {
       IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${MODULE_DATA_ROLE}') THEN CREATE ROLE ${MODULE_DATA_ROLE} NOLOGIN NOBYPASSRLS; END IF;
     EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL; END $$`);
   const { rows } = await q.query<{ usable: boolean }>(
-    `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`, [MODULE_DATA_ROLE]);
+    `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`,
+    [MODULE_DATA_ROLE],
+  );
   return rows[0]?.usable ?? false;
 };
 
 /** tables of the schema without a tenant_id column (a migration that leaves one is refused) */
 const tablesWithoutTenant = async (tx: Tx, schema: string): Promise<string[]> =>
-  (await tx.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  (
+    await tx.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')
        AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped)
-     ORDER BY 1`, [schema])).rows.map((r) => r.name);
+     ORDER BY 1`,
+      [schema],
+    )
+  ).rows.map((r) => r.name);
 
 /** every table of the schema: RLS forced, one policy by tenant, the data role's grants */
 const secureTables = async (tx: Tx, schema: string, roleUsable: boolean): Promise<void> => {
-  const { rows } = await tx.query<{ name: string; policy: boolean }>(`SELECT c.relname AS name,
+  const { rows } = await tx.query<{ name: string; policy: boolean }>(
+    `SELECT c.relname AS name,
        EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'tenant_isolation') AS policy
-     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')`, [schema]);
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')`,
+    [schema],
+  );
   for (const t of rows) {
     const table = `"${schema}"."${t.name}"`;
     await tx.query(`ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY`);
@@ -71,11 +92,18 @@ const applyOne = async (tx: Tx, schema: string, m: ManifestMigration, roleUsable
   await tx.query(`SET LOCAL search_path TO "${schema}"`);
   await tx.query(m.sql);
   const bare = await tablesWithoutTenant(tx, schema);
-  if (bare.length) throw new Error(`table ${bare.map((t) => `${schema}.${t}`).join(', ')} has no tenant_id column: every table of a module carries tenant_id`);
+  if (bare.length)
+    throw new Error(
+      `table ${bare.map((t) => `${schema}.${t}`).join(', ')} has no tenant_id column: every table of a module carries tenant_id`,
+    );
   await secureTables(tx, schema, roleUsable);
 };
 
-export interface ModuleToMigrate { id: string; slug: string; migrations: ManifestMigration[] }
+export interface ModuleToMigrate {
+  id: string;
+  slug: string;
+  migrations: ManifestMigration[];
+}
 
 /** applies the migrations the module has not reached yet; answers where it stands */
 export const migrateModule = async (kernel: Kernel, module: ModuleToMigrate): Promise<MigrationOutcome> => {
@@ -85,27 +113,43 @@ export const migrateModule = async (kernel: Kernel, module: ModuleToMigrate): Pr
   try {
     await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey(module.slug)]);
     try {
-      await client.query(`INSERT INTO modules.schema_state (module_id, slug, updated_at) VALUES ($1, $2, $3) ON CONFLICT (module_id) DO NOTHING`,
-        [module.id, module.slug, kernel.clock.now()]);
+      await client.query(
+        `INSERT INTO modules.schema_state (module_id, slug, updated_at) VALUES ($1, $2, $3) ON CONFLICT (module_id) DO NOTHING`,
+        [module.id, module.slug, kernel.clock.now()],
+      );
       const state = (await schemaStateOf(client, module.id))!;
-      if (state.dirty) return { version: state.version, applied, status: 'error', migrationError: state.migration_error };
+      if (state.dirty)
+        return { version: state.version, applied, status: 'error', migrationError: state.migration_error };
       const roleUsable = await ensureDataRole(client);
       let version = state.version;
-      for (const m of module.migrations.filter((x) => x.version > state.version).sort((a, b) => a.version - b.version)) {
+      for (const m of module.migrations
+        .filter((x) => x.version > state.version)
+        .sort((a, b) => a.version - b.version)) {
         try {
           await client.query('BEGIN');
           await applyOne(client, schema, m, roleUsable);
-          await client.query('UPDATE modules.schema_state SET version = $2, permissions_reconciled = false, updated_at = $3 WHERE module_id = $1',
-            [module.id, m.version, kernel.clock.now()]);
+          await client.query(
+            'UPDATE modules.schema_state SET version = $2, permissions_reconciled = false, updated_at = $3 WHERE module_id = $1',
+            [module.id, m.version, kernel.clock.now()],
+          );
           await client.query('COMMIT');
           version = m.version;
           applied.push(m.version);
         } catch (error) {
           await client.query('ROLLBACK').catch(() => undefined);
-          const migrationError = `migration ${m.version} (${m.name}): ${error instanceof Error ? error.message : String(error)}`.slice(0, 2000);
-          await client.query('UPDATE modules.schema_state SET dirty = true, failed_version = $2, migration_error = $3, updated_at = $4 WHERE module_id = $1',
-            [module.id, m.version, migrationError, kernel.clock.now()]);
-          kernel.logger.warn({ module: module.slug, version: m.version, err: error }, 'a module migration failed; the module is in error');
+          const migrationError =
+            `migration ${m.version} (${m.name}): ${error instanceof Error ? error.message : String(error)}`.slice(
+              0,
+              2000,
+            );
+          await client.query(
+            'UPDATE modules.schema_state SET dirty = true, failed_version = $2, migration_error = $3, updated_at = $4 WHERE module_id = $1',
+            [module.id, m.version, migrationError, kernel.clock.now()],
+          );
+          kernel.logger.warn(
+            { module: module.slug, version: m.version, err: error },
+            'a module migration failed; the module is in error',
+          );
           return { version, applied, status: 'error', migrationError };
         }
       }
@@ -120,14 +164,25 @@ export const migrateModule = async (kernel: Kernel, module: ModuleToMigrate): Pr
 
 /** clears the dirty flag so that the next migration run tries again (an admin retry, or a fixed version) */
 export const clearDirty = async (q: Queryable, moduleId: string, at: Date): Promise<void> => {
-  await q.query('UPDATE modules.schema_state SET dirty = false, failed_version = NULL, migration_error = NULL, updated_at = $2 WHERE module_id = $1', [moduleId, at]);
+  await q.query(
+    'UPDATE modules.schema_state SET dirty = false, failed_version = NULL, migration_error = NULL, updated_at = $2 WHERE module_id = $1',
+    [moduleId, at],
+  );
 };
 
 /** `platform modules force-version <slug> <n>`: the schema is declared at version n (repaired by hand), clean */
-export const forceVersion = async (q: Queryable, moduleId: string, slug: string, version: number, at: Date): Promise<void> => {
-  await q.query(`INSERT INTO modules.schema_state (module_id, slug, version, permissions_reconciled, updated_at) VALUES ($1, $2, $3, false, $4)
+export const forceVersion = async (
+  q: Queryable,
+  moduleId: string,
+  slug: string,
+  version: number,
+  at: Date,
+): Promise<void> => {
+  await q.query(
+    `INSERT INTO modules.schema_state (module_id, slug, version, permissions_reconciled, updated_at) VALUES ($1, $2, $3, false, $4)
     ON CONFLICT (module_id) DO UPDATE SET version = $3, dirty = false, failed_version = NULL, migration_error = NULL, permissions_reconciled = false, updated_at = $4`,
-  [moduleId, slug, version, at]);
+    [moduleId, slug, version, at],
+  );
 };
 
 /** the module's schema and every row in it: the platform owner's purge only */

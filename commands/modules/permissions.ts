@@ -10,20 +10,37 @@ import { dataContext } from '../data/context';
  * even when a role still holds them). A failure leaves permissions_reconciled false: retried at the
  * next start or health check.
  */
-export const reconcilePermissions = async (kernel: Kernel, module: { id: string; slug: string; manifest: Manifest }): Promise<Record<string, string>> => {
-  const desired = desiredPermissions(module.slug, module.manifest, await loadModels(kernel.db, module.slug, module.manifest));
+export const reconcilePermissions = async (
+  kernel: Kernel,
+  module: { id: string; slug: string; manifest: Manifest },
+): Promise<Record<string, string>> => {
+  const desired = desiredPermissions(
+    module.slug,
+    module.manifest,
+    await loadModels(kernel.db, module.slug, module.manifest),
+  );
   const now = kernel.clock.now();
   const client = await kernel.db.connect();
   let archived: string[];
   try {
     await client.query('BEGIN');
     for (const [key, description] of Object.entries(desired)) {
-      await client.query(`INSERT INTO modules.permissions (key, module_id, description, status, updated_at) VALUES ($1, $2, $3, 'active', $4)
-        ON CONFLICT (key) DO UPDATE SET module_id = $2, description = $3, status = 'active', updated_at = $4`, [key, module.id, description, now]);
+      await client.query(
+        `INSERT INTO modules.permissions (key, module_id, description, status, updated_at) VALUES ($1, $2, $3, 'active', $4)
+        ON CONFLICT (key) DO UPDATE SET module_id = $2, description = $3, status = 'active', updated_at = $4`,
+        [key, module.id, description, now],
+      );
     }
-    archived = (await client.query<{ key: string }>(`UPDATE modules.permissions SET status = 'archived', updated_at = $3
-      WHERE module_id = $1 AND status = 'active' AND NOT (key = ANY($2::text[])) RETURNING key`, [module.id, Object.keys(desired), now])).rows.map((r) => r.key);
-    await client.query('UPDATE modules.schema_state SET permissions_reconciled = true WHERE module_id = $1', [module.id]);
+    archived = (
+      await client.query<{ key: string }>(
+        `UPDATE modules.permissions SET status = 'archived', updated_at = $3
+      WHERE module_id = $1 AND status = 'active' AND NOT (key = ANY($2::text[])) RETURNING key`,
+        [module.id, Object.keys(desired), now],
+      )
+    ).rows.map((r) => r.key);
+    await client.query('UPDATE modules.schema_state SET permissions_reconciled = true WHERE module_id = $1', [
+      module.id,
+    ]);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -41,12 +58,16 @@ export const reconcilePermissions = async (kernel: Kernel, module: { id: string;
 export const loadModulePermissions = async (kernel: Kernel): Promise<void> => {
   const pending = await kernel.db.query<{ id: string; slug: string; manifest: Manifest }>(
     `SELECT m.id, m.slug, m.manifest FROM modules.schema_state s JOIN rm.modules m ON m.id = s.module_id
-      WHERE NOT s.permissions_reconciled AND NOT s.dirty AND m.status = 'registered'`);
+      WHERE NOT s.permissions_reconciled AND NOT s.dirty AND m.status = 'registered'`,
+  );
   for (const m of pending.rows) {
-    await reconcilePermissions(kernel, m).catch((err: unknown) => kernel.logger.warn({ err, module: m.slug }, 'permission reconciliation failed; retried later'));
+    await reconcilePermissions(kernel, m).catch((err: unknown) =>
+      kernel.logger.warn({ err, module: m.slug }, 'permission reconciliation failed; retried later'),
+    );
   }
   const known = await kernel.db.query<{ key: string; description: string; slug: string; status: string }>(
-    `SELECT p.key, p.description, p.status, m.slug FROM modules.permissions p JOIN rm.modules m ON m.id = p.module_id`);
+    `SELECT p.key, p.description, p.status, m.slug FROM modules.permissions p JOIN rm.modules m ON m.id = p.module_id`,
+  );
   for (const p of known.rows) {
     if (p.status === 'active') kernel.permissions.register(p.slug, { [p.key]: p.description });
     else kernel.permissions.unregister([p.key]);

@@ -13,10 +13,19 @@ import { ModuleAggregate, moduleStream } from './aggregates';
  * endpoint must be https outside development and test (it receives every event it subscribes to).
  * The command runs in the platform tenant's unit of work (the registry is the platform's).
  */
-export const registerModule = async (kernel: Kernel, uow: UnitOfWork, manifest: Manifest, registeredBy: string): Promise<ReturnType<typeof moduleView>> => {
+export const registerModule = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  manifest: Manifest,
+  registeredBy: string,
+): Promise<ReturnType<typeof moduleView>> => {
   const problems = manifestProblems(manifest);
   const endpoint = manifest.events.endpoint;
-  if (endpoint && new URL(endpoint).protocol !== 'https:' && !['development', 'test'].includes(kernel.config.PLATFORM_ENV)) {
+  if (
+    endpoint &&
+    new URL(endpoint).protocol !== 'https:' &&
+    !['development', 'test'].includes(kernel.config.PLATFORM_ENV)
+  ) {
     problems.push({ field: 'events.endpoint', message: 'the endpoint must be https', code: 'HTTPS_REQUIRED' });
   }
   if (problems.length) throw moduleErrors.invalidManifest(problems);
@@ -24,13 +33,37 @@ export const registerModule = async (kernel: Kernel, uow: UnitOfWork, manifest: 
   if (await findModule(uow.tx, manifest.slug)) throw moduleErrors.slugTaken(manifest.slug);
   const moduleId = kernel.ids.next();
   const registeredAt = kernel.clock.now();
-  const data = { moduleId, slug: manifest.slug, version: manifest.version, manifest, registeredBy, registeredAt: registeredAt.toISOString() };
-  uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(moduleId)), { type: 'RegisterModule', data });
+  const data = {
+    moduleId,
+    slug: manifest.slug,
+    version: manifest.version,
+    manifest,
+    registeredBy,
+    registeredAt: registeredAt.toISOString(),
+  };
+  uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(moduleId)), {
+    type: 'RegisterModule',
+    data,
+  });
   return moduleView({
-    id: moduleId, slug: manifest.slug, name: manifest.name ?? null, version: manifest.version, description: manifest.description ?? null, status: 'registered',
-    manifest, registered_by: registeredBy, registered_at: registeredAt, updated_at: registeredAt,
+    id: moduleId,
+    slug: manifest.slug,
+    name: manifest.name ?? null,
+    version: manifest.version,
+    description: manifest.description ?? null,
+    status: 'registered',
+    manifest,
+    registered_by: registeredBy,
+    registered_at: registeredAt,
+    updated_at: registeredAt,
   });
 };
 
 /** the unit of work of a registry command: the platform tenant, whoever asks */
-export const registryMeta = (actorId: string, traceId: string | null) => ({ tenantId: PLATFORM_TENANT_ID, actorId, traceId, correlationId: traceId, causationId: null });
+export const registryMeta = (actorId: string, traceId: string | null) => ({
+  tenantId: PLATFORM_TENANT_ID,
+  actorId,
+  traceId,
+  correlationId: traceId,
+  causationId: null,
+});

@@ -40,8 +40,12 @@ export const installMoneyBillingPorts = (kernel: Kernel, ports: MoneyBillingPort
   billingPorts.set(kernel, ports);
 };
 const fromBilling = (kernel: Kernel): { limitsSource: PlanLimitsSource; subscriptions: SubscriptionSource } => ({
-  limitsSource: { fetch: (tenantId) => (billingPorts.get(kernel)?.limitsSource ?? defaultPlanLimitsSource).fetch(tenantId) },
-  subscriptions: { statusOf: (tenantId) => (billingPorts.get(kernel)?.subscriptions ?? activeSubscriptions).statusOf(tenantId) },
+  limitsSource: {
+    fetch: (tenantId) => (billingPorts.get(kernel)?.limitsSource ?? defaultPlanLimitsSource).fetch(tenantId),
+  },
+  subscriptions: {
+    statusOf: (tenantId) => (billingPorts.get(kernel)?.subscriptions ?? activeSubscriptions).statusOf(tenantId),
+  },
 });
 
 /** installs the ports; tests pass fakes (billing's answers come through installMoneyBillingPorts) */
@@ -50,7 +54,12 @@ export const configureMoney = (kernel: Kernel, overrides: MoneyOverrides = {}): 
   const billing = fromBilling(kernel);
   const context: MoneyContext = {
     settings,
-    limits: new CachedPlanLimits(kernel.engines.cache, overrides.limitsSource ?? billing.limitsSource, kernel.clock, settings.planLimitsFreshMs),
+    limits: new CachedPlanLimits(
+      kernel.engines.cache,
+      overrides.limitsSource ?? billing.limitsSource,
+      kernel.clock,
+      settings.planLimitsFreshMs,
+    ),
     subscriptions: overrides.subscriptions ?? billing.subscriptions,
     members: overrides.members ?? identityMembers,
     clock: kernel.clock,

@@ -13,20 +13,40 @@ export interface KnownTransaction extends OriginalTransaction {
 }
 
 interface Row {
-  id: string; type: TransactionType; status: TransactionStatus; amount: string; currency: string; wallet_id: string; counterparty_wallet_id: string | null;
-  created_at: Date; reference_transaction_id: string | null; resolution: string | null;
+  id: string;
+  type: TransactionType;
+  status: TransactionStatus;
+  amount: string;
+  currency: string;
+  wallet_id: string;
+  counterparty_wallet_id: string | null;
+  created_at: Date;
+  reference_transaction_id: string | null;
+  resolution: string | null;
 }
 
 /** the primary leg of a transaction of the tenant, or null */
 export const findTransaction = async (q: Queryable, tenantId: string, id: string): Promise<KnownTransaction | null> => {
   const { rows } = await q.query<Row>(
     `SELECT id, type, status, amount::text AS amount, currency, wallet_id, counterparty_wallet_id, created_at, reference_transaction_id, resolution
-     FROM rm.money_transactions WHERE tenant_id = $1 AND id = $2 AND leg = 'primary'`, [tenantId, id]);
+     FROM rm.money_transactions WHERE tenant_id = $1 AND id = $2 AND leg = 'primary'`,
+    [tenantId, id],
+  );
   const r = rows[0];
-  return r ? {
-    id: r.id, type: r.type, status: r.status, amount: BigInt(r.amount), currency: r.currency, walletId: r.wallet_id, counterpartyWalletId: r.counterparty_wallet_id,
-    createdAt: r.created_at.toISOString(), referenceTransactionId: r.reference_transaction_id, resolution: r.resolution,
-  } : null;
+  return r
+    ? {
+        id: r.id,
+        type: r.type,
+        status: r.status,
+        amount: BigInt(r.amount),
+        currency: r.currency,
+        walletId: r.wallet_id,
+        counterpartyWalletId: r.counterparty_wallet_id,
+        createdAt: r.created_at.toISOString(),
+        referenceTransactionId: r.reference_transaction_id,
+        resolution: r.resolution,
+      }
+    : null;
 };
 
 /** how a hold that is no longer active ended */
@@ -38,8 +58,19 @@ export const holdOutcome = (t: KnownTransaction | null): HoldOutcome | null => {
   return null;
 };
 
-export const userHasWallet = async (q: Queryable, tenantId: string, userId: string, currency: string): Promise<boolean> =>
-  ((await q.query('SELECT 1 FROM rm.money_wallets WHERE tenant_id = $1 AND user_id = $2 AND currency = $3', [tenantId, userId, currency])).rowCount ?? 0) > 0;
+export const userHasWallet = async (
+  q: Queryable,
+  tenantId: string,
+  userId: string,
+  currency: string,
+): Promise<boolean> =>
+  ((
+    await q.query('SELECT 1 FROM rm.money_wallets WHERE tenant_id = $1 AND user_id = $2 AND currency = $3', [
+      tenantId,
+      userId,
+      currency,
+    ])
+  ).rowCount ?? 0) > 0;
 
 /**
  * Who may own a wallet: an active member of the tenant whose account is active too. The port reads
@@ -51,7 +82,12 @@ export interface MemberDirectory {
 }
 
 export const identityMembers: MemberDirectory = {
-  isActiveMember: async (q, tenantId, userId) => ((await q.query(
-    `SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-     WHERE m.tenant_id = $1 AND m.user_id = $2 AND m.status = 'active' AND a.status = 'active'`, [tenantId, userId, PLATFORM_TENANT_ID])).rowCount ?? 0) > 0,
+  isActiveMember: async (q, tenantId, userId) =>
+    ((
+      await q.query(
+        `SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
+     WHERE m.tenant_id = $1 AND m.user_id = $2 AND m.status = 'active' AND a.status = 'active'`,
+        [tenantId, userId, PLATFORM_TENANT_ID],
+      )
+    ).rowCount ?? 0) > 0,
 };

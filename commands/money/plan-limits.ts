@@ -45,7 +45,8 @@ export class CachedPlanLimits {
     const key = planLimitsKey(tenantId);
     const cached = await this.read(key);
     const now = this.clock.now().getTime();
-    if (cached && now - cached.fetchedAt < this.freshMs) return { maxTxAmount: BigInt(cached.maxTxAmount), maxBalance: BigInt(cached.maxBalance) };
+    if (cached && now - cached.fetchedAt < this.freshMs)
+      return { maxTxAmount: BigInt(cached.maxTxAmount), maxBalance: BigInt(cached.maxBalance) };
     let limits: PlanLimits;
     try {
       limits = await this.source.fetch(tenantId);
@@ -53,7 +54,11 @@ export class CachedPlanLimits {
       if (cached) return { maxTxAmount: BigInt(cached.maxTxAmount), maxBalance: BigInt(cached.maxBalance) };
       throw moneyErrors.billingUnavailable();
     }
-    const value: CachedLimits = { maxTxAmount: limits.maxTxAmount.toString(), maxBalance: limits.maxBalance.toString(), fetchedAt: now };
+    const value: CachedLimits = {
+      maxTxAmount: limits.maxTxAmount.toString(),
+      maxBalance: limits.maxBalance.toString(),
+      fetchedAt: now,
+    };
     await this.cache.set(key, JSON.stringify(value), this.keepMs).catch(() => undefined);
     return limits;
   }
@@ -64,8 +69,13 @@ export class CachedPlanLimits {
       const raw = await this.cache.get(key);
       if (!raw) return null;
       const v = JSON.parse(raw) as Partial<CachedLimits>;
-      return typeof v.maxTxAmount === 'string' && /^\d+$/.test(v.maxTxAmount) && typeof v.maxBalance === 'string' && /^\d+$/.test(v.maxBalance) && typeof v.fetchedAt === 'number'
-        ? (v as CachedLimits) : null;
+      return typeof v.maxTxAmount === 'string' &&
+        /^\d+$/.test(v.maxTxAmount) &&
+        typeof v.maxBalance === 'string' &&
+        /^\d+$/.test(v.maxBalance) &&
+        typeof v.fetchedAt === 'number'
+        ? (v as CachedLimits)
+        : null;
     } catch {
       return null;
     }

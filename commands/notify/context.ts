@@ -54,7 +54,8 @@ export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {})
       keys: settings.vapid ?? deriveVapidKeys(kernel.engines.secrets),
       subject: vapidSubjectOf(settings.vapidSubject, kernel.config.rootUrl, kernel.config.MAIL_FROM),
     },
-    secrets: previous?.secrets ?? new SecretBox([{ id: 'n1', key: kernel.engines.secrets.key('notify.channel-secrets.v1') }]),
+    secrets:
+      previous?.secrets ?? new SecretBox([{ id: 'n1', key: kernel.engines.secrets.key('notify.channel-secrets.v1') }]),
     clock: kernel.clock,
     ids: kernel.ids,
     random: overrides.random ?? previous?.random ?? uniformRandom,
@@ -63,9 +64,15 @@ export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {})
   contexts.set(kernel, context);
   if (!previous) {
     for (const adapter of [
-      emailAdapter(kernel), websocketAdapter(kernel),
-      pushAdapter(kernel, { vapid: () => notifyContext(kernel).vapid, attemptTimeoutMs: () => notifyContext(kernel).settings.attemptTimeoutMs, agent: () => notifyContext(kernel).pushAgent }),
-    ]) context.adapters.set(adapter.type, adapter);
+      emailAdapter(kernel),
+      websocketAdapter(kernel),
+      pushAdapter(kernel, {
+        vapid: () => notifyContext(kernel).vapid,
+        attemptTimeoutMs: () => notifyContext(kernel).settings.attemptTimeoutMs,
+        agent: () => notifyContext(kernel).pushAgent,
+      }),
+    ])
+      context.adapters.set(adapter.type, adapter);
     kernel.onClose('notify.channels', async () => {
       for (const adapter of context.adapters.values()) await adapter.close?.();
     });

@@ -28,7 +28,10 @@ export const HEAD_JOIN = `JOIN es.streams s ON s.stream_id = 'notify.notificatio
 export class NotificationBatch {
   private readonly units = new Map<string, UnitOfWork>();
 
-  constructor(private readonly kernel: Kernel, private readonly tx: Tx) {}
+  constructor(
+    private readonly kernel: Kernel,
+    private readonly tx: Tx,
+  ) {}
 
   /** the aggregate as its head row holds it; an older state shape is folded from its events */
   async loaded(row: HeadColumns): Promise<Loaded<Notification>> {
@@ -45,7 +48,9 @@ export class NotificationBatch {
 
   /** the appends and projection rows as SQL text, to send with the queue's own statements */
   statements(): string[] {
-    const appends = [...this.units.values()].flatMap((u) => u.takePending().map((request) => ({ request, meta: u.meta })));
+    const appends = [...this.units.values()].flatMap((u) =>
+      u.takePending().map((request) => ({ request, meta: u.meta })),
+    );
     if (appends.length === 0) return [];
     const { sql, events } = this.kernel.store.prepareAppends(appends, this.kernel.clock.now());
     return [sql, ...this.kernel.projections.inlineStatements(events).map(inline)];

@@ -17,27 +17,51 @@ export const identityDirectory: RecipientDirectory = {
     if (userIds.length === 0) return new Map();
     const { rows } = await q.query<{ user_id: string; email: string }>(
       `SELECT m.user_id, a.email FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-       WHERE m.tenant_id = $1 AND m.user_id = ANY($2::text[]) AND m.status = 'active' AND a.status = 'active'`, [tenantId, [...new Set(userIds)], PLATFORM_TENANT_ID]);
+       WHERE m.tenant_id = $1 AND m.user_id = ANY($2::text[]) AND m.status = 'active' AND a.status = 'active'`,
+      [tenantId, [...new Set(userIds)], PLATFORM_TENANT_ID],
+    );
     return new Map(rows.map((r) => [r.user_id, r.email]));
   },
 };
 
-export interface StoredTemplate { id: string; name: string; channel: string; subject: string; body: string; format: TemplateFormat; variables: string[] }
+export interface StoredTemplate {
+  id: string;
+  name: string;
+  channel: string;
+  subject: string;
+  body: string;
+  format: TemplateFormat;
+  variables: string[];
+}
 
 export const findTemplate = async (q: Queryable, tenantId: string, id: string): Promise<StoredTemplate | null> => {
   const { rows } = await q.query<StoredTemplate>(
-    'SELECT id, name, channel, subject, body, format, variables FROM rm.notify_templates WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+    'SELECT id, name, channel, subject, body, format, variables FROM rm.notify_templates WHERE tenant_id = $1 AND id = $2',
+    [tenantId, id],
+  );
   return rows[0] ?? null;
 };
 
 export const templateNameTaken = async (q: Queryable, tenantId: string, name: string): Promise<boolean> =>
-  ((await q.query('SELECT 1 FROM rm.notify_templates WHERE tenant_id = $1 AND lower(name) = lower($2)', [tenantId, name])).rowCount ?? 0) > 0;
+  ((
+    await q.query('SELECT 1 FROM rm.notify_templates WHERE tenant_id = $1 AND lower(name) = lower($2)', [
+      tenantId,
+      name,
+    ])
+  ).rowCount ?? 0) > 0;
 
-export interface StoredChannel { id: string; name: string; type: string; status: string }
+export interface StoredChannel {
+  id: string;
+  name: string;
+  type: string;
+  status: string;
+}
 
 /** a channel the tenant registered, by id or name (names compare case-insensitively) */
 export const findChannel = async (q: Queryable, tenantId: string, idOrName: string): Promise<StoredChannel | null> => {
   const { rows } = await q.query<StoredChannel>(
-    'SELECT id, name, type, status FROM rm.notify_channels WHERE tenant_id = $1 AND (id = $2 OR lower(name) = lower($2)) ORDER BY (id = $2) DESC LIMIT 1', [tenantId, idOrName]);
+    'SELECT id, name, type, status FROM rm.notify_channels WHERE tenant_id = $1 AND (id = $2 OR lower(name) = lower($2)) ORDER BY (id = $2) DESC LIMIT 1',
+    [tenantId, idOrName],
+  );
   return rows[0] ?? null;
 };

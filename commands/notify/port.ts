@@ -9,10 +9,19 @@ import { acceptorOf } from './queue';
 
 /** the kernel's notification port as a request of the service */
 export const portRequest = (n: PlatformNotification): SendRequest => ({
-  channel: n.channel ?? 'email', recipient: n.recipient, format: 'text', priority: n.priority ?? 'normal',
-  ...(n.subject === undefined ? {} : { subject: n.subject }), ...(n.body === undefined ? {} : { body: n.body }), ...(n.html === undefined ? {} : { html: n.html }),
-  ...(n.templateId === undefined ? {} : { templateId: n.templateId }), variables: n.variables ?? {}, meta: {},
-  ...(n.headers === undefined ? {} : { headers: n.headers }), module: n.module, purpose: n.purpose,
+  channel: n.channel ?? 'email',
+  recipient: n.recipient,
+  format: 'text',
+  priority: n.priority ?? 'normal',
+  ...(n.subject === undefined ? {} : { subject: n.subject }),
+  ...(n.body === undefined ? {} : { body: n.body }),
+  ...(n.html === undefined ? {} : { html: n.html }),
+  ...(n.templateId === undefined ? {} : { templateId: n.templateId }),
+  variables: n.variables ?? {},
+  meta: {},
+  ...(n.headers === undefined ? {} : { headers: n.headers }),
+  module: n.module,
+  purpose: n.purpose,
 });
 
 /**

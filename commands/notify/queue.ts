@@ -18,7 +18,12 @@ import { notifyContext } from './context';
 export const QUEUE_CHANNEL = 'notify_queue';
 const WAKE_SQL = `SELECT pg_notify('${QUEUE_CHANNEL}', '')`;
 
-export const accepted = (p: PreparedNotification): AcceptedView => ({ notificationId: p.id, status: 'queued', channel: p.channel.name, createdAt: p.createdAt });
+export const accepted = (p: PreparedNotification): AcceptedView => ({
+  notificationId: p.id,
+  status: 'queued',
+  channel: p.channel.name,
+  createdAt: p.createdAt,
+});
 
 /** the queue rows of new notifications, one statement with arrays (bodies can be large: bound, not inlined) */
 export const insertDeliveries = (prepared: readonly PreparedNotification[]) => ({
@@ -27,14 +32,21 @@ export const insertDeliveries = (prepared: readonly PreparedNotification[]) => (
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::timestamptz[])
       AS v(id, tenant_id, module, rate_limited, channel_type, channel_id, priority, message, created_at)`,
   values: [
-    prepared.map((p) => p.id), prepared.map((p) => p.tenantId), prepared.map((p) => p.module), prepared.map((p) => p.rateLimited),
-    prepared.map((p) => p.channel.type), prepared.map((p) => p.channel.id), prepared.map((p) => priorityRank(p.priority)),
-    prepared.map((p) => JSON.stringify(p.message)), prepared.map((p) => p.createdAt),
+    prepared.map((p) => p.id),
+    prepared.map((p) => p.tenantId),
+    prepared.map((p) => p.module),
+    prepared.map((p) => p.rateLimited),
+    prepared.map((p) => p.channel.type),
+    prepared.map((p) => p.channel.id),
+    prepared.map((p) => priorityRank(p.priority)),
+    prepared.map((p) => JSON.stringify(p.message)),
+    prepared.map((p) => p.createdAt),
   ],
 });
 
 /** serializes the accepts of one tenant while its queue is counted and filled (the cap is exact) */
-const lockTenantSql = (tenantId: string) => `SELECT pg_advisory_xact_lock(hashtextextended(${literal(`notify.queue:${tenantId}`)}, 0))`;
+const lockTenantSql = (tenantId: string) =>
+  `SELECT pg_advisory_xact_lock(hashtextextended(${literal(`notify.queue:${tenantId}`)}, 0))`;
 
 /** notifications of each tenant not delivered yet (counted up to max + 1: enough to refuse) */
 const pendingSql = (tenantIds: readonly string[], max: number) =>
@@ -51,7 +63,11 @@ export const pendingCount = async (q: Queryable, tenantId: string, max: number):
  * Idempotency-Key, a retry): the cap checked under the tenant's lock, the queued events recorded,
  * the queue rows written; committed by the caller with the events and the idempotency record.
  */
-export const queueInUnit = async (kernel: Kernel, uow: UnitOfWork, prepared: readonly PreparedNotification[]): Promise<AcceptedView[]> => {
+export const queueInUnit = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  prepared: readonly PreparedNotification[],
+): Promise<AcceptedView[]> => {
   const max = notifyContext(kernel).settings.queueMaxPerTenant;
   const limited = limitedCount(prepared);
   if (limited > 0) {
@@ -59,7 +75,11 @@ export const queueInUnit = async (kernel: Kernel, uow: UnitOfWork, prepared: rea
     if ((await pendingCount(uow.tx, uow.meta.tenantId, max)) + limited > max) throw notifyErrors.queueFull(max);
   }
   for (const p of prepared) {
-    uow.decide(NotificationAggregate, { streamId: notificationStream(p.tenantId, p.id), state: notificationDecider.initialState(), version: 0 }, { type: 'Queue', data: queuedData(p) });
+    uow.decide(
+      NotificationAggregate,
+      { streamId: notificationStream(p.tenantId, p.id), state: notificationDecider.initialState(), version: 0 },
+      { type: 'Queue', data: queuedData(p) },
+    );
   }
   if (prepared.length) {
     await uow.tx.query(insertDeliveries(prepared));
@@ -83,7 +103,12 @@ const BATCHES_IN_FLIGHT = 2;
 
 const queuedAppend = (p: PreparedNotification): AppendRequest => {
   const events: NotificationEvent[] = [{ type: 'notify.notification.queued', data: queuedData(p) }];
-  return { streamId: notificationStream(p.tenantId, p.id), expectedVersion: 0, events, state: { value: fold(notificationDecider, events), schema: NotificationAggregate.stateSchema } };
+  return {
+    streamId: notificationStream(p.tenantId, p.id),
+    expectedVersion: 0,
+    events,
+    state: { value: fold(notificationDecider, events), schema: NotificationAggregate.stateSchema },
+  };
 };
 
 /**
@@ -111,7 +136,10 @@ export class Acceptor {
     while (this.inFlight < BATCHES_IN_FLIGHT && this.waiting.length) {
       const batch: Waiting[] = [];
       let size = 0;
-      while (this.waiting.length && (batch.length === 0 || size + this.waiting[0]!.prepared.length <= BATCH_NOTIFICATIONS)) {
+      while (
+        this.waiting.length &&
+        (batch.length === 0 || size + this.waiting[0]!.prepared.length <= BATCH_NOTIFICATIONS)
+      ) {
         const next = this.waiting.shift()!;
         size += next.prepared.length;
         batch.push(next);
@@ -134,14 +162,19 @@ export class Acceptor {
     });
     if (!client) return;
     try {
-      const results = await client.query(['BEGIN', ...tenants.map(lockTenantSql), ...(tenants.length ? [pendingSql(tenants, max)] : [])].join(';\n')) as unknown as { rows: { tenant_id: string; n: number }[] }[];
+      const results = (await client.query(
+        ['BEGIN', ...tenants.map(lockTenantSql), ...(tenants.length ? [pendingSql(tenants, max)] : [])].join(';\n'),
+      )) as unknown as { rows: { tenant_id: string; n: number }[] }[];
       const pending = new Map((tenants.length ? results[results.length - 1]!.rows : []).map((r) => [r.tenant_id, r.n]));
       const admitted: Waiting[] = [];
       const refused: Waiting[] = [];
       for (const w of batch) {
         const n = limitedCount(w.prepared);
         const depth = pending.get(w.meta.tenantId) ?? 0;
-        if (n > 0 && depth + n > max) { refused.push(w); continue; }
+        if (n > 0 && depth + n > max) {
+          refused.push(w);
+          continue;
+        }
         pending.set(w.meta.tenantId, depth + n);
         admitted.push(w);
       }

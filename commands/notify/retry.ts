@@ -10,10 +10,17 @@ import { pendingCount, queueCapSql } from './queue';
  * retries (spec 002: failed → queued); anything else is 400 notification-not-failed. The queue row
  * is locked first, so no worker or second retry acts on it meanwhile; the tenant's queue cap holds.
  */
-export const retryNotification = async (kernel: Kernel, uow: UnitOfWork, id: string): Promise<{ notificationId: string; status: 'queued' }> => {
+export const retryNotification = async (
+  kernel: Kernel,
+  uow: UnitOfWork,
+  id: string,
+): Promise<{ notificationId: string; status: 'queued' }> => {
   const ctx = notifyContext(kernel);
   const tenantId = uow.meta.tenantId;
-  const { rows } = await uow.tx.query<{ rate_limited: boolean }>('SELECT rate_limited FROM notify.deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [tenantId, id]);
+  const { rows } = await uow.tx.query<{ rate_limited: boolean }>(
+    'SELECT rate_limited FROM notify.deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
+    [tenantId, id],
+  );
   const loaded = await uow.load(NotificationAggregate, notificationStream(tenantId, id));
   const now = ctx.clock.now();
   uow.decide(NotificationAggregate, loaded, { type: 'Retry', now: now.toISOString() });
@@ -25,8 +32,11 @@ export const retryNotification = async (kernel: Kernel, uow: UnitOfWork, id: str
     await uow.tx.query(queueCapSql.lockTenantSql(tenantId));
     if ((await pendingCount(uow.tx, tenantId, max)) + 1 > max) throw notifyErrors.queueFull(max);
   }
-  await uow.tx.query(`UPDATE notify.deliveries SET state = 'queued', attempt = 0, due_at = $3, possible_duplicate = false, last_error = NULL, claimed_by = NULL, lease_until = NULL
-    WHERE tenant_id = $1 AND id = $2`, [tenantId, id, now]);
+  await uow.tx.query(
+    `UPDATE notify.deliveries SET state = 'queued', attempt = 0, due_at = $3, possible_duplicate = false, last_error = NULL, claimed_by = NULL, lease_until = NULL
+    WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, id, now],
+  );
   await uow.tx.query(queueCapSql.WAKE_SQL);
   return { notificationId: id, status: 'queued' };
 };

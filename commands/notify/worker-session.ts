@@ -13,11 +13,18 @@ import { QUEUE_CHANNEL } from './queue';
 export class WorkerSession {
   private failed = false;
 
-  private constructor(private readonly client: pg.Client, readonly key: bigint) {}
+  private constructor(
+    private readonly client: pg.Client,
+    readonly key: bigint,
+  ) {}
 
   static async open(kernel: Kernel, onWork: () => void): Promise<WorkerSession> {
     const pool = kernel.db;
-    const client = new pg.Client({ ...pool.options, application_name: `${pool.options.application_name ?? 'platform'}/notify-worker`.slice(0, 63), keepAlive: true });
+    const client = new pg.Client({
+      ...pool.options,
+      application_name: `${pool.options.application_name ?? 'platform'}/notify-worker`.slice(0, 63),
+      keepAlive: true,
+    });
     // a positive 63-bit key: split into the two 32-bit halves pg_locks shows (classid, objid)
     const key = randomBytes(8).readBigUInt64BE() >> 1n;
     const session = new WorkerSession(client, key === 0n ? 1n : key);

@@ -37,18 +37,27 @@ export const normalize = (value: string): string => value.trim().toLowerCase();
 export const isFinancial = (action: string): boolean => action.startsWith('money.');
 
 /** the rule hiding these personal values (email, first name, last name, full name, linked identities) */
-export const ruleFor = (userId: string, values: readonly string[], digest: (normalized: string) => string): AnonymizationRule => {
+export const ruleFor = (
+  userId: string,
+  values: readonly string[],
+  digest: (normalized: string) => string,
+): AnonymizationRule => {
   const normalized = [...new Set(values.map(normalize).filter((v) => v.length > 0))];
   return { userId, digests: normalized.map(digest), lengths: [...new Set(normalized.map((v) => v.length))] };
 };
 
-export const overlayOf = (rules: readonly AnonymizationRule[], digest: (normalized: string) => string): Overlay | null =>
-  (rules.length === 0 ? null : {
-    users: new Set(rules.map((r) => r.userId)),
-    digests: new Set(rules.flatMap((r) => r.digests)),
-    lengths: new Set(rules.flatMap((r) => r.lengths)),
-    digest,
-  });
+export const overlayOf = (
+  rules: readonly AnonymizationRule[],
+  digest: (normalized: string) => string,
+): Overlay | null =>
+  rules.length === 0
+    ? null
+    : {
+        users: new Set(rules.map((r) => r.userId)),
+        digests: new Set(rules.flatMap((r) => r.digests)),
+        lengths: new Set(rules.flatMap((r) => r.lengths)),
+        digest,
+      };
 
 const EMAIL = /[^\s@<>"',;:()[\]]+@[^\s@<>"',;:()[\]]+\.[^\s@<>"',;:()[\]]+/g;
 
@@ -65,7 +74,8 @@ const redactText = (overlay: Overlay, value: string): string => {
 const redactValue = (overlay: Overlay, value: unknown): unknown => {
   if (typeof value === 'string') return redactText(overlay, value);
   if (Array.isArray(value)) return value.map((v) => redactValue(overlay, v));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(overlay, v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(overlay, v)]));
   return value;
 };
 
@@ -79,7 +89,8 @@ const actedBy = (overlay: Overlay, actorId: string): boolean => {
 export const redact = (record: AuditRecordView, overlay: Overlay | null): AuditRecordView => {
   if (!overlay || isFinancial(record.action)) return record;
   const actor = actedBy(overlay, record.actorId);
-  const object = (v: Record<string, unknown> | null) => (v === null ? null : (redactValue(overlay, v) as Record<string, unknown>));
+  const object = (v: Record<string, unknown> | null) =>
+    v === null ? null : (redactValue(overlay, v) as Record<string, unknown>);
   return {
     ...record,
     actorIp: actor && record.actorIp !== null ? REDACTED_IP : record.actorIp,

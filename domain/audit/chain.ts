@@ -37,14 +37,39 @@ export interface HashChain {
 }
 
 export const hashChain = (sha256: Sha256): HashChain => {
-  const hashOf = (row: Omit<AuditRow, 'hash'>): string => sha256(JSON.stringify([
-    VERSION, row.prev_hash, row.tenant_id, String(row.seq), row.id, row.action, row.entity_type, row.entity_id, row.actor_id,
-    row.actor_ip, row.actor_user_agent, row.before, row.after, row.meta, row.trace_id, isoOf(row.timestamp),
-  ]));
-  return { hashOf, chain: (head, rows) => chain(hashOf, head, rows), verifyPage: (head, rows) => verifyPage(hashOf, head, rows) };
+  const hashOf = (row: Omit<AuditRow, 'hash'>): string =>
+    sha256(
+      JSON.stringify([
+        VERSION,
+        row.prev_hash,
+        row.tenant_id,
+        String(row.seq),
+        row.id,
+        row.action,
+        row.entity_type,
+        row.entity_id,
+        row.actor_id,
+        row.actor_ip,
+        row.actor_user_agent,
+        row.before,
+        row.after,
+        row.meta,
+        row.trace_id,
+        isoOf(row.timestamp),
+      ]),
+    );
+  return {
+    hashOf,
+    chain: (head, rows) => chain(hashOf, head, rows),
+    verifyPage: (head, rows) => verifyPage(hashOf, head, rows),
+  };
 };
 
-const chain = (hashOf: HashChain['hashOf'], head: ChainHead, rows: readonly UnchainedRow[]): { rows: AuditRow[]; head: ChainHead } => {
+const chain = (
+  hashOf: HashChain['hashOf'],
+  head: ChainHead,
+  rows: readonly UnchainedRow[],
+): { rows: AuditRow[]; head: ChainHead } => {
   let { seq, hash } = head;
   const chained = rows.map((r) => {
     seq += 1;
@@ -55,12 +80,17 @@ const chain = (hashOf: HashChain['hashOf'], head: ChainHead, rows: readonly Unch
   return { rows: chained, head: { seq, hash } };
 };
 
-const verifyPage = (hashOf: HashChain['hashOf'], head: ChainHead, rows: readonly AuditRow[]): { head: ChainHead; broken: ChainBreak | null } => {
+const verifyPage = (
+  hashOf: HashChain['hashOf'],
+  head: ChainHead,
+  rows: readonly AuditRow[],
+): { head: ChainHead; broken: ChainBreak | null } => {
   let current = head;
   for (const row of rows) {
     const seq = Number(row.seq);
     if (seq !== current.seq + 1) return { head: current, broken: { seq: row.seq, id: row.id, reason: 'gap' } };
-    if (row.prev_hash !== current.hash) return { head: current, broken: { seq: row.seq, id: row.id, reason: 'broken-link' } };
+    if (row.prev_hash !== current.hash)
+      return { head: current, broken: { seq: row.seq, id: row.id, reason: 'broken-link' } };
     if (hashOf(row) !== row.hash) return { head: current, broken: { seq: row.seq, id: row.id, reason: 'altered' } };
     current = { seq, hash: row.hash };
   }

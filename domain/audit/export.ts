@@ -21,7 +21,21 @@ export const planExport = (o: { since: Date; until: Date; now: Date; hotDays: nu
 
 export type ExportFormat = 'json' | 'csv';
 
-export const CSV_COLUMNS = ['id', 'timestamp', 'tenantId', 'action', 'entityType', 'entityId', 'actorId', 'actorIp', 'actorUserAgent', 'traceId', 'before', 'after', 'meta'] as const;
+export const CSV_COLUMNS = [
+  'id',
+  'timestamp',
+  'tenantId',
+  'action',
+  'entityType',
+  'entityId',
+  'actorId',
+  'actorIp',
+  'actorUserAgent',
+  'traceId',
+  'before',
+  'after',
+  'meta',
+] as const;
 
 const cell = (value: unknown): string => {
   if (value === null || value === undefined) return '';
@@ -38,15 +52,23 @@ export const exportFormat = (format: ExportFormat) => ({
   contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
   extension: format,
   head: format === 'csv' ? `${CSV_COLUMNS.join(',')}\r\n` : '[',
-  item: (record: AuditRecordView, index: number): string => (format === 'csv'
-    ? `${CSV_COLUMNS.map((c) => cell(record[c])).join(',')}\r\n`
-    : `${index === 0 ? '\n' : ',\n'}${JSON.stringify(record)}`),
+  item: (record: AuditRecordView, index: number): string =>
+    format === 'csv'
+      ? `${CSV_COLUMNS.map((c) => cell(record[c])).join(',')}\r\n`
+      : `${index === 0 ? '\n' : ',\n'}${JSON.stringify(record)}`,
   tail: (count: number) => (format === 'csv' ? '' : count === 0 ? ']\n' : '\n]\n'),
 });
 
 export const ExportJob = z.object({
-  jobId: z.string(), status: z.enum(['queued', 'running', 'completed', 'failed']), format: z.enum(['json', 'csv']), since: z.string(), until: z.string(),
-  records: z.number().nullable(), error: z.string().nullable(), createdAt: z.string(), completedAt: z.string().nullable(),
+  jobId: z.string(),
+  status: z.enum(['queued', 'running', 'completed', 'failed']),
+  format: z.enum(['json', 'csv']),
+  since: z.string(),
+  until: z.string(),
+  records: z.number().nullable(),
+  error: z.string().nullable(),
+  createdAt: z.string(),
+  completedAt: z.string().nullable(),
 });
 
 /** an export job as GET /audit/export/jobs/:jobId shows it (spec 002: cold exports) */
@@ -64,11 +86,27 @@ export interface ExportJobView {
 
 /** a row of audit.export_jobs */
 export interface ExportJobRecord {
-  id: string; tenant_id: string; format: ExportFormat; since: Date; until: Date; status: ExportJobView['status'];
-  object_key: string | null; records: string | null; error: string | null; created_at: Date; completed_at: Date | null;
+  id: string;
+  tenant_id: string;
+  format: ExportFormat;
+  since: Date;
+  until: Date;
+  status: ExportJobView['status'];
+  object_key: string | null;
+  records: string | null;
+  error: string | null;
+  created_at: Date;
+  completed_at: Date | null;
 }
 
 export const jobView = (r: ExportJobRecord): ExportJobView => ({
-  jobId: r.id, status: r.status, format: r.format, since: r.since.toISOString(), until: r.until.toISOString(),
-  records: r.records === null ? null : Number(r.records), error: r.error, createdAt: r.created_at.toISOString(), completedAt: r.completed_at?.toISOString() ?? null,
+  jobId: r.id,
+  status: r.status,
+  format: r.format,
+  since: r.since.toISOString(),
+  until: r.until.toISOString(),
+  records: r.records === null ? null : Number(r.records),
+  error: r.error,
+  createdAt: r.created_at.toISOString(),
+  completedAt: r.completed_at?.toISOString() ?? null,
 });

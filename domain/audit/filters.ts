@@ -3,11 +3,18 @@ import { commonErrors } from '../shared/errors';
 import { PLATFORM_WILDCARD } from '../shared/permissions';
 
 export const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
-export const AuditTenantChoice = z.string().min(1).max(128).optional().describe('the platform owner only: the tenant to read (ignored for anyone else)');
+export const AuditTenantChoice = z
+  .string()
+  .min(1)
+  .max(128)
+  .optional()
+  .describe('the platform owner only: the tenant to read (ignored for anyone else)');
 
 /** the tenant a request reads: its own, or — for the platform owner only — the one it names */
-export const tenantOf = (caller: { tenantId: string; permissions: ReadonlySet<string> }, named: string | undefined): string =>
-  named !== undefined && caller.permissions.has(PLATFORM_WILDCARD) ? named : caller.tenantId;
+export const tenantOf = (
+  caller: { tenantId: string; permissions: ReadonlySet<string> },
+  named: string | undefined,
+): string => (named !== undefined && caller.permissions.has(PLATFORM_WILDCARD) ? named : caller.tenantId);
 
 /** GET /audit filters, checked: an action is exact, or a prefix ending in `*` (money.*) */
 export interface AuditFilter {
@@ -22,7 +29,13 @@ export interface AuditFilter {
 export const actionFilter = (action: string | undefined): AuditFilter['action'] => {
   if (action === undefined) return undefined;
   if (!/^[A-Za-z0-9_.-]+\*?$/.test(action)) {
-    throw commonErrors.validation([{ field: 'action', message: 'an action such as money.wallet.credited, or a prefix such as money.*', code: 'INVALID_ACTION' }]);
+    throw commonErrors.validation([
+      {
+        field: 'action',
+        message: 'an action such as money.wallet.credited, or a prefix such as money.*',
+        code: 'INVALID_ACTION',
+      },
+    ]);
   }
   return action.endsWith('*') ? { prefix: action.slice(0, -1) } : { exact: action };
 };

@@ -41,26 +41,50 @@ export interface AuditRow {
 /** a record before it takes its place in a chain */
 export type UnchainedRow = Omit<AuditRow, 'seq' | 'prev_hash' | 'hash'>;
 
-const text = (value: unknown): string | null => (value && typeof value === 'object' && !Array.isArray(value) ? JSON.stringify(value) : null);
-const parsed = (value: string | null): Json | null => (value === null || value === '' ? null : (JSON.parse(value) as Json));
+const text = (value: unknown): string | null =>
+  value && typeof value === 'object' && !Array.isArray(value) ? JSON.stringify(value) : null;
+const parsed = (value: string | null): Json | null =>
+  value === null || value === '' ? null : (JSON.parse(value) as Json);
 
 /** ClickHouse's DateTime64 text or any ISO form → ISO 8601 with milliseconds and Z */
 export const isoOf = (timestamp: string): string => {
-  const t = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$/.test(timestamp) ? Date.parse(`${timestamp.replace(' ', 'T')}Z`) : Date.parse(timestamp);
+  const t = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$/.test(timestamp)
+    ? Date.parse(`${timestamp.replace(' ', 'T')}Z`)
+    : Date.parse(timestamp);
   if (Number.isNaN(t)) throw new Error(`not a timestamp: ${timestamp}`);
   return new Date(t).toISOString();
 };
 
 export const rowOf = (r: NewAuditRecord): UnchainedRow => ({
-  tenant_id: r.tenantId, id: r.id, action: r.action, entity_type: r.entityType, entity_id: r.entityId, actor_id: r.actorId,
-  actor_ip: r.actorIp ?? null, actor_user_agent: r.actorUserAgent ?? null, before: text(r.before), after: text(r.after), meta: text(r.meta),
-  trace_id: r.traceId ?? null, timestamp: isoOf(r.timestamp),
+  tenant_id: r.tenantId,
+  id: r.id,
+  action: r.action,
+  entity_type: r.entityType,
+  entity_id: r.entityId,
+  actor_id: r.actorId,
+  actor_ip: r.actorIp ?? null,
+  actor_user_agent: r.actorUserAgent ?? null,
+  before: text(r.before),
+  after: text(r.after),
+  meta: text(r.meta),
+  trace_id: r.traceId ?? null,
+  timestamp: isoOf(r.timestamp),
 });
 
 export const viewOf = (row: Omit<AuditRow, 'seq' | 'prev_hash' | 'hash'>): AuditRecordView => ({
-  id: row.id, action: row.action, entityType: row.entity_type, entityId: row.entity_id, actorId: row.actor_id,
-  actorIp: row.actor_ip, actorUserAgent: row.actor_user_agent, tenantId: row.tenant_id,
-  before: parsed(row.before), after: parsed(row.after), meta: parsed(row.meta), traceId: row.trace_id, timestamp: isoOf(row.timestamp),
+  id: row.id,
+  action: row.action,
+  entityType: row.entity_type,
+  entityId: row.entity_id,
+  actorId: row.actor_id,
+  actorIp: row.actor_ip,
+  actorUserAgent: row.actor_user_agent,
+  tenantId: row.tenant_id,
+  before: parsed(row.before),
+  after: parsed(row.after),
+  meta: parsed(row.meta),
+  traceId: row.trace_id,
+  timestamp: isoOf(row.timestamp),
 });
 
 /** a chained row as ClickHouse takes it (UInt64 as a JSON number) */

@@ -16,33 +16,64 @@ const Json = z.record(z.string(), z.unknown());
 const RecordCreated = z.object({
   type: z.literal(AUDIT_RECORD_CREATED),
   data: z.object({
-    id: z.string().min(1), action: z.string().min(1), entityType: z.string().min(1), entityId: z.string().min(1), actorId: z.string().min(1),
-    actorIp: z.string().nullish(), actorUserAgent: z.string().nullish(), tenantId: z.string().min(1),
-    before: Json.nullish(), after: Json.nullish(), meta: Json.nullish(), traceId: z.string().nullish(), timestamp: z.string().min(1),
+    id: z.string().min(1),
+    action: z.string().min(1),
+    entityType: z.string().min(1),
+    entityId: z.string().min(1),
+    actorId: z.string().min(1),
+    actorIp: z.string().nullish(),
+    actorUserAgent: z.string().nullish(),
+    tenantId: z.string().min(1),
+    before: Json.nullish(),
+    after: Json.nullish(),
+    meta: Json.nullish(),
+    traceId: z.string().nullish(),
+    timestamp: z.string().min(1),
   }),
 });
 const ApiCalled = z.object({
-  type: z.literal(API_CALLED), eventId: z.string().min(1), tenantId: z.string().nullable(), actorId: z.string().nullable(), traceId: z.string().nullable(),
+  type: z.literal(API_CALLED),
+  eventId: z.string().min(1),
+  tenantId: z.string().nullable(),
+  actorId: z.string().nullable(),
+  traceId: z.string().nullable(),
   occurredAt: z.string().min(1),
-  data: z.object({ method: z.string(), route: z.string().nullable(), status: z.number(), latencyMs: z.number(), clientAddress: z.string().nullish(), userAgent: z.string().nullish() }),
+  data: z.object({
+    method: z.string(),
+    route: z.string().nullable(),
+    status: z.number(),
+    latencyMs: z.number(),
+    clientAddress: z.string().nullish(),
+    userAgent: z.string().nullish(),
+  }),
 });
 const Envelope = z.discriminatedUnion('type', [RecordCreated, ApiCalled]);
 
 /** the record an event of platform.audit.events carries; null for a type the store does not keep or a malformed value */
 export const recordOfAuditEvent = (value: string): NewAuditRecord | null => {
   let json: unknown;
-  try { json = JSON.parse(value); } catch { return null; }
+  try {
+    json = JSON.parse(value);
+  } catch {
+    return null;
+  }
   const parsed = Envelope.safeParse(json);
   if (!parsed.success) return null;
   const e = parsed.data;
   if (e.type === AUDIT_RECORD_CREATED) return e.data;
   // anonymous requests (no token, a refused one) belong to the platform: its owner reads them
   return {
-    id: e.eventId, tenantId: e.tenantId ?? PLATFORM_TENANT_ID, action: API_CALLED, entityType: 'route',
-    entityId: `${e.data.method} ${e.data.route ?? '(no route)'}`, actorId: e.actorId ?? 'anonymous',
-    actorIp: e.data.clientAddress ?? null, actorUserAgent: e.data.userAgent ?? null,
+    id: e.eventId,
+    tenantId: e.tenantId ?? PLATFORM_TENANT_ID,
+    action: API_CALLED,
+    entityType: 'route',
+    entityId: `${e.data.method} ${e.data.route ?? '(no route)'}`,
+    actorId: e.actorId ?? 'anonymous',
+    actorIp: e.data.clientAddress ?? null,
+    actorUserAgent: e.data.userAgent ?? null,
     meta: { method: e.data.method, route: e.data.route, status: e.data.status, latencyMs: e.data.latencyMs },
-    traceId: e.traceId, timestamp: e.occurredAt,
+    traceId: e.traceId,
+    timestamp: e.occurredAt,
   };
 };
 
@@ -50,7 +81,9 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** `previousEmail: a` → `{ email: a }`: the prior values an event names, as the record's before */
 const previousValues = (data: Record<string, unknown>): Record<string, unknown> | null => {
-  const entries = Object.entries(data).filter(([k]) => /^previous[A-Z]/.test(k)).map(([k, v]) => [k[8]!.toLowerCase() + k.slice(9), v] as const);
+  const entries = Object.entries(data)
+    .filter(([k]) => /^previous[A-Z]/.test(k))
+    .map(([k, v]) => [k[8]!.toLowerCase() + k.slice(9), v] as const);
   return entries.length ? Object.fromEntries(entries) : null;
 };
 
@@ -72,13 +105,27 @@ export const recordOfDomainEvent = (e: StoredEvent<Record<string, unknown>>): Ne
   const tenantId = tenantOfDomainEvent(e);
   const aggregate = e.streamId.slice(0, e.streamId.indexOf(':'));
   const { before: ownBefore, after: ownAfter, ...rest } = data;
-  const meta = Object.fromEntries(Object.entries({ streamVersion: e.streamVersion, schemaVersion: e.schemaVersion, correlationId: e.correlationId, causationId: e.causationId })
-    .filter(([, v]) => v !== null && v !== undefined));
+  const meta = Object.fromEntries(
+    Object.entries({
+      streamVersion: e.streamVersion,
+      schemaVersion: e.schemaVersion,
+      correlationId: e.correlationId,
+      causationId: e.causationId,
+    }).filter(([, v]) => v !== null && v !== undefined),
+  );
   return {
-    id: e.eventId, tenantId, action: e.type, entityType: aggregate.split('.').pop() || aggregate, entityId: entityIdOf(e.streamId),
-    actorId: e.actorId ?? 'system', actorIp: null, actorUserAgent: null,
+    id: e.eventId,
+    tenantId,
+    action: e.type,
+    entityType: aggregate.split('.').pop() || aggregate,
+    entityId: entityIdOf(e.streamId),
+    actorId: e.actorId ?? 'system',
+    actorIp: null,
+    actorUserAgent: null,
     before: isObject(ownBefore) ? ownBefore : previousValues(rest),
     after: isObject(ownAfter) ? ownAfter : rest,
-    meta, traceId: e.traceId, timestamp: e.occurredAt,
+    meta,
+    traceId: e.traceId,
+    timestamp: e.occurredAt,
   };
 };

@@ -6,51 +6,118 @@ import { defineErrors } from '../shared/errors';
  */
 export const billingErrors = defineErrors({
   planNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The plan does not exist.' }),
-  subscriptionNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The subscription does not exist.' }),
-  tenantNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The tenant does not exist.' }),
-  planNameTaken: (name: string) => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail: `A plan named ${JSON.stringify(name)} exists already.` }),
+  subscriptionNotFound: () => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail: 'The subscription does not exist.',
+  }),
+  tenantNotFound: () => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail: 'The tenant does not exist.',
+  }),
+  planNameTaken: (name: string) => ({
+    status: 409,
+    suffix: 'conflict',
+    title: 'Conflict',
+    detail: `A plan named ${JSON.stringify(name)} exists already.`,
+  }),
   subscriptionExists: () => ({
-    status: 409, suffix: 'conflict', title: 'Conflict', detail: 'The tenant has a subscription already; change its plan with PATCH instead.',
+    status: 409,
+    suffix: 'conflict',
+    title: 'Conflict',
+    detail: 'The tenant has a subscription already; change its plan with PATCH instead.',
   }),
   versionMismatch: (expected: number, current: number) => ({
-    status: 409, suffix: 'optimistic-lock-conflict', title: 'Version conflict',
-    detail: `The subscription is at version ${current}, not ${expected}: read it again and retry.`, extensions: { currentVersion: current },
+    status: 409,
+    suffix: 'optimistic-lock-conflict',
+    title: 'Version conflict',
+    detail: `The subscription is at version ${current}, not ${expected}: read it again and retry.`,
+    extensions: { currentVersion: current },
   }),
   planChangeInProgress: () => ({
-    status: 409, suffix: 'plan-change-in-progress', title: 'Plan change in progress',
-    detail: 'A plan change is pending until the end of the period; cancel it (cancel-downgrade) before asking for another.',
+    status: 409,
+    suffix: 'plan-change-in-progress',
+    title: 'Plan change in progress',
+    detail:
+      'A plan change is pending until the end of the period; cancel it (cancel-downgrade) before asking for another.',
   }),
-  invalidTransition: (detail: string) => ({ status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail }),
+  invalidTransition: (detail: string) => ({
+    status: 422,
+    suffix: 'invalid-transition',
+    title: 'Invalid transition',
+    detail,
+  }),
   planHasSubscribers: () => ({
-    status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail: 'The plan has active subscribers and cannot be deactivated.',
+    status: 422,
+    suffix: 'invalid-transition',
+    title: 'Invalid transition',
+    detail: 'The plan has active subscribers and cannot be deactivated.',
   }),
-  planInactive: () => ({ status: 422, suffix: 'invalid-transition', title: 'Invalid transition', detail: 'The plan is not active; choose an active plan.' }),
+  planInactive: () => ({
+    status: 422,
+    suffix: 'invalid-transition',
+    title: 'Invalid transition',
+    detail: 'The plan is not active; choose an active plan.',
+  }),
   signatureInvalid: (detail = 'The provider signature is missing or does not match the body.') => ({
-    status: 401, suffix: 'webhook-signature-invalid', title: 'Webhook signature invalid', detail,
+    status: 401,
+    suffix: 'webhook-signature-invalid',
+    title: 'Webhook signature invalid',
+    detail,
   }),
   /** REST answers a missing header as any bad signature (401); gRPC lists it under INVALID_ARGUMENT */
   signatureMissing: (header: string) => ({
-    status: 401, suffix: 'webhook-signature-invalid', title: 'Webhook signature invalid', detail: `The ${header} header is missing.`, extensions: { code: 'SIGNATURE_MISSING' },
+    status: 401,
+    suffix: 'webhook-signature-invalid',
+    title: 'Webhook signature invalid',
+    detail: `The ${header} header is missing.`,
+    extensions: { code: 'SIGNATURE_MISSING' },
   }),
   malformedWebhook: (detail: string) => ({
-    status: 400, suffix: 'validation-error', title: 'Validation failed', detail,
+    status: 400,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail,
     errors: [{ field: 'body', message: detail, code: 'MALFORMED_WEBHOOK' }],
   }),
-  unknownProvider: (provider: string) => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: `No webhook provider ${JSON.stringify(provider)} is configured.` }),
+  unknownProvider: (provider: string) => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail: `No webhook provider ${JSON.stringify(provider)} is configured.`,
+  }),
   planLimitExceeded: (resource: string, used: number, limit: number) => ({
-    status: 402, suffix: 'plan-limit-exceeded', title: 'Plan limit exceeded',
-    detail: `The plan allows ${limit} ${resource.replace(/_/g, ' ')}; ${used} are in use.`, extensions: { code: 'LIMIT_EXCEEDED', resource, currentUsage: used, limit },
+    status: 402,
+    suffix: 'plan-limit-exceeded',
+    title: 'Plan limit exceeded',
+    detail: `The plan allows ${limit} ${resource.replace(/_/g, ' ')}; ${used} are in use.`,
+    extensions: { code: 'LIMIT_EXCEEDED', resource, currentUsage: used, limit },
   }),
   subscriptionSuspended: () => ({
-    status: 402, suffix: 'subscription-suspended', title: 'Subscription suspended',
+    status: 402,
+    suffix: 'subscription-suspended',
+    title: 'Subscription suspended',
     detail: 'The subscription is suspended for an unpaid invoice: the tenant is read-only until payment is received.',
   }),
   subscriptionTerminated: (status: 'terminated' | 'canceled') => ({
-    status: 402, suffix: 'subscription-terminated', title: status === 'canceled' ? 'Subscription canceled' : 'Subscription terminated',
-    detail: status === 'canceled' ? 'The subscription was canceled: access is blocked until a plan is chosen again.' : 'The subscription was terminated for an unpaid invoice: access is blocked.',
+    status: 402,
+    suffix: 'subscription-terminated',
+    title: status === 'canceled' ? 'Subscription canceled' : 'Subscription terminated',
+    detail:
+      status === 'canceled'
+        ? 'The subscription was canceled: access is blocked until a plan is chosen again.'
+        : 'The subscription was terminated for an unpaid invoice: access is blocked.',
     extensions: { status },
   }),
-  notPlatformOwner: () => ({ status: 403, suffix: 'forbidden', title: 'Forbidden', detail: 'Only the platform owner may do this.' }),
+  notPlatformOwner: () => ({
+    status: 403,
+    suffix: 'forbidden',
+    title: 'Forbidden',
+    detail: 'Only the platform owner may do this.',
+  }),
 });
 
 /**
@@ -61,10 +128,16 @@ export const billingErrors = defineErrors({
  */
 export const billingGrpcStatus = (suffix: string, status: number, code: unknown): string | null => {
   switch (suffix) {
-    case 'optimistic-lock-conflict': return 'ABORTED';
-    case 'plan-change-in-progress': case 'invalid-transition': return 'FAILED_PRECONDITION';
-    case 'webhook-signature-invalid': return code === 'SIGNATURE_MISSING' ? 'INVALID_ARGUMENT' : 'PERMISSION_DENIED';
-    case 'conflict': return status === 409 ? 'ALREADY_EXISTS' : null;
-    default: return null;
+    case 'optimistic-lock-conflict':
+      return 'ABORTED';
+    case 'plan-change-in-progress':
+    case 'invalid-transition':
+      return 'FAILED_PRECONDITION';
+    case 'webhook-signature-invalid':
+      return code === 'SIGNATURE_MISSING' ? 'INVALID_ARGUMENT' : 'PERMISSION_DENIED';
+    case 'conflict':
+      return status === 409 ? 'ALREADY_EXISTS' : null;
+    default:
+      return null;
   }
 };

@@ -31,7 +31,11 @@ export const toMs = (iso: string): number => {
   const m = ISO.exec(iso);
   if (!m) throw new Error(`not an ISO 8601 UTC instant: ${iso}`);
   const [, y, mo, d, h, mi, s, frac] = m;
-  return daysFromCivil(Number(y), Number(mo), Number(d)) * DAY_MS + ((Number(h) * 60 + Number(mi)) * 60 + Number(s)) * 1000 + Number((frac ?? '0').padEnd(3, '0'));
+  return (
+    daysFromCivil(Number(y), Number(mo), Number(d)) * DAY_MS +
+    ((Number(h) * 60 + Number(mi)) * 60 + Number(s)) * 1000 +
+    Number((frac ?? '0').padEnd(3, '0'))
+  );
 };
 
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
@@ -47,6 +51,7 @@ export const fromMs = (ms: number): string => {
 };
 
 /** the last day of a month (1-12) */
-export const daysInMonth = (y: number, m: number): number => daysFromCivil(m === 12 ? y + 1 : y, m === 12 ? 1 : m + 1, 1) - daysFromCivil(y, m, 1);
+export const daysInMonth = (y: number, m: number): number =>
+  daysFromCivil(m === 12 ? y + 1 : y, m === 12 ? 1 : m + 1, 1) - daysFromCivil(y, m, 1);
 
 export const civilOf = (iso: string): [number, number, number] => civilFromDays(Math.floor(toMs(iso) / DAY_MS));

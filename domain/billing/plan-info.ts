@@ -15,9 +15,15 @@ export interface PlanInfo {
 
 /** a tenant's plan info from its current subscription and the limits of its plan and pending plan (a plan not found: the free plan's) */
 export const planInfoOf = (
-  tenantId: string, subscription: Subscription | null, plan: { limits: PlanLimits } | null, pending: { limits: PlanLimits } | null,
+  tenantId: string,
+  subscription: Subscription | null,
+  plan: { limits: PlanLimits } | null,
+  pending: { limits: PlanLimits } | null,
 ): PlanInfo => {
   if (!subscription) return { tenantId, status: 'none', planId: FREE_PLAN.id, limits: FREE_PLAN.limits };
-  const limits = effectiveLimits(plan?.limits ?? FREE_PLAN.limits, subscription.pendingPlanId ? (pending?.limits ?? null) : null);
+  const limits = effectiveLimits(
+    plan?.limits ?? FREE_PLAN.limits,
+    subscription.pendingPlanId ? (pending?.limits ?? null) : null,
+  );
   return { tenantId, status: subscription.status, planId: subscription.planId, limits };
 };

@@ -6,7 +6,9 @@ import type { PlanLimits } from './resources';
 import { LIMIT_KEYS } from './resources';
 
 const Count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-export const PlanLimitsSchema = z.object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, Count])) as Record<keyof PlanLimits, typeof Count>);
+export const PlanLimitsSchema = z.object(
+  Object.fromEntries(LIMIT_KEYS.map((k) => [k, Count])) as Record<keyof PlanLimits, typeof Count>,
+);
 
 export const PlanSnapshot = z.object({
   id: z.string(),
@@ -28,7 +30,12 @@ export type PlanSnapshot = z.infer<typeof PlanSnapshot>;
  */
 export const PlanChanged = z.object({
   type: z.literal('billing.plan.changed'),
-  data: z.object({ change: z.enum(['created', 'updated']), planId: z.string(), plan: PlanSnapshot, limitsChanged: z.boolean() }),
+  data: z.object({
+    change: z.enum(['created', 'updated']),
+    planId: z.string(),
+    plan: PlanSnapshot,
+    limitsChanged: z.boolean(),
+  }),
 });
 export const PlanEvent = z.discriminatedUnion('type', [PlanChanged]);
 export type PlanEvent = z.infer<typeof PlanEvent>;
@@ -63,8 +70,10 @@ export const planDecider: Decider<Plan, PlanCommand, PlanEvent> = {
   initialState: () => ({ status: 'none' }),
   evolve: (_s, e) => {
     switch (e.type) {
-      case 'billing.plan.changed': return { status: 'exists', ...e.data.plan };
-      default: return assertNever(e.type);
+      case 'billing.plan.changed':
+        return { status: 'exists', ...e.data.plan };
+      default:
+        return assertNever(e.type);
     }
   },
   decide: (c, s) => {
@@ -74,7 +83,9 @@ export const planDecider: Decider<Plan, PlanCommand, PlanEvent> = {
         if (s.status === 'exists' && c.type === 'SeedPlan') return [];
         if (s.status === 'exists') throw billingErrors.planNameTaken(s.name);
         const plan: PlanSnapshot = { ...c.plan, isActive: true, createdAt: c.now, updatedAt: c.now };
-        return [{ type: 'billing.plan.changed', data: { change: 'created', planId: plan.id, plan, limitsChanged: true } }];
+        return [
+          { type: 'billing.plan.changed', data: { change: 'created', planId: plan.id, plan, limitsChanged: true } },
+        ];
       }
       case 'UpdatePlan': {
         if (s.status !== 'exists') throw billingErrors.planNotFound();
@@ -92,9 +103,20 @@ export const planDecider: Decider<Plan, PlanCommand, PlanEvent> = {
         };
         if (JSON.stringify({ ...after, updatedAt: '' }) === JSON.stringify({ ...before, updatedAt: '' })) return [];
         after.updatedAt = c.now;
-        return [{ type: 'billing.plan.changed', data: { change: 'updated', planId: after.id, plan: after, limitsChanged: !sameLimits(before.limits, after.limits) } }];
+        return [
+          {
+            type: 'billing.plan.changed',
+            data: {
+              change: 'updated',
+              planId: after.id,
+              plan: after,
+              limitsChanged: !sameLimits(before.limits, after.limits),
+            },
+          },
+        ];
       }
-      default: return assertNever(c);
+      default:
+        return assertNever(c);
     }
   },
 };
@@ -102,20 +124,50 @@ export const planDecider: Decider<Plan, PlanCommand, PlanEvent> = {
 /** the plan every new tenant starts on (spec 001: "default plan is the free plan"); a fixed id, seeded at start */
 export const FREE_PLAN_ID = '01900000-0000-7000-8000-000000000001';
 export const FREE_PLAN = {
-  id: FREE_PLAN_ID, name: 'free', description: 'The free plan every tenant starts on', priceCents: 0, currency: 'USD', features: [] as string[],
+  id: FREE_PLAN_ID,
+  name: 'free',
+  description: 'The free plan every tenant starts on',
+  priceCents: 0,
+  currency: 'USD',
+  features: [] as string[],
   limits: {
-    users: 5, records: 10_000, storageBytes: 1_073_741_824, eventsPerDay: 10_000, modules: 3, featureFlags: 10, customDomains: 1, includedSubtenants: 0,
-    requestsPerMinute: 0, moneyMaxTransaction: 10_000_000, moneyMaxBalance: 100_000_000,
+    users: 5,
+    records: 10_000,
+    storageBytes: 1_073_741_824,
+    eventsPerDay: 10_000,
+    modules: 3,
+    featureFlags: 10,
+    customDomains: 1,
+    includedSubtenants: 0,
+    requestsPerMinute: 0,
+    moneyMaxTransaction: 10_000_000,
+    moneyMaxBalance: 100_000_000,
   } satisfies PlanLimits,
 };
 
 /** a plan as billing's read model stores it (rm.billing_plans; price as text, times as dates) */
 export interface PlanRow {
-  id: string; name: string; description: string; price_cents: string; currency: string; limits: PlanLimits; features: string[]; is_active: boolean;
-  created_at: Date; updated_at: Date;
+  id: string;
+  name: string;
+  description: string;
+  price_cents: string;
+  currency: string;
+  limits: PlanLimits;
+  features: string[];
+  is_active: boolean;
+  created_at: Date;
+  updated_at: Date;
 }
 
 export const planFromRow = (r: PlanRow): PlanSnapshot => ({
-  id: r.id, name: r.name, description: r.description, priceCents: Number(r.price_cents), currency: r.currency, limits: r.limits, features: r.features,
-  isActive: r.is_active, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString(),
+  id: r.id,
+  name: r.name,
+  description: r.description,
+  priceCents: Number(r.price_cents),
+  currency: r.currency,
+  limits: r.limits,
+  features: r.features,
+  isActive: r.is_active,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
 });

@@ -3,7 +3,15 @@
  * whole numbers where 0 means unlimited; kept as JS numbers (at most 2^53 − 1: 9 PB of storage,
  * 90 trillion dollars in cents), larger values are refused where they enter.
  */
-export const RESOURCES = ['users', 'records', 'storage_bytes', 'events_per_day', 'modules', 'feature_flags', 'custom_domains'] as const;
+export const RESOURCES = [
+  'users',
+  'records',
+  'storage_bytes',
+  'events_per_day',
+  'modules',
+  'feature_flags',
+  'custom_domains',
+] as const;
 export type Resource = (typeof RESOURCES)[number];
 
 export const isResource = (value: string): value is Resource => (RESOURCES as readonly string[]).includes(value);
@@ -27,14 +35,28 @@ export interface PlanLimits {
 }
 
 export const LIMIT_KEYS = [
-  'users', 'records', 'storageBytes', 'eventsPerDay', 'modules', 'featureFlags', 'customDomains', 'includedSubtenants',
-  'requestsPerMinute', 'moneyMaxTransaction', 'moneyMaxBalance',
+  'users',
+  'records',
+  'storageBytes',
+  'eventsPerDay',
+  'modules',
+  'featureFlags',
+  'customDomains',
+  'includedSubtenants',
+  'requestsPerMinute',
+  'moneyMaxTransaction',
+  'moneyMaxBalance',
 ] as const satisfies readonly (keyof PlanLimits)[];
 
 /** the limit key of a counted resource */
 export const LIMIT_OF: Record<Resource, keyof PlanLimits> = {
-  users: 'users', records: 'records', storage_bytes: 'storageBytes', events_per_day: 'eventsPerDay',
-  modules: 'modules', feature_flags: 'featureFlags', custom_domains: 'customDomains',
+  users: 'users',
+  records: 'records',
+  storage_bytes: 'storageBytes',
+  events_per_day: 'eventsPerDay',
+  modules: 'modules',
+  feature_flags: 'featureFlags',
+  custom_domains: 'customDomains',
 };
 
 /** 0 means unlimited: as a ceiling it is above every number */
@@ -47,11 +69,14 @@ export const stricter = (a: number, b: number): number => (ceiling(a) <= ceiling
  * A move from `from` to `to` is a downgrade when any limit of `to` is lower (an unlimited one
  * becoming limited included): it then waits for the period boundary (spec 001 rule 1).
  */
-export const isDowngrade = (from: PlanLimits, to: PlanLimits): boolean => LIMIT_KEYS.some((k) => ceiling(to[k]) < ceiling(from[k]));
+export const isDowngrade = (from: PlanLimits, to: PlanLimits): boolean =>
+  LIMIT_KEYS.some((k) => ceiling(to[k]) < ceiling(from[k]));
 
 /** the limits that apply now: with a downgrade pending, creation is held to the lower plan at once (spec 001 rule 2) */
 export const effectiveLimits = (current: PlanLimits, pending: PlanLimits | null): PlanLimits =>
-  (pending ? Object.fromEntries(LIMIT_KEYS.map((k) => [k, stricter(current[k], pending[k])])) as unknown as PlanLimits : current);
+  pending
+    ? (Object.fromEntries(LIMIT_KEYS.map((k) => [k, stricter(current[k], pending[k])])) as unknown as PlanLimits)
+    : current;
 
 export interface LimitAnswer {
   resource: Resource;
@@ -65,10 +90,13 @@ export interface LimitAnswer {
 
 /** CheckLimit's rule: allowed while usage is below the limit; always with limit 0 */
 export const checkLimit = (resource: Resource, used: number, limit: number): LimitAnswer => ({
-  resource, currentUsage: used, limit,
+  resource,
+  currentUsage: used,
+  limit,
   allowed: limit === 0 || used < limit,
   remaining: limit === 0 ? -1 : Math.max(0, limit - used),
 });
 
 /** UsageResource.percentage: 0-100, -1 when unlimited */
-export const percentageOf = (used: number, limit: number): number => (limit === 0 ? -1 : Math.min(100, Math.round((used / limit) * 10_000) / 100));
+export const percentageOf = (used: number, limit: number): number =>
+  limit === 0 ? -1 : Math.min(100, Math.round((used / limit) * 10_000) / 100);

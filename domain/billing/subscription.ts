@@ -12,7 +12,11 @@ export type SubscriptionStatus = (typeof STATUSES)[number];
 export const TERMINATION_PHASES = ['deleting_records', 'deleting_files', 'completed'] as const;
 export type TerminationPhase = (typeof TERMINATION_PHASES)[number];
 
-export const Termination = z.object({ phase: z.enum(TERMINATION_PHASES), startedAt: z.string(), phaseStartedAt: z.string() });
+export const Termination = z.object({
+  phase: z.enum(TERMINATION_PHASES),
+  startedAt: z.string(),
+  phaseStartedAt: z.string(),
+});
 
 export const SubscriptionSnapshot = z.object({
   id: z.string(),
@@ -40,8 +44,22 @@ export const SubscriptionSnapshot = z.object({
 export type Subscription = z.infer<typeof SubscriptionSnapshot>;
 
 export const CHANGES = [
-  'created', 'plan_changed', 'downgrade_scheduled', 'downgrade_canceled', 'downgrade_applied', 'cancel_scheduled', 'canceled',
-  'activated', 'renewed', 'past_due', 'suspended', 'terminated', 'termination_phase', 'recovered', 'linked', 'downgrade_settled',
+  'created',
+  'plan_changed',
+  'downgrade_scheduled',
+  'downgrade_canceled',
+  'downgrade_applied',
+  'cancel_scheduled',
+  'canceled',
+  'activated',
+  'renewed',
+  'past_due',
+  'suspended',
+  'terminated',
+  'termination_phase',
+  'recovered',
+  'linked',
+  'downgrade_settled',
 ] as const;
 export type Change = (typeof CHANGES)[number];
 
@@ -77,8 +95,24 @@ export interface PlanFacts {
 
 export type SubscriptionCommand =
   /** CreateSubscription, POST /billing/subscriptions, or a new tenant (automatic: [] when it has one) */
-  | { type: 'CreateSubscription'; subscriptionId: string; tenantId: string; plan: PlanFacts; externalId: string | null; trialEnd: string; automatic: boolean; now: string }
-  | { type: 'ChangePlan'; subscriptionId: string; version: number; plan: PlanFacts; currentPlan: PlanFacts; now: string }
+  | {
+      type: 'CreateSubscription';
+      subscriptionId: string;
+      tenantId: string;
+      plan: PlanFacts;
+      externalId: string | null;
+      trialEnd: string;
+      automatic: boolean;
+      now: string;
+    }
+  | {
+      type: 'ChangePlan';
+      subscriptionId: string;
+      version: number;
+      plan: PlanFacts;
+      currentPlan: PlanFacts;
+      now: string;
+    }
   | { type: 'CancelDowngrade'; subscriptionId: string; now: string }
   | { type: 'CancelSubscription'; subscriptionId: string; now: string }
   /** webhook: invoice.payment_succeeded / invoice.paid */
@@ -89,7 +123,14 @@ export type SubscriptionCommand =
   | { type: 'RecordProviderCancellation'; now: string }
   | { type: 'LinkExternal'; externalId: string; now: string }
   /** the escalation worker: whatever the clock makes due; plan facts for trial end and downgrades */
-  | { type: 'Advance'; now: string; plan: PlanFacts; pendingPlan: PlanFacts | null; overLimit: boolean; noticesSent: number }
+  | {
+      type: 'Advance';
+      now: string;
+      plan: PlanFacts;
+      pendingPlan: PlanFacts | null;
+      overLimit: boolean;
+      noticesSent: number;
+    }
   /** the platform owner: back to active before the termination completes */
   | { type: 'Recover'; now: string };
 
@@ -98,35 +139,66 @@ export const isLive = (s: Subscription): boolean => LIVE.has(s.status);
 
 const changed = (change: Change, before: Subscription | null, after: Subscription): SubscriptionEvent => ({
   type: 'billing.subscription.changed',
-  data: { change, subscriptionId: after.id, tenantId: after.tenantId, previousStatus: before?.status ?? null, previousPlanId: before?.planId ?? null, subscription: after },
+  data: {
+    change,
+    subscriptionId: after.id,
+    tenantId: after.tenantId,
+    previousStatus: before?.status ?? null,
+    previousPlanId: before?.planId ?? null,
+    subscription: after,
+  },
 });
 
 /** a mutation: version + 1, updatedAt = now */
-const mutate = (s: Subscription, now: string, patch: Partial<Subscription>): Subscription => ({ ...s, ...patch, version: s.version + 1, updatedAt: now });
+const mutate = (s: Subscription, now: string, patch: Partial<Subscription>): Subscription => ({
+  ...s,
+  ...patch,
+  version: s.version + 1,
+  updatedAt: now,
+});
 
 const current = (state: Account, subscriptionId?: string): Subscription => {
-  if (state.status !== 'exists' || (subscriptionId !== undefined && state.subscription.id !== subscriptionId)) throw billingErrors.subscriptionNotFound();
+  if (state.status !== 'exists' || (subscriptionId !== undefined && state.subscription.id !== subscriptionId))
+    throw billingErrors.subscriptionNotFound();
   return state.subscription;
 };
 
-const create = (c: Extract<SubscriptionCommand, { type: 'CreateSubscription' }>, state: Account): SubscriptionEvent[] => {
+const create = (
+  c: Extract<SubscriptionCommand, { type: 'CreateSubscription' }>,
+  state: Account,
+): SubscriptionEvent[] => {
   if (state.status === 'exists' && isLive(state.subscription)) {
     if (c.automatic) return [];
     throw billingErrors.subscriptionExists();
   }
   if (!c.plan.isActive) throw billingErrors.planInactive();
   const s: Subscription = {
-    id: c.subscriptionId, tenantId: c.tenantId, planId: c.plan.id, status: 'trialing', version: 1,
-    currentPeriodStart: c.now, currentPeriodEnd: c.trialEnd, trialEnd: c.trialEnd, canceledAt: null, cancelAtPeriodEnd: false,
-    externalId: c.externalId, pendingPlanId: null, downgradeAt: null, pastDueSince: null, downgradedAt: null, termination: null,
-    createdAt: c.now, updatedAt: c.now,
+    id: c.subscriptionId,
+    tenantId: c.tenantId,
+    planId: c.plan.id,
+    status: 'trialing',
+    version: 1,
+    currentPeriodStart: c.now,
+    currentPeriodEnd: c.trialEnd,
+    trialEnd: c.trialEnd,
+    canceledAt: null,
+    cancelAtPeriodEnd: false,
+    externalId: c.externalId,
+    pendingPlanId: null,
+    downgradeAt: null,
+    pastDueSince: null,
+    downgradedAt: null,
+    termination: null,
+    createdAt: c.now,
+    updatedAt: c.now,
   };
   return [changed('created', null, s)];
 };
 
 const requireMutable = (s: Subscription): void => {
   if (s.status === 'terminated') throw billingErrors.invalidTransition('A terminated subscription cannot be changed.');
-  if (s.status === 'canceled') throw billingErrors.invalidTransition('A canceled subscription cannot be changed; create a new one.');
+  if (s.status === 'canceled')
+    throw billingErrors.invalidTransition('A canceled subscription cannot be changed; create a new one.');
 };
 
 const changePlan = (c: Extract<SubscriptionCommand, { type: 'ChangePlan' }>, state: Account): SubscriptionEvent[] => {
@@ -137,12 +209,21 @@ const changePlan = (c: Extract<SubscriptionCommand, { type: 'ChangePlan' }>, sta
   if (c.plan.id === s.planId) return [];
   if (!c.plan.isActive) throw billingErrors.planInactive();
   if (isDowngrade(c.currentPlan.limits, c.plan.limits)) {
-    return [changed('downgrade_scheduled', s, mutate(s, c.now, { pendingPlanId: c.plan.id, downgradeAt: s.currentPeriodEnd }))];
+    return [
+      changed(
+        'downgrade_scheduled',
+        s,
+        mutate(s, c.now, { pendingPlanId: c.plan.id, downgradeAt: s.currentPeriodEnd }),
+      ),
+    ];
   }
   return [changed('plan_changed', s, mutate(s, c.now, { planId: c.plan.id }))];
 };
 
-const cancelDowngrade = (c: Extract<SubscriptionCommand, { type: 'CancelDowngrade' }>, state: Account): SubscriptionEvent[] => {
+const cancelDowngrade = (
+  c: Extract<SubscriptionCommand, { type: 'CancelDowngrade' }>,
+  state: Account,
+): SubscriptionEvent[] => {
   const s = current(state, c.subscriptionId);
   if (s.pendingPlanId === null) throw billingErrors.invalidTransition('No downgrade is pending.');
   return [changed('downgrade_canceled', s, mutate(s, c.now, { pendingPlanId: null, downgradeAt: null }))];
@@ -151,29 +232,44 @@ const cancelDowngrade = (c: Extract<SubscriptionCommand, { type: 'CancelDowngrad
 const cancel = (s: Subscription, now: string, alreadyIsError: boolean): SubscriptionEvent[] => {
   if (s.status === 'terminated' || s.status === 'canceled' || s.cancelAtPeriodEnd) {
     if (!alreadyIsError) return [];
-    throw billingErrors.invalidTransition(s.status === 'terminated' ? 'The subscription is terminated.' : 'The subscription is canceled already.');
+    throw billingErrors.invalidTransition(
+      s.status === 'terminated' ? 'The subscription is terminated.' : 'The subscription is canceled already.',
+    );
   }
   return [changed('cancel_scheduled', s, mutate(s, now, { cancelAtPeriodEnd: true, canceledAt: now }))];
 };
 
 /** a fresh monthly period from now, the unpaid episode closed */
 const activate = (s: Subscription, now: string): Subscription =>
-  mutate(s, now, { status: 'active', pastDueSince: null, termination: null, currentPeriodStart: now, currentPeriodEnd: plusMonth(now) });
+  mutate(s, now, {
+    status: 'active',
+    pastDueSince: null,
+    termination: null,
+    currentPeriodStart: now,
+    currentPeriodEnd: plusMonth(now),
+  });
 
 const recordPayment = (s: Subscription, now: string): SubscriptionEvent[] => {
   switch (s.status) {
-    case 'trialing': case 'past_due': case 'suspended':
+    case 'trialing':
+    case 'past_due':
+    case 'suspended':
       return [changed('activated', s, activate(s, now))];
     // an active subscription's renewal is the period roll; a paid invoice changes nothing more.
     // Terminated and canceled ones come back only through the platform owner or a new subscription.
-    case 'active': case 'terminated': case 'canceled':
+    case 'active':
+    case 'terminated':
+    case 'canceled':
       return [];
-    default: return assertNever(s.status);
+    default:
+      return assertNever(s.status);
   }
 };
 
 const recordFailure = (s: Subscription, now: string): SubscriptionEvent[] =>
-  (s.status === 'active' || s.status === 'trialing' ? [changed('past_due', s, mutate(s, now, { status: 'past_due', pastDueSince: now }))] : []);
+  s.status === 'active' || s.status === 'trialing'
+    ? [changed('past_due', s, mutate(s, now, { status: 'past_due', pastDueSince: now }))]
+    : [];
 
 /**
  * What the clock makes due, in order: trial end, the period boundary (cancellation, downgrade,
@@ -192,15 +288,23 @@ const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Ac
   // a trial ending with a cancellation or a downgrade pending: those first
   if (s.status === 'trialing' && reached(now, s.trialEnd)) {
     const end = s.trialEnd!;
-    if (s.cancelAtPeriodEnd) step('canceled', mutate(s, now, { status: 'canceled', pendingPlanId: null, downgradeAt: null }));
+    if (s.cancelAtPeriodEnd)
+      step('canceled', mutate(s, now, { status: 'canceled', pendingPlanId: null, downgradeAt: null }));
     else {
       let plan = c.plan;
       if (s.pendingPlanId !== null && c.pendingPlan) {
         plan = c.pendingPlan;
-        step('downgrade_applied', mutate(s, now, { planId: s.pendingPlanId, pendingPlanId: null, downgradeAt: null, downgradedAt: end }));
+        step(
+          'downgrade_applied',
+          mutate(s, now, { planId: s.pendingPlanId, pendingPlanId: null, downgradeAt: null, downgradedAt: end }),
+        );
       }
       // trial end: a free plan has nothing to collect (active); a paid one without a payment is past_due
-      if (plan.priceCents === 0) step('activated', mutate(s, now, { status: 'active', currentPeriodStart: end, currentPeriodEnd: plusMonth(end) }));
+      if (plan.priceCents === 0)
+        step(
+          'activated',
+          mutate(s, now, { status: 'active', currentPeriodStart: end, currentPeriodEnd: plusMonth(end) }),
+        );
       else step('past_due', mutate(s, now, { status: 'past_due', pastDueSince: end }));
     }
   }
@@ -212,7 +316,10 @@ const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Ac
       break;
     }
     if (s.pendingPlanId !== null && reached(boundary, s.downgradeAt)) {
-      step('downgrade_applied', mutate(s, now, { planId: s.pendingPlanId, pendingPlanId: null, downgradeAt: null, downgradedAt: boundary }));
+      step(
+        'downgrade_applied',
+        mutate(s, now, { planId: s.pendingPlanId, pendingPlanId: null, downgradeAt: null, downgradedAt: boundary }),
+      );
     }
     // only a paid-up subscription renews; an unpaid one keeps its period while escalation runs
     if (s.status !== 'active') break;
@@ -220,20 +327,34 @@ const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Ac
   }
   // the downgrade grace: still over a limit 30 days after the downgrade → the unpaid path
   if (s.downgradedAt !== null && reached(now, plusDays(s.downgradedAt, TIMELINE.downgradeGraceDays))) {
-    if (c.overLimit && s.status === 'active') step('past_due', mutate(s, now, { status: 'past_due', pastDueSince: now, downgradedAt: null }));
+    if (c.overLimit && s.status === 'active')
+      step('past_due', mutate(s, now, { status: 'past_due', pastDueSince: now, downgradedAt: null }));
     else if (!c.overLimit) step('downgrade_settled', mutate(s, now, { downgradedAt: null }));
   }
   // escalation
   if (s.status === 'past_due' && reached(now, plusDays(s.pastDueSince!, TIMELINE.suspendOnDay))) {
     step('suspended', mutate(s, now, { status: 'suspended' }));
   }
-  if (s.status === 'suspended' && reached(now, plusDays(s.pastDueSince!, TIMELINE.terminateOnDay)) && c.noticesSent >= TIMELINE.minNoticesBeforeTermination) {
-    step('terminated', mutate(s, now, { status: 'terminated', termination: { phase: 'deleting_records', startedAt: now, phaseStartedAt: now } }));
+  if (
+    s.status === 'suspended' &&
+    reached(now, plusDays(s.pastDueSince!, TIMELINE.terminateOnDay)) &&
+    c.noticesSent >= TIMELINE.minNoticesBeforeTermination
+  ) {
+    step(
+      'terminated',
+      mutate(s, now, {
+        status: 'terminated',
+        termination: { phase: 'deleting_records', startedAt: now, phaseStartedAt: now },
+      }),
+    );
   }
   if (s.status === 'terminated' && s.termination) {
     const t = s.termination;
     if (t.phase === 'deleting_records' && hoursSince(t.startedAt, now) >= TIMELINE.deletingFilesAfterHours) {
-      step('termination_phase', mutate(s, now, { termination: { ...t, phase: 'deleting_files', phaseStartedAt: now } }));
+      step(
+        'termination_phase',
+        mutate(s, now, { termination: { ...t, phase: 'deleting_files', phaseStartedAt: now } }),
+      );
     }
     const t2 = s.termination;
     if (t2.phase === 'deleting_files' && hoursSince(t2.startedAt, now) >= TIMELINE.completedAfterHours) {
@@ -248,7 +369,8 @@ const recover = (s: Subscription, now: string): SubscriptionEvent[] => {
     throw billingErrors.invalidTransition('The termination has completed; the tenant can no longer be recovered.');
   }
   if (s.status === 'active' || s.status === 'trialing') return [];
-  if (s.status === 'canceled') throw billingErrors.invalidTransition('A canceled subscription is not recovered; the tenant creates a new one.');
+  if (s.status === 'canceled')
+    throw billingErrors.invalidTransition('A canceled subscription is not recovered; the tenant creates a new one.');
   return [changed('recovered', s, activate(s, now))];
 };
 
@@ -256,29 +378,44 @@ export const subscriptionDecider: Decider<Account, SubscriptionCommand, Subscrip
   initialState: () => ({ status: 'none' }),
   evolve: (_s, e) => {
     switch (e.type) {
-      case 'billing.subscription.changed': return { status: 'exists', subscription: e.data.subscription };
-      default: return assertNever(e.type);
+      case 'billing.subscription.changed':
+        return { status: 'exists', subscription: e.data.subscription };
+      default:
+        return assertNever(e.type);
     }
   },
   decide: (c, state) => {
     switch (c.type) {
-      case 'CreateSubscription': return create(c, state);
-      case 'ChangePlan': return changePlan(c, state);
-      case 'CancelDowngrade': return cancelDowngrade(c, state);
-      case 'CancelSubscription': return cancel(current(state, c.subscriptionId), c.now, true);
-      case 'RecordPayment': return recordPayment(current(state), c.now);
-      case 'RecordPaymentFailure': return recordFailure(current(state), c.now);
-      case 'RecordProviderCancellation': return cancel(current(state), c.now, false);
+      case 'CreateSubscription':
+        return create(c, state);
+      case 'ChangePlan':
+        return changePlan(c, state);
+      case 'CancelDowngrade':
+        return cancelDowngrade(c, state);
+      case 'CancelSubscription':
+        return cancel(current(state, c.subscriptionId), c.now, true);
+      case 'RecordPayment':
+        return recordPayment(current(state), c.now);
+      case 'RecordPaymentFailure':
+        return recordFailure(current(state), c.now);
+      case 'RecordProviderCancellation':
+        return cancel(current(state), c.now, false);
       case 'LinkExternal': {
         const s = current(state);
-        return s.externalId === c.externalId ? [] : [changed('linked', s, mutate(s, c.now, { externalId: c.externalId }))];
+        return s.externalId === c.externalId
+          ? []
+          : [changed('linked', s, mutate(s, c.now, { externalId: c.externalId }))];
       }
-      case 'Advance': return advance(c, state);
-      case 'Recover': return recover(current(state), c.now);
-      default: return assertNever(c);
+      case 'Advance':
+        return advance(c, state);
+      case 'Recover':
+        return recover(current(state), c.now);
+      default:
+        return assertNever(c);
     }
   },
 };
 
 /** the day n of the current unpaid episode, or null outside one */
-export const episodeDay = (s: Subscription, now: string): number | null => (s.pastDueSince === null ? null : dayOf(s.pastDueSince, now));
+export const episodeDay = (s: Subscription, now: string): number | null =>
+  s.pastDueSince === null ? null : dayOf(s.pastDueSince, now);

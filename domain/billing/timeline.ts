@@ -35,7 +35,12 @@ export const plusMonth = (iso: string): string => {
   const [y, m, d] = civilOf(iso);
   const [ny, nm] = m === 12 ? [y + 1, 1] : [y, m + 1];
   const day = Math.min(d, daysInMonth(ny, nm));
-  return fromMs(toMs(`${String(ny).padStart(4, '0')}-${String(nm).padStart(2, '0')}-${String(day).padStart(2, '0')}T00:00:00.000Z`) + (toMs(iso) % DAY_MS + DAY_MS) % DAY_MS);
+  return fromMs(
+    toMs(
+      `${String(ny).padStart(4, '0')}-${String(nm).padStart(2, '0')}-${String(day).padStart(2, '0')}T00:00:00.000Z`,
+    ) +
+      (((toMs(iso) % DAY_MS) + DAY_MS) % DAY_MS),
+  );
 };
 
 /** whole days since `since` (day 0 is the first day) */

@@ -23,13 +23,15 @@ const amount = (v: unknown): number | null => {
   const n = typeof v === 'string' && /^\d{1,16}$/.test(v) ? Number(v) : v;
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : null;
 };
-const item = (resource: Resource, key: string, counted: boolean, size?: string): Source => (data) => {
-  const itemId = id(data[key]);
-  if (!itemId) return null;
-  const bytes = size === undefined ? 1 : amount(data[size]);
-  if (bytes === null) return counted ? null : { resource, itemId, amount: 0, counted };
-  return { resource, itemId, amount: bytes, counted };
-};
+const item =
+  (resource: Resource, key: string, counted: boolean, size?: string): Source =>
+  (data) => {
+    const itemId = id(data[key]);
+    if (!itemId) return null;
+    const bytes = size === undefined ? 1 : amount(data[size]);
+    if (bytes === null) return counted ? null : { resource, itemId, amount: 0, counted };
+    return { resource, itemId, amount: bytes, counted };
+  };
 
 export const USAGE_SOURCES: Record<string, Source> = {
   'auth.member.added': item('users', 'userId', true),
@@ -47,7 +49,8 @@ export const USAGE_SOURCES: Record<string, Source> = {
 
 export const USAGE_EVENT_TYPES = Object.keys(USAGE_SOURCES);
 
-export const usageEffectOf = (type: string, data: Record<string, unknown>): UsageEffect | null => USAGE_SOURCES[type]?.(data) ?? null;
+export const usageEffectOf = (type: string, data: Record<string, unknown>): UsageEffect | null =>
+  USAGE_SOURCES[type]?.(data) ?? null;
 
 /** a tenant's counter per resource */
 export type Usage = Record<Resource, number>;

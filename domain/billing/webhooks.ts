@@ -36,9 +36,11 @@ export type Provider = 'stripe' | 'paddle';
 export const PROVIDERS: readonly Provider[] = ['stripe', 'paddle'];
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : null);
-const record = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const record = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
-const isSubscriptionEvent = (type: string): boolean => type.startsWith('customer.subscription.') || type.startsWith('subscription.');
+const isSubscriptionEvent = (type: string): boolean =>
+  type.startsWith('customer.subscription.') || type.startsWith('subscription.');
 
 /** the event of a verified body; null when it lacks an id or a type (a malformed body) */
 export const readProviderEvent = (provider: Provider, body: unknown): ProviderEvent | null => {
@@ -50,7 +52,14 @@ export const readProviderEvent = (provider: Provider, body: unknown): ProviderEv
     const object = record(record(root.data).object);
     const metadata = record(object.metadata);
     const externalId = isSubscriptionEvent(eventType) ? text(object.id) : text(object.subscription);
-    return { eventId, eventType, action: ACTIONS[eventType] ?? 'ignored', externalId, tenantId: text(metadata.tenant_id), planId: text(metadata.plan_id) };
+    return {
+      eventId,
+      eventType,
+      action: ACTIONS[eventType] ?? 'ignored',
+      externalId,
+      tenantId: text(metadata.tenant_id),
+      planId: text(metadata.plan_id),
+    };
   }
   const eventId = text(root.event_id);
   const eventType = text(root.event_type);
@@ -58,5 +67,12 @@ export const readProviderEvent = (provider: Provider, body: unknown): ProviderEv
   const data = record(root.data);
   const custom = record(data.custom_data);
   const externalId = isSubscriptionEvent(eventType) ? text(data.id) : text(data.subscription_id);
-  return { eventId, eventType, action: ACTIONS[eventType] ?? 'ignored', externalId, tenantId: text(custom.tenant_id), planId: text(custom.plan_id) };
+  return {
+    eventId,
+    eventType,
+    action: ACTIONS[eventType] ?? 'ignored',
+    externalId,
+    tenantId: text(custom.tenant_id),
+    planId: text(custom.plan_id),
+  };
 };

@@ -15,8 +15,16 @@ export const MODULE_SQL = `SELECT m.id, m.slug, m.status, m.version, m.manifest,
 export const ARCHIVED_SQL = `SELECT key FROM modules.permissions WHERE module_id = $1 AND status = 'archived'`;
 
 export interface ModuleRow {
-  id: string; slug: string; status: string; version: string; manifest: Manifest; updated_at: Date;
-  schema_version: number | null; dirty: boolean | null; migration_error: string | null; installation: string | null;
+  id: string;
+  slug: string;
+  status: string;
+  version: string;
+  manifest: Manifest;
+  updated_at: Date;
+  schema_version: number | null;
+  dirty: boolean | null;
+  migration_error: string | null;
+  installation: string | null;
 }
 
 /** the module serves this tenant: registered, not deleted, installed and active; loaded (its last migration did not fail) */
@@ -30,23 +38,48 @@ export type Action = 'read' | 'write' | 'delete';
 export const permissionOf = (slug: string, model: string, action: Action): string => `${slug}.${model}.${action}`;
 
 /** a generated model the caller may act on: autoApi only (else not found), the permission held and not archived */
-export const gateModel = (models: Model[], slug: string, name: string, action: Action, held: ReadonlySet<string>, archived: ReadonlySet<string>): Model => {
+export const gateModel = (
+  models: Model[],
+  slug: string,
+  name: string,
+  action: Action,
+  held: ReadonlySet<string>,
+  archived: ReadonlySet<string>,
+): Model => {
   const model = models.find((m) => m.name === name && servable(m));
   if (!model) throw dataErrors.modelNotFound();
   const key = permissionOf(slug, name, action);
-  if (archived.has(key) && !held.has(PLATFORM_WILDCARD)) throw commonErrors.forbidden(`The permission ${key} is archived.`);
+  if (archived.has(key) && !held.has(PLATFORM_WILDCARD))
+    throw commonErrors.forbidden(`The permission ${key} is archived.`);
   if (!grants(held, key)) throw commonErrors.forbidden(`The permission ${key} is required.`);
   return model;
 };
 
 /** introspection (spec 002): any read permission of the module */
-export const gateIntrospection = (models: Model[], slug: string, held: ReadonlySet<string>, archived: ReadonlySet<string>): void => {
-  const readable = models.some((m) => servable(m) && !archived.has(permissionOf(slug, m.name, 'read')) && grants(held, permissionOf(slug, m.name, 'read')));
-  if (!readable && !held.has(PLATFORM_WILDCARD) && !held.has(`${slug}.*`)) throw commonErrors.forbidden(`A read permission of the module ${slug} is required.`);
+export const gateIntrospection = (
+  models: Model[],
+  slug: string,
+  held: ReadonlySet<string>,
+  archived: ReadonlySet<string>,
+): void => {
+  const readable = models.some(
+    (m) =>
+      servable(m) &&
+      !archived.has(permissionOf(slug, m.name, 'read')) &&
+      grants(held, permissionOf(slug, m.name, 'read')),
+  );
+  if (!readable && !held.has(PLATFORM_WILDCARD) && !held.has(`${slug}.*`))
+    throw commonErrors.forbidden(`A read permission of the module ${slug} is required.`);
 };
 
 /** the permissions a module's models and manifest register (spec 002: <module>.<model>.read/.write/.delete for autoApi tables) */
 export const desiredPermissions = (slug: string, manifest: Manifest, models: Model[]): Record<string, string> => ({
-  ...Object.fromEntries(models.filter(servable).flatMap((m) => (['read', 'write', 'delete'] as const).map((a) => [permissionOf(slug, m.name, a), `${a} ${slug} ${m.name}`]))),
+  ...Object.fromEntries(
+    models
+      .filter(servable)
+      .flatMap((m) =>
+        (['read', 'write', 'delete'] as const).map((a) => [permissionOf(slug, m.name, a), `${a} ${slug} ${m.name}`]),
+      ),
+  ),
   ...(manifest.permissions ?? {}),
 });

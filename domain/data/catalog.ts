@@ -22,24 +22,63 @@ export const CATALOG_SQL = {
     WHERE n.nspname = $1 AND con.contype = 'f' ORDER BY t.relname, con.conname`,
 } as const;
 
-export interface ColumnRow { table: string; name: string; type: string; udt: string; nullable: boolean; default: string | null; max_length: number | null }
-export interface IndexRow { table: string; name: string; primary: boolean; columns: string[] }
-export interface RelationRow { table: string; name: string; ref_table: string; columns: string[]; ref_columns: string[] }
+export interface ColumnRow {
+  table: string;
+  name: string;
+  type: string;
+  udt: string;
+  nullable: boolean;
+  default: string | null;
+  max_length: number | null;
+}
+export interface IndexRow {
+  table: string;
+  name: string;
+  primary: boolean;
+  columns: string[];
+}
+export interface RelationRow {
+  table: string;
+  name: string;
+  ref_table: string;
+  columns: string[];
+  ref_columns: string[];
+}
 
-export interface Column { name: string; type: string; udt: string; nullable: boolean; pk: boolean; default: string | null; maxLength: number | null }
+export interface Column {
+  name: string;
+  type: string;
+  udt: string;
+  nullable: boolean;
+  pk: boolean;
+  default: string | null;
+  maxLength: number | null;
+}
 export interface Relation {
   /** the name a list expands it by: the foreign key's column without _id */
-  name: string; fk: string; references: string;
+  name: string;
+  fk: string;
+  references: string;
   /** the referenced model (or table) and column */
-  target: string; targetColumn: string;
+  target: string;
+  targetColumn: string;
 }
 export interface Model {
-  name: string; table: string; schema: string; autoApi: boolean;
-  columns: Column[]; indexes: { name: string; columns: string[] }[]; relations: Relation[];
+  name: string;
+  table: string;
+  schema: string;
+  autoApi: boolean;
+  columns: Column[];
+  indexes: { name: string; columns: string[] }[];
+  relations: Relation[];
 }
 
 /** a module's models as its tables stand: a model whose table does not exist (yet) is left out */
-export const modelsOf = (slug: string, manifest: Pick<Manifest, 'models'>, rows: { columns: ColumnRow[]; indexes: IndexRow[]; relations: RelationRow[] }): Model[] => {
+export const modelsOf = (
+  slug: string,
+  manifest: Pick<Manifest, 'models'>,
+  rows: { columns: ColumnRow[]; indexes: IndexRow[]; relations: RelationRow[] },
+): Model[] => {
   const schema = schemaOfModule(slug);
   const modelOfTable = new Map(manifest.models.map((m) => [tableOfModel(m), m.name]));
   const describe = (m: ManifestModel): Model | null => {
@@ -49,14 +88,33 @@ export const modelsOf = (slug: string, manifest: Pick<Manifest, 'models'>, rows:
     const indexes = rows.indexes.filter((i) => i.table === table);
     const pk = new Set(indexes.find((i) => i.primary)?.columns ?? []);
     return {
-      name: m.name, table, schema, autoApi: m.autoApi,
-      columns: cols.map((c) => ({ name: c.name, type: c.type, udt: c.udt, nullable: c.nullable, pk: pk.has(c.name), default: c.default, maxLength: c.max_length })),
+      name: m.name,
+      table,
+      schema,
+      autoApi: m.autoApi,
+      columns: cols.map((c) => ({
+        name: c.name,
+        type: c.type,
+        udt: c.udt,
+        nullable: c.nullable,
+        pk: pk.has(c.name),
+        default: c.default,
+        maxLength: c.max_length,
+      })),
       indexes: indexes.map((i) => ({ name: i.name, columns: i.columns })),
-      relations: rows.relations.filter((r) => r.table === table && r.columns.length === 1).map((r) => {
-        const fk = r.columns[0]!;
-        const target = modelOfTable.get(r.ref_table) ?? r.ref_table;
-        return { name: fk.replace(/_id$/, ''), fk, references: `${target}.${r.ref_columns[0] ?? 'id'}`, target, targetColumn: r.ref_columns[0] ?? 'id' };
-      }),
+      relations: rows.relations
+        .filter((r) => r.table === table && r.columns.length === 1)
+        .map((r) => {
+          const fk = r.columns[0]!;
+          const target = modelOfTable.get(r.ref_table) ?? r.ref_table;
+          return {
+            name: fk.replace(/_id$/, ''),
+            fk,
+            references: `${target}.${r.ref_columns[0] ?? 'id'}`,
+            target,
+            targetColumn: r.ref_columns[0] ?? 'id',
+          };
+        }),
     };
   };
   return manifest.models.map(describe).filter((m): m is Model => m !== null);
@@ -64,24 +122,54 @@ export const modelsOf = (slug: string, manifest: Pick<Manifest, 'models'>, rows:
 
 /** whether the generated API can serve a model: autoApi, and a single-column primary key named id beside tenant_id */
 export const servable = (m: Model): boolean =>
-  m.autoApi && m.columns.some((c) => c.name === 'id' && c.pk) && m.columns.filter((c) => c.pk).every((c) => c.name === 'id' || c.name === 'tenant_id');
+  m.autoApi &&
+  m.columns.some((c) => c.name === 'id' && c.pk) &&
+  m.columns.filter((c) => c.pk).every((c) => c.name === 'id' || c.name === 'tenant_id');
 
 /** spec 002, Model description */
-export const ModelListItem = z.object({ name: z.string(), table: z.string(), autoApi: z.boolean(), columns: z.number().int(), relations: z.array(z.string()) });
+export const ModelListItem = z.object({
+  name: z.string(),
+  table: z.string(),
+  autoApi: z.boolean(),
+  columns: z.number().int(),
+  relations: z.array(z.string()),
+});
 export const ModelDetail = z.object({
-  name: z.string(), table: z.string(), autoApi: z.boolean(),
-  columns: z.array(z.object({ name: z.string(), type: z.string(), nullable: z.boolean(), pk: z.boolean().optional(), default: z.string().optional() })),
+  name: z.string(),
+  table: z.string(),
+  autoApi: z.boolean(),
+  columns: z.array(
+    z.object({
+      name: z.string(),
+      type: z.string(),
+      nullable: z.boolean(),
+      pk: z.boolean().optional(),
+      default: z.string().optional(),
+    }),
+  ),
   indexes: z.array(z.object({ name: z.string(), columns: z.array(z.string()) })),
   relations: z.array(z.object({ name: z.string(), fk: z.string(), references: z.string() })),
 });
 
 export const modelListItem = (m: Model): z.infer<typeof ModelListItem> => ({
-  name: m.name, table: `${m.schema}.${m.table}`, autoApi: m.autoApi, columns: m.columns.length, relations: m.relations.map((r) => r.name),
+  name: m.name,
+  table: `${m.schema}.${m.table}`,
+  autoApi: m.autoApi,
+  columns: m.columns.length,
+  relations: m.relations.map((r) => r.name),
 });
 
 export const modelDetail = (m: Model): z.infer<typeof ModelDetail> => ({
-  name: m.name, table: `${m.schema}.${m.table}`, autoApi: m.autoApi,
-  columns: m.columns.map((c) => ({ name: c.name, type: c.type, nullable: c.nullable, ...(c.pk ? { pk: true } : {}), ...(c.default !== null ? { default: c.default } : {}) })),
+  name: m.name,
+  table: `${m.schema}.${m.table}`,
+  autoApi: m.autoApi,
+  columns: m.columns.map((c) => ({
+    name: c.name,
+    type: c.type,
+    nullable: c.nullable,
+    ...(c.pk ? { pk: true } : {}),
+    ...(c.default !== null ? { default: c.default } : {}),
+  })),
   indexes: m.indexes,
   relations: m.relations.map((r) => ({ name: r.name, fk: r.fk, references: r.references })),
 });

@@ -3,24 +3,73 @@ import { defineErrors } from '../shared/errors';
 
 /** The data layer's refusals (spec 002, Data model and Limits). */
 export const dataErrors = defineErrors({
-  modelNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The module has no such model.' }),
-  recordNotFound: () => ({ status: 404, suffix: 'not-found', title: 'Not found', detail: 'The record does not exist.' }),
+  modelNotFound: () => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail: 'The module has no such model.',
+  }),
+  recordNotFound: () => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail: 'The record does not exist.',
+  }),
   recordExists: () => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail: 'The record exists already.' }),
-  invalid: (errors: FieldError[]) => ({ status: 400, suffix: 'validation-error', title: 'Validation failed', detail: 'The record is not valid.', errors }),
-  invalidQuery: (errors: FieldError[]) => ({ status: 400, suffix: 'validation-error', title: 'Validation failed', detail: 'The query is not valid.', errors }),
+  invalid: (errors: FieldError[]) => ({
+    status: 400,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail: 'The record is not valid.',
+    errors,
+  }),
+  invalidQuery: (errors: FieldError[]) => ({
+    status: 400,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail: 'The query is not valid.',
+    errors,
+  }),
   recordTooLarge: (limit: number) => ({
-    status: 400, suffix: 'validation-error', title: 'Validation failed', detail: `A record is at most ${limit} bytes.`, errors: [{ field: 'body', message: `at most ${limit} bytes`, code: 'TOO_LARGE' }],
+    status: 400,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail: `A record is at most ${limit} bytes.`,
+    errors: [{ field: 'body', message: `at most ${limit} bytes`, code: 'TOO_LARGE' }],
   }),
   fieldTooLarge: (field: string, limit: number) => ({
-    status: 400, suffix: 'validation-error', title: 'Validation failed', detail: `A JSON field is at most ${limit} bytes.`, errors: [{ field, message: `at most ${limit} bytes`, code: 'TOO_LARGE' }],
+    status: 400,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail: `A JSON field is at most ${limit} bytes.`,
+    errors: [{ field, message: `at most ${limit} bytes`, code: 'TOO_LARGE' }],
   }),
-  tooManyFilters: (limit: number) => ({ status: 422, suffix: 'too-many-filters', title: 'Too many filters', detail: `A list takes at most ${limit} filters.` }),
-  relationTooDeep: (limit: number) => ({ status: 422, suffix: 'relation-too-deep', title: 'Relation too deep', detail: `Relations expand at most ${limit} levels deep.` }),
+  tooManyFilters: (limit: number) => ({
+    status: 422,
+    suffix: 'too-many-filters',
+    title: 'Too many filters',
+    detail: `A list takes at most ${limit} filters.`,
+  }),
+  relationTooDeep: (limit: number) => ({
+    status: 422,
+    suffix: 'relation-too-deep',
+    title: 'Relation too deep',
+    detail: `Relations expand at most ${limit} levels deep.`,
+  }),
   /** the module's last migration failed (spec 002: "module not loaded") */
   moduleInError: (migrationError: string | null) => ({
-    status: 503, suffix: 'service-unavailable', title: 'Service unavailable', detail: 'The module is not loaded: its last migration failed.', extensions: { status: 'error', migrationError },
+    status: 503,
+    suffix: 'service-unavailable',
+    title: 'Service unavailable',
+    detail: 'The module is not loaded: its last migration failed.',
+    extensions: { status: 'error', migrationError },
   }),
 });
 
 /** spec 002, Limits: record size / JSONB size, relation depth / filters */
-export const DATA_LIMITS = { recordBytes: 1024 * 1024, jsonFieldBytes: 256 * 1024, relationDepth: 2, filters: 10 } as const;
+export const DATA_LIMITS = {
+  recordBytes: 1024 * 1024,
+  jsonFieldBytes: 256 * 1024,
+  relationDepth: 2,
+  filters: 10,
+} as const;

@@ -9,18 +9,23 @@ import { verbOf } from './record';
  * used inline by the commands and by a rebuild from the log. Values of columns the table no longer
  * has are dropped (a later migration removed them).
  */
-export interface Statement { text: string; values: unknown[] }
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
 
 const quoted = (name: string) => `"${name}"`;
 
 const encode = (m: Model, row: Record<string, unknown>): [string, unknown][] =>
-  m.columns.filter((c) => c.name !== 'tenant_id' && c.name !== 'id' && Object.hasOwn(row, c.name))
+  m.columns
+    .filter((c) => c.name !== 'tenant_id' && c.name !== 'id' && Object.hasOwn(row, c.name))
     .map((c) => [c.name, isJsonColumn(c) && row[c.name] !== null ? JSON.stringify(row[c.name]) : row[c.name]]);
 
 export const statementOf = (m: Model, tenantId: string, e: RecordEvent): Statement => {
   const table = `${quoted(m.schema)}.${quoted(m.table)}`;
   const verb = verbOf(e.type);
-  if (verb === 'deleted') return { text: `DELETE FROM ${table} WHERE tenant_id = $1 AND id = $2`, values: [tenantId, e.data.id] };
+  if (verb === 'deleted')
+    return { text: `DELETE FROM ${table} WHERE tenant_id = $1 AND id = $2`, values: [tenantId, e.data.id] };
   const pairs = encode(m, e.data.after ?? {});
   if (verb === 'created') {
     const columns = ['tenant_id', 'id', ...pairs.map(([c]) => c)].map(quoted).join(', ');
@@ -30,7 +35,8 @@ export const statementOf = (m: Model, tenantId: string, e: RecordEvent): Stateme
       values: [tenantId, e.data.id, ...pairs.map(([, v]) => v)],
     };
   }
-  if (pairs.length === 0) return { text: `SELECT * FROM ${table} WHERE tenant_id = $1 AND id = $2`, values: [tenantId, e.data.id] };
+  if (pairs.length === 0)
+    return { text: `SELECT * FROM ${table} WHERE tenant_id = $1 AND id = $2`, values: [tenantId, e.data.id] };
   return {
     text: `UPDATE ${table} SET ${pairs.map(([c], i) => `${quoted(c)} = $${i + 3}`).join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING *`,
     values: [tenantId, e.data.id, ...pairs.map(([, v]) => v)],

@@ -12,7 +12,11 @@ import { DATA_LIMITS, dataErrors } from './errors';
 const SYSTEM_COLUMNS = new Set(['tenant_id', 'id']);
 export const writableColumns = (m: Model): Column[] => m.columns.filter((c) => !SYSTEM_COLUMNS.has(c.name));
 
-const INT_RANGE: Record<string, [number, number]> = { int2: [-32768, 32767], int4: [-2147483648, 2147483647], int8: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER] };
+const INT_RANGE: Record<string, [number, number]> = {
+  int2: [-32768, 32767],
+  int4: [-2147483648, 2147483647],
+  int8: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+};
 
 export const isJsonColumn = (c: Pick<Column, 'udt'>): boolean => c.udt === 'json' || c.udt === 'jsonb';
 
@@ -20,15 +24,30 @@ const valueSchema = (c: Column): z.ZodType => {
   const range = INT_RANGE[c.udt];
   if (range) return z.number().int().min(range[0]).max(range[1]);
   switch (c.udt) {
-    case 'text': case 'citext': return z.string().max(DATA_LIMITS.recordBytes);
-    case 'varchar': case 'bpchar': return z.string().max(c.maxLength ?? DATA_LIMITS.recordBytes);
-    case 'numeric': case 'float4': case 'float8': return z.number();
-    case 'bool': return z.boolean();
-    case 'uuid': return z.uuid();
-    case 'timestamptz': case 'timestamp': return z.iso.datetime({ offset: true });
-    case 'date': return z.iso.date();
-    case 'json': case 'jsonb': return z.json();
-    default: return c.udt.startsWith('_') ? z.array(z.unknown()) : z.unknown();
+    case 'text':
+    case 'citext':
+      return z.string().max(DATA_LIMITS.recordBytes);
+    case 'varchar':
+    case 'bpchar':
+      return z.string().max(c.maxLength ?? DATA_LIMITS.recordBytes);
+    case 'numeric':
+    case 'float4':
+    case 'float8':
+      return z.number();
+    case 'bool':
+      return z.boolean();
+    case 'uuid':
+      return z.uuid();
+    case 'timestamptz':
+    case 'timestamp':
+      return z.iso.datetime({ offset: true });
+    case 'date':
+      return z.iso.date();
+    case 'json':
+    case 'jsonb':
+      return z.json();
+    default:
+      return c.udt.startsWith('_') ? z.array(z.unknown()) : z.unknown();
   }
 };
 
@@ -38,10 +57,13 @@ const fieldSchema = (c: Column, required: boolean): z.ZodType => {
 };
 
 export const createSchema = (m: Model) =>
-  z.strictObject(Object.fromEntries(writableColumns(m).map((c) => [c.name, fieldSchema(c, !c.nullable && c.default === null)])));
+  z.strictObject(
+    Object.fromEntries(writableColumns(m).map((c) => [c.name, fieldSchema(c, !c.nullable && c.default === null)])),
+  );
 
 export const patchSchema = (m: Model) =>
-  z.strictObject(Object.fromEntries(writableColumns(m).map((c) => [c.name, fieldSchema(c, false)])))
+  z
+    .strictObject(Object.fromEntries(writableColumns(m).map((c) => [c.name, fieldSchema(c, false)])))
     .refine((o) => Object.keys(o).length > 0, 'a change names at least one field');
 
 const issuesOf = (error: z.ZodError): FieldError[] =>
@@ -53,12 +75,14 @@ const issuesOf = (error: z.ZodError): FieldError[] =>
 
 /** a body checked against the model: the values to write, or a 400 */
 export const validateRecord = (m: Model, body: unknown, mode: 'create' | 'patch'): Record<string, unknown> => {
-  if (Buffer.byteLength(JSON.stringify(body ?? null)) > DATA_LIMITS.recordBytes) throw dataErrors.recordTooLarge(DATA_LIMITS.recordBytes);
+  if (Buffer.byteLength(JSON.stringify(body ?? null)) > DATA_LIMITS.recordBytes)
+    throw dataErrors.recordTooLarge(DATA_LIMITS.recordBytes);
   const parsed = (mode === 'create' ? createSchema(m) : patchSchema(m)).safeParse(body);
   if (!parsed.success) throw dataErrors.invalid(issuesOf(parsed.error));
   const values = parsed.data as Record<string, unknown>;
   for (const c of writableColumns(m).filter(isJsonColumn)) {
-    if (values[c.name] !== undefined && Buffer.byteLength(JSON.stringify(values[c.name])) > DATA_LIMITS.jsonFieldBytes) throw dataErrors.fieldTooLarge(c.name, DATA_LIMITS.jsonFieldBytes);
+    if (values[c.name] !== undefined && Buffer.byteLength(JSON.stringify(values[c.name])) > DATA_LIMITS.jsonFieldBytes)
+      throw dataErrors.fieldTooLarge(c.name, DATA_LIMITS.jsonFieldBytes);
   }
   return values;
 };

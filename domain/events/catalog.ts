@@ -8,7 +8,8 @@ import { APP_TOPIC, PLATFORM_TOPICS } from './topics';
  * own events, and one per registered module (platform.<slug>.events). Topics are shared by tenants.
  * Both sides build entries from the registry rows they read.
  */
-export type TopicOwner = { kind: 'platform'; service: string } | { kind: 'app' } | { kind: 'module'; slug: string; moduleId: string };
+export type TopicOwner =
+  { kind: 'platform'; service: string } | { kind: 'app' } | { kind: 'module'; slug: string; moduleId: string };
 
 export interface TopicEntry {
   topic: string;
@@ -19,19 +20,39 @@ export interface TopicEntry {
   manifestSchema: { protoDefinition: string; schemaVersion: string; registeredAt: string } | null;
 }
 
-export interface ModuleTopicSource { id: string; slug: string; manifest: Manifest; registered_at: Date }
+export interface ModuleTopicSource {
+  id: string;
+  slug: string;
+  manifest: Manifest;
+  registered_at: Date;
+}
 
 export const moduleTopicEntry = (m: ModuleTopicSource): TopicEntry => {
   const schema = m.manifest.events.schema;
   return {
-    topic: topicOfDomain(m.slug), domain: m.slug, owner: { kind: 'module', slug: m.slug, moduleId: m.id },
-    examples: m.manifest.events.publishes.slice(0, 5), manifestSchema: schema ? { ...schema, registeredAt: m.registered_at.toISOString() } : null,
+    topic: topicOfDomain(m.slug),
+    domain: m.slug,
+    owner: { kind: 'module', slug: m.slug, moduleId: m.id },
+    examples: m.manifest.events.publishes.slice(0, 5),
+    manifestSchema: schema ? { ...schema, registeredAt: m.registered_at.toISOString() } : null,
   };
 };
 
 export const PLATFORM_TOPIC_ENTRIES: readonly TopicEntry[] = [
-  ...PLATFORM_TOPICS.map((t): TopicEntry => ({ topic: t.topic, domain: t.domain, owner: { kind: 'platform', service: t.source }, examples: [...t.examples], manifestSchema: null })),
-  { topic: APP_TOPIC.topic, domain: APP_TOPIC.domain, owner: { kind: 'app' }, examples: [...APP_TOPIC.examples], manifestSchema: null },
+  ...PLATFORM_TOPICS.map((t): TopicEntry => ({
+    topic: t.topic,
+    domain: t.domain,
+    owner: { kind: 'platform', service: t.source },
+    examples: [...t.examples],
+    manifestSchema: null,
+  })),
+  {
+    topic: APP_TOPIC.topic,
+    domain: APP_TOPIC.domain,
+    owner: { kind: 'app' },
+    examples: [...APP_TOPIC.examples],
+    manifestSchema: null,
+  },
 ];
 
 /** every topic, by name */
@@ -55,18 +76,32 @@ export interface CurrentSchema {
   registeredAt: string | null;
 }
 
-export interface RegisteredSchemaRow { schema_version: string; proto_definition: string; policy: string; registered_at: Date }
+export interface RegisteredSchemaRow {
+  schema_version: string;
+  proto_definition: string;
+  policy: string;
+  registered_at: Date;
+}
 
 /** the topic's current schema: the last registered, else the module manifest's, else the envelope (1.0.0) */
 export const currentSchemaOf = (entry: TopicEntry, registered: RegisteredSchemaRow | null): CurrentSchema => {
   if (registered) {
     return {
-      topic: entry.topic, schemaVersion: registered.schema_version, protoDefinition: registered.proto_definition,
-      breakingChangesPolicy: registered.policy as BreakingChangesPolicy, registeredAt: registered.registered_at.toISOString(),
+      topic: entry.topic,
+      schemaVersion: registered.schema_version,
+      protoDefinition: registered.proto_definition,
+      breakingChangesPolicy: registered.policy as BreakingChangesPolicy,
+      registeredAt: registered.registered_at.toISOString(),
     };
   }
   if (entry.manifestSchema) return { topic: entry.topic, ...entry.manifestSchema, breakingChangesPolicy: 'BACKWARD' };
-  return { topic: entry.topic, schemaVersion: '1.0.0', protoDefinition: envelopeSchema(entry.topic), breakingChangesPolicy: 'BACKWARD', registeredAt: null };
+  return {
+    topic: entry.topic,
+    schemaVersion: '1.0.0',
+    protoDefinition: envelopeSchema(entry.topic),
+    breakingChangesPolicy: 'BACKWARD',
+    registeredAt: null,
+  };
 };
 
 /**

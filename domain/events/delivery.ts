@@ -6,15 +6,19 @@
 export const ATTEMPTS_BEFORE_DLQ = 3;
 
 /** the wait after the n-th failed attempt: base, 2 × base, … */
-export const retryDelayMs = (failedAttempts: number, baseMs: number): number => baseMs * 2 ** Math.max(0, failedAttempts - 1);
+export const retryDelayMs = (failedAttempts: number, baseMs: number): number =>
+  baseMs * 2 ** Math.max(0, failedAttempts - 1);
 
 export type AttemptOutcome = { ok: true } | { ok: false; error: string };
 
-export type FailureDecision = { kind: 'retry'; attempts: number; delayMs: number } | { kind: 'dead-letter'; failureCount: number };
+export type FailureDecision =
+  { kind: 'retry'; attempts: number; delayMs: number } | { kind: 'dead-letter'; failureCount: number };
 
 export const afterFailure = (attemptsSoFar: number, baseMs: number): FailureDecision => {
   const attempts = attemptsSoFar + 1;
-  return attempts >= ATTEMPTS_BEFORE_DLQ ? { kind: 'dead-letter', failureCount: attempts } : { kind: 'retry', attempts, delayMs: retryDelayMs(attempts, baseMs) };
+  return attempts >= ATTEMPTS_BEFORE_DLQ
+    ? { kind: 'dead-letter', failureCount: attempts }
+    : { kind: 'retry', attempts, delayMs: retryDelayMs(attempts, baseMs) };
 };
 
 /** an error as kept in lastError: one line, at most 1,000 characters */

@@ -13,7 +13,12 @@ export const canResolve = (status: DlqStatus): boolean => status === 'pending';
  * start + i / rate seconds, where start is now or the last due time already scheduled plus one
  * interval. Every worker process then keeps to the rate together, without a shared counter.
  */
-export const redriveSchedule = (count: number, now: number, lastScheduled: number | null, ratePerSecond: number): number[] => {
+export const redriveSchedule = (
+  count: number,
+  now: number,
+  lastScheduled: number | null,
+  ratePerSecond: number,
+): number[] => {
   const interval = 1000 / ratePerSecond;
   const start = Math.max(now, lastScheduled === null ? now : lastScheduled + interval);
   return Array.from({ length: count }, (_, i) => Math.round(start + i * interval));

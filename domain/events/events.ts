@@ -28,10 +28,19 @@ const SubscriptionDeleted = z.object({
 
 const SubscriptionSought = z.object({
   type: z.literal('events.subscription.sought'),
-  data: z.object({ subscriptionId: z.string(), seekTo: z.string(), soughtAt: z.string(), offsets: z.record(z.string(), z.number().int()) }),
+  data: z.object({
+    subscriptionId: z.string(),
+    seekTo: z.string(),
+    soughtAt: z.string(),
+    offsets: z.record(z.string(), z.number().int()),
+  }),
 });
 
-export const SubscriptionEvent = z.discriminatedUnion('type', [SubscriptionCreated, SubscriptionDeleted, SubscriptionSought]);
+export const SubscriptionEvent = z.discriminatedUnion('type', [
+  SubscriptionCreated,
+  SubscriptionDeleted,
+  SubscriptionSought,
+]);
 export type SubscriptionEvent = z.infer<typeof SubscriptionEvent>;
 export type SubscriptionCreatedData = z.infer<typeof SubscriptionCreated>['data'];
 export const subscriptionEventTypes = SubscriptionEvent.options.map((o) => o.shape.type.value);

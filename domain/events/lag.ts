@@ -11,7 +11,13 @@ export const BULK_IMPORT_SUPPRESSION_MS = 30 * 60_000;
 const rank: Record<LagLevel, number> = { ok: 0, info: 1, warning: 2, critical: 3 };
 
 export const lagLevelOf = (lagMs: number): LagLevel =>
-  (lagMs > LAG_THRESHOLDS_MS.critical ? 'critical' : lagMs > LAG_THRESHOLDS_MS.warning ? 'warning' : lagMs > LAG_THRESHOLDS_MS.info ? 'info' : 'ok');
+  lagMs > LAG_THRESHOLDS_MS.critical
+    ? 'critical'
+    : lagMs > LAG_THRESHOLDS_MS.warning
+      ? 'warning'
+      : lagMs > LAG_THRESHOLDS_MS.info
+        ? 'info'
+        : 'ok';
 
 export interface LagAlertState {
   /** the level the tenant's admins were last told of (null: none since the lag was last ok) */

@@ -18,7 +18,13 @@ export const subscriptionDecider: Decider<Subscription, SubscriptionCommand, Sub
   evolve: (s, e) => {
     switch (e.type) {
       case 'events.subscription.created':
-        return { status: 'active', subscriptionId: e.data.subscriptionId, topic: e.data.topic, consumerGroup: e.data.consumerGroup, source: e.data.source };
+        return {
+          status: 'active',
+          subscriptionId: e.data.subscriptionId,
+          topic: e.data.topic,
+          consumerGroup: e.data.consumerGroup,
+          source: e.data.source,
+        };
       case 'events.subscription.deleted':
         return s.status === 'none' ? s : { ...s, status: 'deleted' };
       case 'events.subscription.sought':
@@ -33,10 +39,22 @@ export const subscriptionDecider: Decider<Subscription, SubscriptionCommand, Sub
         return s.status === 'none' ? [{ type: 'events.subscription.created', data: c.data }] : [];
       case 'DeleteSubscription':
         if (s.status === 'none') throw eventErrors.subscriptionNotFound();
-        return s.status === 'deleted' ? [] : [{ type: 'events.subscription.deleted', data: { subscriptionId: s.subscriptionId, deletedAt: c.deletedAt } }];
+        return s.status === 'deleted'
+          ? []
+          : [
+              {
+                type: 'events.subscription.deleted',
+                data: { subscriptionId: s.subscriptionId, deletedAt: c.deletedAt },
+              },
+            ];
       case 'SeekSubscription':
         if (s.status !== 'active') throw eventErrors.subscriptionNotFound();
-        return [{ type: 'events.subscription.sought', data: { subscriptionId: s.subscriptionId, seekTo: c.seekTo, soughtAt: c.soughtAt, offsets: c.offsets } }];
+        return [
+          {
+            type: 'events.subscription.sought',
+            data: { subscriptionId: s.subscriptionId, seekTo: c.seekTo, soughtAt: c.soughtAt, offsets: c.offsets },
+          },
+        ];
       default:
         return assertNever(c);
     }

@@ -35,7 +35,14 @@ export const isPreset = (value: string): value is PresetName => Object.hasOwn(PR
 export const AUTOMATIC_PRESETS = PRESET_NAMES.filter((p) => PRESETS[p].automatic);
 
 /** why a staged file was not released */
-export const REJECTION_REASONS = ['infected', 'unscannable', 'encrypted', 'too-large', 'staging-expired', 'upload-missing'] as const;
+export const REJECTION_REASONS = [
+  'infected',
+  'unscannable',
+  'encrypted',
+  'too-large',
+  'staging-expired',
+  'upload-missing',
+] as const;
 export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
 /** why a file left the store for good */

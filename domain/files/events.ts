@@ -15,8 +15,16 @@ const Size = z.number().int().min(0);
 export const FileStaged = z.object({
   type: z.literal('files.file.staged'),
   data: z.object({
-    fileId: z.string(), bucket: Bucket, originalName: z.string(), mimeType: z.string(), sizeBytes: Size, meta: z.string(), uploadedBy: z.string(),
-    via: z.enum(['upload', 'presign']), stagingKey: z.string(), createdAt: z.string(),
+    fileId: z.string(),
+    bucket: Bucket,
+    originalName: z.string(),
+    mimeType: z.string(),
+    sizeBytes: Size,
+    meta: z.string(),
+    uploadedBy: z.string(),
+    via: z.enum(['upload', 'presign']),
+    stagingKey: z.string(),
+    createdAt: z.string(),
     /** presign: the upload form's expiry (the file waits for its bytes until then); null for a streamed upload */
     uploadBy: z.string().nullable(),
   }),
@@ -25,17 +33,37 @@ export const FileStaged = z.object({
 export const FileUploaded = z.object({
   type: z.literal('files.file.uploaded'),
   data: z.object({
-    fileId: z.string(), tenantId: z.string(), bucket: Bucket, mimeType: z.string(), sizeBytes: Size, objectKey: z.string(),
-    scanStatus: z.enum(['clean', 'skipped']), uploadedBy: z.string(), releasedAt: z.string(),
+    fileId: z.string(),
+    tenantId: z.string(),
+    bucket: Bucket,
+    mimeType: z.string(),
+    sizeBytes: Size,
+    objectKey: z.string(),
+    scanStatus: z.enum(['clean', 'skipped']),
+    uploadedBy: z.string(),
+    releasedAt: z.string(),
   }),
 });
 export const FileRejected = z.object({
   type: z.literal('files.file.rejected'),
-  data: z.object({ fileId: z.string(), tenantId: z.string(), reason: z.enum(REJECTION_REASONS), signature: z.string().nullable(), sizeBytes: Size, rejectedAt: z.string() }),
+  data: z.object({
+    fileId: z.string(),
+    tenantId: z.string(),
+    reason: z.enum(REJECTION_REASONS),
+    signature: z.string().nullable(),
+    sizeBytes: Size,
+    rejectedAt: z.string(),
+  }),
 });
 export const FileDeleted = z.object({
   type: z.literal('files.file.deleted'),
-  data: z.object({ fileId: z.string(), tenantId: z.string(), sizeBytes: Size, deletedAt: z.string(), purgeAfter: z.string() }),
+  data: z.object({
+    fileId: z.string(),
+    tenantId: z.string(),
+    sizeBytes: Size,
+    deletedAt: z.string(),
+    purgeAfter: z.string(),
+  }),
 });
 export const FileRestored = z.object({
   type: z.literal('files.file.restored'),
@@ -44,23 +72,49 @@ export const FileRestored = z.object({
 export const FilePermanentlyDeleted = z.object({
   type: z.literal('files.file.permanent_deleted'),
   data: z.object({
-    fileId: z.string(), tenantId: z.string(), sizeBytes: Size, reason: z.enum(['requested', 'trash-expired', 'orphaned']),
-    previousStatus: z.enum(['available', 'deleted']), deletedAt: z.string(),
+    fileId: z.string(),
+    tenantId: z.string(),
+    sizeBytes: Size,
+    reason: z.enum(['requested', 'trash-expired', 'orphaned']),
+    previousStatus: z.enum(['available', 'deleted']),
+    deletedAt: z.string(),
   }),
 });
 export const ThumbnailCreated = z.object({
   type: z.literal('files.file.thumbnail_created'),
-  data: z.object({ fileId: z.string(), preset: Preset, objectKey: z.string(), mimeType: z.string(), width: z.number().int(), height: z.number().int(), contentVersion: z.number().int(), createdAt: z.string() }),
+  data: z.object({
+    fileId: z.string(),
+    preset: Preset,
+    objectKey: z.string(),
+    mimeType: z.string(),
+    width: z.number().int(),
+    height: z.number().int(),
+    contentVersion: z.number().int(),
+    createdAt: z.string(),
+  }),
 });
 export const ProcessingStarted = z.object({
   type: z.literal('files.file.processing_started'),
-  data: z.object({ fileId: z.string(), jobId: z.string(), operations: z.array(Operation), quality: z.number().int(), startedAt: z.string() }),
+  data: z.object({
+    fileId: z.string(),
+    jobId: z.string(),
+    operations: z.array(Operation),
+    quality: z.number().int(),
+    startedAt: z.string(),
+  }),
 });
 export const FileProcessed = z.object({
   type: z.literal('files.file.processed'),
   data: z.object({
-    fileId: z.string(), tenantId: z.string(), jobId: z.string(), objectKey: z.string(), mimeType: z.string(), sizeBytes: Size, previousSizeBytes: Size,
-    contentVersion: z.number().int(), completedAt: z.string(),
+    fileId: z.string(),
+    tenantId: z.string(),
+    jobId: z.string(),
+    objectKey: z.string(),
+    mimeType: z.string(),
+    sizeBytes: Size,
+    previousSizeBytes: Size,
+    contentVersion: z.number().int(),
+    completedAt: z.string(),
   }),
 });
 export const ProcessingFailed = z.object({
@@ -78,8 +132,18 @@ export const OrphanCleared = z.object({
 });
 
 export const FileEvent = z.discriminatedUnion('type', [
-  FileStaged, FileUploaded, FileRejected, FileDeleted, FileRestored, FilePermanentlyDeleted, ThumbnailCreated,
-  ProcessingStarted, FileProcessed, ProcessingFailed, FileOrphaned, OrphanCleared,
+  FileStaged,
+  FileUploaded,
+  FileRejected,
+  FileDeleted,
+  FileRestored,
+  FilePermanentlyDeleted,
+  ThumbnailCreated,
+  ProcessingStarted,
+  FileProcessed,
+  ProcessingFailed,
+  FileOrphaned,
+  OrphanCleared,
 ]);
 export type FileEvent = z.infer<typeof FileEvent>;
 export type FileEventType = FileEvent['type'];

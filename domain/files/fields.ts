@@ -18,7 +18,8 @@ const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null &&
 
 /** the meta field: a JSON object of at most 4 KB of text */
 export const metaProblem = (meta: string): FieldError | null => {
-  if (Buffer.byteLength(meta, 'utf8') > META_MAX_BYTES) return { field: 'meta', message: `meta must be at most ${META_MAX_BYTES} bytes of JSON`, code: 'META_TOO_LARGE' };
+  if (Buffer.byteLength(meta, 'utf8') > META_MAX_BYTES)
+    return { field: 'meta', message: `meta must be at most ${META_MAX_BYTES} bytes of JSON`, code: 'META_TOO_LARGE' };
   try {
     if (isObject(JSON.parse(meta))) return null;
   } catch {
@@ -33,12 +34,20 @@ export const metaProblem = (meta: string): FieldError | null => {
  */
 export const uploadFieldProblems = (fields: Record<string, string>, complete: boolean): FieldError[] => {
   const problems: FieldError[] = [];
-  if (fields.bucket === undefined && complete) problems.push({ field: 'bucket', message: 'bucket is required', code: 'REQUIRED' });
-  if (fields.originalName === undefined && complete) problems.push({ field: 'originalName', message: 'originalName is required', code: 'REQUIRED' });
-  if (fields.originalName !== undefined && fields.originalName.trim() === '') problems.push({ field: 'originalName', message: 'originalName must not be empty', code: 'REQUIRED' });
-  if (fields.originalName !== undefined && originalNameTooLong(fields.originalName)) problems.push({ field: 'originalName', message: 'originalName must be at most 1024 bytes', code: 'TOO_LONG' });
+  if (fields.bucket === undefined && complete)
+    problems.push({ field: 'bucket', message: 'bucket is required', code: 'REQUIRED' });
+  if (fields.originalName === undefined && complete)
+    problems.push({ field: 'originalName', message: 'originalName is required', code: 'REQUIRED' });
+  if (fields.originalName !== undefined && fields.originalName.trim() === '')
+    problems.push({ field: 'originalName', message: 'originalName must not be empty', code: 'REQUIRED' });
+  if (fields.originalName !== undefined && originalNameTooLong(fields.originalName))
+    problems.push({ field: 'originalName', message: 'originalName must be at most 1024 bytes', code: 'TOO_LONG' });
   if (fields.mimeType !== undefined && !/^[\w.+-]+\/[\w.+-]+$/.test(fields.mimeType.split(';')[0]!.trim())) {
-    problems.push({ field: 'mimeType', message: 'mimeType must be a media type such as text/csv', code: 'INVALID_FORMAT' });
+    problems.push({
+      field: 'mimeType',
+      message: 'mimeType must be a media type such as text/csv',
+      code: 'INVALID_FORMAT',
+    });
   }
   const meta = fields.meta === undefined ? null : metaProblem(fields.meta);
   if (meta) problems.push(meta);

@@ -76,11 +76,21 @@ export class EncryptionInspector {
       if (header.length < LOCAL_HEADER_BYTES) return;
       this.header = [];
       offset = from + LOCAL_HEADER_BYTES - collected;
-      if (header.readUInt32LE(0) !== ZIP_LOCAL) { this.nextHeaderAt = null; return; }
+      if (header.readUInt32LE(0) !== ZIP_LOCAL) {
+        this.nextHeaderAt = null;
+        return;
+      }
       const flags = header.readUInt16LE(6);
-      if ((flags & 1) === 1) { this.result = 'zip'; return; }
-      if ((flags & 8) === 8) { this.nextHeaderAt = null; return; }
-      this.nextHeaderAt += LOCAL_HEADER_BYTES + header.readUInt16LE(26) + header.readUInt16LE(28) + header.readUInt32LE(18);
+      if ((flags & 1) === 1) {
+        this.result = 'zip';
+        return;
+      }
+      if ((flags & 8) === 8) {
+        this.nextHeaderAt = null;
+        return;
+      }
+      this.nextHeaderAt +=
+        LOCAL_HEADER_BYTES + header.readUInt16LE(26) + header.readUInt16LE(28) + header.readUInt32LE(18);
     }
   }
 }

@@ -34,12 +34,23 @@ export const linkFields = (link: Link): string[] => [link.tenantId, link.fileId,
 export const isLinkVariant = (value: string): value is LinkVariant => value === 'original' || isPreset(value);
 
 export const linkUrl = (rootUrl: string, link: Link, signature: string): string => {
-  const query = new URLSearchParams({ tenant: link.tenantId, variant: link.variant, expires: String(link.expires), signature });
+  const query = new URLSearchParams({
+    tenant: link.tenantId,
+    variant: link.variant,
+    expires: String(link.expires),
+    signature,
+  });
   return `${rootUrl}/v1/files/${encodeURIComponent(link.fileId)}/content?${query.toString()}`;
 };
 
 /** a Linker of one tenant's files, every link expiring at `expires`, signed by `sign` */
-export const linkerOf = (sign: (fields: readonly string[], expires: number) => string, rootUrl: string, tenantId: string, expires: number): Linker =>
+export const linkerOf =
+  (
+    sign: (fields: readonly string[], expires: number) => string,
+    rootUrl: string,
+    tenantId: string,
+    expires: number,
+  ): Linker =>
   (fileId, variant) => {
     const link = { tenantId, fileId, variant, expires };
     return linkUrl(rootUrl, link, sign(linkFields(link), expires));

@@ -7,7 +7,14 @@
 export const TEXT_TYPES = new Set(['text/plain', 'text/csv', 'application/json', 'text/markdown']);
 
 /** images sharp decodes, processes and makes thumbnails of */
-export const PROCESSABLE_IMAGES = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/avif', 'image/tiff']);
+export const PROCESSABLE_IMAGES = new Set([
+  'image/jpeg',
+  'image/png',
+  'image/webp',
+  'image/gif',
+  'image/avif',
+  'image/tiff',
+]);
 
 export type MediaKind = 'image' | 'document';
 export const kindOf = (mimeType: string): MediaKind => (mimeType.startsWith('image/') ? 'image' : 'document');
@@ -16,7 +23,8 @@ export interface SizeLimits {
   imageBytes: number;
   documentBytes: number;
 }
-export const limitFor = (mimeType: string, limits: SizeLimits): number => (kindOf(mimeType) === 'image' ? limits.imageBytes : limits.documentBytes);
+export const limitFor = (mimeType: string, limits: SizeLimits): number =>
+  kindOf(mimeType) === 'image' ? limits.imageBytes : limits.documentBytes;
 
 /** the first bytes hold no NUL and decode as UTF-8 (a character cut at the end of the sample is allowed) */
 export const looksLikeText = (sample: Buffer): boolean => {

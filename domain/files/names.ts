@@ -30,7 +30,10 @@ export const safeFileName = (raw: string): string => {
   if (utf8Length(trimmed) <= MAX_STORED_BYTES) return trimmed;
   const dot = trimmed.lastIndexOf('.');
   const extension = dot > 0 && trimmed.length - dot <= 16 ? trimmed.slice(dot) : '';
-  const base = cutToBytes(trimmed.slice(0, trimmed.length - extension.length), MAX_STORED_BYTES - utf8Length(extension));
+  const base = cutToBytes(
+    trimmed.slice(0, trimmed.length - extension.length),
+    MAX_STORED_BYTES - utf8Length(extension),
+  );
   return `${base}${extension}`;
 };
 

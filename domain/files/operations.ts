@@ -7,14 +7,19 @@ import { z } from 'zod';
  */
 const MAX_SIDE = 10_000;
 const Side = z.number().int().min(1).max(MAX_SIDE);
-const Offset = z.number().int().min(0).max(MAX_SIDE * 10);
+const Offset = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_SIDE * 10);
 
 export const OUTPUT_FORMATS = ['webp', 'avif', 'png', 'jpeg'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export const Operation = z.discriminatedUnion('type', [
   z.object({ type: z.literal('crop'), x: Offset, y: Offset, width: Side, height: Side }),
-  z.object({ type: z.literal('resize'), width: Side.optional(), height: Side.optional() })
+  z
+    .object({ type: z.literal('resize'), width: Side.optional(), height: Side.optional() })
     .refine((r) => r.width !== undefined || r.height !== undefined, 'resize needs a width, a height or both'),
   z.object({ type: z.literal('convert'), format: z.enum(OUTPUT_FORMATS) }),
   z.object({ type: z.literal('rotate'), degrees: z.union([z.literal(90), z.literal(180), z.literal(270)]) }),
@@ -31,7 +36,11 @@ export interface Dimensions {
  * The size of the picture after each operation, from the source's size: a crop that leaves the
  * picture, or a result beyond maxPixels, is refused before any pixel is decoded.
  */
-export const plannedDimensions = (ops: readonly Operation[], source: Dimensions, maxPixels: number): { ok: true; result: Dimensions } | { ok: false; reason: string } => {
+export const plannedDimensions = (
+  ops: readonly Operation[],
+  source: Dimensions,
+  maxPixels: number,
+): { ok: true; result: Dimensions } | { ok: false; reason: string } => {
   let { width, height } = source;
   for (const [index, op] of ops.entries()) {
     switch (op.type) {
@@ -53,7 +62,11 @@ export const plannedDimensions = (ops: readonly Operation[], source: Dimensions,
       case 'convert':
         break;
     }
-    if (width * height > maxPixels) return { ok: false, reason: `operation ${index} (${op.type}) makes a picture of ${width}x${height}, over ${maxPixels} pixels` };
+    if (width * height > maxPixels)
+      return {
+        ok: false,
+        reason: `operation ${index} (${op.type}) makes a picture of ${width}x${height}, over ${maxPixels} pixels`,
+      };
   }
   return { ok: true, result: { width, height } };
 };

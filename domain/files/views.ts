@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { RawJson } from '../shared/json';
 import { BUCKETS, FILE_STATUSES } from './constants';
 
-const MetaOut = z.custom<RawJson>((v) => v instanceof RawJson, 'meta must be the JSON text of an object')
+const MetaOut = z
+  .custom<RawJson>((v) => v instanceof RawJson, 'meta must be the JSON text of an object')
   .meta({ type: 'object', additionalProperties: true });
 
 /**

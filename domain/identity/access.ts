@@ -30,14 +30,26 @@ export interface AccessRow {
 }
 
 /** what the built-in Owner role of a tenant grants: every registered permission but the platform owner's (modules added later included) */
-export const ownerGrants = (registered: readonly string[]): string[] => registered.filter((key) => !PLATFORM_ONLY_PERMISSIONS.has(key));
+export const ownerGrants = (registered: readonly string[]): string[] =>
+  registered.filter((key) => !PLATFORM_ONLY_PERMISSIONS.has(key));
 
 /** the permissions a role grants in a tenant; `registered` are the permission keys of the running platform */
-export const roleGrants = (role: { name: string; builtIn: boolean; permissions: readonly string[] }, tenantId: string, registered: readonly string[]): readonly string[] =>
-  role.builtIn && role.name === OWNER_ROLE && tenantId !== PLATFORM_TENANT_ID ? ownerGrants(registered) : role.permissions;
+export const roleGrants = (
+  role: { name: string; builtIn: boolean; permissions: readonly string[] },
+  tenantId: string,
+  registered: readonly string[],
+): readonly string[] =>
+  role.builtIn && role.name === OWNER_ROLE && tenantId !== PLATFORM_TENANT_ID
+    ? ownerGrants(registered)
+    : role.permissions;
 
 /** null: no access (no membership, or the account or the membership is not active) */
-export const accessOf = (userId: string, tenantId: string, rows: readonly AccessRow[], registered: readonly string[]): MemberAccess | null => {
+export const accessOf = (
+  userId: string,
+  tenantId: string,
+  rows: readonly AccessRow[],
+  registered: readonly string[],
+): MemberAccess | null => {
   const first = rows[0];
   if (!first || first.account_status !== 'active' || first.member_status !== 'active') return null;
   const permissions = new Set<string>();
@@ -45,9 +57,21 @@ export const accessOf = (userId: string, tenantId: string, rows: readonly Access
   for (const row of rows) {
     if (row.name === null) continue;
     roles.push(row.name);
-    for (const p of roleGrants({ name: row.name, builtIn: row.built_in ?? false, permissions: row.permissions ?? [] }, tenantId, registered)) permissions.add(p);
+    for (const p of roleGrants(
+      { name: row.name, builtIn: row.built_in ?? false, permissions: row.permissions ?? [] },
+      tenantId,
+      registered,
+    ))
+      permissions.add(p);
   }
-  return { userId, tenantId, email: first.email, emailVerified: first.email_verified, roles: roles.sort(), permissions };
+  return {
+    userId,
+    tenantId,
+    email: first.email,
+    emailVerified: first.email_verified,
+    roles: roles.sort(),
+    permissions,
+  };
 };
 
 /**

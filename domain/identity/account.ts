@@ -11,38 +11,115 @@ import { identityErrors } from './errors';
  */
 const Created = z.object({
   type: z.literal('auth.user.created'),
-  data: z.object({ userId: z.string(), tenantId: z.string(), email: z.string(), firstName: z.string(), lastName: z.string(), emailVerified: z.boolean(), hasPassword: z.boolean(), via: z.string() }),
+  data: z.object({
+    userId: z.string(),
+    tenantId: z.string(),
+    email: z.string(),
+    firstName: z.string(),
+    lastName: z.string(),
+    emailVerified: z.boolean(),
+    hasPassword: z.boolean(),
+    via: z.string(),
+  }),
 });
 const ProfileUpdated = z.object({
   type: z.literal('auth.user.profile_updated'),
-  data: z.object({ userId: z.string(), email: z.string(), firstName: z.string(), lastName: z.string(), avatarUrl: z.string(), emailVerified: z.boolean() }),
+  data: z.object({
+    userId: z.string(),
+    email: z.string(),
+    firstName: z.string(),
+    lastName: z.string(),
+    avatarUrl: z.string(),
+    emailVerified: z.boolean(),
+  }),
 });
-const EmailVerified = z.object({ type: z.literal('auth.user.email_verified'), data: z.object({ userId: z.string(), email: z.string() }) });
+const EmailVerified = z.object({
+  type: z.literal('auth.user.email_verified'),
+  data: z.object({ userId: z.string(), email: z.string() }),
+});
 /** an address change confirmed from the old address and verified on the new one: the new address is verified */
-const EmailChanged = z.object({ type: z.literal('auth.user.email_changed'), data: z.object({ userId: z.string(), email: z.string(), previousEmail: z.string() }) });
-const PasswordChanged = z.object({ type: z.literal('auth.user.password_changed'), data: z.object({ userId: z.string(), reason: z.string() }) });
-const LoggedIn = z.object({ type: z.literal('auth.user.logged_in'), data: z.object({ userId: z.string(), tenantId: z.string(), method: z.string() }) });
-const Locked = z.object({ type: z.literal('auth.user.locked'), data: z.object({ userId: z.string(), reason: z.string() }) });
+const EmailChanged = z.object({
+  type: z.literal('auth.user.email_changed'),
+  data: z.object({ userId: z.string(), email: z.string(), previousEmail: z.string() }),
+});
+const PasswordChanged = z.object({
+  type: z.literal('auth.user.password_changed'),
+  data: z.object({ userId: z.string(), reason: z.string() }),
+});
+const LoggedIn = z.object({
+  type: z.literal('auth.user.logged_in'),
+  data: z.object({ userId: z.string(), tenantId: z.string(), method: z.string() }),
+});
+const Locked = z.object({
+  type: z.literal('auth.user.locked'),
+  data: z.object({ userId: z.string(), reason: z.string() }),
+});
 const Unlocked = z.object({ type: z.literal('auth.user.unlocked'), data: z.object({ userId: z.string() }) });
 const ProviderLinked = z.object({
   type: z.literal('auth.user.provider_linked'),
-  data: z.object({ userId: z.string(), linkId: z.string(), providerId: z.string(), providerType: z.string(), externalId: z.string(), email: z.string(), displayName: z.string(), linkedAt: z.string() }),
+  data: z.object({
+    userId: z.string(),
+    linkId: z.string(),
+    providerId: z.string(),
+    providerType: z.string(),
+    externalId: z.string(),
+    email: z.string(),
+    displayName: z.string(),
+    linkedAt: z.string(),
+  }),
 });
-const ProviderUnlinked = z.object({ type: z.literal('auth.user.provider_unlinked'), data: z.object({ userId: z.string(), linkId: z.string(), providerId: z.string() }) });
+const ProviderUnlinked = z.object({
+  type: z.literal('auth.user.provider_unlinked'),
+  data: z.object({ userId: z.string(), linkId: z.string(), providerId: z.string() }),
+});
 
-export const AccountEvent = z.discriminatedUnion('type', [Created, ProfileUpdated, EmailVerified, EmailChanged, PasswordChanged, LoggedIn, Locked, Unlocked, ProviderLinked, ProviderUnlinked]);
+export const AccountEvent = z.discriminatedUnion('type', [
+  Created,
+  ProfileUpdated,
+  EmailVerified,
+  EmailChanged,
+  PasswordChanged,
+  LoggedIn,
+  Locked,
+  Unlocked,
+  ProviderLinked,
+  ProviderUnlinked,
+]);
 export type AccountEvent = z.infer<typeof AccountEvent>;
 
-export interface ProviderLink { linkId: string; providerId: string }
+export interface ProviderLink {
+  linkId: string;
+  providerId: string;
+}
 
 export type Account =
   | { status: 'none' }
-  | { status: 'active' | 'locked'; userId: string;
+  | {
+      status: 'active' | 'locked';
+      userId: string;
       /** the tenant the account was created through (registration, invitation, provider sign-up, platform CLI) */
-      homeTenantId: string; email: string; firstName: string; lastName: string; avatarUrl: string; emailVerified: boolean; hasPassword: boolean; providers: ProviderLink[] };
+      homeTenantId: string;
+      email: string;
+      firstName: string;
+      lastName: string;
+      avatarUrl: string;
+      emailVerified: boolean;
+      hasPassword: boolean;
+      providers: ProviderLink[];
+    };
 
 export type AccountCommand =
-  | { type: 'CreateAccount'; userId: string; tenantId: string; email: string; firstName: string; lastName: string; emailVerified: boolean; hasPassword: boolean; via: string }
+  | {
+      type: 'CreateAccount';
+      userId: string;
+      tenantId: string;
+      email: string;
+      firstName: string;
+      lastName: string;
+      emailVerified: boolean;
+      hasPassword: boolean;
+      via: string;
+    }
   | { type: 'UpdateProfile'; firstName?: string; lastName?: string; avatarUrl?: string }
   | { type: 'VerifyEmail'; email: string }
   | { type: 'ChangeEmail'; email: string }
@@ -50,7 +127,16 @@ export type AccountCommand =
   | { type: 'RecordLogin'; tenantId: string; method: string }
   | { type: 'LockAccount'; reason: string }
   | { type: 'UnlockAccount' }
-  | { type: 'LinkProvider'; linkId: string; providerId: string; providerType: string; externalId: string; email: string; displayName: string; linkedAt: string }
+  | {
+      type: 'LinkProvider';
+      linkId: string;
+      providerId: string;
+      providerType: string;
+      externalId: string;
+      email: string;
+      displayName: string;
+      linkedAt: string;
+    }
   | { type: 'UnlinkProvider'; providerId: string };
 
 type Existing = Exclude<Account, { status: 'none' }>;
@@ -65,35 +151,88 @@ export const accountDecider: Decider<Account, AccountCommand, AccountEvent> = {
   evolve: (s, e) => {
     switch (e.type) {
       case 'auth.user.created':
-        return { status: 'active', userId: e.data.userId, homeTenantId: e.data.tenantId, email: e.data.email, firstName: e.data.firstName, lastName: e.data.lastName, avatarUrl: '', emailVerified: e.data.emailVerified, hasPassword: e.data.hasPassword, providers: [] };
+        return {
+          status: 'active',
+          userId: e.data.userId,
+          homeTenantId: e.data.tenantId,
+          email: e.data.email,
+          firstName: e.data.firstName,
+          lastName: e.data.lastName,
+          avatarUrl: '',
+          emailVerified: e.data.emailVerified,
+          hasPassword: e.data.hasPassword,
+          providers: [],
+        };
       case 'auth.user.profile_updated':
-        return s.status === 'none' ? s : { ...s, email: e.data.email, firstName: e.data.firstName, lastName: e.data.lastName, avatarUrl: e.data.avatarUrl, emailVerified: e.data.emailVerified };
-      case 'auth.user.email_verified': return s.status === 'none' ? s : { ...s, emailVerified: true };
-      case 'auth.user.email_changed': return s.status === 'none' ? s : { ...s, email: e.data.email, emailVerified: true };
-      case 'auth.user.password_changed': return s.status === 'none' ? s : { ...s, hasPassword: true };
-      case 'auth.user.logged_in': return s;
-      case 'auth.user.locked': return s.status === 'none' ? s : { ...s, status: 'locked' };
-      case 'auth.user.unlocked': return s.status === 'none' ? s : { ...s, status: 'active' };
-      case 'auth.user.provider_linked': return s.status === 'none' ? s : { ...s, providers: [...s.providers, { linkId: e.data.linkId, providerId: e.data.providerId }] };
-      case 'auth.user.provider_unlinked': return s.status === 'none' ? s : { ...s, providers: s.providers.filter((p) => p.providerId !== e.data.providerId) };
-      default: return assertNever(e);
+        return s.status === 'none'
+          ? s
+          : {
+              ...s,
+              email: e.data.email,
+              firstName: e.data.firstName,
+              lastName: e.data.lastName,
+              avatarUrl: e.data.avatarUrl,
+              emailVerified: e.data.emailVerified,
+            };
+      case 'auth.user.email_verified':
+        return s.status === 'none' ? s : { ...s, emailVerified: true };
+      case 'auth.user.email_changed':
+        return s.status === 'none' ? s : { ...s, email: e.data.email, emailVerified: true };
+      case 'auth.user.password_changed':
+        return s.status === 'none' ? s : { ...s, hasPassword: true };
+      case 'auth.user.logged_in':
+        return s;
+      case 'auth.user.locked':
+        return s.status === 'none' ? s : { ...s, status: 'locked' };
+      case 'auth.user.unlocked':
+        return s.status === 'none' ? s : { ...s, status: 'active' };
+      case 'auth.user.provider_linked':
+        return s.status === 'none'
+          ? s
+          : { ...s, providers: [...s.providers, { linkId: e.data.linkId, providerId: e.data.providerId }] };
+      case 'auth.user.provider_unlinked':
+        return s.status === 'none'
+          ? s
+          : { ...s, providers: s.providers.filter((p) => p.providerId !== e.data.providerId) };
+      default:
+        return assertNever(e);
     }
   },
   decide: (c, s) => {
     switch (c.type) {
       case 'CreateAccount':
         if (s.status !== 'none') throw identityErrors.emailTaken();
-        return [{ type: 'auth.user.created', data: { userId: c.userId, tenantId: c.tenantId, email: c.email, firstName: c.firstName, lastName: c.lastName, emailVerified: c.emailVerified, hasPassword: c.hasPassword, via: c.via } }];
-      case 'UpdateProfile': return updateProfile(c, existing(s));
+        return [
+          {
+            type: 'auth.user.created',
+            data: {
+              userId: c.userId,
+              tenantId: c.tenantId,
+              email: c.email,
+              firstName: c.firstName,
+              lastName: c.lastName,
+              emailVerified: c.emailVerified,
+              hasPassword: c.hasPassword,
+              via: c.via,
+            },
+          },
+        ];
+      case 'UpdateProfile':
+        return updateProfile(c, existing(s));
       case 'VerifyEmail': {
         const a = existing(s);
-        return a.emailVerified || a.email !== c.email ? [] : [{ type: 'auth.user.email_verified', data: { userId: a.userId, email: a.email } }];
+        return a.emailVerified || a.email !== c.email
+          ? []
+          : [{ type: 'auth.user.email_verified', data: { userId: a.userId, email: a.email } }];
       }
       case 'ChangeEmail': {
         const a = existing(s);
-        return a.email === c.email ? [] : [{ type: 'auth.user.email_changed', data: { userId: a.userId, email: c.email, previousEmail: a.email } }];
+        return a.email === c.email
+          ? []
+          : [{ type: 'auth.user.email_changed', data: { userId: a.userId, email: c.email, previousEmail: a.email } }];
       }
-      case 'ChangePassword': return [{ type: 'auth.user.password_changed', data: { userId: existing(s).userId, reason: c.reason } }];
+      case 'ChangePassword':
+        return [{ type: 'auth.user.password_changed', data: { userId: existing(s).userId, reason: c.reason } }];
       case 'RecordLogin': {
         const a = existing(s);
         if (a.status === 'locked') throw identityErrors.accountLocked();
@@ -101,7 +240,9 @@ export const accountDecider: Decider<Account, AccountCommand, AccountEvent> = {
       }
       case 'LockAccount': {
         const a = existing(s);
-        return a.status === 'locked' ? [] : [{ type: 'auth.user.locked', data: { userId: a.userId, reason: c.reason } }];
+        return a.status === 'locked'
+          ? []
+          : [{ type: 'auth.user.locked', data: { userId: a.userId, reason: c.reason } }];
       }
       case 'UnlockAccount': {
         const a = existing(s);
@@ -113,17 +254,28 @@ export const accountDecider: Decider<Account, AccountCommand, AccountEvent> = {
         const { type: _t, ...data } = c;
         return [{ type: 'auth.user.provider_linked', data: { userId: a.userId, ...data } }];
       }
-      case 'UnlinkProvider': return unlink(c, existing(s));
-      default: return assertNever(c);
+      case 'UnlinkProvider':
+        return unlink(c, existing(s));
+      default:
+        return assertNever(c);
     }
   },
 };
 
 /** names and avatar; the address changes only through ChangeEmail, after both addresses confirmed */
 const updateProfile = (c: Extract<AccountCommand, { type: 'UpdateProfile' }>, a: Existing): AccountEvent[] => {
-  const next = { firstName: c.firstName ?? a.firstName, lastName: c.lastName ?? a.lastName, avatarUrl: c.avatarUrl ?? a.avatarUrl };
+  const next = {
+    firstName: c.firstName ?? a.firstName,
+    lastName: c.lastName ?? a.lastName,
+    avatarUrl: c.avatarUrl ?? a.avatarUrl,
+  };
   if (next.firstName === a.firstName && next.lastName === a.lastName && next.avatarUrl === a.avatarUrl) return [];
-  return [{ type: 'auth.user.profile_updated', data: { userId: a.userId, email: a.email, ...next, emailVerified: a.emailVerified } }];
+  return [
+    {
+      type: 'auth.user.profile_updated',
+      data: { userId: a.userId, email: a.email, ...next, emailVerified: a.emailVerified },
+    },
+  ];
 };
 
 /** the last way to sign in (no password and one link) cannot be removed */
@@ -131,5 +283,7 @@ const unlink = (c: Extract<AccountCommand, { type: 'UnlinkProvider' }>, a: Exist
   const link = a.providers.find((p) => p.providerId === c.providerId);
   if (!link) throw commonErrors.notFound('The user has no link to this provider.');
   if (!a.hasPassword && a.providers.length === 1) throw identityErrors.lastProvider();
-  return [{ type: 'auth.user.provider_unlinked', data: { userId: a.userId, linkId: link.linkId, providerId: c.providerId } }];
+  return [
+    { type: 'auth.user.provider_unlinked', data: { userId: a.userId, linkId: link.linkId, providerId: c.providerId } },
+  ];
 };

@@ -22,15 +22,28 @@ export const PLATFORM_ONLY_PERMISSIONS: ReadonlySet<string> = new Set(['users.im
  * platform owner's.
  */
 export const notHeld = (authority: Authority, permissions: readonly string[]): string[] =>
-  [...new Set(permissions)].filter((p) => !grants(authority.permissions, p) && !(authority.isOwner && !PLATFORM_ONLY_PERMISSIONS.has(p) && !/^(platform|system)\./.test(p))).sort();
+  [...new Set(permissions)]
+    .filter(
+      (p) =>
+        !grants(authority.permissions, p) &&
+        !(authority.isOwner && !PLATFORM_ONLY_PERMISSIONS.has(p) && !/^(platform|system)\./.test(p)),
+    )
+    .sort();
 
 /** creating, changing or deleting a role, or giving its permissions to someone, stays within what the caller holds */
 export const assertMayGrant = (authority: Authority, permissions: readonly string[]): void => {
   const missing = notHeld(authority, permissions);
-  if (missing.length) throw identityErrors.insufficientRole(`Your roles do not hold ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}; you cannot grant what you do not hold.`);
+  if (missing.length)
+    throw identityErrors.insufficientRole(
+      `Your roles do not hold ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}; you cannot grant what you do not hold.`,
+    );
 };
 
-export interface GrantedRole { name: string; builtIn: boolean; permissions: readonly string[] }
+export interface GrantedRole {
+  name: string;
+  builtIn: boolean;
+  permissions: readonly string[];
+}
 
 const isOwnerRole = (role: GrantedRole) => role.builtIn && role.name === OWNER_ROLE;
 
@@ -38,10 +51,16 @@ const isOwnerRole = (role: GrantedRole) => role.builtIn && role.name === OWNER_R
  * Assigning or revoking a role: the Owner role only by an Owner (or the platform owner); any other
  * role only by a holder of all its permissions; a role is never assigned by its future holder.
  */
-export const assertMayAssign = (authority: Authority, role: GrantedRole, targetUserId: string, change: 'assign' | 'revoke'): void => {
+export const assertMayAssign = (
+  authority: Authority,
+  role: GrantedRole,
+  targetUserId: string,
+  change: 'assign' | 'revoke',
+): void => {
   if (change === 'assign' && targetUserId === authority.userId) throw identityErrors.selfDelegation();
   if (isOwnerRole(role)) {
-    if (!authority.isOwner && !authority.permissions.has(PLATFORM_WILDCARD)) throw identityErrors.insufficientRole('Only an Owner may assign or revoke the Owner role.');
+    if (!authority.isOwner && !authority.permissions.has(PLATFORM_WILDCARD))
+      throw identityErrors.insufficientRole('Only an Owner may assign or revoke the Owner role.');
     return;
   }
   assertMayGrant(authority, role.permissions);
@@ -51,7 +70,8 @@ export const assertMayAssign = (authority: Authority, role: GrantedRole, targetU
 export const assertMayGive = (authority: Authority, roles: readonly GrantedRole[]): void => {
   for (const role of roles) {
     if (isOwnerRole(role)) {
-      if (!authority.isOwner && !authority.permissions.has(PLATFORM_WILDCARD)) throw identityErrors.insufficientRole('Only an Owner may give the Owner role.');
+      if (!authority.isOwner && !authority.permissions.has(PLATFORM_WILDCARD))
+        throw identityErrors.insufficientRole('Only an Owner may give the Owner role.');
     } else {
       assertMayGrant(authority, role.permissions);
     }
@@ -59,5 +79,12 @@ export const assertMayGive = (authority: Authority, roles: readonly GrantedRole[
 };
 
 /** the authority of a verified caller (impersonation acts with the impersonated user's roles) */
-export const authorityOf = (principal: { userId: string; permissions: ReadonlySet<string>; roles: readonly string[] }): Authority =>
-  ({ userId: principal.userId, permissions: principal.permissions, isOwner: principal.roles.includes(OWNER_ROLE) });
+export const authorityOf = (principal: {
+  userId: string;
+  permissions: ReadonlySet<string>;
+  roles: readonly string[];
+}): Authority => ({
+  userId: principal.userId,
+  permissions: principal.permissions,
+  isOwner: principal.roles.includes(OWNER_ROLE),
+});

@@ -20,7 +20,10 @@ export const LIFETIMES = {
 } as const;
 
 export const RECOVERY = {
-  maxAttempts: 5, windowMs: 15 * 60_000, lockMs: 3600_000, lockoutsBeforeLock: 3,
+  maxAttempts: 5,
+  windowMs: 15 * 60_000,
+  lockMs: 3600_000,
+  lockoutsBeforeLock: 3,
   /** no refused recovery answers sooner: known and unknown emails take the same time */
   failureFloorMs: 100,
 } as const;

@@ -11,7 +11,8 @@ import { identityErrors } from './errors';
  * locks the account (the handler locks the Account too). The secret and the code hashes are kept
  * outside the events; these events say only what happened.
  */
-const ev = <T extends string, D extends z.ZodRawShape>(type: T, data: D) => z.object({ type: z.literal(type), data: z.object({ userId: z.string(), ...data }) });
+const ev = <T extends string, D extends z.ZodRawShape>(type: T, data: D) =>
+  z.object({ type: z.literal(type), data: z.object({ userId: z.string(), ...data }) });
 export const MfaEvent = z.discriminatedUnion('type', [
   ev('auth.mfa.setup_started', {}),
   ev('auth.mfa.enabled', {}),
@@ -41,21 +42,32 @@ export type MfaCommand =
   | { type: 'FailRecovery'; userId: string; now: number; fingerprint: string };
 
 /** ms until recovery may be tried again, or 0 */
-export const recoveryLockRemaining = (s: Mfa, now: number): number => (s.lockedUntil !== null && now < s.lockedUntil ? s.lockedUntil - now : 0);
+export const recoveryLockRemaining = (s: Mfa, now: number): number =>
+  s.lockedUntil !== null && now < s.lockedUntil ? s.lockedUntil - now : 0;
 
 export const mfaDecider: Decider<Mfa, MfaCommand, MfaEvent> = {
   initialState: () => ({ status: 'disabled', failures: [], lockouts: 0, lockedUntil: null }),
   evolve: (s, e) => {
     switch (e.type) {
-      case 'auth.mfa.setup_started': return { ...s, status: 'pending' };
-      case 'auth.mfa.enabled': return { ...s, status: 'enabled' };
-      case 'auth.mfa.disabled': return { ...s, status: 'disabled' };
-      case 'auth.mfa.recovery_codes_regenerated': return s;
-      case 'auth.mfa.recovery_code_used': return { ...s, failures: [] };
+      case 'auth.mfa.setup_started':
+        return { ...s, status: 'pending' };
+      case 'auth.mfa.enabled':
+        return { ...s, status: 'enabled' };
+      case 'auth.mfa.disabled':
+        return { ...s, status: 'disabled' };
+      case 'auth.mfa.recovery_codes_regenerated':
+        return s;
+      case 'auth.mfa.recovery_code_used':
+        return { ...s, failures: [] };
       case 'auth.mfa.recovery_failed':
-        return { ...s, failures: [...inWindow(s, e.data.at), { at: e.data.at, fingerprint: e.data.fingerprint ?? `${e.data.at}` }] };
-      case 'auth.mfa.recovery_locked': return { ...s, failures: [], lockouts: e.data.lockout, lockedUntil: e.data.until };
-      default: return assertNever(e);
+        return {
+          ...s,
+          failures: [...inWindow(s, e.data.at), { at: e.data.at, fingerprint: e.data.fingerprint ?? `${e.data.at}` }],
+        };
+      case 'auth.mfa.recovery_locked':
+        return { ...s, failures: [], lockouts: e.data.lockout, lockedUntil: e.data.until };
+      default:
+        return assertNever(e);
     }
   },
   decide: (c, s) => {
@@ -74,11 +86,14 @@ export const mfaDecider: Decider<Mfa, MfaCommand, MfaEvent> = {
         if (s.status !== 'enabled') throw identityErrors.mfaNotEnabled();
         return [{ type: 'auth.mfa.recovery_codes_regenerated', data: { userId: c.userId, count: c.count } }];
       case 'UseRecoveryCode':
-        if (recoveryLockRemaining(s, c.now) > 0) throw identityErrors.accountLocked('Too many failed recovery attempts; try again later.');
+        if (recoveryLockRemaining(s, c.now) > 0)
+          throw identityErrors.accountLocked('Too many failed recovery attempts; try again later.');
         if (s.status !== 'enabled') throw commonErrors.unauthorized('The recovery code is not valid.');
         return [{ type: 'auth.mfa.recovery_code_used', data: { userId: c.userId, remaining: c.remaining } }];
-      case 'FailRecovery': return failRecovery(c, s);
-      default: return assertNever(c);
+      case 'FailRecovery':
+        return failRecovery(c, s);
+      default:
+        return assertNever(c);
     }
   },
 };
@@ -93,8 +108,22 @@ const failRecovery = (c: Extract<MfaCommand, { type: 'FailRecovery' }>, s: Mfa):
   if (recoveryLockRemaining(s, c.now) > 0) return [];
   const recent = inWindow(s, c.now);
   if (recent.some((f) => f.fingerprint === c.fingerprint)) return [];
-  const failed: MfaEvent = { type: 'auth.mfa.recovery_failed', data: { userId: c.userId, at: c.now, fingerprint: c.fingerprint } };
+  const failed: MfaEvent = {
+    type: 'auth.mfa.recovery_failed',
+    data: { userId: c.userId, at: c.now, fingerprint: c.fingerprint },
+  };
   if (recent.length + 1 < RECOVERY.maxAttempts) return [failed];
   const lockout = s.lockouts + 1;
-  return [failed, { type: 'auth.mfa.recovery_locked', data: { userId: c.userId, until: c.now + RECOVERY.lockMs, lockout, accountLocked: lockout >= RECOVERY.lockoutsBeforeLock } }];
+  return [
+    failed,
+    {
+      type: 'auth.mfa.recovery_locked',
+      data: {
+        userId: c.userId,
+        until: c.now + RECOVERY.lockMs,
+        lockout,
+        accountLocked: lockout >= RECOVERY.lockoutsBeforeLock,
+      },
+    },
+  ];
 };

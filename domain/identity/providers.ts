@@ -9,9 +9,19 @@ import type { ProviderInfo } from './views';
 export const PASSWORD_PROVIDER: ProviderInfo = { id: 'password', type: 'password', name: 'Email and password' };
 export const SIWE_PROVIDER: ProviderInfo = { id: 'siwe', type: 'wallet', name: 'Sign-In with Ethereum' };
 
-export const oidcProviderInfo = (config: { id: string; name?: string }): ProviderInfo => ({ id: config.id, type: 'oidc', name: config.name ?? config.id });
+export const oidcProviderInfo = (config: { id: string; name?: string }): ProviderInfo => ({
+  id: config.id,
+  type: 'oidc',
+  name: config.name ?? config.id,
+});
 
 /** the providers besides password, in the order the registry installs them */
-export const externalProviders = (oidc: readonly { id: string; name?: string }[]): ProviderInfo[] => [...oidc.map(oidcProviderInfo), SIWE_PROVIDER];
+export const externalProviders = (oidc: readonly { id: string; name?: string }[]): ProviderInfo[] => [
+  ...oidc.map(oidcProviderInfo),
+  SIWE_PROVIDER,
+];
 
-export const providerCatalog = (oidc: readonly { id: string; name?: string }[]): ProviderInfo[] => [PASSWORD_PROVIDER, ...externalProviders(oidc)];
+export const providerCatalog = (oidc: readonly { id: string; name?: string }[]): ProviderInfo[] => [
+  PASSWORD_PROVIDER,
+  ...externalProviders(oidc),
+];

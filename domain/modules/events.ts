@@ -20,13 +20,29 @@ const ModuleRegistered = z.object({
 
 const ModuleUpdated = z.object({
   type: z.literal('module.registry.updated'),
-  data: z.object({ moduleId: z.string(), slug: z.string(), version: z.string(), previousVersion: z.string(), manifest: Manifest, updatedBy: z.string(), updatedAt: z.string() }),
+  data: z.object({
+    moduleId: z.string(),
+    slug: z.string(),
+    version: z.string(),
+    previousVersion: z.string(),
+    manifest: Manifest,
+    updatedBy: z.string(),
+    updatedAt: z.string(),
+  }),
 });
 
 /** the module serves the tenant: installed (first time, schemaVersion reached by its migrations) or activated again */
 const ModuleActivated = z.object({
   type: z.literal('module.registry.activated'),
-  data: z.object({ moduleId: z.string(), slug: z.string(), tenantId: z.string(), version: z.string(), schemaVersion: z.number().int(), installed: z.boolean(), at: z.string() }),
+  data: z.object({
+    moduleId: z.string(),
+    slug: z.string(),
+    tenantId: z.string(),
+    version: z.string(),
+    schemaVersion: z.number().int(),
+    installed: z.boolean(),
+    at: z.string(),
+  }),
 });
 
 /** the module no longer serves the tenant; its tables and rows are kept */
@@ -45,7 +61,14 @@ const ModulePurged = z.object({
   data: z.object({ moduleId: z.string(), slug: z.string(), purgedBy: z.string(), at: z.string() }),
 });
 
-export const ModuleEvent = z.discriminatedUnion('type', [ModuleRegistered, ModuleUpdated, ModuleActivated, ModuleDeactivated, ModuleDeleted, ModulePurged]);
+export const ModuleEvent = z.discriminatedUnion('type', [
+  ModuleRegistered,
+  ModuleUpdated,
+  ModuleActivated,
+  ModuleDeactivated,
+  ModuleDeleted,
+  ModulePurged,
+]);
 export type ModuleEvent = z.infer<typeof ModuleEvent>;
 export type ModuleRegisteredData = z.infer<typeof ModuleRegistered>['data'];
 export type ModuleUpdatedData = z.infer<typeof ModuleUpdated>['data'];

@@ -8,54 +8,98 @@ import { z } from 'zod';
 
 /** the platform's own domains: a module can neither take one as its slug nor publish into it */
 export const PLATFORM_DOMAINS: readonly string[] = [
-  'auth', 'iam', 'identity', 'module', 'modules', 'money', 'files', 'notify', 'audit', 'billing', 'data', 'events', 'app', 'platform', 'gateway', 'system',
+  'auth',
+  'iam',
+  'identity',
+  'module',
+  'modules',
+  'money',
+  'files',
+  'notify',
+  'audit',
+  'billing',
+  'data',
+  'events',
+  'app',
+  'platform',
+  'gateway',
+  'system',
 ];
 
 /** a slug names the module's topic (platform.<slug>.events), its event types (<slug>.*) and its SQL schema (module_<slug>) */
-export const Slug = z.string().regex(/^[a-z][a-z0-9_]{1,31}$/, 'a slug is 2 to 32 lowercase letters, digits or underscores, starting with a letter')
+export const Slug = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{1,31}$/, 'a slug is 2 to 32 lowercase letters, digits or underscores, starting with a letter')
   .refine((s) => !PLATFORM_DOMAINS.includes(s), 'this slug names a platform domain');
 
 /** domain.entity.verb: lowercase segments, three or more */
 export const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*){2,}$/;
-export const EventType = z.string().max(200).regex(EVENT_TYPE, 'an event type is domain.entity.verb (lowercase, three segments or more)');
+export const EventType = z
+  .string()
+  .max(200)
+  .regex(EVENT_TYPE, 'an event type is domain.entity.verb (lowercase, three segments or more)');
 
 /** platform.<domain>.events */
 export const TOPIC = /^platform\.[a-z][a-z0-9_]*\.events$/;
 export const TopicName = z.string().max(200).regex(TOPIC, 'a topic is platform.<domain>.events');
 
 /** semver 2.0.0 (no leading zeros; pre-release and build allowed) */
-export const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
+export const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 export const SemVer = z.string().max(64).regex(SEMVER, 'a version is semver, such as 1.2.0');
 
-const HttpUrl = z.string().max(2048).refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'an http(s) URL');
+const HttpUrl = z
+  .string()
+  .max(2048)
+  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'an http(s) URL');
 
-export const ManifestEvents = z.object({
-  /** event types the module may publish, each <slug>.<entity>.<verb> */
-  publishes: z.array(EventType).max(500).default([]),
-  /** topics the module may subscribe to; empty: no subscriptions */
-  subscribes: z.array(TopicName).max(100).default([]),
-  /** where the bus delivers the module's subscriptions (signed POSTs); https outside development and test */
-  endpoint: HttpUrl.optional(),
-  /** the Protobuf definition of the module's topic, and its semver */
-  schema: z.object({ protoDefinition: z.string().min(1).max(256 * 1024), schemaVersion: SemVer }).strict().optional(),
-}).strict();
+export const ManifestEvents = z
+  .object({
+    /** event types the module may publish, each <slug>.<entity>.<verb> */
+    publishes: z.array(EventType).max(500).default([]),
+    /** topics the module may subscribe to; empty: no subscriptions */
+    subscribes: z.array(TopicName).max(100).default([]),
+    /** where the bus delivers the module's subscriptions (signed POSTs); https outside development and test */
+    endpoint: HttpUrl.optional(),
+    /** the Protobuf definition of the module's topic, and its semver */
+    schema: z
+      .object({
+        protoDefinition: z
+          .string()
+          .min(1)
+          .max(256 * 1024),
+        schemaVersion: SemVer,
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
 
 /** a SQL identifier the data layer names tables and columns by (no quoting needed) */
-export const SqlName = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, 'lowercase letters, digits and underscores, starting with a letter');
+export const SqlName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,62}$/, 'lowercase letters, digits and underscores, starting with a letter');
 
-export const ManifestMigration = z.object({
-  version: z.number().int().min(1).max(1_000_000),
-  name: z.string().min(1).max(200),
-  sql: z.string().min(1).max(1024 * 1024),
-}).strict();
+export const ManifestMigration = z
+  .object({
+    version: z.number().int().min(1).max(1_000_000),
+    name: z.string().min(1).max(200),
+    sql: z
+      .string()
+      .min(1)
+      .max(1024 * 1024),
+  })
+  .strict();
 export type ManifestMigration = z.infer<typeof ManifestMigration>;
 
-export const ManifestModel = z.object({
-  name: SqlName,
-  /** the table in module_<slug>; the model's name by default */
-  table: SqlName.optional(),
-  autoApi: z.boolean().default(false),
-}).strict();
+export const ManifestModel = z
+  .object({
+    name: SqlName,
+    /** the table in module_<slug>; the model's name by default */
+    table: SqlName.optional(),
+    autoApi: z.boolean().default(false),
+  })
+  .strict();
 export type ManifestModel = z.infer<typeof ManifestModel>;
 
 /** a model's table: its own name unless the manifest names one */
@@ -63,19 +107,29 @@ export const tableOfModel = (m: ManifestModel): string => m.table ?? m.name;
 /** the SQL schema of a module */
 export const schemaOfModule = (slug: string): string => `module_${slug}`;
 
-export const Manifest = z.object({
-  slug: Slug,
-  name: z.string().min(1).max(200).optional(),
-  version: SemVer,
-  description: z.string().max(2000).optional(),
-  events: ManifestEvents.default({ publishes: [], subscribes: [] }),
-  /** numbered SQL files, applied in order into schema module_<slug> (the CLI reads them from migrations/NNNN_<name>.sql) */
-  migrations: z.array(ManifestMigration).max(1000).default([]),
-  /** the module's models: a table each; autoApi generates CRUD endpoints and permissions */
-  models: z.array(ManifestModel).max(200).default([]),
-  /** the module's own permissions beyond the generated ones (key → description) */
-  permissions: z.record(z.string().max(200).regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_-]+)+$/, 'a permission is a dotted key'), z.string().max(500)).optional(),
-}).strict();
+export const Manifest = z
+  .object({
+    slug: Slug,
+    name: z.string().min(1).max(200).optional(),
+    version: SemVer,
+    description: z.string().max(2000).optional(),
+    events: ManifestEvents.default({ publishes: [], subscribes: [] }),
+    /** numbered SQL files, applied in order into schema module_<slug> (the CLI reads them from migrations/NNNN_<name>.sql) */
+    migrations: z.array(ManifestMigration).max(1000).default([]),
+    /** the module's models: a table each; autoApi generates CRUD endpoints and permissions */
+    models: z.array(ManifestModel).max(200).default([]),
+    /** the module's own permissions beyond the generated ones (key → description) */
+    permissions: z
+      .record(
+        z
+          .string()
+          .max(200)
+          .regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_-]+)+$/, 'a permission is a dotted key'),
+        z.string().max(500),
+      )
+      .optional(),
+  })
+  .strict();
 export type Manifest = z.infer<typeof Manifest>;
 
 /** the domain of an event type: its first segment */
@@ -85,7 +139,11 @@ export const domainOfTopic = (topic: string): string => topic.split('.')[1] ?? '
 export const topicOfDomain = (domain: string): string => `platform.${domain}.events`;
 export const dlqTopicOfDomain = (domain: string): string => `platform.${domain}.dlq`;
 
-export interface ManifestProblem { field: string; message: string; code: string }
+export interface ManifestProblem {
+  field: string;
+  message: string;
+  code: string;
+}
 
 /**
  * Rules beyond the shape: a module publishes only in its own domain (so no module can speak for
@@ -94,20 +152,46 @@ export interface ManifestProblem { field: string; message: string; code: string 
 export const manifestProblems = (m: Manifest): ManifestProblem[] => {
   const problems: ManifestProblem[] = [];
   m.events.publishes.forEach((type, i) => {
-    if (domainOfType(type) !== m.slug) problems.push({ field: `events.publishes.${i}`, message: `a module publishes only ${m.slug}.* types`, code: 'FOREIGN_DOMAIN' });
+    if (domainOfType(type) !== m.slug)
+      problems.push({
+        field: `events.publishes.${i}`,
+        message: `a module publishes only ${m.slug}.* types`,
+        code: 'FOREIGN_DOMAIN',
+      });
   });
-  if (new Set(m.events.publishes).size !== m.events.publishes.length) problems.push({ field: 'events.publishes', message: 'types are listed once', code: 'DUPLICATE' });
-  if (new Set(m.events.subscribes).size !== m.events.subscribes.length) problems.push({ field: 'events.subscribes', message: 'topics are listed once', code: 'DUPLICATE' });
+  if (new Set(m.events.publishes).size !== m.events.publishes.length)
+    problems.push({ field: 'events.publishes', message: 'types are listed once', code: 'DUPLICATE' });
+  if (new Set(m.events.subscribes).size !== m.events.subscribes.length)
+    problems.push({ field: 'events.subscribes', message: 'topics are listed once', code: 'DUPLICATE' });
   m.migrations.forEach((mig, i) => {
-    if (mig.version !== i + 1) problems.push({ field: `migrations.${i}.version`, message: `migrations are numbered 1, 2, 3, … in order (expected ${i + 1})`, code: 'NOT_SEQUENTIAL' });
+    if (mig.version !== i + 1)
+      problems.push({
+        field: `migrations.${i}.version`,
+        message: `migrations are numbered 1, 2, 3, … in order (expected ${i + 1})`,
+        code: 'NOT_SEQUENTIAL',
+      });
   });
   const names = m.models.map((x) => x.name);
-  if (new Set(names).size !== names.length) problems.push({ field: 'models', message: 'models are listed once', code: 'DUPLICATE' });
+  if (new Set(names).size !== names.length)
+    problems.push({ field: 'models', message: 'models are listed once', code: 'DUPLICATE' });
   // /data/<module>/models is the introspection path: a model of that name could never be reached
-  m.models.forEach((x, i) => { if (x.name === 'models') problems.push({ field: `models.${i}.name`, message: 'models is a reserved name', code: 'RESERVED' }); });
-  Object.keys(m.permissions ?? {}).forEach((key) => {
-    if (!key.startsWith(`${m.slug}.`)) problems.push({ field: `permissions.${key}`, message: `a module registers only ${m.slug}.* permissions`, code: 'FOREIGN_DOMAIN' });
+  m.models.forEach((x, i) => {
+    if (x.name === 'models')
+      problems.push({ field: `models.${i}.name`, message: 'models is a reserved name', code: 'RESERVED' });
   });
-  if (m.events.subscribes.length > 0 && !m.events.endpoint) problems.push({ field: 'events.endpoint', message: 'a module that subscribes names the endpoint its events are delivered to', code: 'REQUIRED' });
+  Object.keys(m.permissions ?? {}).forEach((key) => {
+    if (!key.startsWith(`${m.slug}.`))
+      problems.push({
+        field: `permissions.${key}`,
+        message: `a module registers only ${m.slug}.* permissions`,
+        code: 'FOREIGN_DOMAIN',
+      });
+  });
+  if (m.events.subscribes.length > 0 && !m.events.endpoint)
+    problems.push({
+      field: 'events.endpoint',
+      message: 'a module that subscribes names the endpoint its events are delivered to',
+      code: 'REQUIRED',
+    });
   return problems;
 };

@@ -1,13 +1,25 @@
 import type { Decider } from '../shared/decider';
 import { assertNever } from '../shared/decider';
 import { registryErrors } from './errors';
-import type { ModuleActivatedData, ModuleDeactivatedData, ModuleEvent, ModuleRegisteredData, ModuleUpdatedData } from './events';
+import type {
+  ModuleActivatedData,
+  ModuleDeactivatedData,
+  ModuleEvent,
+  ModuleRegisteredData,
+  ModuleUpdatedData,
+} from './events';
 import { compareSemver } from '../events/semver';
 
 /** A module of the registry: one stream per module, under the platform tenant; its tenants' installations with it. */
 export type RegisteredModule =
   | { status: 'none' }
-  | { status: 'registered' | 'deleted' | 'purged'; moduleId: string; slug: string; version: string; tenants: Record<string, 'active' | 'inactive'> };
+  | {
+      status: 'registered' | 'deleted' | 'purged';
+      moduleId: string;
+      slug: string;
+      version: string;
+      tenants: Record<string, 'active' | 'inactive'>;
+    };
 
 export type ModuleCommand =
   | { type: 'RegisterModule'; data: ModuleRegisteredData }
@@ -30,7 +42,13 @@ export const moduleDecider: Decider<RegisteredModule, ModuleCommand, ModuleEvent
   evolve: (s, e) => {
     switch (e.type) {
       case 'module.registry.registered':
-        return { status: 'registered', moduleId: e.data.moduleId, slug: e.data.slug, version: e.data.version, tenants: {} };
+        return {
+          status: 'registered',
+          moduleId: e.data.moduleId,
+          slug: e.data.slug,
+          version: e.data.version,
+          tenants: {},
+        };
       case 'module.registry.updated':
         return s.status === 'none' ? s : { ...s, version: e.data.version };
       case 'module.registry.activated':
@@ -52,14 +70,20 @@ export const moduleDecider: Decider<RegisteredModule, ModuleCommand, ModuleEvent
         return s.status === 'none' ? [{ type: 'module.registry.registered', data: c.data }] : [];
       case 'UpdateModule': {
         const m = live(s);
-        if (compareSemver(c.data.version, m.version) <= 0) throw registryErrors.versionNotNewer(m.version, c.data.version);
+        if (compareSemver(c.data.version, m.version) <= 0)
+          throw registryErrors.versionNotNewer(m.version, c.data.version);
         return [{ type: 'module.registry.updated', data: { ...c.data, previousVersion: m.version } }];
       }
       case 'ActivateModule': {
         const m = live(s);
         if (m.tenants[c.data.tenantId] === 'active') return [];
         if (!c.data.installed && m.tenants[c.data.tenantId] === undefined) throw registryErrors.notInstalled();
-        return [{ type: 'module.registry.activated', data: { ...c.data, installed: m.tenants[c.data.tenantId] === undefined } }];
+        return [
+          {
+            type: 'module.registry.activated',
+            data: { ...c.data, installed: m.tenants[c.data.tenantId] === undefined },
+          },
+        ];
       }
       case 'DeactivateModule': {
         const m = live(s);

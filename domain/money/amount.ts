@@ -23,7 +23,9 @@ export const parseAmount = (value: unknown): bigint => {
     if (!PLAIN_DIGITS.test(value.text)) throw moneyErrors.invalidAmount();
     amount = BigInt(value.text);
   } else {
-    throw moneyErrors.invalidAmount(value === undefined ? 'amount is required: an integer number of cents from 1 to 9223372036854775807.' : undefined);
+    throw moneyErrors.invalidAmount(
+      value === undefined ? 'amount is required: an integer number of cents from 1 to 9223372036854775807.' : undefined,
+    );
   }
   if (amount < 1n || amount > MAX_AMOUNT) throw moneyErrors.invalidAmount();
   return amount;

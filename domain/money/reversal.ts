@@ -26,7 +26,14 @@ export interface OriginalTransaction {
 export type ReversalGuard = { status: 'none' } | { status: 'reversed'; reversalTransactionId: string };
 
 /** oldestReversible: now minus MONEY_REVERSAL_MAX_AGE_DAYS, computed by the handler (ISO instants compare as strings) */
-export type ReversalCommand = { type: 'Reverse'; original: OriginalTransaction; reversalTransactionId: string; now: string; oldestReversible: string; maxAgeDays: number };
+export type ReversalCommand = {
+  type: 'Reverse';
+  original: OriginalTransaction;
+  reversalTransactionId: string;
+  now: string;
+  oldestReversible: string;
+  maxAgeDays: number;
+};
 
 /** spec 002: completed transactions and confirmed holds; never held, canceled or reversed ones */
 const requireReversible = (o: OriginalTransaction): void => {
@@ -44,7 +51,9 @@ const requireReversible = (o: OriginalTransaction): void => {
     case 'confirm':
     case 'cancel':
     case 'reversal':
-      throw moneyErrors.notReversible(o.type === 'confirm' ? 'Reverse the confirmed hold instead.' : `A ${o.type} transaction cannot be reversed.`);
+      throw moneyErrors.notReversible(
+        o.type === 'confirm' ? 'Reverse the confirmed hold instead.' : `A ${o.type} transaction cannot be reversed.`,
+      );
     default:
       assertNever(o.type);
   }
@@ -58,13 +67,21 @@ export const reversalDecider: Decider<ReversalGuard, ReversalCommand, ReversalEv
     const o = c.original;
     requireReversible(o);
     if (o.createdAt < c.oldestReversible) throw moneyErrors.reversalWindowExpired(c.maxAgeDays);
-    return [{
-      type: 'money.transaction.reversed',
-      data: {
-        originalTransactionId: o.id, reversalTransactionId: c.reversalTransactionId, originalType: o.type, originalCreatedAt: o.createdAt,
-        walletIds: o.counterpartyWalletId ? [o.walletId, o.counterpartyWalletId] : [o.walletId], amount: o.amount, currency: o.currency, reversedAt: c.now,
+    return [
+      {
+        type: 'money.transaction.reversed',
+        data: {
+          originalTransactionId: o.id,
+          reversalTransactionId: c.reversalTransactionId,
+          originalType: o.type,
+          originalCreatedAt: o.createdAt,
+          walletIds: o.counterpartyWalletId ? [o.walletId, o.counterpartyWalletId] : [o.walletId],
+          amount: o.amount,
+          currency: o.currency,
+          reversedAt: c.now,
+        },
       },
-    }];
+    ];
   },
 };
 
@@ -77,13 +94,17 @@ export interface ReversalLeg {
 /** the counter-movements: what went out comes back, what came in goes out */
 export const reversalLegs = (o: OriginalTransaction): ReversalLeg[] => {
   switch (o.type) {
-    case 'credit': return [{ walletId: o.walletId, direction: 'out', counterpartyWalletId: null }];
+    case 'credit':
+      return [{ walletId: o.walletId, direction: 'out', counterpartyWalletId: null }];
     case 'debit':
-    case 'hold': return [{ walletId: o.walletId, direction: 'in', counterpartyWalletId: null }];
-    case 'transfer': return [
-      { walletId: o.counterpartyWalletId!, direction: 'out', counterpartyWalletId: o.walletId },
-      { walletId: o.walletId, direction: 'in', counterpartyWalletId: o.counterpartyWalletId },
-    ];
-    default: return [];
+    case 'hold':
+      return [{ walletId: o.walletId, direction: 'in', counterpartyWalletId: null }];
+    case 'transfer':
+      return [
+        { walletId: o.counterpartyWalletId!, direction: 'out', counterpartyWalletId: o.walletId },
+        { walletId: o.walletId, direction: 'in', counterpartyWalletId: o.counterpartyWalletId },
+      ];
+    default:
+      return [];
   }
 };

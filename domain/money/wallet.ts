@@ -19,7 +19,16 @@ export interface ActiveHold {
  */
 export type Wallet =
   | { status: 'none' }
-  | { status: 'open'; walletId: string; userId: string; currency: string; label: string; createdAt: string; balance: Balance; holds: Record<string, ActiveHold> };
+  | {
+      status: 'open';
+      walletId: string;
+      userId: string;
+      currency: string;
+      label: string;
+      createdAt: string;
+      balance: Balance;
+      holds: Record<string, ActiveHold>;
+    };
 export type OpenWallet = Extract<Wallet, { status: 'open' }>;
 
 /** what the caller of a movement supplies; now and ids come from the handler */
@@ -53,17 +62,34 @@ export interface ResolveHoldInput {
 }
 
 export type WalletCommand =
-  | { type: 'OpenWallet'; walletId: string; userId: string; currency: string; label: string; now: string; ownerHasWallet: boolean }
+  | {
+      type: 'OpenWallet';
+      walletId: string;
+      userId: string;
+      currency: string;
+      label: string;
+      now: string;
+      ownerHasWallet: boolean;
+    }
   | ({ type: 'Credit' } & MovementInput)
   | ({ type: 'Debit' } & MovementInput)
-  | ({ type: 'PlaceHold'; expiresAt: string; maxHolds: number; /** when the wallet's first active hold expires (the 429's Retry-After) */ slotFreeInSeconds: number } & MovementInput)
+  | ({
+      type: 'PlaceHold';
+      expiresAt: string;
+      maxHolds: number;
+      /** when the wallet's first active hold expires (the 429's Retry-After) */ slotFreeInSeconds: number;
+    } & MovementInput)
   | ({ type: 'ConfirmHold' } & ResolveHoldInput)
   | ({ type: 'CancelHold' } & ResolveHoldInput)
   | { type: 'ExpireHold'; walletId: string; holdId: string; transactionId: string; now: string; tenantId: string }
   | ({
-    type: 'ApplyReversal'; originalTransactionId: string; originalCreatedAt: string; originalType: string;
-    direction: 'in' | 'out'; counterpartyWalletId: string | null;
-  } & MovementInput);
+      type: 'ApplyReversal';
+      originalTransactionId: string;
+      originalCreatedAt: string;
+      originalType: string;
+      direction: 'in' | 'out';
+      counterpartyWalletId: string | null;
+    } & MovementInput);
 
 /** instants are ISO 8601 UTC strings of one format (toISOString), so they compare as strings: deciders do no clock arithmetic */
 export const totalOf = (b: Balance): bigint => b.available + b.pending + b.frozen;
@@ -82,8 +108,16 @@ const requireFunds = (s: OpenWallet, amount: bigint): void => {
 };
 
 const movementData = (c: Omit<MovementInput, 'limits'>, entries: Entry[], balanceAfter: Balance) => ({
-  transactionId: c.transactionId, walletId: c.walletId, amount: c.amount, currency: c.currency, reason: c.reason, meta: c.meta,
-  idempotencyKey: c.idempotencyKey, entries, balanceAfter, createdAt: c.now,
+  transactionId: c.transactionId,
+  walletId: c.walletId,
+  amount: c.amount,
+  currency: c.currency,
+  reason: c.reason,
+  meta: c.meta,
+  idempotencyKey: c.idempotencyKey,
+  entries,
+  balanceAfter,
+  createdAt: c.now,
 });
 
 const credit = (c: MovementInput, s: Wallet): WalletEvent[] => {
@@ -92,7 +126,16 @@ const credit = (c: MovementInput, s: Wallet): WalletEvent[] => {
   checkTxAmount(c.amount, c.limits);
   checkBalanceAfter(totalOf(w.balance) + c.amount, c.limits);
   const after = { ...w.balance, available: w.balance.available + c.amount };
-  return [{ type: 'money.wallet.credited', data: movementData(c, [entry(availableAccount(w.walletId), c.amount), entry(systemAccount(w.currency), -c.amount)], after) }];
+  return [
+    {
+      type: 'money.wallet.credited',
+      data: movementData(
+        c,
+        [entry(availableAccount(w.walletId), c.amount), entry(systemAccount(w.currency), -c.amount)],
+        after,
+      ),
+    },
+  ];
 };
 
 const debit = (c: MovementInput, s: Wallet): WalletEvent[] => {
@@ -101,7 +144,16 @@ const debit = (c: MovementInput, s: Wallet): WalletEvent[] => {
   checkTxAmount(c.amount, c.limits);
   requireFunds(w, c.amount);
   const after = { ...w.balance, available: w.balance.available - c.amount };
-  return [{ type: 'money.wallet.debited', data: movementData(c, [entry(availableAccount(w.walletId), -c.amount), entry(systemAccount(w.currency), c.amount)], after) }];
+  return [
+    {
+      type: 'money.wallet.debited',
+      data: movementData(
+        c,
+        [entry(availableAccount(w.walletId), -c.amount), entry(systemAccount(w.currency), c.amount)],
+        after,
+      ),
+    },
+  ];
 };
 
 const placeHold = (c: Extract<WalletCommand, { type: 'PlaceHold' }>, s: Wallet): WalletEvent[] => {
@@ -111,10 +163,19 @@ const placeHold = (c: Extract<WalletCommand, { type: 'PlaceHold' }>, s: Wallet):
   if (Object.keys(w.holds).length >= c.maxHolds) throw moneyErrors.holdLimitExceeded(c.maxHolds, c.slotFreeInSeconds);
   requireFunds(w, c.amount);
   const after = { ...w.balance, available: w.balance.available - c.amount, frozen: w.balance.frozen + c.amount };
-  return [{
-    type: 'money.hold.placed',
-    data: { ...movementData(c, [entry(availableAccount(w.walletId), -c.amount), entry(frozenAccount(w.walletId), c.amount)], after), expiresAt: c.expiresAt },
-  }];
+  return [
+    {
+      type: 'money.hold.placed',
+      data: {
+        ...movementData(
+          c,
+          [entry(availableAccount(w.walletId), -c.amount), entry(frozenAccount(w.walletId), c.amount)],
+          after,
+        ),
+        expiresAt: c.expiresAt,
+      },
+    },
+  ];
 };
 
 /** the active hold a confirm or cancel may resolve, or the refusal that fits how it ended */
@@ -133,25 +194,41 @@ const confirmHold = (c: ResolveHoldInput, s: Wallet): WalletEvent[] => {
   const w = requireOpen(s);
   const hold = activeHold(c, w);
   const after = { ...w.balance, frozen: w.balance.frozen - hold.amount };
-  return [{
-    type: 'money.hold.confirmed',
-    data: {
-      ...movementData({ ...c, amount: hold.amount, currency: w.currency }, [entry(frozenAccount(w.walletId), -hold.amount), entry(systemAccount(w.currency), hold.amount)], after),
-      holdTransactionId: c.holdId, holdCreatedAt: hold.createdAt,
+  return [
+    {
+      type: 'money.hold.confirmed',
+      data: {
+        ...movementData(
+          { ...c, amount: hold.amount, currency: w.currency },
+          [entry(frozenAccount(w.walletId), -hold.amount), entry(systemAccount(w.currency), hold.amount)],
+          after,
+        ),
+        holdTransactionId: c.holdId,
+        holdCreatedAt: hold.createdAt,
+      },
     },
-  }];
+  ];
 };
 
-const releaseEntries = (w: OpenWallet, amount: bigint): Entry[] => [entry(frozenAccount(w.walletId), -amount), entry(availableAccount(w.walletId), amount)];
+const releaseEntries = (w: OpenWallet, amount: bigint): Entry[] => [
+  entry(frozenAccount(w.walletId), -amount),
+  entry(availableAccount(w.walletId), amount),
+];
 
 const cancelHold = (c: ResolveHoldInput, s: Wallet): WalletEvent[] => {
   const w = requireOpen(s);
   const hold = activeHold(c, w);
   const after = { ...w.balance, frozen: w.balance.frozen - hold.amount, available: w.balance.available + hold.amount };
-  return [{
-    type: 'money.hold.canceled',
-    data: { ...movementData({ ...c, amount: hold.amount, currency: w.currency }, releaseEntries(w, hold.amount), after), holdTransactionId: c.holdId, holdCreatedAt: hold.createdAt },
-  }];
+  return [
+    {
+      type: 'money.hold.canceled',
+      data: {
+        ...movementData({ ...c, amount: hold.amount, currency: w.currency }, releaseEntries(w, hold.amount), after),
+        holdTransactionId: c.holdId,
+        holdCreatedAt: hold.createdAt,
+      },
+    },
+  ];
 };
 
 /** [] when the hold is gone or not yet due: the worker may run it any number of times */
@@ -160,14 +237,27 @@ const expireHold = (c: Extract<WalletCommand, { type: 'ExpireHold' }>, s: Wallet
   const hold = s.holds[c.holdId];
   if (!hold || c.now < hold.expiresAt) return [];
   const after = { ...s.balance, frozen: s.balance.frozen - hold.amount, available: s.balance.available + hold.amount };
-  return [{
-    type: 'money.hold.expired',
-    data: {
-      transactionId: c.transactionId, walletId: s.walletId, amount: hold.amount, currency: s.currency, reason: 'hold expired', meta: '{}',
-      idempotencyKey: null, entries: releaseEntries(s, hold.amount), balanceAfter: after, createdAt: c.now,
-      holdTransactionId: c.holdId, holdCreatedAt: hold.createdAt, expiresAt: hold.expiresAt, tenantId: c.tenantId,
+  return [
+    {
+      type: 'money.hold.expired',
+      data: {
+        transactionId: c.transactionId,
+        walletId: s.walletId,
+        amount: hold.amount,
+        currency: s.currency,
+        reason: 'hold expired',
+        meta: '{}',
+        idempotencyKey: null,
+        entries: releaseEntries(s, hold.amount),
+        balanceAfter: after,
+        createdAt: c.now,
+        holdTransactionId: c.holdId,
+        holdCreatedAt: hold.createdAt,
+        expiresAt: hold.expiresAt,
+        tenantId: c.tenantId,
+      },
     },
-  }];
+  ];
 };
 
 const applyReversal = (c: Extract<WalletCommand, { type: 'ApplyReversal' }>, s: Wallet): WalletEvent[] => {
@@ -179,14 +269,19 @@ const applyReversal = (c: Extract<WalletCommand, { type: 'ApplyReversal' }>, s: 
   const own = entry(availableAccount(w.walletId), signed);
   // a transfer's reversal is two legs on two wallets; otherwise the outside world is the other side
   const entries = c.counterpartyWalletId ? [own] : [own, entry(systemAccount(w.currency), -signed)];
-  return [{
-    type: 'money.wallet.reversal',
-    data: {
-      ...movementData(c, entries, { ...w.balance, available: w.balance.available + signed }),
-      originalTransactionId: c.originalTransactionId, originalCreatedAt: c.originalCreatedAt, originalType: c.originalType,
-      direction: c.direction, counterpartyWalletId: c.counterpartyWalletId,
+  return [
+    {
+      type: 'money.wallet.reversal',
+      data: {
+        ...movementData(c, entries, { ...w.balance, available: w.balance.available + signed }),
+        originalTransactionId: c.originalTransactionId,
+        originalCreatedAt: c.originalCreatedAt,
+        originalType: c.originalType,
+        direction: c.direction,
+        counterpartyWalletId: c.counterpartyWalletId,
+      },
     },
-  }];
+  ];
 };
 
 const withoutHold = (holds: Record<string, ActiveHold>, id: string): Record<string, ActiveHold> => {
@@ -198,7 +293,16 @@ export const walletDecider: Decider<Wallet, WalletCommand, WalletEvent> = {
   initialState: () => ({ status: 'none' }),
   evolve: (s, e) => {
     if (e.type === 'money.wallet.opened') {
-      return { status: 'open', walletId: e.data.walletId, userId: e.data.userId, currency: e.data.currency, label: e.data.label, createdAt: e.data.createdAt, balance: { available: 0n, pending: 0n, frozen: 0n }, holds: {} };
+      return {
+        status: 'open',
+        walletId: e.data.walletId,
+        userId: e.data.userId,
+        currency: e.data.currency,
+        label: e.data.label,
+        createdAt: e.data.createdAt,
+        balance: { available: 0n, pending: 0n, frozen: 0n },
+        holds: {},
+      };
     }
     if (s.status !== 'open') return s;
     const balance = e.data.balanceAfter;
@@ -210,7 +314,14 @@ export const walletDecider: Decider<Wallet, WalletCommand, WalletEvent> = {
       case 'money.wallet.reversal':
         return { ...s, balance };
       case 'money.hold.placed':
-        return { ...s, balance, holds: { ...s.holds, [e.data.transactionId]: { amount: e.data.amount, expiresAt: e.data.expiresAt, createdAt: e.data.createdAt } } };
+        return {
+          ...s,
+          balance,
+          holds: {
+            ...s.holds,
+            [e.data.transactionId]: { amount: e.data.amount, expiresAt: e.data.expiresAt, createdAt: e.data.createdAt },
+          },
+        };
       case 'money.hold.confirmed':
       case 'money.hold.canceled':
       case 'money.hold.expired':
@@ -223,15 +334,28 @@ export const walletDecider: Decider<Wallet, WalletCommand, WalletEvent> = {
     switch (c.type) {
       case 'OpenWallet':
         if (s.status === 'open' || c.ownerHasWallet) throw moneyErrors.duplicateWallet(c.userId, c.currency);
-        return [{ type: 'money.wallet.opened', data: { walletId: c.walletId, userId: c.userId, currency: c.currency, label: c.label, createdAt: c.now } }];
-      case 'Credit': return credit(c, s);
-      case 'Debit': return debit(c, s);
-      case 'PlaceHold': return placeHold(c, s);
-      case 'ConfirmHold': return confirmHold(c, s);
-      case 'CancelHold': return cancelHold(c, s);
-      case 'ExpireHold': return expireHold(c, s);
-      case 'ApplyReversal': return applyReversal(c, s);
-      default: return assertNever(c);
+        return [
+          {
+            type: 'money.wallet.opened',
+            data: { walletId: c.walletId, userId: c.userId, currency: c.currency, label: c.label, createdAt: c.now },
+          },
+        ];
+      case 'Credit':
+        return credit(c, s);
+      case 'Debit':
+        return debit(c, s);
+      case 'PlaceHold':
+        return placeHold(c, s);
+      case 'ConfirmHold':
+        return confirmHold(c, s);
+      case 'CancelHold':
+        return cancelHold(c, s);
+      case 'ExpireHold':
+        return expireHold(c, s);
+      case 'ApplyReversal':
+        return applyReversal(c, s);
+      default:
+        return assertNever(c);
     }
   },
 };
@@ -245,7 +369,11 @@ export interface TransferInput extends Omit<MovementInput, 'walletId'> {
  * A transfer decides on both wallets at once: the source's leg (money.wallet.transfer) and the
  * destination's (money.wallet.transfer_received), whose entries together sum to zero.
  */
-export const decideTransfer = (c: TransferInput, fromState: Wallet, toState: Wallet): { from: WalletEvent[]; to: WalletEvent[] } => {
+export const decideTransfer = (
+  c: TransferInput,
+  fromState: Wallet,
+  toState: Wallet,
+): { from: WalletEvent[]; to: WalletEvent[] } => {
   if (c.fromWalletId === c.toWalletId) throw moneyErrors.selfTransfer();
   const from = requireOpen(fromState);
   const to = requireOpen(toState);
@@ -256,13 +384,31 @@ export const decideTransfer = (c: TransferInput, fromState: Wallet, toState: Wal
   checkBalanceAfter(totalOf(to.balance) + c.amount, c.limits);
   const parties = { fromWalletId: c.fromWalletId, toWalletId: c.toWalletId };
   return {
-    from: [{
-      type: 'money.wallet.transfer',
-      data: { ...movementData({ ...c, walletId: c.fromWalletId }, [entry(availableAccount(c.fromWalletId), -c.amount)], { ...from.balance, available: from.balance.available - c.amount }), ...parties, counterpartyWalletId: c.toWalletId },
-    }],
-    to: [{
-      type: 'money.wallet.transfer_received',
-      data: { ...movementData({ ...c, walletId: c.toWalletId }, [entry(availableAccount(c.toWalletId), c.amount)], { ...to.balance, available: to.balance.available + c.amount }), ...parties, counterpartyWalletId: c.fromWalletId },
-    }],
+    from: [
+      {
+        type: 'money.wallet.transfer',
+        data: {
+          ...movementData({ ...c, walletId: c.fromWalletId }, [entry(availableAccount(c.fromWalletId), -c.amount)], {
+            ...from.balance,
+            available: from.balance.available - c.amount,
+          }),
+          ...parties,
+          counterpartyWalletId: c.toWalletId,
+        },
+      },
+    ],
+    to: [
+      {
+        type: 'money.wallet.transfer_received',
+        data: {
+          ...movementData({ ...c, walletId: c.toWalletId }, [entry(availableAccount(c.toWalletId), c.amount)], {
+            ...to.balance,
+            available: to.balance.available + c.amount,
+          }),
+          ...parties,
+          counterpartyWalletId: c.fromWalletId,
+        },
+      },
+    ],
   };
 };

@@ -39,7 +39,11 @@ const NotificationSending = z.object({
 const NotificationSent = z.object({
   type: z.literal('notify.notification.sent'),
   data: z.object({
-    notificationId: z.string(), channel: z.string(), attempt: z.number().int(), sentAt: z.string(), deliveredAt: z.string(),
+    notificationId: z.string(),
+    channel: z.string(),
+    attempt: z.number().int(),
+    sentAt: z.string(),
+    deliveredAt: z.string(),
     /** an earlier attempt may have reached the recipient too (its worker was lost or timed out mid-send) */
     possibleDuplicate: z.boolean(),
   }),
@@ -48,7 +52,10 @@ const NotificationSent = z.object({
 const AttemptFailed = z.object({
   type: z.literal('notify.notification.attempt_failed'),
   data: z.object({
-    notificationId: z.string(), attempt: z.number().int(), error: z.string(), failedAt: z.string(),
+    notificationId: z.string(),
+    attempt: z.number().int(),
+    error: z.string(),
+    failedAt: z.string(),
     /** the next attempt is due this long after failedAt (the backoff with its jitter; 0 when the worker was lost) */
     retryInMs: z.number().int(),
     /** the attempt's worker was lost: its outcome is unknown */
@@ -58,7 +65,13 @@ const AttemptFailed = z.object({
 
 const NotificationFailed = z.object({
   type: z.literal('notify.notification.failed'),
-  data: z.object({ notificationId: z.string(), attempt: z.number().int(), error: z.string(), failedAt: z.string(), permanent: z.boolean() }),
+  data: z.object({
+    notificationId: z.string(),
+    attempt: z.number().int(),
+    error: z.string(),
+    failedAt: z.string(),
+    permanent: z.boolean(),
+  }),
 });
 
 const NotificationRequeued = z.object({
@@ -66,7 +79,14 @@ const NotificationRequeued = z.object({
   data: z.object({ notificationId: z.string(), requeuedAt: z.string() }),
 });
 
-export const NotificationEvent = z.discriminatedUnion('type', [NotificationQueued, NotificationSending, NotificationSent, AttemptFailed, NotificationFailed, NotificationRequeued]);
+export const NotificationEvent = z.discriminatedUnion('type', [
+  NotificationQueued,
+  NotificationSending,
+  NotificationSent,
+  AttemptFailed,
+  NotificationFailed,
+  NotificationRequeued,
+]);
 export type NotificationEvent = z.infer<typeof NotificationEvent>;
 export type QueuedData = z.infer<typeof NotificationQueued>['data'];
 export const notificationEventTypes = NotificationEvent.options.map((o) => o.shape.type.value);
@@ -77,8 +97,14 @@ export type TemplateFormat = z.infer<typeof TemplateFormat>;
 const TemplateCreated = z.object({
   type: z.literal('notify.template.created'),
   data: z.object({
-    templateId: z.string(), name: z.string(), channel: z.string(), subject: z.string(), body: z.string(), format: TemplateFormat,
-    variables: z.array(z.string()), createdAt: z.string(),
+    templateId: z.string(),
+    name: z.string(),
+    channel: z.string(),
+    subject: z.string(),
+    body: z.string(),
+    format: TemplateFormat,
+    variables: z.array(z.string()),
+    createdAt: z.string(),
   }),
 });
 export const TemplateEvent = z.discriminatedUnion('type', [TemplateCreated]);
@@ -88,7 +114,10 @@ export type TemplateData = z.infer<typeof TemplateCreated>['data'];
 const ChannelRegistered = z.object({
   type: z.literal('notify.channel.registered'),
   data: z.object({
-    channelId: z.string(), name: z.string(), type: z.string(), iconUrl: z.string().nullable(),
+    channelId: z.string(),
+    name: z.string(),
+    type: z.string(),
+    iconUrl: z.string().nullable(),
     /** with every secret replaced by "[redacted]": secrets are sealed in notify.channel_secrets, never in an event */
     config: z.record(z.string(), z.unknown()),
     registeredAt: z.string(),

@@ -24,7 +24,11 @@ const current = (w: RateWindow | undefined, now: number): RateWindow =>
  * Admits candidates in the order given (priority, then age) while every scope they count against
  * has room. Returns the admitted ids and the windows after admission (only scopes it touched).
  */
-export const admit = (candidates: readonly RateCandidate[], windows: ReadonlyMap<string, RateWindow>, now: number): { admitted: string[]; windows: Map<string, RateWindow> } => {
+export const admit = (
+  candidates: readonly RateCandidate[],
+  windows: ReadonlyMap<string, RateWindow>,
+  now: number,
+): { admitted: string[]; windows: Map<string, RateWindow> } => {
   const next = new Map<string, RateWindow>();
   const windowOf = (key: string) => next.get(key) ?? current(windows.get(key), now);
   const admitted: string[] = [];
@@ -40,8 +44,13 @@ export const admit = (candidates: readonly RateCandidate[], windows: ReadonlyMap
 };
 
 /** the scopes a message counts against */
-export const rateScopes = (m: { tenantId: string; module: string | null; rateLimited: boolean }, limits: { perTenant: number; perModule: number }): RateCandidate['scopes'] =>
-  !m.rateLimited ? [] : [
-    { key: `t:${m.tenantId}`, limit: limits.perTenant },
-    ...(m.module ? [{ key: `m:${m.tenantId}:${m.module}`, limit: limits.perModule }] : []),
-  ];
+export const rateScopes = (
+  m: { tenantId: string; module: string | null; rateLimited: boolean },
+  limits: { perTenant: number; perModule: number },
+): RateCandidate['scopes'] =>
+  !m.rateLimited
+    ? []
+    : [
+        { key: `t:${m.tenantId}`, limit: limits.perTenant },
+        ...(m.module ? [{ key: `m:${m.tenantId}:${m.module}`, limit: limits.perModule }] : []),
+      ];

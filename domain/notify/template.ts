@@ -43,12 +43,20 @@ export interface RenderableTemplate {
  * escaping in an HTML body, nothing in a text body (it is never interpreted), control characters
  * removed in the subject.
  */
-export const renderTemplate = (t: RenderableTemplate, values: Readonly<Record<string, VariableValue>>, field = 'variables'): { subject: string; body: string } => {
+export const renderTemplate = (
+  t: RenderableTemplate,
+  values: Readonly<Record<string, VariableValue>>,
+  field = 'variables',
+): { subject: string; body: string } => {
   const missing = t.variables.filter((name) => !Object.prototype.hasOwnProperty.call(values, name));
   if (missing.length) throw notifyErrors.templateVariableMissing(missing, field);
   const valueOf = (name: string): string => String(values[name]);
   return {
-    subject: headerSafe(t.subject.replace(PLACEHOLDER, (whole, name: string) => (t.variables.includes(name) ? headerSafe(valueOf(name)) : whole))),
+    subject: headerSafe(
+      t.subject.replace(PLACEHOLDER, (whole, name: string) =>
+        t.variables.includes(name) ? headerSafe(valueOf(name)) : whole,
+      ),
+    ),
     body: t.body.replace(PLACEHOLDER, (whole, name: string) => {
       if (!t.variables.includes(name)) return whole;
       return t.format === 'html' ? escapeHtml(valueOf(name)) : valueOf(name);
@@ -65,7 +73,13 @@ export const declaredVariables = (subject: string, body: string, given: readonly
   if (given === undefined) return used;
   const undeclared = used.filter((name) => !given.includes(name));
   if (undeclared.length) {
-    throw commonErrors.validation(undeclared.map((name) => ({ field: 'variables', message: `the template uses {{${name}}}, which is not declared`, code: 'UNDECLARED_VARIABLE' })));
+    throw commonErrors.validation(
+      undeclared.map((name) => ({
+        field: 'variables',
+        message: `the template uses {{${name}}}, which is not declared`,
+        code: 'UNDECLARED_VARIABLE',
+      })),
+    );
   }
   return [...new Set(given)];
 };
@@ -79,9 +93,20 @@ export const templateDecider: Decider<Template, TemplateCommand, TemplateEvent> 
   decide: (c, s) => (s.status === 'none' ? [{ type: 'notify.template.created', data: c.data }] : []),
 };
 
-const ENTITIES: Record<string, string> = { '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'", '&nbsp;': ' ', '&amp;': '&' };
+const ENTITIES: Record<string, string> = {
+  '&lt;': '<',
+  '&gt;': '>',
+  '&quot;': '"',
+  '&#39;': "'",
+  '&nbsp;': ' ',
+  '&amp;': '&',
+};
 
 /** a plain-text alternative of an HTML body: tags dropped (block ends as line breaks), the common entities decoded */
 export const htmlToText = (html: string): string =>
-  html.replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr)\b[^>]*>/gi, '\n').replace(/<[^>]*>/g, '')
-    .replace(/&(lt|gt|quot|#39|nbsp|amp);/g, (e) => ENTITIES[e] ?? e).replace(/\n{3,}/g, '\n\n').trim();
+  html
+    .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr)\b[^>]*>/gi, '\n')
+    .replace(/<[^>]*>/g, '')
+    .replace(/&(lt|gt|quot|#39|nbsp|amp);/g, (e) => ENTITIES[e] ?? e)
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();

@@ -25,18 +25,35 @@ export const NotificationView = z.object({
 export type NotificationView = z.infer<typeof NotificationView>;
 
 /** spec 002: 202 {notificationId, status: queued, channel, createdAt} */
-export const AcceptedView = z.object({ notificationId: z.string(), status: z.literal('queued'), channel: z.string(), createdAt: z.string() });
+export const AcceptedView = z.object({
+  notificationId: z.string(),
+  status: z.literal('queued'),
+  channel: z.string(),
+  createdAt: z.string(),
+});
 export type AcceptedView = z.infer<typeof AcceptedView>;
 
 export const TemplateView = z.object({
-  id: z.string(), name: z.string(), channel: z.string(), subject: z.string(), body: z.string(), format: TemplateFormat,
-  variables: z.array(z.string()), createdAt: z.string(),
+  id: z.string(),
+  name: z.string(),
+  channel: z.string(),
+  subject: z.string(),
+  body: z.string(),
+  format: TemplateFormat,
+  variables: z.array(z.string()),
+  createdAt: z.string(),
 });
 export type TemplateView = z.infer<typeof TemplateView>;
 
 /** spec 002, Channel: id, name, type, iconUrl, status, config (secrets redacted), registeredAt (null for built-in channels) */
 export const ChannelView = z.object({
-  id: z.string(), name: z.string(), type: z.string(), iconUrl: z.string().nullable(), status: z.enum(['active', 'disabled']),
-  config: z.record(z.string(), z.unknown()), registeredAt: z.string().nullable(), builtIn: z.boolean(),
+  id: z.string(),
+  name: z.string(),
+  type: z.string(),
+  iconUrl: z.string().nullable(),
+  status: z.enum(['active', 'disabled']),
+  config: z.record(z.string(), z.unknown()),
+  registeredAt: z.string().nullable(),
+  builtIn: z.boolean(),
 });
 export type ChannelView = z.infer<typeof ChannelView>;

@@ -14,5 +14,8 @@ export const assertNever = (value: never): never => {
   throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 };
 
-export const fold = <S, E>(decider: Pick<Decider<S, unknown, E>, 'initialState' | 'evolve'>, events: readonly E[], from?: S): S =>
-  events.reduce(decider.evolve, from ?? decider.initialState());
+export const fold = <S, E>(
+  decider: Pick<Decider<S, unknown, E>, 'initialState' | 'evolve'>,
+  events: readonly E[],
+  from?: S,
+): S => events.reduce(decider.evolve, from ?? decider.initialState());

@@ -49,37 +49,100 @@ export const isDomainError = (e: unknown): e is DomainError => e instanceof Doma
 type Factory = (...args: never[]) => ProblemSpec;
 
 /** A catalog: named factories of problem specs, turned into functions that build DomainErrors. */
-export const defineErrors = <C extends Record<string, Factory>>(catalog: C): { [K in keyof C]: (...args: Parameters<C[K]>) => DomainError } =>
+export const defineErrors = <C extends Record<string, Factory>>(
+  catalog: C,
+): { [K in keyof C]: (...args: Parameters<C[K]>) => DomainError } =>
   Object.fromEntries(
     Object.entries(catalog).map(([name, factory]) => [name, (...args: never[]) => new DomainError(factory(...args))]),
   ) as never;
 
 /** Errors every context may raise; the statuses and suffixes of spec document 000. */
 export const commonErrors = defineErrors({
-  validation: (errors: FieldError[], detail = 'The request is not valid.') => ({ status: 400, suffix: 'validation-error', title: 'Validation failed', detail, errors }),
+  validation: (errors: FieldError[], detail = 'The request is not valid.') => ({
+    status: 400,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail,
+    errors,
+  }),
   badRequest: (detail: string) => ({ status: 400, suffix: 'bad-request', title: 'Bad request', detail }),
-  unauthorized: (detail = 'A valid access token is required.') => ({ status: 401, suffix: 'unauthorized', title: 'Unauthorized', detail }),
-  forbidden: (detail = 'The permission required for this operation is missing.') => ({ status: 403, suffix: 'forbidden', title: 'Forbidden', detail }),
-  notFound: (detail = 'The resource does not exist.') => ({ status: 404, suffix: 'not-found', title: 'Not found', detail }),
+  unauthorized: (detail = 'A valid access token is required.') => ({
+    status: 401,
+    suffix: 'unauthorized',
+    title: 'Unauthorized',
+    detail,
+  }),
+  forbidden: (detail = 'The permission required for this operation is missing.') => ({
+    status: 403,
+    suffix: 'forbidden',
+    title: 'Forbidden',
+    detail,
+  }),
+  notFound: (detail = 'The resource does not exist.') => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail,
+  }),
   methodNotAllowed: (method: string, allowed: string[]) => ({
-    status: 405, suffix: 'method-not-allowed', title: 'Method not allowed', detail: `${method} is not allowed here; allowed: ${allowed.join(', ')}.`, headers: { Allow: allowed.join(', ') },
+    status: 405,
+    suffix: 'method-not-allowed',
+    title: 'Method not allowed',
+    detail: `${method} is not allowed here; allowed: ${allowed.join(', ')}.`,
+    headers: { Allow: allowed.join(', ') },
   }),
   conflict: (detail: string) => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail }),
-  payloadTooLarge: (limitBytes: number) => ({ status: 413, suffix: 'payload-too-large', title: 'Payload too large', detail: `The request body exceeds ${limitBytes} bytes.` }),
+  payloadTooLarge: (limitBytes: number) => ({
+    status: 413,
+    suffix: 'payload-too-large',
+    title: 'Payload too large',
+    detail: `The request body exceeds ${limitBytes} bytes.`,
+  }),
   unsupportedMediaType: (contentType: string | undefined) => ({
-    status: 415, suffix: 'unsupported-media-type', title: 'Unsupported media type', detail: `Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} is not accepted; send application/json.`,
+    status: 415,
+    suffix: 'unsupported-media-type',
+    title: 'Unsupported media type',
+    detail: `Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} is not accepted; send application/json.`,
   }),
   rateLimited: (retryAfterSeconds: number) => ({
-    status: 429, suffix: 'rate-limit-exceeded', title: 'Too many requests', detail: `Retry after ${retryAfterSeconds} s.`,
-    extensions: { retryAfter: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) },
+    status: 429,
+    suffix: 'rate-limit-exceeded',
+    title: 'Too many requests',
+    detail: `Retry after ${retryAfterSeconds} s.`,
+    extensions: { retryAfter: retryAfterSeconds },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
   }),
-  internal: () => ({ status: 500, suffix: 'internal-error', title: 'Internal error', detail: 'An unexpected error occurred.' }),
-  badGateway: (detail = 'The upstream service failed or is unreachable.') => ({ status: 502, suffix: 'bad-gateway', title: 'Bad gateway', detail }),
-  serviceUnavailable: (detail = 'The service is temporarily unavailable.') => ({ status: 503, suffix: 'service-unavailable', title: 'Service unavailable', detail }),
+  internal: () => ({
+    status: 500,
+    suffix: 'internal-error',
+    title: 'Internal error',
+    detail: 'An unexpected error occurred.',
+  }),
+  badGateway: (detail = 'The upstream service failed or is unreachable.') => ({
+    status: 502,
+    suffix: 'bad-gateway',
+    title: 'Bad gateway',
+    detail,
+  }),
+  serviceUnavailable: (detail = 'The service is temporarily unavailable.') => ({
+    status: 503,
+    suffix: 'service-unavailable',
+    title: 'Service unavailable',
+    detail,
+  }),
   /** too much work queued (database connections, password hashing): retry shortly */
   overloaded: (retryAfterSeconds: number) => ({
-    status: 503, suffix: 'service-unavailable', title: 'Service unavailable', detail: `The service is busy; retry after ${retryAfterSeconds} s.`,
-    extensions: { retryAfter: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) },
+    status: 503,
+    suffix: 'service-unavailable',
+    title: 'Service unavailable',
+    detail: `The service is busy; retry after ${retryAfterSeconds} s.`,
+    extensions: { retryAfter: retryAfterSeconds },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
   }),
-  gatewayTimeout: (detail = 'The upstream deadline was exceeded.') => ({ status: 504, suffix: 'gateway-timeout', title: 'Gateway timeout', detail }),
+  gatewayTimeout: (detail = 'The upstream deadline was exceeded.') => ({
+    status: 504,
+    suffix: 'gateway-timeout',
+    title: 'Gateway timeout',
+    detail,
+  }),
 });

@@ -38,5 +38,6 @@ export const topicOf = (eventType: string): string => `platform.${eventType.spli
  * Stream ids carry the tenant (mechanism 4): <aggregate>:<tenantId>:<entityId>. The entity id is
  * the partition key on the log, so one entity's events stay in order.
  */
-export const streamIdOf = (aggregate: string, tenantId: string, entityId: string): string => `${aggregate}:${tenantId}:${entityId}`;
+export const streamIdOf = (aggregate: string, tenantId: string, entityId: string): string =>
+  `${aggregate}:${tenantId}:${entityId}`;
 export const entityIdOf = (streamId: string): string => streamId.slice(streamId.lastIndexOf(':') + 1);

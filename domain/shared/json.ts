@@ -90,7 +90,10 @@ const endOfValue = (text: string, from: number): number => {
     let i = from;
     while (i < text.length) {
       const d = text[i]!;
-      if (d === '"') { i = endOfString(text, i); continue; }
+      if (d === '"') {
+        i = endOfString(text, i);
+        continue;
+      }
       if (d === '{' || d === '[') depth += 1;
       else if (d === '}' || d === ']') {
         depth -= 1;

@@ -6,7 +6,12 @@ import { commonErrors } from '../../domain/shared/errors';
 import type { Clock } from '../../infra/runtime/clock';
 import { systemClock } from '../../infra/runtime/clock';
 import type { BreakerOptions, FailureKind, SoftBreakerOptions } from '../../infra/resilience/breaker';
-import { CircuitBreaker, defaultBreakerOptions, defaultSoftBreakerOptions, TenantBreaker } from '../../infra/resilience/breaker';
+import {
+  CircuitBreaker,
+  defaultBreakerOptions,
+  defaultSoftBreakerOptions,
+  TenantBreaker,
+} from '../../infra/resilience/breaker';
 
 export interface UpstreamOptions {
   /** the deadline of one call until the answer's headers arrive (GRPC_CALL_TIMEOUT_MS, 5 s) */
@@ -40,7 +45,11 @@ export interface UpstreamAnswer {
 }
 
 class CallFailed extends Error {
-  constructor(readonly kind: FailureKind | 'timeout', readonly answer: UpstreamAnswer | null, cause?: unknown) {
+  constructor(
+    readonly kind: FailureKind | 'timeout',
+    readonly answer: UpstreamAnswer | null,
+    cause?: unknown,
+  ) {
     super(kind, { cause });
   }
 }
@@ -63,9 +72,19 @@ export class Upstream {
   private readonly agent: HttpAgent;
   private readonly clock: Clock;
 
-  constructor(readonly name: string, baseUrl: string, private readonly options: UpstreamOptions) {
+  constructor(
+    readonly name: string,
+    baseUrl: string,
+    private readonly options: UpstreamOptions,
+  ) {
     this.base = new URL(baseUrl);
-    const agentOptions = { keepAlive: true, keepAliveMsecs: 1000, maxSockets: options.maxSockets ?? 128, maxFreeSockets: 64, scheduling: 'lifo' as const };
+    const agentOptions = {
+      keepAlive: true,
+      keepAliveMsecs: 1000,
+      maxSockets: options.maxSockets ?? 128,
+      maxFreeSockets: 64,
+      scheduling: 'lifo' as const,
+    };
     this.agent = this.base.protocol === 'https:' ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
     this.clock = options.clock ?? systemClock;
     this.breaker = new CircuitBreaker(options.breaker ?? defaultBreakerOptions);
@@ -75,10 +94,13 @@ export class Upstream {
   async call(call: UpstreamCall): Promise<UpstreamAnswer> {
     const now = () => this.clock.now().getTime();
     if (call.tenantId && this.tenants.isolated(call.tenantId, now())) {
-      throw commonErrors.serviceUnavailable(`The ${this.name} service is failing for this tenant; calls are paused for a short while.`);
+      throw commonErrors.serviceUnavailable(
+        `The ${this.name} service is failing for this tenant; calls are paused for a short while.`,
+      );
     }
     const admission = this.breaker.admit(now());
-    if (admission === 'reject') throw commonErrors.serviceUnavailable(`The ${this.name} service is unavailable (circuit open).`);
+    if (admission === 'reject')
+      throw commonErrors.serviceUnavailable(`The ${this.name} service is unavailable (circuit open).`);
     const probe = admission === 'probe';
     const retries = RETRIED.has(call.method) && !probe && !isStream(call.body) ? 1 : 0;
     // Breakers count calls, not attempts: a GET whose retry succeeds is a success.
@@ -116,11 +138,14 @@ export class Upstream {
 
   /** the answer of a call that failed for good: the upstream's own problem document, or a 502/504 */
   private finalAnswer(error: CallFailed): UpstreamAnswer {
-    if (error.kind === 'timeout') throw commonErrors.gatewayTimeout(`The ${this.name} service did not answer within ${this.options.timeoutMs} ms.`);
+    if (error.kind === 'timeout')
+      throw commonErrors.gatewayTimeout(`The ${this.name} service did not answer within ${this.options.timeoutMs} ms.`);
     const answer = error.answer;
     if (answer && String(answer.headers['content-type'] ?? '').startsWith('application/problem+json')) return answer;
     answer?.body.resume();
-    throw commonErrors.badGateway(answer ? `The ${this.name} service failed (${answer.status}).` : `The ${this.name} service is unreachable.`);
+    throw commonErrors.badGateway(
+      answer ? `The ${this.name} service failed (${answer.status}).` : `The ${this.name} service is unreachable.`,
+    );
   }
 
   private attempt(call: UpstreamCall): Promise<UpstreamAnswer> {

@@ -18,7 +18,11 @@ export class CacheEpochs {
   private readonly processId = randomBytes(6).toString('base64url');
   private counter = 0;
 
-  constructor(private readonly cache: KeyValueCache, private readonly prefix: string, private readonly ttlMs = DAY_MS) {}
+  constructor(
+    private readonly cache: KeyValueCache,
+    private readonly prefix: string,
+    private readonly ttlMs = DAY_MS,
+  ) {}
 
   /**
    * The epochs of these scopes as one token, in one round trip (MGET) when they exist; a scope

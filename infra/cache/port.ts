@@ -39,5 +39,6 @@ export const assertHits = (by: number): void => {
 };
 
 export const assertTtl = (ttlMs: number): void => {
-  if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`ttl must be a positive integer of ms, got ${ttlMs}`);
+  if (!Number.isInteger(ttlMs) || ttlMs <= 0)
+    throw new RangeError(`ttl must be a positive integer of ms, got ${ttlMs}`);
 };

@@ -19,7 +19,11 @@ const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
  * The store over a client, with the platform's database created when missing (every statement of
  * ours names it, so the two adapters need no per-connection default database).
  */
-export const storeOverClient = async (client: ClickHouseClient, kind: AnalyticsStore['kind'], database: string): Promise<AnalyticsStore> => {
+export const storeOverClient = async (
+  client: ClickHouseClient,
+  kind: AnalyticsStore['kind'],
+  database: string,
+): Promise<AnalyticsStore> => {
   if (!IDENTIFIER.test(database)) throw new Error(`invalid ClickHouse database name: ${database}`);
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}`, clickhouse_settings: sharedSettings });
   return storeOf(client, kind, database);

@@ -32,7 +32,10 @@ export const openEmbeddedClickHouse = async (options: EmbeddedClickHouseOptions)
   } catch (error) {
     // libchdb locks its folder: a second process (a CLI command beside `platform start`, a split role) cannot open it
     if (/Cannot lock file|Another server instance/i.test(String((error as Error)?.message))) {
-      throw new Error(`the embedded ClickHouse (chdb) in ${path} is in use by another process, such as a running \`platform start\`: stop it, or set CLICKHOUSE_URL so that every process shares one ClickHouse server`, { cause: error });
+      throw new Error(
+        `the embedded ClickHouse (chdb) in ${path} is in use by another process, such as a running \`platform start\`: stop it, or set CLICKHOUSE_URL so that every process shares one ClickHouse server`,
+        { cause: error },
+      );
     }
     throw error;
   }

@@ -12,7 +12,11 @@ export interface ClickHouseHttpOptions {
 
 /** Production: a ClickHouse server (≥ 24.8) over HTTP. */
 export const openClickHouseHttp = (options: ClickHouseHttpOptions): Promise<AnalyticsStore> =>
-  storeOverClient(createClient({ url: options.url, request_timeout: options.requestTimeoutMs ?? 30_000 }), 'http', options.database ?? databaseOfUrl(options.url) ?? 'platform');
+  storeOverClient(
+    createClient({ url: options.url, request_timeout: options.requestTimeoutMs ?? 30_000 }),
+    'http',
+    options.database ?? databaseOfUrl(options.url) ?? 'platform',
+  );
 
 /** the database a ClickHouse URL names in its path (http://host:8123/platform), if any */
 export const databaseOfUrl = (url: string): string | null => {

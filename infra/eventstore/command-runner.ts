@@ -48,8 +48,14 @@ export class CommandRunner {
     private readonly projections: ProjectionEngine | null,
     private readonly options: CommandRunnerOptions = defaultRunnerOptions,
   ) {
-    this.batcher = new CommandBatcher(db, store, projections, { ...options.batch, idempotencyTtlMs: options.idempotencyTtlMs },
-      (c) => this.runIdempotent(c.meta, c.idem, c.fn), (callbacks) => this.afterCommit(callbacks));
+    this.batcher = new CommandBatcher(
+      db,
+      store,
+      projections,
+      { ...options.batch, idempotencyTtlMs: options.idempotencyTtlMs },
+      (c) => this.runIdempotent(c.meta, c.idem, c.fn),
+      (callbacks) => this.afterCommit(callbacks),
+    );
   }
 
   /**
@@ -64,7 +70,9 @@ export class CommandRunner {
   /** runs fn in a unit of work and commits; retries the whole of fn on conflicts */
   async run<T>(meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
     return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '' }, async () => {
-      const { result, committed } = await inTransaction(this.db, (client) => this.attempt(client, meta, fn), { savepoint: 'command' });
+      const { result, committed } = await inTransaction(this.db, (client) => this.attempt(client, meta, fn), {
+        savepoint: 'command',
+      });
       await this.afterCommit(committed);
       return result;
     });
@@ -88,11 +96,21 @@ export class CommandRunner {
    * events. The key's lock, its lookup and the transaction's start travel in one round trip, and
    * so do the record and the commit.
    */
-  async runIdempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<CommandAnswer> {
-    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '', idempotent: true }, () => this.idempotent(meta, idem, fn));
+  async runIdempotent(
+    meta: CausationMeta,
+    idem: IdempotencyRequest,
+    fn: (uow: UnitOfWork) => Promise<unknown>,
+  ): Promise<CommandAnswer> {
+    return withSpan('command', { tenantId: meta.tenantId, traceId: meta.traceId ?? '', idempotent: true }, () =>
+      this.idempotent(meta, idem, fn),
+    );
   }
 
-  private async idempotent(meta: CausationMeta, idem: IdempotencyRequest, fn: (uow: UnitOfWork) => Promise<unknown>): Promise<CommandAnswer> {
+  private async idempotent(
+    meta: CausationMeta,
+    idem: IdempotencyRequest,
+    fn: (uow: UnitOfWork) => Promise<unknown>,
+  ): Promise<CommandAnswer> {
     const client = await this.db.connect();
     try {
       const stored = await this.beginKeyed(client, meta.tenantId, idem);
@@ -112,7 +130,9 @@ export class CommandRunner {
         await client.query('ROLLBACK TO SAVEPOINT command');
         response = refusal;
       }
-      await client.query(`${recordsSql([{ tenantId: meta.tenantId, idem, response }], this.options.idempotencyTtlMs)}; COMMIT`);
+      await client.query(
+        `${recordsSql([{ tenantId: meta.tenantId, idem, response }], this.options.idempotencyTtlMs)}; COMMIT`,
+      );
       await this.afterCommit(committed);
       return { ...response, replayed: false };
     } catch (error) {
@@ -131,10 +151,10 @@ export class CommandRunner {
    * run a second time.)
    */
   private async beginKeyed(client: Tx, tenantId: string, idem: IdempotencyRequest): Promise<StoredResponse | null> {
-    const results = await client.query(`BEGIN;
+    const results = (await client.query(`BEGIN;
       ${lockKeysSql([{ tenantId, key: idem.key }])};
       ${lookupKeysSql([{ tenantId, key: idem.key }])};
-      SAVEPOINT command`) as unknown as QueryRows[];
+      SAVEPOINT command`)) as unknown as QueryRows[];
     if (!(results[1]!.rows[0] as { locked: boolean }).locked) throw idempotencyErrors.inProgress();
     return storedAnswer(idem, results[2]!.rows[0] as StoredRow | undefined);
   }
@@ -144,7 +164,11 @@ export class CommandRunner {
    * "command": a version conflict the client did not pin rolls back to it and runs fn again; a
    * deadlock or serialization failure does the same after a wait (100, 200, 400 ms).
    */
-  private async attempt<T>(client: Tx, meta: CausationMeta, fn: (uow: UnitOfWork) => Promise<T>): Promise<{ result: T; committed: (() => Promise<void>)[] }> {
+  private async attempt<T>(
+    client: Tx,
+    meta: CausationMeta,
+    fn: (uow: UnitOfWork) => Promise<T>,
+  ): Promise<{ result: T; committed: (() => Promise<void>)[] }> {
     let conflicts = 0;
     let deadlocks = 0;
     for (;;) {
@@ -156,7 +180,9 @@ export class CommandRunner {
       } catch (error) {
         const code = pgErrorCode(error);
         const conflict = error instanceof StreamVersionConflict && conflicts < this.options.conflictRetries;
-        const deadlock = (code === PgCode.deadlockDetected || code === PgCode.serializationFailure) && deadlocks < this.options.deadlockBackoffMs.length;
+        const deadlock =
+          (code === PgCode.deadlockDetected || code === PgCode.serializationFailure) &&
+          deadlocks < this.options.deadlockBackoffMs.length;
         if (!conflict && !deadlock) throw error;
         await client.query('ROLLBACK TO SAVEPOINT command');
         if (conflict) conflicts += 1;
@@ -166,4 +192,6 @@ export class CommandRunner {
   }
 }
 
-interface QueryRows { rows: unknown[] }
+interface QueryRows {
+  rows: unknown[];
+}

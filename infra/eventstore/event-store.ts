@@ -70,7 +70,11 @@ export class EventStore {
    * statement is atomic on its own): one round trip, for writers that need no read or projection
    * in the same transaction.
    */
-  async appendOne(q: Queryable, request: AppendRequest, meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
+  async appendOne(
+    q: Queryable,
+    request: AppendRequest,
+    meta: CausationMeta,
+  ): Promise<StoredEvent<Record<string, unknown>>[]> {
     return this.append(q as Tx, [request], meta);
   }
 
@@ -80,22 +84,41 @@ export class EventStore {
    * version serialize on the stream row, and all but the first see a changed version and fail with
    * StreamVersionConflict.
    */
-  async append(tx: Tx, requests: AppendRequest[], meta: CausationMeta): Promise<StoredEvent<Record<string, unknown>>[]> {
+  async append(
+    tx: Tx,
+    requests: AppendRequest[],
+    meta: CausationMeta,
+  ): Promise<StoredEvent<Record<string, unknown>>[]> {
     const occurredAt = this.clock.now();
     const stored: StoredEvent<Record<string, unknown>>[] = [];
     for (const request of requests) {
       if (request.events.length === 0) continue;
       // One round trip per stream: the guarded version bump and the insert of its events.
       const { rows } = await tx.query<EventRow>(appendSql(request.expectedVersion), [
-        request.streamId, request.expectedVersion === 'any' ? 0 : request.expectedVersion, request.events.length,
-        request.state ? JSON.stringify(request.state.value, bigintReplacer) : null, request.state?.schema ?? null,
-        meta.tenantId, meta.actorId, meta.traceId, meta.causationId, meta.correlationId, occurredAt,
-        request.events.map(() => this.ids.next()), request.events.map((e) => e.type),
-        request.events.map((e) => this.upcasters.versionOf(e.type)), request.events.map((e) => JSON.stringify(e.data, bigintReplacer)),
+        request.streamId,
+        request.expectedVersion === 'any' ? 0 : request.expectedVersion,
+        request.events.length,
+        request.state ? JSON.stringify(request.state.value, bigintReplacer) : null,
+        request.state?.schema ?? null,
+        meta.tenantId,
+        meta.actorId,
+        meta.traceId,
+        meta.causationId,
+        meta.correlationId,
+        occurredAt,
+        request.events.map(() => this.ids.next()),
+        request.events.map((e) => e.type),
+        request.events.map((e) => this.upcasters.versionOf(e.type)),
+        request.events.map((e) => JSON.stringify(e.data, bigintReplacer)),
       ]);
       if (rows.length === 0) {
-        const expected = request.expectedVersion === 'any' ? 'none' : request.expectedVersion === 0 ? 'none' : request.expectedVersion;
-        throw new StreamVersionConflict(request.streamId, expected, (await this.head(tx, request.streamId))?.version ?? null);
+        const expected =
+          request.expectedVersion === 'any' ? 'none' : request.expectedVersion === 0 ? 'none' : request.expectedVersion;
+        throw new StreamVersionConflict(
+          request.streamId,
+          expected,
+          (await this.head(tx, request.streamId))?.version ?? null,
+        );
       }
       rows.sort((a, b) => a.stream_version - b.stream_version);
       for (const row of rows) stored.push(this.toStored(row));
@@ -114,9 +137,15 @@ export class EventStore {
    * runs. position and transactionId are assigned by PostgreSQL: reading them from the returned
    * events throws.
    */
-  prepareAppends(appends: { request: AppendRequest; meta: CausationMeta }[], occurredAt: Date): { sql: string; events: StoredEvent<Record<string, unknown>>[] } {
+  prepareAppends(
+    appends: { request: AppendRequest; meta: CausationMeta }[],
+    occurredAt: Date,
+  ): { sql: string; events: StoredEvent<Record<string, unknown>>[] } {
     // per stream: the first expected version, the last version and the last state (stringified once, below)
-    const streams = new Map<string, { tenantId: string; expected: number; version: number; state: AppendRequest['state'] }>();
+    const streams = new Map<
+      string,
+      { tenantId: string; expected: number; version: number; state: AppendRequest['state'] }
+    >();
     const events: StoredEvent<Record<string, unknown>>[] = [];
     const rows: string[] = [];
     const at = literal(occurredAt);
@@ -125,33 +154,64 @@ export class EventStore {
       if (expected === 'any') throw new Error('prepareAppends needs expected versions');
       if (request.events.length === 0) continue;
       const known = streams.get(request.streamId);
-      if (known && known.version !== expected) throw new Error(`appends to ${request.streamId} do not follow each other`);
-      streams.set(request.streamId, { tenantId: meta.tenantId, expected: known?.expected ?? expected, version: expected + request.events.length, state: request.state });
+      if (known && known.version !== expected)
+        throw new Error(`appends to ${request.streamId} do not follow each other`);
+      streams.set(request.streamId, {
+        tenantId: meta.tenantId,
+        expected: known?.expected ?? expected,
+        version: expected + request.events.length,
+        state: request.state,
+      });
       const envelope = `${literal(meta.tenantId)}, ${literal(meta.actorId)}, ${literal(meta.traceId)}, ${literal(meta.causationId)}, ${literal(meta.correlationId)}, ${at}`;
       request.events.forEach((e, i) => {
         const data = JSON.stringify(e.data, bigintReplacer);
         const event = {
-          eventId: this.ids.next(), type: e.type, schemaVersion: this.upcasters.versionOf(e.type), tenantId: meta.tenantId, actorId: meta.actorId,
-          traceId: meta.traceId, causationId: meta.causationId, correlationId: meta.correlationId, occurredAt: occurredAt.toISOString(),
-          streamId: request.streamId, streamVersion: expected + i + 1, data: JSON.parse(data) as Record<string, unknown>,
+          eventId: this.ids.next(),
+          type: e.type,
+          schemaVersion: this.upcasters.versionOf(e.type),
+          tenantId: meta.tenantId,
+          actorId: meta.actorId,
+          traceId: meta.traceId,
+          causationId: meta.causationId,
+          correlationId: meta.correlationId,
+          occurredAt: occurredAt.toISOString(),
+          streamId: request.streamId,
+          streamVersion: expected + i + 1,
+          data: JSON.parse(data) as Record<string, unknown>,
         };
         events.push(Object.defineProperties(event, UNASSIGNED) as StoredEvent<Record<string, unknown>>);
-        rows.push(`(${literal(request.streamId)}, ${event.streamVersion}, ${literal(event.eventId)}::uuid, ${literal(e.type)}, ${event.schemaVersion}, ${envelope}, ${literal(data)}::jsonb)`);
+        rows.push(
+          `(${literal(request.streamId)}, ${event.streamVersion}, ${literal(event.eventId)}::uuid, ${literal(e.type)}, ${event.schemaVersion}, ${envelope}, ${literal(data)}::jsonb)`,
+        );
       });
     }
-    const head = (id: string, s: { tenantId: string; expected: number; version: number; state: AppendRequest['state'] }) =>
+    const head = (
+      id: string,
+      s: { tenantId: string; expected: number; version: number; state: AppendRequest['state'] },
+    ) =>
       `(${literal(id)}, ${literal(s.tenantId)}, ${s.expected}, ${s.version}, ${literal(s.state ? JSON.stringify(s.state.value, bigintReplacer) : null)}::jsonb, ${literal(s.state?.schema ?? null)}::text)`;
     const moved = [...streams].filter(([, s]) => s.expected > 0).map(([id, s]) => head(id, s));
     const created = [...streams].filter(([, s]) => s.expected === 0).map(([id, s]) => head(id, s));
     const ctes = [
-      ...(moved.length ? [`advanced AS (UPDATE es.streams s SET version = v.version, state = v.state, state_schema = v.schema, updated_at = now()
+      ...(moved.length
+        ? [
+            `advanced AS (UPDATE es.streams s SET version = v.version, state = v.state, state_schema = v.schema, updated_at = now()
         FROM (VALUES ${moved.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema)
-        WHERE s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected)`] : []),
-      ...(created.length ? [`created AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema)
-        SELECT stream_id, tenant_id, version, state, schema FROM (VALUES ${created.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema))`] : []),
+        WHERE s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected)`,
+          ]
+        : []),
+      ...(created.length
+        ? [
+            `created AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema)
+        SELECT stream_id, tenant_id, version, state, schema FROM (VALUES ${created.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema))`,
+          ]
+        : []),
     ];
     return {
-      sql: rows.length === 0 ? '' : `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
+      sql:
+        rows.length === 0
+          ? ''
+          : `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
         VALUES ${rows.join(',\n')}`,
       events,
     };
@@ -160,7 +220,8 @@ export class EventStore {
   /** the stream's version and stored state, or null when it does not exist */
   async head(q: Queryable, streamId: string, lock = false): Promise<StreamHead | null> {
     const { rows } = await q.query<{ version: number; state: unknown; state_schema: string | null }>(
-      `SELECT version, state, state_schema FROM es.streams WHERE stream_id = $1${lock ? ' FOR UPDATE' : ''}`, [streamId],
+      `SELECT version, state, state_schema FROM es.streams WHERE stream_id = $1${lock ? ' FOR UPDATE' : ''}`,
+      [streamId],
     );
     const row = rows[0];
     return row ? { version: row.version, state: row.state, stateSchema: row.state_schema } : null;
@@ -169,13 +230,16 @@ export class EventStore {
   /** the heads of several streams, locked in ascending stream id order when lock is set */
   async heads(q: Queryable, streamIds: string[], lock = false): Promise<Map<string, StreamHead>> {
     const { rows } = await q.query<{ stream_id: string; version: number; state: unknown; state_schema: string | null }>(
-      `SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id${lock ? ' FOR UPDATE' : ''}`, [streamIds]);
+      `SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id${lock ? ' FOR UPDATE' : ''}`,
+      [streamIds],
+    );
     return new Map(rows.map((r) => [r.stream_id, { version: r.version, state: r.state, stateSchema: r.state_schema }]));
   }
 
   async readStream(q: Queryable, streamId: string, fromVersion = 1): Promise<StoredEvent<Record<string, unknown>>[]> {
     const { rows } = await q.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM es.events WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version`, [streamId, fromVersion],
+      `SELECT ${EVENT_COLUMNS} FROM es.events WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version`,
+      [streamId, fromVersion],
     );
     return rows.map((row) => this.toStored(row));
   }
@@ -187,12 +251,22 @@ export class EventStore {
    * `allCommitted` drops that rule: only for callers that hold appends out (a SHARE lock on
    * es.events), when no transaction can commit behind them.
    */
-  async readAll(q: Queryable, after: LogCheckpoint, limit: number,
-    filter: { tenantId?: string; types?: readonly string[]; allCommitted?: boolean } = {}): Promise<StoredEvent<Record<string, unknown>>[]> {
+  async readAll(
+    q: Queryable,
+    after: LogCheckpoint,
+    limit: number,
+    filter: { tenantId?: string; types?: readonly string[]; allCommitted?: boolean } = {},
+  ): Promise<StoredEvent<Record<string, unknown>>[]> {
     const params: unknown[] = [after.transactionId.toString(), after.position.toString(), limit];
     let where = filter.allCommitted ? '' : ' AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
-    if (filter.tenantId) { params.push(filter.tenantId); where += ` AND tenant_id = $${params.length}`; }
-    if (filter.types) { params.push(filter.types); where += ` AND type = ANY($${params.length}::text[])`; }
+    if (filter.tenantId) {
+      params.push(filter.tenantId);
+      where += ` AND tenant_id = $${params.length}`;
+    }
+    if (filter.types) {
+      params.push(filter.types);
+      where += ` AND type = ANY($${params.length}::text[])`;
+    }
     const { rows } = await q.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM es.events
        WHERE (transaction_id, position) > ($1::xid8, $2::bigint)${where}
@@ -226,10 +300,20 @@ export class EventStore {
   toStored(row: EventRow): StoredEvent<Record<string, unknown>> {
     const { version, data } = this.upcasters.upcast(row.type, row.schema_version, row.data);
     return {
-      eventId: row.event_id, type: row.type, schemaVersion: version, tenantId: row.tenant_id, actorId: row.actor_id,
-      traceId: row.trace_id, causationId: row.causation_id, correlationId: row.correlation_id,
-      occurredAt: row.occurred_at.toISOString(), streamId: row.stream_id, streamVersion: row.stream_version,
-      position: BigInt(row.position), transactionId: BigInt(row.transaction_id), data,
+      eventId: row.event_id,
+      type: row.type,
+      schemaVersion: version,
+      tenantId: row.tenant_id,
+      actorId: row.actor_id,
+      traceId: row.trace_id,
+      causationId: row.causation_id,
+      correlationId: row.correlation_id,
+      occurredAt: row.occurred_at.toISOString(),
+      streamId: row.stream_id,
+      streamVersion: row.stream_version,
+      position: BigInt(row.position),
+      transactionId: BigInt(row.transaction_id),
+      data,
     };
   }
 }
@@ -258,15 +342,21 @@ const ADVANCE = {
               WHERE stream_id = $1 AND version = $2 AND tenant_id = $6 RETURNING version - $3 AS base) ${INSERT_EVENTS}`,
 };
 
-const appendSql = (expected: ExpectedVersion): string => (expected === 'any' ? ADVANCE.any : expected === 0 ? ADVANCE.none : ADVANCE.version);
+const appendSql = (expected: ExpectedVersion): string =>
+  expected === 'any' ? ADVANCE.any : expected === 0 ? ADVANCE.none : ADVANCE.version;
 
 const unassigned = (field: string) => ({
-  get(): never { throw new Error(`${field} is assigned by PostgreSQL when the event is inserted; it is not known before`); },
+  get(): never {
+    throw new Error(`${field} is assigned by PostgreSQL when the event is inserted; it is not known before`);
+  },
 });
 const UNASSIGNED = { position: unassigned('position'), transactionId: unassigned('transactionId') };
 
-export const checkpointOf = (event: Pick<StoredEvent, 'transactionId' | 'position'>): LogCheckpoint =>
-  ({ transactionId: event.transactionId, position: event.position });
+export const checkpointOf = (event: Pick<StoredEvent, 'transactionId' | 'position'>): LogCheckpoint => ({
+  transactionId: event.transactionId,
+  position: event.position,
+});
 
 /** JSON has no bigint; amounts and counters travel as decimal strings. */
-export const bigintReplacer = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? value.toString() : value);
+export const bigintReplacer = (_key: string, value: unknown): unknown =>
+  typeof value === 'bigint' ? value.toString() : value;

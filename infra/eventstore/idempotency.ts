@@ -29,24 +29,38 @@ export interface IdempotencyRequest {
 
 export const idempotencyErrors = defineErrors({
   keyReused: () => ({
-    status: 409, suffix: 'idempotency-conflict', title: 'Idempotency key reused',
+    status: 409,
+    suffix: 'idempotency-conflict',
+    title: 'Idempotency key reused',
     detail: 'This Idempotency-Key was already used with a different request body.',
   }),
   inProgress: () => ({
-    status: 409, suffix: 'idempotency-conflict', title: 'Request in progress',
+    status: 409,
+    suffix: 'idempotency-conflict',
+    title: 'Request in progress',
     detail: 'A request with this Idempotency-Key is still being processed; retry later.',
-    extensions: { reason: 'in_progress' }, headers: { 'Retry-After': '1' },
+    extensions: { reason: 'in_progress' },
+    headers: { 'Retry-After': '1' },
   }),
 });
 
-export interface KeyRef { tenantId: string; key: string }
+export interface KeyRef {
+  tenantId: string;
+  key: string;
+}
 
 /**
  * Idempotency keys are UUIDs, and UUIDs compare case-insensitively (RFC 9562): the same key in
  * upper case is the same key. Every key is stored and looked up in this form.
  */
 export const normalizeIdempotencyKey = (key: string): string => key.trim().toLowerCase();
-export interface StoredRow { i: string; request_hash: string; response_status: number; response_type: string; response_body: Buffer }
+export interface StoredRow {
+  i: string;
+  request_hash: string;
+  response_status: number;
+  response_type: string;
+  response_body: Buffer;
+}
 
 /** try-locks each key for the transaction (a row per key, in order: i, locked) */
 export const lockKeysSql = (keys: KeyRef[]): string =>
@@ -71,10 +85,21 @@ export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefine
  * round trip with the COMMIT. An expired record with the same key may still be there until the
  * purge runs: it is replaced.
  */
-export const recordsSql = (records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[], ttlMs: number): string =>
+export const recordsSql = (
+  records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[],
+  ttlMs: number,
+): string =>
   `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
-   VALUES ${records.map(({ tenantId, idem, response }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(normalizeIdempotencyKey(idem.key))}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
-     ${quoteLiteral(response.contentType)}, ${bodyLiteral(response.body)}, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`).join(',\n')}
+   VALUES ${records
+     .map(
+       ({
+         tenantId,
+         idem,
+         response,
+       }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(normalizeIdempotencyKey(idem.key))}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
+     ${quoteLiteral(response.contentType)}, ${bodyLiteral(response.body)}, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`,
+     )
+     .join(',\n')}
    ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
      response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
 
@@ -82,7 +107,8 @@ export const recordsSql = (records: { tenantId: string; idem: IdempotencyRequest
 const bodyLiteral = (body: Buffer): string => {
   const text = body.toString('utf8');
   return !text.includes('\0') && Buffer.from(text, 'utf8').equals(body)
-    ? `convert_to(${quoteLiteral(text)}, 'UTF8')` : `'\\x${body.toString('hex')}'::bytea`;
+    ? `convert_to(${quoteLiteral(text)}, 'UTF8')`
+    : `'\\x${body.toString('hex')}'::bytea`;
 };
 
 /** the hash that decides whether a repeated key carries the same request */
@@ -97,10 +123,15 @@ const sortKeys = (value: unknown): unknown => {
   if (value instanceof RawJson) return sortKeys(value.value);
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 };
 
 /** deletes expired idempotency records; a worker calls it periodically */
-export const purgeIdempotency = async (db: Db): Promise<number> => (await db.query('DELETE FROM es.idempotency WHERE expires_at <= now()')).rowCount ?? 0;
+export const purgeIdempotency = async (db: Db): Promise<number> =>
+  (await db.query('DELETE FROM es.idempotency WHERE expires_at <= now()')).rowCount ?? 0;

@@ -37,7 +37,9 @@ export class UnitOfWork {
   private readonly tasks: PendingTask[] = [];
 
   constructor(
-    readonly tx: Tx, readonly meta: CausationMeta, private readonly store: EventStore,
+    readonly tx: Tx,
+    readonly meta: CausationMeta,
+    private readonly store: EventStore,
     private readonly source: StreamHeads = storeHeads(store, tx),
     private readonly memo = new Map<string, Promise<unknown>>(),
   ) {}
@@ -62,7 +64,11 @@ export class UnitOfWork {
    * there is no stored state of the current shape. `lock` takes the stream row for update, for
    * commands that must serialize on it (money), at the cost of waiting instead of retrying.
    */
-  async load<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, streamId: string, options: { lock?: boolean } = {}): Promise<Loaded<S>> {
+  async load<S, C, E extends NewEvent>(
+    type: AggregateType<S, C, E>,
+    streamId: string,
+    options: { lock?: boolean } = {},
+  ): Promise<Loaded<S>> {
     const head = await this.source.head(streamId, options.lock ?? false);
     if (!head) return { streamId, state: type.decider.initialState(), version: 0 };
     if (head.stateSchema === type.stateSchema && head.state !== null) {
@@ -70,7 +76,14 @@ export class UnitOfWork {
     }
     const events = await this.store.readStream(this.tx, streamId);
     const toEvent = type.toEvent ?? ((e: { type: string; data: Record<string, unknown> }) => e as unknown as E);
-    return { streamId, state: fold(type.decider, events.map((e) => toEvent({ type: e.type, data: e.data }))), version: head.version };
+    return {
+      streamId,
+      state: fold(
+        type.decider,
+        events.map((e) => toEvent({ type: e.type, data: e.data })),
+      ),
+      version: head.version,
+    };
   }
 
   /**
@@ -78,15 +91,22 @@ export class UnitOfWork {
    * in ascending stream id order (the sort runs below the row locks), so two commands that lock
    * the same streams never wait on each other in a cycle. Missing streams load as initial state.
    */
-  async loadMany<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, streamIds: string[], options: { lock?: boolean } = {}): Promise<Map<string, Loaded<S>>> {
+  async loadMany<S, C, E extends NewEvent>(
+    type: AggregateType<S, C, E>,
+    streamIds: string[],
+    options: { lock?: boolean } = {},
+  ): Promise<Map<string, Loaded<S>>> {
     const ids = [...new Set(streamIds)].sort();
     const heads = await this.source.heads(ids, options.lock ?? false);
     const loaded = new Map<string, Loaded<S>>();
     for (const streamId of ids) {
       const head = heads.get(streamId);
-      loaded.set(streamId, head && head.stateSchema === type.stateSchema && head.state !== null
-        ? { streamId, state: type.decode ? type.decode(head.state) : (head.state as S), version: head.version }
-        : await this.load(type, streamId));
+      loaded.set(
+        streamId,
+        head && head.stateSchema === type.stateSchema && head.state !== null
+          ? { streamId, state: type.decode ? type.decode(head.state) : (head.state as S), version: head.version }
+          : await this.load(type, streamId),
+      );
     }
     return loaded;
   }
@@ -96,7 +116,11 @@ export class UnitOfWork {
    * `loaded.state` moves on to the new state, so several commands decided on one aggregate in a
    * unit of work see each other's effects and are appended together, as one expected version.
    */
-  decide<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, loaded: Loaded<S>, command: C): { events: E[]; state: S } {
+  decide<S, C, E extends NewEvent>(
+    type: AggregateType<S, C, E>,
+    loaded: Loaded<S>,
+    command: C,
+  ): { events: E[]; state: S } {
     const events = type.decider.decide(command, loaded.state);
     const state = fold(type.decider, events, loaded.state);
     this.record(type, loaded, events, state);
@@ -140,8 +164,14 @@ export class UnitOfWork {
     const now = this.store.clock.now();
     const id = this.store.ids.next();
     this.tasks.push({
-      id, tenantId: this.meta.tenantId, type: task.type, payload: task.payload, runAt: task.runAt ?? now,
-      maxAttempts: task.maxAttempts ?? DEFAULT_TASK_ATTEMPTS, traceId: this.meta.traceId, createdAt: now,
+      id,
+      tenantId: this.meta.tenantId,
+      type: task.type,
+      payload: task.payload,
+      runAt: task.runAt ?? now,
+      maxAttempts: task.maxAttempts ?? DEFAULT_TASK_ATTEMPTS,
+      traceId: this.meta.traceId,
+      createdAt: now,
     });
     return id;
   }
@@ -165,8 +195,11 @@ export class UnitOfWork {
     if (this.tasks.length > 0) await writeTasks(this.tx, this.tasks.splice(0));
     if (this.pending.length === 0) return [];
     const requests = this.pending.splice(0);
-    const stored = await withSpan('eventstore.append', { streams: requests.length, events: requests.reduce((n, r) => n + r.events.length, 0) },
-      () => this.store.append(this.tx, requests, this.meta));
+    const stored = await withSpan(
+      'eventstore.append',
+      { streams: requests.length, events: requests.reduce((n, r) => n + r.events.length, 0) },
+      () => this.store.append(this.tx, requests, this.meta),
+    );
     if (projections) await projections.applyInline(this.tx, stored);
     this.appended = [...this.appended, ...stored];
     return stored;

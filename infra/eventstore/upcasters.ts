@@ -23,7 +23,11 @@ export class UpcasterRegistry {
     return this.current.get(type) ?? 1;
   }
 
-  upcast(type: string, version: number, data: Record<string, unknown>): { version: number; data: Record<string, unknown> } {
+  upcast(
+    type: string,
+    version: number,
+    data: Record<string, unknown>,
+  ): { version: number; data: Record<string, unknown> } {
     const steps = this.steps.get(type);
     let v = version;
     let d = data;

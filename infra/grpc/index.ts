@@ -14,7 +14,14 @@ import type { Logger } from '../observability/logger';
  */
 export const PROTO_ROOT = fileURLToPath(new URL('../../proto', import.meta.url));
 
-export const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: [PROTO_ROOT] };
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: false,
+  oneofs: true,
+  includeDirs: [PROTO_ROOT],
+};
 
 export const loadService = (file: string, service: string): grpc.ServiceDefinition => {
   const definitions = protoLoader.loadSync(file, LOADER_OPTIONS);
@@ -30,14 +37,17 @@ export interface TlsFiles {
   ca: string;
 }
 
-const pem = (value: string): Buffer => Buffer.from(value.trimStart().startsWith('-----BEGIN') ? value : readFileSync(value, 'utf8'));
+const pem = (value: string): Buffer =>
+  Buffer.from(value.trimStart().startsWith('-----BEGIN') ? value : readFileSync(value, 'utf8'));
 
 /** mutual TLS (a client must present a certificate signed by the CA), or plaintext (loopback only: checked by the settings) */
 export const serverCredentials = (tls: TlsFiles | null): grpc.ServerCredentials =>
-  (tls ? grpc.ServerCredentials.createSsl(pem(tls.ca), [{ cert_chain: pem(tls.cert), private_key: pem(tls.key) }], true) : grpc.ServerCredentials.createInsecure());
+  tls
+    ? grpc.ServerCredentials.createSsl(pem(tls.ca), [{ cert_chain: pem(tls.cert), private_key: pem(tls.key) }], true)
+    : grpc.ServerCredentials.createInsecure();
 
 export const channelCredentials = (tls: TlsFiles | null): grpc.ChannelCredentials =>
-  (tls ? grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)) : grpc.credentials.createInsecure());
+  tls ? grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)) : grpc.credentials.createInsecure();
 
 const BY_NAME = grpc.status as unknown as Record<string, grpc.status>;
 
@@ -50,16 +60,26 @@ export const grpcStatusOf = (error: unknown, names?: StatusNames): grpc.status =
   const named = names?.(error.suffix, error.status, error.extensions?.code);
   if (named && named in BY_NAME) return BY_NAME[named]!;
   switch (error.status) {
-    case 400: return grpc.status.INVALID_ARGUMENT;
-    case 401: return grpc.status.UNAUTHENTICATED;
-    case 403: return grpc.status.PERMISSION_DENIED;
-    case 404: return grpc.status.NOT_FOUND;
-    case 409: return grpc.status.ALREADY_EXISTS;
-    case 422: return grpc.status.FAILED_PRECONDITION;
-    case 429: return grpc.status.RESOURCE_EXHAUSTED;
-    case 503: return grpc.status.UNAVAILABLE;
-    case 504: return grpc.status.DEADLINE_EXCEEDED;
-    default: return grpc.status.INTERNAL;
+    case 400:
+      return grpc.status.INVALID_ARGUMENT;
+    case 401:
+      return grpc.status.UNAUTHENTICATED;
+    case 403:
+      return grpc.status.PERMISSION_DENIED;
+    case 404:
+      return grpc.status.NOT_FOUND;
+    case 409:
+      return grpc.status.ALREADY_EXISTS;
+    case 422:
+      return grpc.status.FAILED_PRECONDITION;
+    case 429:
+      return grpc.status.RESOURCE_EXHAUSTED;
+    case 503:
+      return grpc.status.UNAVAILABLE;
+    case 504:
+      return grpc.status.DEADLINE_EXCEEDED;
+    default:
+      return grpc.status.INTERNAL;
   }
 };
 
@@ -77,12 +97,21 @@ export const toServiceError = (error: unknown, names?: StatusNames): Partial<grp
 export type UnaryHandler<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
 
 /** an async handler as grpc-js calls it: its refusals become statuses, unexpected failures INTERNAL (logged) */
-export const unary = <Req, Res>(logger: Logger, name: string, handler: UnaryHandler<Req, Res>, names?: StatusNames): grpc.handleUnaryCall<Req, Res> =>
+export const unary =
+  <Req, Res>(
+    logger: Logger,
+    name: string,
+    handler: UnaryHandler<Req, Res>,
+    names?: StatusNames,
+  ): grpc.handleUnaryCall<Req, Res> =>
   (call, callback) => {
-    handler(call.request, call).then((response) => callback(null, response), (error: unknown) => {
-      if (!isDomainError(error)) logger.error({ err: error, rpc: name }, 'gRPC call failed');
-      callback(toServiceError(error, names));
-    });
+    handler(call.request, call).then(
+      (response) => callback(null, response),
+      (error: unknown) => {
+        if (!isDomainError(error)) logger.error({ err: error, rpc: name }, 'gRPC call failed');
+        callback(toServiceError(error, names));
+      },
+    );
   };
 
 export interface GrpcServer {
@@ -92,20 +121,31 @@ export interface GrpcServer {
 }
 
 export const startGrpcServer = async (options: {
-  host: string; port: number; tls: TlsFiles | null;
+  host: string;
+  port: number;
+  tls: TlsFiles | null;
   services: { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }[];
 }): Promise<GrpcServer> => {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   for (const s of options.services) server.addService(s.definition, s.implementation);
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${options.port}`, serverCredentials(options.tls), (error, bound) => (error ? reject(error) : resolve(bound)));
+    server.bindAsync(`${host}:${options.port}`, serverCredentials(options.tls), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    );
   });
   return {
     port,
-    close: () => new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { server.forceShutdown(); resolve(); }, 5_000);
-      server.tryShutdown(() => { clearTimeout(timer); resolve(); });
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 5_000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
   };
 };

@@ -23,7 +23,9 @@ export interface Authenticator {
 
 /** Until an authenticator is installed, every protected route answers 401. */
 export const noAuthenticator: Authenticator = {
-  authenticate: async () => { throw commonErrors.unauthorized(); },
+  authenticate: async () => {
+    throw commonErrors.unauthorized();
+  },
 };
 
 /**
@@ -31,10 +33,7 @@ export const noAuthenticator: Authenticator = {
  * before any handler runs (spec 000, rule 11).
  */
 export type RouteAccess =
-  | { access: 'public' }
-  | { access: 'bearer' }
-  | { access: 'permission'; permission: string }
-  | { access: 'admin' };
+  { access: 'public' } | { access: 'bearer' } | { access: 'permission'; permission: string } | { access: 'admin' };
 
 /** Permission resolution (domain/shared/permissions.ts): exact key, then {module}.*; platform.* grants everything. */
 export const hasPermission = (granted: ReadonlySet<string>, required: string): boolean => grants(granted, required);
@@ -48,7 +47,9 @@ export const OWNER_ROLE_NAME = 'Owner';
  * named "admin" (any roles.create holder could name one so).
  */
 export const isAdmin = (p: Principal): boolean =>
-  p.permissions.has(PLATFORM_WILDCARD) || p.roles.includes(OWNER_ROLE_NAME) || (p.permissions.has('users.*') && p.permissions.has('roles.*'));
+  p.permissions.has(PLATFORM_WILDCARD) ||
+  p.roles.includes(OWNER_ROLE_NAME) ||
+  (p.permissions.has('users.*') && p.permissions.has('roles.*'));
 
 export const bearerToken = (header: string | undefined): string | null => {
   if (!header) return null;

@@ -38,8 +38,11 @@ export interface CommandRouteOptions {
   locks?: string[];
 }
 
-const json = (status: number, body: unknown): StoredResponse =>
-  ({ status, contentType: 'application/json; charset=utf-8', body: Buffer.from(stringifyJson(body)) });
+const json = (status: number, body: unknown): StoredResponse => ({
+  status,
+  contentType: 'application/json; charset=utf-8',
+  body: Buffer.from(stringifyJson(body)),
+});
 
 /**
  * Runs a route's command in one transaction. With an Idempotency-Key the response is stored with
@@ -47,7 +50,10 @@ const json = (status: number, body: unknown): StoredResponse =>
  * than 409 and 429) are remembered too, so a retry cannot turn a refusal into an execution.
  */
 export const executeCommand = async <T>(
-  kernel: Kernel, request: FastifyRequest, reply: FastifyReply, options: CommandRouteOptions,
+  kernel: Kernel,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: CommandRouteOptions,
   fn: (uow: UnitOfWork) => Promise<T>,
 ): Promise<void> => {
   const meta = requestMeta(request);
@@ -55,10 +61,16 @@ export const executeCommand = async <T>(
   const header = request.headers['idempotency-key'];
   const key = typeof header === 'string' ? normalizeIdempotencyKey(header) : undefined;
   if (options.idempotency === 'required' && !key) {
-    throw commonErrors.validation([{ field: 'Idempotency-Key', message: 'the Idempotency-Key header is required', code: 'REQUIRED' }], 'The Idempotency-Key header is required.');
+    throw commonErrors.validation(
+      [{ field: 'Idempotency-Key', message: 'the Idempotency-Key header is required', code: 'REQUIRED' }],
+      'The Idempotency-Key header is required.',
+    );
   }
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
-    throw commonErrors.validation([{ field: 'Idempotency-Key', message: 'the Idempotency-Key must be a UUID v4 or v7', code: 'INVALID_FORMAT' }], 'The Idempotency-Key header must be a UUID v4 or v7.');
+    throw commonErrors.validation(
+      [{ field: 'Idempotency-Key', message: 'the Idempotency-Key must be a UUID v4 or v7', code: 'INVALID_FORMAT' }],
+      'The Idempotency-Key header must be a UUID v4 or v7.',
+    );
   }
   if (!key || !options.idempotency) {
     const result = await kernel.commands.run(meta, fn);
@@ -70,9 +82,16 @@ export const executeCommand = async <T>(
     key,
     requestHash: hashRequest(request.method, `${route} ${JSON.stringify(request.params)}`, request.body ?? null),
     render: (result) => json(status, result),
-    renderError: (error) => (error.status >= 400 && error.status < 500 && error.status !== 409 && error.status !== 429
-      ? { status: error.status, contentType: PROBLEM_CONTENT_TYPE, body: Buffer.from(JSON.stringify(toProblem(error, kernel.config.problemsBaseUrl, instanceOf(request), request.id))) }
-      : null),
+    renderError: (error) =>
+      error.status >= 400 && error.status < 500 && error.status !== 409 && error.status !== 429
+        ? {
+            status: error.status,
+            contentType: PROBLEM_CONTENT_TYPE,
+            body: Buffer.from(
+              JSON.stringify(toProblem(error, kernel.config.problemsBaseUrl, instanceOf(request), request.id)),
+            ),
+          }
+        : null,
   };
   const stored = options.locks
     ? await kernel.commands.runBatched({ meta, idem, locks: options.locks, fn })

@@ -53,7 +53,10 @@ export class JsonDepthGuard extends Transform {
 }
 
 export const tooDeep = (maxDepth = MAX_JSON_DEPTH) =>
-  commonErrors.validation([{ field: 'body', message: `JSON nested deeper than ${maxDepth} levels is not accepted`, code: 'TOO_DEEP' }], `The JSON body is nested deeper than ${maxDepth} levels.`);
+  commonErrors.validation(
+    [{ field: 'body', message: `JSON nested deeper than ${maxDepth} levels is not accepted`, code: 'TOO_DEEP' }],
+    `The JSON body is nested deeper than ${maxDepth} levels.`,
+  );
 
 /**
  * The first string (or key) of a parsed JSON value that PostgreSQL could not store — U+0000 or a
@@ -85,7 +88,17 @@ export const unstorableText = (value: unknown): FieldError | null => {
 };
 
 const textProblem = (text: string, path: string): FieldError | null => {
-  if (text.includes('\0')) return { field: path || 'body', message: 'text must not contain the NUL character (U+0000)', code: 'NUL_CHARACTER' };
-  if (!text.isWellFormed()) return { field: path || 'body', message: 'text must be valid Unicode (a lone UTF-16 surrogate is not)', code: 'INVALID_UNICODE' };
+  if (text.includes('\0'))
+    return {
+      field: path || 'body',
+      message: 'text must not contain the NUL character (U+0000)',
+      code: 'NUL_CHARACTER',
+    };
+  if (!text.isWellFormed())
+    return {
+      field: path || 'body',
+      message: 'text must be valid Unicode (a lone UTF-16 surrogate is not)',
+      code: 'INVALID_UNICODE',
+    };
   return null;
 };

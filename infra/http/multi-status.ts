@@ -5,7 +5,9 @@ import type { Problem } from './problem';
 import { instanceOf, toProblem } from './problem';
 
 /** the outcome of one item of a batch or stream */
-export type ItemOutcome<T> = { ok: true; status?: number; data: T } | { ok: false; /** a DomainError, or whatever else was thrown */ error: unknown };
+export type ItemOutcome<T> =
+  | { ok: true; status?: number; data: T }
+  | { ok: false; /** a DomainError, or whatever else was thrown */ error: unknown };
 
 export interface ItemResult<T> {
   index: number;
@@ -25,7 +27,10 @@ export interface MultiStatusBody<T> {
  * Runs a batch item by item: each item's outcome, a thrown DomainError becoming that item's
  * problem and anything else an internal-error problem (logged), so one item never fails the batch.
  */
-export const settleItems = async <I, T>(items: readonly I[], fn: (item: I, index: number) => Promise<T>): Promise<ItemOutcome<T>[]> => {
+export const settleItems = async <I, T>(
+  items: readonly I[],
+  fn: (item: I, index: number) => Promise<T>,
+): Promise<ItemOutcome<T>[]> => {
   const outcomes: ItemOutcome<T>[] = [];
   for (const [index, item] of items.entries()) {
     try {
@@ -43,7 +48,11 @@ export const settleItems = async <I, T>(items: readonly I[], fn: (item: I, index
  * either its data or an RFC 9457 problem. (All failed is 207 too: each item says why.)
  */
 export const sendMultiStatus = <T>(
-  request: FastifyRequest, reply: FastifyReply, problemsBaseUrl: string, outcomes: readonly ItemOutcome<T>[], successStatus = 200,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  problemsBaseUrl: string,
+  outcomes: readonly ItemOutcome<T>[],
+  successStatus = 200,
 ): FastifyReply => {
   const base = instanceOf(request);
   const results = outcomes.map((o, index): ItemResult<T> => {
@@ -51,11 +60,18 @@ export const sendMultiStatus = <T>(
     const known = isDomainError(o.error);
     if (!known) request.log.error({ err: o.error, item: index }, 'unexpected error in a batch item');
     const error = known ? (o.error as DomainError) : commonErrors.internal();
-    return { index, status: error.status, problem: toProblem(error, problemsBaseUrl, `${base}#/items/${index}`, request.id) };
+    return {
+      index,
+      status: error.status,
+      problem: toProblem(error, problemsBaseUrl, `${base}#/items/${index}`, request.id),
+    };
   });
   const failed = results.filter((r) => r.problem).length;
   const body: MultiStatusBody<T> = { results, succeeded: results.length - failed, failed };
-  return reply.code(failed === 0 ? successStatus : 207).type('application/json; charset=utf-8').send(JSON.stringify(body, bigintReplacerSafe));
+  return reply
+    .code(failed === 0 ? successStatus : 207)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(body, bigintReplacerSafe));
 };
 
 const bigintReplacerSafe = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value);

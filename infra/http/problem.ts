@@ -29,7 +29,11 @@ export const toProblem = (error: DomainError, problemsBaseUrl: string, instance:
   ...(error.errors ? { errors: error.errors } : {}),
 });
 
-export const sendProblem = (reply: FastifyReply, problem: Problem, headers: Record<string, string> = {}): FastifyReply => {
+export const sendProblem = (
+  reply: FastifyReply,
+  problem: Problem,
+  headers: Record<string, string> = {},
+): FastifyReply => {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
 };

@@ -38,7 +38,10 @@ export interface Access {
 /** the access of a user in a tenant, read in `q` (a transaction when a command asks); null: no access */
 export type AccessLoader = (q: Queryable, userId: string, tenantId: string) => Promise<Access | null>;
 
-export interface AccessScope { userId?: string; tenantId?: string }
+export interface AccessScope {
+  userId?: string;
+  tenantId?: string;
+}
 
 /** whose cached access an event drops: its user's in every tenant, every member's of its tenant, or its user's in its tenant */
 export type AccessEventScope = 'user' | 'tenant' | 'member';
@@ -103,7 +106,11 @@ export const identityRuntime = (kernel: Kernel): IdentityRuntime => {
  * Idempotent: the write and read plugins both call it from their start hooks. With a loader the
  * access cache and the authenticator are installed too (the first loader given wins).
  */
-export const startIdentityRuntime = async (kernel: Kernel, options: IdentityRuntimeOptions, loader?: AccessLoader): Promise<IdentityRuntime> => {
+export const startIdentityRuntime = async (
+  kernel: Kernel,
+  options: IdentityRuntimeOptions,
+  loader?: AccessLoader,
+): Promise<IdentityRuntime> => {
   let pending = runtimes.get(kernel);
   if (!pending) {
     pending = build(kernel, options);
@@ -115,7 +122,9 @@ export const startIdentityRuntime = async (kernel: Kernel, options: IdentityRunt
 };
 
 const ringOptions = (kernel: Kernel, options: IdentityRuntimeOptions) => ({
-  issuer: options.issuer, audience: options.audience, maxTokenLifetimeSeconds: options.maxTokenLifetimeSeconds,
+  issuer: options.issuer,
+  audience: options.audience,
+  maxTokenLifetimeSeconds: options.maxTokenLifetimeSeconds,
   now: () => kernel.clock.now().getTime(),
 });
 
@@ -123,7 +132,9 @@ const build = async (kernel: Kernel, options: IdentityRuntimeOptions): Promise<S
   const now = () => kernel.clock.now().getTime();
   const jwtBox = new SecretBox([{ id: 'k1', key: kernel.engines.secrets.key('identity.jwt.v1') }]);
   const box = new SecretBox([{ id: 'k1', key: kernel.engines.secrets.key('identity.secrets.v1') }]);
-  const recovery = new RecoveryCodeHasher([{ id: 'k1', key: kernel.engines.secrets.key('identity.recovery-codes.v1') }]);
+  const recovery = new RecoveryCodeHasher([
+    { id: 'k1', key: kernel.engines.secrets.key('identity.recovery-codes.v1') },
+  ]);
   const ringSettings = ringOptions(kernel, options);
   let ring = await loadRing(kernel, jwtBox, ringSettings);
   let loader: AccessLoader | null = null;
@@ -141,7 +152,10 @@ const build = async (kernel: Kernel, options: IdentityRuntimeOptions): Promise<S
       epochsDownUntil = now() + EPOCH_RETRY_MS;
       if (now() - epochWarnedAt > EPOCH_WARNING_INTERVAL_MS) {
         epochWarnedAt = now();
-        kernel.logger.warn({ err: error }, 'access epochs unreadable (shared cache unreachable); access is read from PostgreSQL on every request meanwhile');
+        kernel.logger.warn(
+          { err: error },
+          'access epochs unreadable (shared cache unreachable); access is read from PostgreSQL on every request meanwhile',
+        );
       }
       return null;
     }
@@ -151,8 +165,12 @@ const build = async (kernel: Kernel, options: IdentityRuntimeOptions): Promise<S
     return loader;
   };
   const rt: IdentityRuntime = {
-    get ring() { return ring; },
-    jwtBox, box, recovery,
+    get ring() {
+      return ring;
+    },
+    jwtBox,
+    box,
+    recovery,
     // two hashes at once per core pair leaves libuv's other threads to file and DNS work
     passwordWork: new WorkLimiter({ concurrency: 2, perKey: 2, maxQueue: 64 }),
     issuer: options.issuer,
@@ -186,7 +204,12 @@ const build = async (kernel: Kernel, options: IdentityRuntimeOptions): Promise<S
     loadAccess: (q, userId, tenantId) => loaderOrFail()(q, userId, tenantId),
   };
   const timer = setInterval(() => {
-    loadRing(kernel, jwtBox, ringSettings).then((r) => { ring = r; }, (error: unknown) => kernel.logger.warn({ err: error }, 'reloading the signing keys failed'));
+    loadRing(kernel, jwtBox, ringSettings).then(
+      (r) => {
+        ring = r;
+      },
+      (error: unknown) => kernel.logger.warn({ err: error }, 'reloading the signing keys failed'),
+    );
   }, RING_RELOAD_MS);
   timer.unref();
   kernel.onClose('identity', async () => clearInterval(timer));
@@ -224,7 +247,8 @@ const accessEpochs = (kernel: Kernel): CacheEpochs => {
 
 /** a user's epoch covers them in every tenant; a tenant's covers every member */
 const epochScopes = (scope: AccessScope): string[] => [
-  ...(scope.userId ? [`u:${scope.userId}`] : []), ...(scope.tenantId ? [`t:${scope.tenantId}`] : []),
+  ...(scope.userId ? [`u:${scope.userId}`] : []),
+  ...(scope.tenantId ? [`t:${scope.tenantId}`] : []),
 ];
 
 /**
@@ -239,48 +263,77 @@ export const bumpAccessEpoch = async (kernel: Kernel, scope: AccessScope): Promi
 };
 
 interface SigningKeyRow {
-  kid: string; created_at: string; activates_at: string; retired_at: string | null; public_jwk: PersistedSigningKey['publicJwk']; sealed_private_jwk: string;
+  kid: string;
+  created_at: string;
+  activates_at: string;
+  retired_at: string | null;
+  public_jwk: PersistedSigningKey['publicJwk'];
+  sealed_private_jwk: string;
 }
 
 /** Loads the ring; creates the first key when there is none and rotates a key older than 90 days (one process at a time). */
-const loadRing = async (kernel: Kernel, jwtBox: SecretBox, options: ReturnType<typeof ringOptions>): Promise<KeyRing> => inTransaction(kernel.db, async (tx) => {
-  await tx.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_KEYS_LOCK]);
-  const { rows } = await tx.query<SigningKeyRow>('SELECT kid, created_at, activates_at, retired_at, public_jwk, sealed_private_jwk FROM identity.signing_keys ORDER BY activates_at');
-  const ring = rows.length === 0 ? await Ring.generate(options) : await importKeyRing(rows.map((r) => ({
-    kid: r.kid, createdAt: Number(r.created_at), activatesAt: Number(r.activates_at), retiredAt: r.retired_at === null ? null : Number(r.retired_at),
-    publicJwk: r.public_jwk, sealedPrivateJwk: r.sealed_private_jwk,
-  })), jwtBox, options);
-  const newest = ring.entries().at(-1);
-  const nowS = Math.floor(kernel.clock.now().getTime() / 1000);
-  let changed = rows.length === 0;
-  if (newest && nowS - newest.createdAt > KEY_MAX_AGE_S) {
-    // published at once, signing after two reload intervals so every instance knows it first
-    await ring.rotate({ activateAfterSeconds: Math.ceil((2 * RING_RELOAD_MS) / 1000) });
-    changed = true;
-  }
-  const pruned = ring.prune();
-  if (pruned.length) await tx.query('DELETE FROM identity.signing_keys WHERE kid = ANY($1)', [pruned]);
-  if (changed) await saveRing(tx, ring, jwtBox);
-  return ring;
-});
+const loadRing = async (kernel: Kernel, jwtBox: SecretBox, options: ReturnType<typeof ringOptions>): Promise<KeyRing> =>
+  inTransaction(kernel.db, async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_KEYS_LOCK]);
+    const { rows } = await tx.query<SigningKeyRow>(
+      'SELECT kid, created_at, activates_at, retired_at, public_jwk, sealed_private_jwk FROM identity.signing_keys ORDER BY activates_at',
+    );
+    const ring =
+      rows.length === 0
+        ? await Ring.generate(options)
+        : await importKeyRing(
+            rows.map((r) => ({
+              kid: r.kid,
+              createdAt: Number(r.created_at),
+              activatesAt: Number(r.activates_at),
+              retiredAt: r.retired_at === null ? null : Number(r.retired_at),
+              publicJwk: r.public_jwk,
+              sealedPrivateJwk: r.sealed_private_jwk,
+            })),
+            jwtBox,
+            options,
+          );
+    const newest = ring.entries().at(-1);
+    const nowS = Math.floor(kernel.clock.now().getTime() / 1000);
+    let changed = rows.length === 0;
+    if (newest && nowS - newest.createdAt > KEY_MAX_AGE_S) {
+      // published at once, signing after two reload intervals so every instance knows it first
+      await ring.rotate({ activateAfterSeconds: Math.ceil((2 * RING_RELOAD_MS) / 1000) });
+      changed = true;
+    }
+    const pruned = ring.prune();
+    if (pruned.length) await tx.query('DELETE FROM identity.signing_keys WHERE kid = ANY($1)', [pruned]);
+    if (changed) await saveRing(tx, ring, jwtBox);
+    return ring;
+  });
 
 export const saveRing = async (q: Queryable, ring: KeyRing, jwtBox: SecretBox): Promise<void> => {
   for (const k of await exportKeyRing(ring, jwtBox)) {
-    await q.query(`INSERT INTO identity.signing_keys (kid, created_at, activates_at, retired_at, public_jwk, sealed_private_jwk) VALUES ($1, $2, $3, $4, $5, $6)
-      ON CONFLICT (kid) DO UPDATE SET retired_at = EXCLUDED.retired_at`, [k.kid, k.createdAt, k.activatesAt, k.retiredAt, JSON.stringify(k.publicJwk), k.sealedPrivateJwk]);
+    await q.query(
+      `INSERT INTO identity.signing_keys (kid, created_at, activates_at, retired_at, public_jwk, sealed_private_jwk) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (kid) DO UPDATE SET retired_at = EXCLUDED.retired_at`,
+      [k.kid, k.createdAt, k.activatesAt, k.retiredAt, JSON.stringify(k.publicJwk), k.sealedPrivateJwk],
+    );
   }
 };
 
 /** why a token was refused, at debug level: a bare 401 must be explainable from the logs (e.g. an issuer mismatch between roles) */
 const logRefusal = (kernel: Kernel, reason: string, error?: unknown): void => {
   const cause = error instanceof Error ? (error.cause ?? error) : undefined;
-  kernel.logger.debug({ reason, cause: cause instanceof Error ? `${cause.name}: ${cause.message}` : undefined }, 'access token refused');
+  kernel.logger.debug(
+    { reason, cause: cause instanceof Error ? `${cause.name}: ${cause.message}` : undefined },
+    'access token refused',
+  );
 };
 
 const authenticator = (rt: IdentityRuntime, kernel: Kernel): Authenticator => ({
   async authenticate(token) {
     const claims = await rt.ring.verify(token).catch((error: unknown) => {
-      logRefusal(kernel, `the token did not verify (expected issuer ${rt.issuer}, audience ${rt.audience}, ES256 with a known kid)`, error);
+      logRefusal(
+        kernel,
+        `the token did not verify (expected issuer ${rt.issuer}, audience ${rt.audience}, ES256 with a known kid)`,
+        error,
+      );
       throw error;
     });
     const access = await rt.resolveAccess(claims.sub, claims.tenantId);
@@ -289,8 +342,13 @@ const authenticator = (rt: IdentityRuntime, kernel: Kernel): Authenticator => ({
       throw commonErrors.unauthorized();
     }
     const principal: Principal = {
-      userId: claims.sub, tenantId: claims.tenantId, email: access.email, roles: access.roles, permissions: access.permissions,
-      emailVerified: access.emailVerified, ...(claims.act ? { impersonatorId: claims.act.sub } : {}),
+      userId: claims.sub,
+      tenantId: claims.tenantId,
+      email: access.email,
+      roles: access.roles,
+      permissions: access.permissions,
+      emailVerified: access.emailVerified,
+      ...(claims.act ? { impersonatorId: claims.act.sub } : {}),
     };
     return principal;
   },

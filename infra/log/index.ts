@@ -12,5 +12,8 @@ export const createLog = async (config: Config, db: Db, logger: Logger): Promise
   if (!config.KAFKA_BROKERS) return new PgLog(db, { logger });
   const { KafkaLog } = await import('./kafka-log');
   const { namespacedLog } = await import('./namespaced');
-  return namespacedLog(new KafkaLog({ brokers: config.KAFKA_BROKERS.split(','), clientId: config.KAFKA_CLIENT_ID, logger }), config.KAFKA_NAMESPACE);
+  return namespacedLog(
+    new KafkaLog({ brokers: config.KAFKA_BROKERS.split(','), clientId: config.KAFKA_CLIENT_ID, logger }),
+    config.KAFKA_NAMESPACE,
+  );
 };

@@ -33,18 +33,20 @@ const headersToStrings = (headers: IHeaders | undefined): Record<string, string>
  * It commits through the payload rather than consumer.commitOffsets, which kafkajs skips once
  * stop() began: stop() must still commit the chunk that was in flight.
  */
-const deliverBatch = (options: SubscribeOptions) => async (payload: EachBatchPayload): Promise<void> => {
-  const { batch } = payload;
-  const records = batch.messages.map((m) => toLogRecord(batch.topic, batch.partition, m));
-  for (const part of chunk(records, options.maxBatch ?? DEFAULT_MAX_BATCH)) {
-    if (!payload.isRunning() || payload.isStale()) return;
-    await options.eachBatch(part);
-    payload.resolveOffset(String(lastOf(part).offset));
-    await payload.commitOffsetsIfNecessary(payload.uncommittedOffsets());
-    // Throws when the group rebalances; kafkajs then rejoins, and what was committed stays committed.
-    await payload.heartbeat();
-  }
-};
+const deliverBatch =
+  (options: SubscribeOptions) =>
+  async (payload: EachBatchPayload): Promise<void> => {
+    const { batch } = payload;
+    const records = batch.messages.map((m) => toLogRecord(batch.topic, batch.partition, m));
+    for (const part of chunk(records, options.maxBatch ?? DEFAULT_MAX_BATCH)) {
+      if (!payload.isRunning() || payload.isStale()) return;
+      await options.eachBatch(part);
+      payload.resolveOffset(String(lastOf(part).offset));
+      await payload.commitOffsetsIfNecessary(payload.uncommittedOffsets());
+      // Throws when the group rebalances; kafkajs then rejoins, and what was committed stays committed.
+      await payload.heartbeat();
+    }
+  };
 
 export class KafkaSubscription implements Subscription {
   private stopped: Promise<void> | undefined;
@@ -52,7 +54,11 @@ export class KafkaSubscription implements Subscription {
   private constructor(private readonly consumer: Consumer) {}
 
   /** Resolves once the member joined its group (kafkajs' run() waits for join and sync). */
-  static async start(kafka: Kafka, options: SubscribeOptions, consumerConfig: Partial<ConsumerConfig>): Promise<KafkaSubscription> {
+  static async start(
+    kafka: Kafka,
+    options: SubscribeOptions,
+    consumerConfig: Partial<ConsumerConfig>,
+  ): Promise<KafkaSubscription> {
     const consumer = kafka.consumer({ ...consumerConfig, groupId: options.groupId, allowAutoTopicCreation: false });
     try {
       await consumer.connect();
@@ -101,7 +107,11 @@ export const readPartition = async (kafka: Kafka, admin: Admin, read: PartitionR
   const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 100 });
   try {
     const others = offsets.map((p) => p.partition).filter((p) => p !== read.partition);
-    const records = await withTimeout(collectRange(consumer, read, { start, end, others }), read.timeoutMs, `kafka read of ${read.topic}/${read.partition}`);
+    const records = await withTimeout(
+      collectRange(consumer, read, { start, end, others }),
+      read.timeoutMs,
+      `kafka read of ${read.topic}/${read.partition}`,
+    );
     return records.slice(0, read.maxRecords);
   } finally {
     await consumer.disconnect().catch(() => undefined);
@@ -116,7 +126,11 @@ interface Range {
   others: number[];
 }
 
-const collectRange = async (consumer: Consumer, read: PartitionRead, { start, end, others }: Range): Promise<LogRecord[]> => {
+const collectRange = async (
+  consumer: Consumer,
+  read: PartitionRead,
+  { start, end, others }: Range,
+): Promise<LogRecord[]> => {
   const collected = new Map<number, LogRecord>();
   let covered!: () => void;
   const done = new Promise<void>((resolve) => (covered = resolve));

@@ -6,15 +6,36 @@
  * kafkajs' DefaultPartitioner (murmur2, identical to ./murmur2 and to the Java client).
  */
 import {
-  Kafka, Partitioners, logLevel as KafkaLogLevel,
-  type Admin, type ConsumerConfig, type KafkaConfig, type LogEntry, type Producer, type logCreator,
+  Kafka,
+  Partitioners,
+  logLevel as KafkaLogLevel,
+  type Admin,
+  type ConsumerConfig,
+  type KafkaConfig,
+  type LogEntry,
+  type Producer,
+  type logCreator,
 } from 'kafkajs';
 import { stderrLogger, type Logger } from './logger';
 import type {
-  LogPort, LogRecord, OutgoingRecord, PartitionPosition, SeekTarget, SubscribeOptions, Subscription, TopicSpec,
+  LogPort,
+  LogRecord,
+  OutgoingRecord,
+  PartitionPosition,
+  SeekTarget,
+  SubscribeOptions,
+  Subscription,
+  TopicSpec,
 } from './port';
 import { KafkaSubscription, readPartition } from './kafka-log-consumers';
-import { clampOffset, sleep, SubscriptionSet, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
+import {
+  clampOffset,
+  sleep,
+  SubscriptionSet,
+  validateSubscribeOptions,
+  validateTopicSpecs,
+  withTimeout,
+} from './support';
 
 export interface KafkaLogOptions {
   brokers: string[];
@@ -133,7 +154,12 @@ export class KafkaLog implements LogPort {
       await producer.send({
         topic,
         acks: -1,
-        messages: chunk.map((r) => ({ key: r.key, value: r.value, headers: r.headers, timestamp: String(r.timestamp ?? now) })),
+        messages: chunk.map((r) => ({
+          key: r.key,
+          value: r.value,
+          headers: r.headers,
+          timestamp: String(r.timestamp ?? now),
+        })),
       });
     }
   }
@@ -176,7 +202,11 @@ export class KafkaLog implements LogPort {
     await admin.setOffsets({ groupId, topic, partitions });
   }
 
-  private async seekOffsets(topic: string, target: SeekTarget, bounds: Array<{ partition: number }>): Promise<Record<number, number>> {
+  private async seekOffsets(
+    topic: string,
+    target: SeekTarget,
+    bounds: Array<{ partition: number }>,
+  ): Promise<Record<number, number>> {
     if ('offsets' in target) return target.offsets;
     if ('timestamp' in target) return this.offsetsForTime(topic, target.timestamp);
     return Object.fromEntries(bounds.map((b) => [b.partition, target.offset]));
@@ -193,7 +223,10 @@ export class KafkaLog implements LogPort {
   async read(topic: string, partition: number, fromOffset: number, maxRecords: number): Promise<LogRecord[]> {
     if (maxRecords < 1) return [];
     return readPartition(this.kafka, await this.admin.get(), {
-      topic, partition, fromOffset, maxRecords,
+      topic,
+      partition,
+      fromOffset,
+      maxRecords,
       timeoutMs: this.options.readTimeoutMs ?? 30_000,
       groupPrefix: this.clientId,
       topicOffsets: (t) => this.topicOffsets(t),
@@ -202,12 +235,18 @@ export class KafkaLog implements LogPort {
 
   async ping(): Promise<void> {
     const timeoutMs = this.options.pingTimeoutMs ?? 3_000;
-    await withTimeout(this.admin.get().then((admin) => admin.describeCluster()), timeoutMs, 'kafka ping');
+    await withTimeout(
+      this.admin.get().then((admin) => admin.describeCluster()),
+      timeoutMs,
+      'kafka ping',
+    );
   }
 
   async close(): Promise<void> {
     await this.subscriptions.stopAll();
-    await Promise.allSettled([this.producer, this.admin].map(async (connected) => (await connected.started())?.disconnect()));
+    await Promise.allSettled(
+      [this.producer, this.admin].map(async (connected) => (await connected.started())?.disconnect()),
+    );
   }
 }
 
@@ -233,14 +272,17 @@ const isRetriable = (error: unknown): boolean => {
 };
 
 /** kafkajs log lines → the platform logger, with kafkajs' namespace kept as a field. */
-const routeLogsTo = (logger: Logger): logCreator => () => ({ namespace, level, log }: LogEntry) => {
-  const { message, timestamp: _timestamp, ...fields } = log;
-  const entry = { ...fields, kafka: namespace };
-  if (level === KafkaLogLevel.ERROR) logger.error(entry, message);
-  else if (level === KafkaLogLevel.WARN) logger.warn(entry, message);
-  else if (level === KafkaLogLevel.INFO) logger.info(entry, message);
-  else logger.debug(entry, message);
-};
+const routeLogsTo =
+  (logger: Logger): logCreator =>
+  () =>
+  ({ namespace, level, log }: LogEntry) => {
+    const { message, timestamp: _timestamp, ...fields } = log;
+    const entry = { ...fields, kafka: namespace };
+    if (level === KafkaLogLevel.ERROR) logger.error(entry, message);
+    else if (level === KafkaLogLevel.WARN) logger.warn(entry, message);
+    else if (level === KafkaLogLevel.INFO) logger.info(entry, message);
+    else logger.debug(entry, message);
+  };
 
 /** splits records into consecutive chunks of at most maxBytes (approximate: key + value + headers) */
 export const chunksBySize = (records: OutgoingRecord[], maxBytes: number): OutgoingRecord[][] => {
@@ -248,7 +290,11 @@ export const chunksBySize = (records: OutgoingRecord[], maxBytes: number): Outgo
   let current: OutgoingRecord[] = [];
   let size = 0;
   for (const r of records) {
-    const bytes = Buffer.byteLength(r.key) + Buffer.byteLength(r.value) + Object.entries(r.headers ?? {}).reduce((n, [k, v]) => n + k.length + v.length, 0) + 64;
+    const bytes =
+      Buffer.byteLength(r.key) +
+      Buffer.byteLength(r.value) +
+      Object.entries(r.headers ?? {}).reduce((n, [k, v]) => n + k.length + v.length, 0) +
+      64;
     if (current.length > 0 && size + bytes > maxBytes) {
       chunks.push(current);
       current = [];

@@ -53,6 +53,7 @@ export const toPositive = (n: number): number => n & 0x7fffffff;
  * differently in the two (U+FFFD vs '?'), which is why keys should be ids, not arbitrary text.
  */
 export const partitionForKey = (key: string, partitions: number): number => {
-  if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`partitions must be a positive integer, got ${partitions}`);
+  if (!Number.isInteger(partitions) || partitions < 1)
+    throw new RangeError(`partitions must be a positive integer, got ${partitions}`);
   return toPositive(murmur2(Buffer.from(key, 'utf8'))) % partitions;
 };

@@ -35,7 +35,12 @@ export class GroupSession {
     readonly memberKey: string,
   ) {}
 
-  static async open(pool: pg.Pool, groupId: string, topics: string[], onSignal: (topic?: string) => void): Promise<GroupSession> {
+  static async open(
+    pool: pg.Pool,
+    groupId: string,
+    topics: string[],
+    onSignal: (topic?: string) => void,
+  ): Promise<GroupSession> {
     // Not a pool client: the subscription holds it for its whole life, which would starve the pool.
     const client = new pg.Client({
       ...pool.options,
@@ -63,7 +68,9 @@ export class GroupSession {
     await this.client.query(`listen ${NOTIFY_CHANNEL}`);
     // Lock before inserting the row, so a row anyone can see always belongs to a live member.
     await this.client.query('select pg_advisory_lock($1::bigint)', [this.memberKey]);
-    await this.client.query(`delete from log.group_members m where m.group_id = $1 and not ${memberIsLive}`, [this.groupId]);
+    await this.client.query(`delete from log.group_members m where m.group_id = $1 and not ${memberIsLive}`, [
+      this.groupId,
+    ]);
     await this.client.query(
       'insert into log.group_members (group_id, topic, member_key) select $1, unnest($2::text[]), $3',
       [this.groupId, topics, this.memberKey],
@@ -119,7 +126,9 @@ export class GroupSession {
 
   async release(topic: string, partition: number): Promise<void> {
     this.owned.get(topic)?.delete(partition);
-    await this.client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [partitionLockName(this.groupId, topic, partition)]);
+    await this.client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [
+      partitionLockName(this.groupId, topic, partition),
+    ]);
   }
 
   async heads(topics: string[]): Promise<PartitionHead[]> {
@@ -157,7 +166,9 @@ export class GroupSession {
   async close(): Promise<void> {
     this.owned.clear();
     if (!this.failure) {
-      await this.client.query('delete from log.group_members where group_id = $1 and member_key = $2', [this.groupId, this.memberKey]).catch(() => undefined);
+      await this.client
+        .query('delete from log.group_members where group_id = $1 and member_key = $2', [this.groupId, this.memberKey])
+        .catch(() => undefined);
     }
     await this.client.end().catch(() => undefined);
   }

@@ -97,7 +97,10 @@ export class PgSubscription implements Subscription {
    */
   private async recover(error: unknown, failures: number): Promise<void> {
     const { groupId, topics } = this.options;
-    this.config.logger.error({ err: error, groupId, topics, failures }, 'log subscription failed; retrying from the committed offsets');
+    this.config.logger.error(
+      { err: error, groupId, topics, failures },
+      'log subscription failed; retrying from the committed offsets',
+    );
     await this.dropSession();
     if (!this.running) return;
     const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** (failures - 1));
@@ -157,7 +160,13 @@ export class PgSubscription implements Subscription {
     return delivered;
   }
 
-  private async deliverBatch(session: GroupSession, topic: string, partition: number, position: number, head: number): Promise<boolean> {
+  private async deliverBatch(
+    session: GroupSession,
+    topic: string,
+    partition: number,
+    position: number,
+    head: number,
+  ): Promise<boolean> {
     const records = await session.fetch(topic, partition, position, this.options.maxBatch ?? DEFAULT_MAX_BATCH);
     if (records.length === 0) {
       // Heads are read before records, so an empty fetch below the head means retention purged it.

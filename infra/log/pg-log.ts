@@ -10,7 +10,14 @@ import type pg from 'pg';
 import { stderrLogger, type Logger } from './logger';
 import { partitionForKey } from './murmur2';
 import type {
-  LogPort, LogRecord, OutgoingRecord, PartitionPosition, SeekTarget, SubscribeOptions, Subscription, TopicSpec,
+  LogPort,
+  LogRecord,
+  OutgoingRecord,
+  PartitionPosition,
+  SeekTarget,
+  SubscribeOptions,
+  Subscription,
+  TopicSpec,
 } from './port';
 import { NOTIFY_CHANNEL, partitionLockName } from './pg-log-session';
 import { PgSubscription } from './pg-log-subscription';
@@ -43,7 +50,10 @@ export class PgLog implements LogPort {
   private readonly logger: Logger;
   private readonly clock: () => number;
 
-  constructor(private readonly pool: pg.Pool, private readonly options: PgLogOptions = {}) {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: PgLogOptions = {},
+  ) {
     this.logger = options.logger ?? stderrLogger;
     this.clock = options.clock ?? Date.now;
   }
@@ -71,7 +81,10 @@ export class PgLog implements LogPort {
     // Partition counts never change here (ensureTopics leaves existing topics alone), so caching is safe.
     const cached = this.partitionCounts.get(topic);
     if (cached !== undefined) return cached;
-    const { rows } = await this.pool.query<{ partitions: number }>('select partitions from log.topics where name = $1', [topic]);
+    const { rows } = await this.pool.query<{ partitions: number }>(
+      'select partitions from log.topics where name = $1',
+      [topic],
+    );
     const partitions = rows[0]?.partitions;
     if (partitions === undefined) throw unknownTopic(topic);
     this.partitionCounts.set(topic, partitions);
@@ -89,8 +102,13 @@ export class PgLog implements LogPort {
     const now = this.clock();
     // one statement (its own transaction): a publish costs one round trip whatever its partitions
     const { rows } = await this.pool.query<{ partitions: string }>(PUBLISH, [
-      topic, placed, records.map((r) => r.key), records.map((r) => r.value),
-      records.map((r) => JSON.stringify(r.headers ?? {})), records.map((r) => r.timestamp ?? now), NOTIFY_CHANNEL,
+      topic,
+      placed,
+      records.map((r) => r.key),
+      records.map((r) => r.value),
+      records.map((r) => JSON.stringify(r.headers ?? {})),
+      records.map((r) => r.timestamp ?? now),
+      NOTIFY_CHANNEL,
     ]);
     if (Number(rows[0]?.partitions) !== new Set(placed).size) throw new Error(`unknown partition of ${topic}`);
   }
@@ -140,14 +158,26 @@ export class PgLog implements LogPort {
     });
   }
 
-  private async seekOffsets(client: pg.ClientBase, topic: string, bounds: PartitionBounds[], target: SeekTarget): Promise<Map<number, number>> {
-    const clampTo = (b: PartitionBounds, offset: number): [number, number] => [b.partition, clampOffset(offset, b.logStart, b.logEnd)];
+  private async seekOffsets(
+    client: pg.ClientBase,
+    topic: string,
+    bounds: PartitionBounds[],
+    target: SeekTarget,
+  ): Promise<Map<number, number>> {
+    const clampTo = (b: PartitionBounds, offset: number): [number, number] => [
+      b.partition,
+      clampOffset(offset, b.logStart, b.logEnd),
+    ];
     if ('offset' in target) return new Map(bounds.map((b) => clampTo(b, target.offset)));
     if ('timestamp' in target) {
       const byTime = await offsetsAtTime(client, topic, target.timestamp);
       return new Map(bounds.map((b) => clampTo(b, byTime[b.partition] ?? b.logEnd)));
     }
-    return new Map(Object.entries(target.offsets).map(([partition, offset]) => clampTo(boundsOf(bounds, topic, Number(partition)), offset)));
+    return new Map(
+      Object.entries(target.offsets).map(([partition, offset]) =>
+        clampTo(boundsOf(bounds, topic, Number(partition)), offset),
+      ),
+    );
   }
 
   async offsetsForTime(topic: string, timestamp: number): Promise<Record<number, number>> {
@@ -158,7 +188,8 @@ export class PgLog implements LogPort {
 
   async read(topic: string, partition: number, fromOffset: number, maxRecords: number): Promise<LogRecord[]> {
     const partitions = await this.partitionsOf(topic);
-    if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) throw new Error(`topic ${topic} has no partition ${partition}`);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= partitions)
+      throw new Error(`topic ${topic} has no partition ${partition}`);
     const { rows } = await this.pool.query<RecordRow>(
       `select ${recordColumns} from log.records
         where topic = $1 and partition = $2 and "offset" >= $3 order by "offset" limit $4`,
@@ -187,7 +218,8 @@ export class PgLog implements LogPort {
       [now, options.topics ?? null],
     );
     let deleted = 0;
-    for (const r of rows) deleted += await this.deletePrefix(r.topic, r.partition, Number(r.log_start), Number(r.first_kept));
+    for (const r of rows)
+      deleted += await this.deletePrefix(r.topic, r.partition, Number(r.log_start), Number(r.first_kept));
     return deleted;
   }
 
@@ -275,7 +307,11 @@ const boundsOf = (bounds: PartitionBounds[], topic: string, partition: number): 
   return found;
 };
 
-const offsetsAtTime = async (db: pg.ClientBase | pg.Pool, topic: string, timestamp: number): Promise<Record<number, number>> => {
+const offsetsAtTime = async (
+  db: pg.ClientBase | pg.Pool,
+  topic: string,
+  timestamp: number,
+): Promise<Record<number, number>> => {
   const { rows } = await db.query<{ partition: number; offset: string }>(
     `select h.partition,
             coalesce((select min(r."offset") from log.records r
@@ -290,7 +326,12 @@ const offsetsAtTime = async (db: pg.ClientBase | pg.Pool, topic: string, timesta
  * Takes each partition's lock for the rest of the transaction: it fails while a member owns the
  * partition, and it keeps members from taking the partition while the new offsets are written.
  */
-const assertGroupIdle = async (client: pg.ClientBase, groupId: string, topic: string, partitions: number[]): Promise<void> => {
+const assertGroupIdle = async (
+  client: pg.ClientBase,
+  groupId: string,
+  topic: string,
+  partitions: number[],
+): Promise<void> => {
   const { rows } = await client.query<{ name: string }>(
     'select name from unnest($1::text[]) as n(name) where not pg_try_advisory_xact_lock(hashtextextended(name, 0))',
     [partitions.map((p) => partitionLockName(groupId, topic, p))],

@@ -6,16 +6,20 @@ const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
 
 export const validateTopicSpecs = (topics: TopicSpec[]): void => {
   for (const t of topics) {
-    if (!TOPIC_NAME.test(t.name) || t.name === '.' || t.name === '..') throw new Error(`invalid topic name ${JSON.stringify(t.name)}`);
-    if (!Number.isInteger(t.partitions) || t.partitions < 1) throw new Error(`topic ${t.name}: partitions must be a positive integer`);
-    if (!Number.isInteger(t.retentionMs) || t.retentionMs < 1) throw new Error(`topic ${t.name}: retentionMs must be a positive integer`);
+    if (!TOPIC_NAME.test(t.name) || t.name === '.' || t.name === '..')
+      throw new Error(`invalid topic name ${JSON.stringify(t.name)}`);
+    if (!Number.isInteger(t.partitions) || t.partitions < 1)
+      throw new Error(`topic ${t.name}: partitions must be a positive integer`);
+    if (!Number.isInteger(t.retentionMs) || t.retentionMs < 1)
+      throw new Error(`topic ${t.name}: retentionMs must be a positive integer`);
   }
 };
 
 export const validateSubscribeOptions = (options: SubscribeOptions): void => {
   if (!options.groupId) throw new Error('subscribe needs a groupId');
   if (options.topics.length === 0) throw new Error('subscribe needs at least one topic');
-  if (options.maxBatch !== undefined && (!Number.isInteger(options.maxBatch) || options.maxBatch < 1)) throw new Error('maxBatch must be a positive integer');
+  if (options.maxBatch !== undefined && (!Number.isInteger(options.maxBatch) || options.maxBatch < 1))
+    throw new Error('maxBatch must be a positive integer');
 };
 
 /**

@@ -2,32 +2,48 @@ import { z } from 'zod';
 import { ConfigError } from '../config';
 
 const int = (def: number, min: number, max: number) =>
-  z.coerce.number({ error: `expected a whole number from ${min} to ${max}` }).int(`expected a whole number from ${min} to ${max}`)
-    .min(min, `expected a whole number from ${min} to ${max}`).max(max, `expected a whole number from ${min} to ${max}`).default(def);
-const base64url = (bytes: number) => z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected base64url (no padding)')
-  .refine((v) => Buffer.from(v, 'base64url').length === bytes, `expected ${bytes} bytes in base64url`);
+  z.coerce
+    .number({ error: `expected a whole number from ${min} to ${max}` })
+    .int(`expected a whole number from ${min} to ${max}`)
+    .min(min, `expected a whole number from ${min} to ${max}`)
+    .max(max, `expected a whole number from ${min} to ${max}`)
+    .default(def);
+const base64url = (bytes: number) =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'expected base64url (no padding)')
+    .refine((v) => Buffer.from(v, 'base64url').length === bytes, `expected ${bytes} bytes in base64url`);
 
 /** the notification variables (spec 002, Limits, and what it leaves open); read from the environment once per process */
-export const NotifySettingsSchema = z.object({
-  NOTIFY_RATE_LIMIT_PER_TENANT: int(100, 1, 1_000_000_000),
-  NOTIFY_RATE_LIMIT_PER_MODULE: int(50, 1, 1_000_000_000),
-  NOTIFY_QUEUE_MAX_PER_TENANT: int(10_000, 1, 1_000_000_000),
-  NOTIFY_HISTORY_RETENTION_DAYS: int(90, 1, 3650),
-  NOTIFY_FAILED_RETENTION_DAYS: int(180, 1, 3650),
-  NOTIFY_ATTEMPT_TIMEOUT_SEC: int(10, 1, 300),
-  /** how long a worker sleeps when nothing is due (new work wakes it at once) */
-  NOTIFY_POLL_INTERVAL_MS: int(1000, 10, 60_000),
-  /** notifications one worker loop claims at once, and loops per worker process */
-  NOTIFY_WORKER_BATCH: int(50, 1, 1000),
-  NOTIFY_WORKER_CONCURRENCY: int(2, 1, 32),
-  NOTIFY_VAPID_PUBLIC_KEY: base64url(65).optional(),
-  NOTIFY_VAPID_PRIVATE_KEY: base64url(32).optional(),
-  NOTIFY_VAPID_SUBJECT: z.string().regex(/^(mailto:|https:\/\/)\S+$/, 'expected a mailto: or https: URL').optional(),
-}).superRefine((s, ctx) => {
-  if (Boolean(s.NOTIFY_VAPID_PUBLIC_KEY) !== Boolean(s.NOTIFY_VAPID_PRIVATE_KEY)) {
-    ctx.addIssue({ code: 'custom', path: [s.NOTIFY_VAPID_PUBLIC_KEY ? 'NOTIFY_VAPID_PRIVATE_KEY' : 'NOTIFY_VAPID_PUBLIC_KEY'], message: 'NOTIFY_VAPID_PUBLIC_KEY and NOTIFY_VAPID_PRIVATE_KEY are set together' });
-  }
-});
+export const NotifySettingsSchema = z
+  .object({
+    NOTIFY_RATE_LIMIT_PER_TENANT: int(100, 1, 1_000_000_000),
+    NOTIFY_RATE_LIMIT_PER_MODULE: int(50, 1, 1_000_000_000),
+    NOTIFY_QUEUE_MAX_PER_TENANT: int(10_000, 1, 1_000_000_000),
+    NOTIFY_HISTORY_RETENTION_DAYS: int(90, 1, 3650),
+    NOTIFY_FAILED_RETENTION_DAYS: int(180, 1, 3650),
+    NOTIFY_ATTEMPT_TIMEOUT_SEC: int(10, 1, 300),
+    /** how long a worker sleeps when nothing is due (new work wakes it at once) */
+    NOTIFY_POLL_INTERVAL_MS: int(1000, 10, 60_000),
+    /** notifications one worker loop claims at once, and loops per worker process */
+    NOTIFY_WORKER_BATCH: int(50, 1, 1000),
+    NOTIFY_WORKER_CONCURRENCY: int(2, 1, 32),
+    NOTIFY_VAPID_PUBLIC_KEY: base64url(65).optional(),
+    NOTIFY_VAPID_PRIVATE_KEY: base64url(32).optional(),
+    NOTIFY_VAPID_SUBJECT: z
+      .string()
+      .regex(/^(mailto:|https:\/\/)\S+$/, 'expected a mailto: or https: URL')
+      .optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (Boolean(s.NOTIFY_VAPID_PUBLIC_KEY) !== Boolean(s.NOTIFY_VAPID_PRIVATE_KEY)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [s.NOTIFY_VAPID_PUBLIC_KEY ? 'NOTIFY_VAPID_PRIVATE_KEY' : 'NOTIFY_VAPID_PUBLIC_KEY'],
+        message: 'NOTIFY_VAPID_PUBLIC_KEY and NOTIFY_VAPID_PRIVATE_KEY are set together',
+      });
+    }
+  });
 
 export interface NotifySettings {
   ratePerTenant: number;
@@ -48,7 +64,8 @@ export interface NotifySettings {
 export const loadNotifySettings = (env: NodeJS.ProcessEnv = process.env): NotifySettings => {
   const relevant = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith('NOTIFY_') && v !== ''));
   const parsed = NotifySettingsSchema.safeParse(relevant);
-  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? 'NOTIFY')}: ${i.message}`));
+  if (!parsed.success)
+    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? 'NOTIFY')}: ${i.message}`));
   const s = parsed.data;
   return {
     ratePerTenant: s.NOTIFY_RATE_LIMIT_PER_TENANT,
@@ -61,7 +78,10 @@ export const loadNotifySettings = (env: NodeJS.ProcessEnv = process.env): Notify
     pollIntervalMs: s.NOTIFY_POLL_INTERVAL_MS,
     workerBatch: s.NOTIFY_WORKER_BATCH,
     workerConcurrency: s.NOTIFY_WORKER_CONCURRENCY,
-    vapid: s.NOTIFY_VAPID_PUBLIC_KEY && s.NOTIFY_VAPID_PRIVATE_KEY ? { publicKey: s.NOTIFY_VAPID_PUBLIC_KEY, privateKey: s.NOTIFY_VAPID_PRIVATE_KEY } : null,
+    vapid:
+      s.NOTIFY_VAPID_PUBLIC_KEY && s.NOTIFY_VAPID_PRIVATE_KEY
+        ? { publicKey: s.NOTIFY_VAPID_PUBLIC_KEY, privateKey: s.NOTIFY_VAPID_PRIVATE_KEY }
+        : null,
     vapidSubject: s.NOTIFY_VAPID_SUBJECT ?? null,
   };
 };

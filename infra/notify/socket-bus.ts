@@ -58,7 +58,10 @@ class RedisSocketBus implements SocketBus {
   private subscriber: Redis | null = null;
   private readonly channel: string;
 
-  constructor(private readonly url: string, private readonly onError: (error: Error) => void) {
+  constructor(
+    private readonly url: string,
+    private readonly onError: (error: Error) => void,
+  ) {
     // a publish waits for the connection at most 5 s: then the delivery is retried (the buffer keeps the message for replay meanwhile)
     this.publisher = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 5_000 });
     this.publisher.on('error', onError);
@@ -90,7 +93,10 @@ class PostgresSocketBus implements SocketBus {
   readonly kind = 'postgres' as const;
   private client: pg.Client | null = null;
 
-  constructor(private readonly pool: pg.Pool, private readonly onError: (error: Error) => void) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly onError: (error: Error) => void,
+  ) {}
 
   async publish(envelope: SocketEnvelope): Promise<void> {
     let text = JSON.stringify(envelope);
@@ -100,7 +106,11 @@ class PostgresSocketBus implements SocketBus {
 
   async subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void> {
     // a connection of its own for the whole life of the process: LISTEN holds it
-    const client = new pg.Client({ ...this.pool.options, application_name: `${this.pool.options.application_name ?? 'platform'}/notify-socket`.slice(0, 63), keepAlive: true });
+    const client = new pg.Client({
+      ...this.pool.options,
+      application_name: `${this.pool.options.application_name ?? 'platform'}/notify-socket`.slice(0, 63),
+      keepAlive: true,
+    });
     client.on('error', this.onError);
     client.on('notification', (n) => {
       const envelope = n.payload ? parse(n.payload) : null;
@@ -123,7 +133,9 @@ export const socketBus = (kernel: Kernel): SocketBus => {
   let bus = buses.get(kernel);
   if (!bus) {
     const onError = (error: Error) => kernel.logger.warn({ err: error }, 'notify socket bus connection failed');
-    const opened = kernel.config.REDIS_URL ? new RedisSocketBus(kernel.config.REDIS_URL, onError) : new PostgresSocketBus(kernel.db, onError);
+    const opened = kernel.config.REDIS_URL
+      ? new RedisSocketBus(kernel.config.REDIS_URL, onError)
+      : new PostgresSocketBus(kernel.db, onError);
     bus = opened;
     buses.set(kernel, opened);
     kernel.onClose('notify.socket-bus', () => opened.close());

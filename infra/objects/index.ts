@@ -20,4 +20,9 @@ export interface ObjectStoreConfig {
 export const createObjectStore = (config: ObjectStoreConfig): ObjectStore =>
   config.s3
     ? createS3ObjectStore({ ...config.s3, clock: config.clock })
-    : createLocalObjectStore({ dataDir: config.dataDir, publicBaseUrl: config.publicBaseUrl, signingSecret: config.signingSecret, clock: config.clock });
+    : createLocalObjectStore({
+        dataDir: config.dataDir,
+        publicBaseUrl: config.publicBaseUrl,
+        signingSecret: config.signingSecret,
+        clock: config.clock,
+      });

@@ -33,7 +33,8 @@ export const verifyLocalPresignature = (
   const expected = Buffer.from(signLocalRequest(secret, request), 'hex');
   const given = Buffer.from(/^[0-9a-f]{64}$/.test(request.signature) ? request.signature : '', 'hex');
   // Constant-time comparison: the time taken must not tell how many leading bytes were right.
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'bad-signature' };
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return { valid: false, reason: 'bad-signature' };
   if (nowMs >= request.expires * 1000) return { valid: false, reason: 'expired' };
   return { valid: true };
 };
@@ -56,19 +57,38 @@ export const LOCAL_POST_PATH = '/v1/objects/local';
 
 export const signLocalPost = (secret: string | Buffer, policy: LocalPostPolicy): string =>
   createHmac('sha256', secret)
-    .update(['POST', policy.key, policy.contentType, String(policy.expires), String(policy.minBytes), String(policy.maxBytes)].join('\n'))
+    .update(
+      [
+        'POST',
+        policy.key,
+        policy.contentType,
+        String(policy.expires),
+        String(policy.minBytes),
+        String(policy.maxBytes),
+      ].join('\n'),
+    )
     .digest('hex');
 
 /** the form's fields as the policy they claim to be, and whether it is signed, current and complete */
-export const verifyLocalPost = (secret: string | Buffer, fields: Record<string, string>, nowMs: number): LocalPresignatureCheck & { policy?: LocalPostPolicy } => {
+export const verifyLocalPost = (
+  secret: string | Buffer,
+  fields: Record<string, string>,
+  nowMs: number,
+): LocalPresignatureCheck & { policy?: LocalPostPolicy } => {
   const policy: LocalPostPolicy = {
-    key: fields.key ?? '', contentType: fields['Content-Type'] ?? '', expires: Number(fields.expires), minBytes: Number(fields.min), maxBytes: Number(fields.max),
+    key: fields.key ?? '',
+    contentType: fields['Content-Type'] ?? '',
+    expires: Number(fields.expires),
+    minBytes: Number(fields.min),
+    maxBytes: Number(fields.max),
   };
-  if (![policy.expires, policy.minBytes, policy.maxBytes].every(Number.isSafeInteger)) return { valid: false, reason: 'bad-signature' };
+  if (![policy.expires, policy.minBytes, policy.maxBytes].every(Number.isSafeInteger))
+    return { valid: false, reason: 'bad-signature' };
   const expected = Buffer.from(signLocalPost(secret, policy), 'hex');
   const signature = fields.signature ?? '';
   const given = Buffer.from(/^[0-9a-f]{64}$/.test(signature) ? signature : '', 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'bad-signature' };
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return { valid: false, reason: 'bad-signature' };
   if (nowMs >= policy.expires * 1000) return { valid: false, reason: 'expired' };
   return { valid: true, policy };
 };

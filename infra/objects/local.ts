@@ -7,7 +7,16 @@ import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../runtime/clock';
 import { systemClock } from '../runtime/clock';
 import { LOCAL_OBJECTS_PATH, LOCAL_POST_PATH, signLocalPost, signLocalRequest } from './local-signature';
-import { assertObjectKey, assertPrefix, assertRange, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectHead, type ObjectStore } from './port';
+import {
+  assertObjectKey,
+  assertPrefix,
+  assertRange,
+  assertTtlSeconds,
+  encodeKeyPath,
+  ObjectNotFoundError,
+  type ObjectHead,
+  type ObjectStore,
+} from './port';
 
 export interface LocalObjectStoreOptions {
   /** the platform's data folder; objects live in <dataDir>/objects */
@@ -109,7 +118,12 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
       });
       try {
         await pipeline(Buffer.isBuffer(body) ? Readable.from([body]) : body, measure, createWriteStream(tmp));
-        await commit(key, tmp, { contentType, size, etag: `"${hash.digest('hex')}"`, lastModified: clock.now().toISOString() });
+        await commit(key, tmp, {
+          contentType,
+          size,
+          etag: `"${hash.digest('hex')}"`,
+          lastModified: clock.now().toISOString(),
+        });
       } catch (error) {
         await rm(tmp, { force: true });
         throw error;
@@ -130,7 +144,15 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
     },
     async head(key): Promise<ObjectHead | null> {
       const meta = await readMeta(key);
-      return meta && { key, size: meta.size, contentType: meta.contentType, etag: meta.etag, lastModified: new Date(meta.lastModified) };
+      return (
+        meta && {
+          key,
+          size: meta.size,
+          contentType: meta.contentType,
+          etag: meta.etag,
+          lastModified: new Date(meta.lastModified),
+        }
+      );
     },
     async delete(key) {
       await rm(pathOf(key, 'meta'), { force: true });
@@ -174,11 +196,22 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
       assertObjectKey(key);
       assertTtlSeconds(postOptions.ttlSeconds);
       const expiresAt = new Date(clock.now().getTime() + postOptions.ttlSeconds * 1000);
-      const policy = { key, contentType: postOptions.contentType, expires: Math.floor(expiresAt.getTime() / 1000), minBytes: postOptions.minBytes, maxBytes: postOptions.maxBytes };
+      const policy = {
+        key,
+        contentType: postOptions.contentType,
+        expires: Math.floor(expiresAt.getTime() / 1000),
+        minBytes: postOptions.minBytes,
+        maxBytes: postOptions.maxBytes,
+      };
       return {
-        url: `${options.publicBaseUrl.replace(/\/+$/, '')}${LOCAL_POST_PATH}`, expiresAt,
+        url: `${options.publicBaseUrl.replace(/\/+$/, '')}${LOCAL_POST_PATH}`,
+        expiresAt,
         fields: {
-          key, 'Content-Type': policy.contentType, expires: String(policy.expires), min: String(policy.minBytes), max: String(policy.maxBytes),
+          key,
+          'Content-Type': policy.contentType,
+          expires: String(policy.expires),
+          min: String(policy.minBytes),
+          max: String(policy.maxBytes),
           signature: signLocalPost(options.signingSecret, policy),
         },
       };

@@ -90,7 +90,10 @@ export class ObjectNotFoundError extends Error {
 
 export class InvalidObjectKeyError extends Error {
   readonly code = 'invalid-object-key';
-  constructor(readonly key: string, reason: string) {
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
     super(`invalid object key ${JSON.stringify(key)}: ${reason}`);
     this.name = 'InvalidObjectKeyError';
   }
@@ -104,9 +107,11 @@ const SEGMENT = /^[A-Za-z0-9._=+@-]+$/;
 export const assertObjectKey = (key: string): void => {
   if (key.length === 0 || key.length > 1024) throw new InvalidObjectKeyError(key, 'length must be 1..1024');
   for (const segment of key.split('/')) {
-    if (segment === '' || segment === '.' || segment === '..') throw new InvalidObjectKeyError(key, 'empty, "." or ".." segment');
+    if (segment === '' || segment === '.' || segment === '..')
+      throw new InvalidObjectKeyError(key, 'empty, "." or ".." segment');
     if (segment.length > 200) throw new InvalidObjectKeyError(key, 'segment longer than 200 characters');
-    if (!SEGMENT.test(segment)) throw new InvalidObjectKeyError(key, 'only letters, digits and . _ = + @ - are allowed');
+    if (!SEGMENT.test(segment))
+      throw new InvalidObjectKeyError(key, 'only letters, digits and . _ = + @ - are allowed');
   }
 };
 
@@ -121,14 +126,25 @@ export const assertTtlSeconds = (ttlSeconds: number): void => {
 export const encodeKeyPath = (key: string): string => key.split('/').map(encodeURIComponent).join('/');
 
 export const assertRange = (range: ByteRange | undefined): void => {
-  if (range && !(Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) && range.start >= 0 && range.end >= range.start)) {
+  if (
+    range &&
+    !(
+      Number.isSafeInteger(range.start) &&
+      Number.isSafeInteger(range.end) &&
+      range.start >= 0 &&
+      range.end >= range.start
+    )
+  ) {
     throw new RangeError(`a byte range is start..end with 0 <= start <= end, got ${range.start}..${range.end}`);
   }
 };
 
 /** the key prefix as given to list: '' (everything) or segments ending anywhere; no '..' climbing */
 export const assertPrefix = (prefix: string): void => {
-  if (prefix !== '' && (prefix.startsWith('/') || prefix.split('/').some((s) => s === '.' || s === '..') || prefix.includes('~'))) {
+  if (
+    prefix !== '' &&
+    (prefix.startsWith('/') || prefix.split('/').some((s) => s === '.' || s === '..') || prefix.includes('~'))
+  ) {
     throw new InvalidObjectKeyError(prefix, 'a prefix is the start of a key');
   }
 };

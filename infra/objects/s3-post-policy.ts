@@ -20,9 +20,18 @@ export interface PostPolicySigner {
 const hmac = (key: Buffer | string, text: string): Buffer => createHmac('sha256', key).update(text, 'utf8').digest();
 
 /** 20240501T100000Z */
-const amzDate = (at: Date): string => at.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+const amzDate = (at: Date): string =>
+  at
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 
-export const signPostPolicy = (signer: PostPolicySigner, key: string, options: PresignPostOptions, now: Date): PresignedPost => {
+export const signPostPolicy = (
+  signer: PostPolicySigner,
+  key: string,
+  options: PresignPostOptions,
+  now: Date,
+): PresignedPost => {
   const date = amzDate(now);
   const day = date.slice(0, 8);
   const credential = `${signer.accessKeyId}/${day}/${signer.region}/s3/aws4_request`;
@@ -45,5 +54,9 @@ export const signPostPolicy = (signer: PostPolicySigner, key: string, options: P
   const encoded = Buffer.from(JSON.stringify(policy)).toString('base64');
   const signingKey = hmac(hmac(hmac(hmac(`AWS4${signer.secretAccessKey}`, day), signer.region), 's3'), 'aws4_request');
   const url = `${signer.endpoint.replace(/\/+$/, '')}/${encodeURIComponent(signer.bucket)}`;
-  return { url, expiresAt, fields: { ...fields, policy: encoded, 'x-amz-signature': hmac(signingKey, encoded).toString('hex') } };
+  return {
+    url,
+    expiresAt,
+    fields: { ...fields, policy: encoded, 'x-amz-signature': hmac(signingKey, encoded).toString('hex') },
+  };
 };

@@ -17,7 +17,15 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Clock } from '../runtime/clock';
 import { systemClock } from '../runtime/clock';
-import { assertObjectKey, assertPrefix, assertRange, assertTtlSeconds, encodeKeyPath, ObjectNotFoundError, type ObjectStore } from './port';
+import {
+  assertObjectKey,
+  assertPrefix,
+  assertRange,
+  assertTtlSeconds,
+  encodeKeyPath,
+  ObjectNotFoundError,
+  type ObjectStore,
+} from './port';
 import { signPostPolicy } from './s3-post-policy';
 
 export interface S3ObjectStoreOptions {
@@ -44,7 +52,11 @@ const isNotFound = (error: unknown) => {
  * copied into the part as they arrive (no concatenation of the chunks, no part kept alive by a
  * leftover that is a slice of it): one part, and the chunk in hand, is what an upload holds.
  */
-const readPart = async (source: AsyncIterator<Buffer>, carry: { rest: Buffer | null }, size: number): Promise<{ chunk: Buffer; ended: boolean }> => {
+const readPart = async (
+  source: AsyncIterator<Buffer>,
+  carry: { rest: Buffer | null },
+  size: number,
+): Promise<{ chunk: Buffer; ended: boolean }> => {
   const part = Buffer.allocUnsafeSlow(size);
   let filled = 0;
   const take = (bytes: Buffer): Buffer | null => {
@@ -98,13 +110,17 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       const parts: { ETag: string | undefined; PartNumber: number }[] = [];
       let part = first;
       for (let PartNumber = 1; ; PartNumber++) {
-        const { ETag } = await client.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }));
+        const { ETag } = await client.send(
+          new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }),
+        );
         parts.push({ ETag, PartNumber });
         if (part.ended) break;
         part = await readPart(source, carry, partSize);
         if (part.ended && part.chunk.length === 0) break;
       }
-      await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));
+      await client.send(
+        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }),
+      );
     } catch (error) {
       // An abandoned upload keeps its parts (and its cost) until aborted.
       await client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
@@ -116,7 +132,8 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
     kind: 's3',
     async put(key, body, { contentType }) {
       assertObjectKey(key);
-      if (Buffer.isBuffer(body)) await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType }));
+      if (Buffer.isBuffer(body))
+        await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType }));
       else await putStream(key, body, contentType);
     },
     async get(key, getOptions) {
@@ -124,7 +141,9 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       const range = getOptions?.range;
       assertRange(range);
       try {
-        const { Body } = await client.send(new GetObjectCommand({ Bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
+        const { Body } = await client.send(
+          new GetObjectCommand({ Bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+        );
         return Body as Readable; // in Node the SDK hands back the response stream
       } catch (error) {
         if (isNotFound(error)) throw new ObjectNotFoundError(key);
@@ -155,7 +174,9 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       assertObjectKey(fromKey);
       assertObjectKey(toKey);
       try {
-        await client.send(new CopyObjectCommand({ Bucket, Key: toKey, CopySource: `${Bucket}/${encodeKeyPath(fromKey)}` }));
+        await client.send(
+          new CopyObjectCommand({ Bucket, Key: toKey, CopySource: `${Bucket}/${encodeKeyPath(fromKey)}` }),
+        );
       } catch (error) {
         if (isNotFound(error)) throw new ObjectNotFoundError(fromKey);
         throw error;
@@ -167,18 +188,30 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
     },
     async list(prefix, listOptions = {}) {
       assertPrefix(prefix);
-      const out = await client.send(new ListObjectsV2Command({
-        Bucket, Prefix: prefix || undefined, StartAfter: listOptions.startAfter, MaxKeys: listOptions.limit ?? 1000,
-      }));
+      const out = await client.send(
+        new ListObjectsV2Command({
+          Bucket,
+          Prefix: prefix || undefined,
+          StartAfter: listOptions.startAfter,
+          MaxKeys: listOptions.limit ?? 1000,
+        }),
+      );
       return {
-        objects: (out.Contents ?? []).map((o) => ({ key: o.Key!, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0) })),
+        objects: (out.Contents ?? []).map((o) => ({
+          key: o.Key!,
+          size: o.Size ?? 0,
+          lastModified: o.LastModified ?? new Date(0),
+        })),
         more: out.IsTruncated === true,
       };
     },
     async presignGet(key, ttlSeconds) {
       assertObjectKey(key);
       assertTtlSeconds(ttlSeconds);
-      return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), { expiresIn: ttlSeconds, signingDate: clock.now() });
+      return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), {
+        expiresIn: ttlSeconds,
+        signingDate: clock.now(),
+      });
     },
     async presignPut(key, ttlSeconds, contentType) {
       assertObjectKey(key);
@@ -193,7 +226,18 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
     async presignPost(key, postOptions) {
       assertObjectKey(key);
       assertTtlSeconds(postOptions.ttlSeconds);
-      return signPostPolicy({ endpoint: options.endpoint, bucket: Bucket, region, accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey }, key, postOptions, clock.now());
+      return signPostPolicy(
+        {
+          endpoint: options.endpoint,
+          bucket: Bucket,
+          region,
+          accessKeyId: options.accessKeyId,
+          secretAccessKey: options.secretAccessKey,
+        },
+        key,
+        postOptions,
+        clock.now(),
+      );
     },
     async ensureBucket() {
       try {

@@ -39,16 +39,21 @@ function uniqueKeys(this: Logger, args: Parameters<pino.LogFn>, method: pino.Log
       (args as unknown[])[0] = fields;
     }
   }
-  (method).apply(this, args);
+  method.apply(this, args);
 }
 
 /** JSON logs on stdout; every request's lines carry its traceId (bound by the HTTP layer). */
-export const createLogger = (options: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger => {
+export const createLogger = (
+  options: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
+): Logger => {
   const settings: pino.LoggerOptions = {
     name: options.name ?? 'platform',
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     base: { pid: process.pid },
-    redact: { paths: ['req.headers.authorization', 'password', '*.password', 'refreshToken', '*.refreshToken'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'password', '*.password', 'refreshToken', '*.refreshToken'],
+      censor: '[redacted]',
+    },
     timestamp: pino.stdTimeFunctions.isoTime,
     hooks: { logMethod: uniqueKeys },
   };

@@ -7,7 +7,11 @@ let sdk: NodeSDK | null = null;
  * Starts the OpenTelemetry SDK when an OTLP endpoint is configured (or an exporter is given, in
  * tests). The OTLP exporter reads OTEL_EXPORTER_OTLP_ENDPOINT and friends from the environment.
  */
-export const startTelemetry = async (options: { serviceName: string; endpoint?: string; exporter?: SpanExporter }): Promise<boolean> => {
+export const startTelemetry = async (options: {
+  serviceName: string;
+  endpoint?: string;
+  exporter?: SpanExporter;
+}): Promise<boolean> => {
   if (sdk || (!options.endpoint && !options.exporter)) return false;
   let traceExporter = options.exporter;
   if (!traceExporter) {

@@ -6,7 +6,10 @@ export type Tx = pg.PoolClient;
 /** Anything that can run a query: the pool or a transaction's client. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
-export const createPool = (connectionString: string, options: { max?: number; applicationName?: string; waitMs?: number } = {}): Db => {
+export const createPool = (
+  connectionString: string,
+  options: { max?: number; applicationName?: string; waitMs?: number } = {},
+): Db => {
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 20,
@@ -27,7 +30,11 @@ export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
  * `savepoint` names a savepoint set in the same round trip as BEGIN, for callers that retry
  * from it.
  */
-export const inTransaction = async <T>(db: Db, fn: (tx: Tx) => Promise<T>, options: { isolation?: Isolation; savepoint?: string } = {}): Promise<T> => {
+export const inTransaction = async <T>(
+  db: Db,
+  fn: (tx: Tx) => Promise<T>,
+  options: { isolation?: Isolation; savepoint?: string } = {},
+): Promise<T> => {
   const client = await db.connect();
   const isolation = options.isolation ?? 'read committed';
   try {
@@ -57,4 +64,4 @@ export const PgCode = {
 } as const;
 
 export const pgErrorCode = (error: unknown): string | undefined =>
-  typeof error === 'object' && error !== null && 'code' in error ? String((error).code) : undefined;
+  typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;

@@ -26,7 +26,8 @@ export const quoteLiteral = (value: string): string => {
 export const literal = (value: unknown): string => {
   if (value === null || value === undefined) return 'NULL';
   // negatives in parentheses: "x -$1" must not become the comment "x --5"
-  if (typeof value === 'number' || typeof value === 'bigint') return !Number.isFinite(Number(value)) ? quoteLiteral(String(value)) : value < 0 ? `(${value})` : String(value);
+  if (typeof value === 'number' || typeof value === 'bigint')
+    return !Number.isFinite(Number(value)) ? quoteLiteral(String(value)) : value < 0 ? `(${value})` : String(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (Buffer.isBuffer(value)) return `'\\x${value.toString('hex')}'::bytea`;
   if (value instanceof Date) return `${quoteLiteral(value.toISOString())}::timestamptz`;
@@ -38,4 +39,5 @@ export const literal = (value: unknown): string => {
 };
 
 /** the statement's text with its $n placeholders replaced by literals */
-export const inline = (s: BoundStatement): string => s.text.replace(/\$(\d+)/g, (_, n: string) => literal(s.values[Number(n) - 1]));
+export const inline = (s: BoundStatement): string =>
+  s.text.replace(/\$(\d+)/g, (_, n: string) => literal(s.values[Number(n) - 1]));

@@ -34,19 +34,26 @@ export type MigrationProgress = (event: { applied: number; total: number; migrat
  * ones find nothing left to do. A changed file that was already applied is refused, because
  * the databases that ran the old text would silently differ from the new ones.
  */
-export const migrate = async (db: Db, options: { onProgress?: MigrationProgress; dir?: string } = {}): Promise<number> => {
+export const migrate = async (
+  db: Db,
+  options: { onProgress?: MigrationProgress; dir?: string } = {},
+): Promise<number> => {
   const migrations = await loadMigrations(options.dir);
   const lockClient = await db.connect();
   try {
     await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await lockClient.query(`CREATE TABLE IF NOT EXISTS public.schema_migrations (
       version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await lockClient.query<{ version: string; name: string; checksum: string }>('SELECT version, name, checksum FROM public.schema_migrations');
+    const { rows } = await lockClient.query<{ version: string; name: string; checksum: string }>(
+      'SELECT version, name, checksum FROM public.schema_migrations',
+    );
     const applied = new Map(rows.map((r) => [r.version, r]));
     for (const m of migrations) {
       const done = applied.get(m.version);
       if (done && done.checksum !== m.checksum) {
-        throw new Error(`migration ${m.name} was changed after it was applied (applied as ${done.name}); add a new migration instead`);
+        throw new Error(
+          `migration ${m.name} was changed after it was applied (applied as ${done.name}); add a new migration instead`,
+        );
       }
     }
     const pending = migrations.filter((m) => !applied.has(m.version));
@@ -54,7 +61,11 @@ export const migrate = async (db: Db, options: { onProgress?: MigrationProgress;
     for (const m of pending) {
       await inTransaction(db, async (tx) => {
         await tx.query(m.sql);
-        await tx.query('INSERT INTO public.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [m.version, m.name, m.checksum]);
+        await tx.query('INSERT INTO public.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          m.checksum,
+        ]);
       });
       count += 1;
       options.onProgress?.({ applied: count, total: pending.length, migration: m.name });

@@ -16,7 +16,9 @@ export const executeBatch = async (tx: Tx, statements: Statement[]): Promise<voi
     return;
   }
   try {
-    await tx.query(`SAVEPOINT projection_batch;\n${statements.map(inline).join(';\n')};\nRELEASE SAVEPOINT projection_batch`);
+    await tx.query(
+      `SAVEPOINT projection_batch;\n${statements.map(inline).join(';\n')};\nRELEASE SAVEPOINT projection_batch`,
+    );
   } catch {
     await tx.query('ROLLBACK TO SAVEPOINT projection_batch');
     for (const s of statements) await tx.query(s.text, s.values);

@@ -36,12 +36,22 @@ export class ProjectionEngine {
   private readonly analytics: AnalyticsProjector;
 
   /** analytics: the ClickHouse store, for projections that target it (opened on first use) */
-  constructor(private readonly db: Db, private readonly store: EventStore, projections: RegisteredProjection[], analytics?: () => Promise<AnalyticsStore>) {
-    this.analytics = new AnalyticsProjector(db, store, analytics ?? (() => Promise.reject(new Error('no ClickHouse store was given to the projection engine'))));
+  constructor(
+    private readonly db: Db,
+    private readonly store: EventStore,
+    projections: RegisteredProjection[],
+    analytics?: () => Promise<AnalyticsStore>,
+  ) {
+    this.analytics = new AnalyticsProjector(
+      db,
+      store,
+      analytics ?? (() => Promise.reject(new Error('no ClickHouse store was given to the projection engine'))),
+    );
     for (const p of projections) {
       if (this.byName.has(p.name)) throw new Error(`projection ${p.name} is registered twice`);
       this.byName.set(p.name, p);
-      if (isAnalytics(p) && (p.mode as string) !== 'async') throw new Error(`projection ${p.name} targets ClickHouse and must be async`);
+      if (isAnalytics(p) && (p.mode as string) !== 'async')
+        throw new Error(`projection ${p.name} targets ClickHouse and must be async`);
       if (isAnalytics(p) || p.mode !== 'inline') continue;
       for (const type of p.handles) this.inlineByType.set(type, [...(this.inlineByType.get(type) ?? []), p]);
     }
@@ -81,7 +91,9 @@ export class ProjectionEngine {
    */
   async prepare(onProgress?: RebuildProgress): Promise<void> {
     for (const p of this.byName.values()) {
-      const { rows } = await this.db.query<{ version: number }>('SELECT version FROM es.projections WHERE name = $1', [p.name]);
+      const { rows } = await this.db.query<{ version: number }>('SELECT version FROM es.projections WHERE name = $1', [
+        p.name,
+      ]);
       const stored = rows[0];
       if (!stored) await (isAnalytics(p) ? this.analytics.create(p) : this.create(p));
       if (!stored || stored.version !== p.version) await this.rebuild(p.name, onProgress);
@@ -99,17 +111,29 @@ export class ProjectionEngine {
   }
 
   async status(): Promise<ProjectionStatus[]> {
-    const { rows } = await this.db.query<{ name: string; mode: 'inline' | 'async'; version: number; active_generation: number; building: number | null }>(
-      'SELECT name, mode, version, active_generation, building FROM es.projections ORDER BY name',
-    );
+    const { rows } = await this.db.query<{
+      name: string;
+      mode: 'inline' | 'async';
+      version: number;
+      active_generation: number;
+      building: number | null;
+    }>('SELECT name, mode, version, active_generation, building FROM es.projections ORDER BY name');
     const head = await this.store.headCheckpoint(this.db);
-    return Promise.all(rows.map(async (r) => {
-      const checkpoint = r.mode === 'inline' ? head : await this.checkpoint(this.db, checkpointName(r.name, r.active_generation));
-      return {
-        name: r.name, mode: r.mode, version: r.version, activeGeneration: r.active_generation, building: r.building,
-        checkpoint, lag: r.mode === 'inline' ? 0 : await this.store.countAfter(this.db, checkpoint),
-      };
-    }));
+    return Promise.all(
+      rows.map(async (r) => {
+        const checkpoint =
+          r.mode === 'inline' ? head : await this.checkpoint(this.db, checkpointName(r.name, r.active_generation));
+        return {
+          name: r.name,
+          mode: r.mode,
+          version: r.version,
+          activeGeneration: r.active_generation,
+          building: r.building,
+          checkpoint,
+          lag: r.mode === 'inline' ? 0 : await this.store.countAfter(this.db, checkpoint),
+        };
+      }),
+    );
   }
 
   /**
@@ -120,15 +144,21 @@ export class ProjectionEngine {
    */
   async rebuild(name: string, onProgress?: RebuildProgress): Promise<void> {
     const p = this.get(name);
-    if (isAnalytics(p)) return this.analytics.rebuild(p, BATCH, (applied, total) => onProgress?.({ name, applied, total }));
+    if (isAnalytics(p))
+      return this.analytics.rebuild(p, BATCH, (applied, total) => onProgress?.({ name, applied, total }));
     const next = await inTransaction(this.db, async (tx) => {
       const { rows } = await tx.query<{ active_generation: number; building: number | null }>(
-        'SELECT active_generation, building FROM es.projections WHERE name = $1 FOR UPDATE', [name]);
+        'SELECT active_generation, building FROM es.projections WHERE name = $1 FOR UPDATE',
+        [name],
+      );
       const row = rows[0]!;
       const generation = Math.max(row.active_generation, row.building ?? 0) + 1;
       await this.createTables(tx, p, generation);
       await tx.query('UPDATE es.projections SET building = $2, updated_at = now() WHERE name = $1', [name, generation]);
-      await tx.query('INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET transaction_id = \'0\', position = 0', [checkpointName(name, generation)]);
+      await tx.query(
+        "INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET transaction_id = '0', position = 0",
+        [checkpointName(name, generation)],
+      );
       return generation;
     });
     const total = await this.store.countAfter(this.db, LOG_START);
@@ -144,7 +174,10 @@ export class ProjectionEngine {
       await tx.query('LOCK TABLE es.events IN SHARE MODE');
       for (;;) if ((await this.applyBatch(tx, p, next, BATCH, true)) < BATCH) break;
       await this.pointViews(tx, p, next);
-      await tx.query('UPDATE es.projections SET active_generation = $2, building = NULL, version = $3, updated_at = now() WHERE name = $1', [name, next, p.version]);
+      await tx.query(
+        'UPDATE es.projections SET active_generation = $2, building = NULL, version = $3, updated_at = now() WHERE name = $1',
+        [name, next, p.version],
+      );
       return previous;
     });
     onProgress?.({ name, applied: Math.max(total, applied), total: Math.max(total, applied) });
@@ -159,13 +192,17 @@ export class ProjectionEngine {
   async rebuildTenant(name: string, tenantId: string, onProgress?: RebuildProgress): Promise<number> {
     const p = this.get(name);
     // ClickHouse rows are append-only and the rows of a tenant may depend on carried state: a whole rebuild is the way
-    if (isAnalytics(p)) throw new Error(`${name} is a ClickHouse projection: rebuild it whole (platform projections rebuild ${name}); --tenant rebuilds PostgreSQL read models`);
+    if (isAnalytics(p))
+      throw new Error(
+        `${name} is a ClickHouse projection: rebuild it whole (platform projections rebuild ${name}); --tenant rebuilds PostgreSQL read models`,
+      );
     return inTransaction(this.db, async (tx) => {
       const generation = await this.lockActive(tx, name);
       await tx.query('LOCK TABLE es.events IN SHARE MODE');
       const until = p.mode === 'inline' ? null : await this.checkpoint(tx, checkpointName(name, generation));
       const relations = relationsFor(p, generation);
-      for (const table of Object.values<string>(relations)) await tx.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
+      for (const table of Object.values<string>(relations))
+        await tx.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
       let after = LOG_START;
       let applied = 0;
       for (;;) {
@@ -189,8 +226,13 @@ export class ProjectionEngine {
       await this.createTables(tx, p, 1);
       await this.pointViews(tx, p, 1);
       // version 0 marks "never built", so prepare() replays the history that exists
-      await tx.query('INSERT INTO es.projections (name, version, mode, active_generation) VALUES ($1, 0, $2, 1)', [p.name, p.mode]);
-      await tx.query('INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING', [checkpointName(p.name, 1)]);
+      await tx.query('INSERT INTO es.projections (name, version, mode, active_generation) VALUES ($1, 0, $2, 1)', [
+        p.name,
+        p.mode,
+      ]);
+      await tx.query('INSERT INTO es.checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING', [
+        checkpointName(p.name, 1),
+      ]);
     });
   }
 
@@ -209,39 +251,69 @@ export class ProjectionEngine {
   }
 
   private async dropGeneration(p: AnyProjection, generation: number): Promise<void> {
-    for (const table of Object.keys(p.tables)) await this.db.query(`DROP TABLE IF EXISTS ${generationTable(table, generation)} CASCADE`);
+    for (const table of Object.keys(p.tables))
+      await this.db.query(`DROP TABLE IF EXISTS ${generationTable(table, generation)} CASCADE`);
     await this.db.query('DELETE FROM es.checkpoints WHERE name = $1', [checkpointName(p.name, generation)]);
   }
 
   /** locks the projection's registry row (serializing batches, switches and tenant rebuilds) and returns its active generation */
   private async lockActive(tx: Tx, name: string): Promise<number> {
-    const { rows } = await tx.query<{ active_generation: number }>('SELECT active_generation FROM es.projections WHERE name = $1 FOR UPDATE', [name]);
+    const { rows } = await tx.query<{ active_generation: number }>(
+      'SELECT active_generation FROM es.projections WHERE name = $1 FOR UPDATE',
+      [name],
+    );
     if (!rows[0]) throw new Error(`projection ${name} is not prepared`);
     return rows[0].active_generation;
   }
 
-  private async applyBatch(tx: Tx, p: AnyProjection, generation: number, limit: number, allCommitted = false): Promise<number> {
+  private async applyBatch(
+    tx: Tx,
+    p: AnyProjection,
+    generation: number,
+    limit: number,
+    allCommitted = false,
+  ): Promise<number> {
     const name = checkpointName(p.name, generation);
     const from = await this.checkpoint(tx, name, true);
     const events = await this.store.readAll(tx, from, limit, { allCommitted });
     if (events.length === 0) return 0;
     const relations = relationsFor(p, generation);
     const handled = new Set(p.handles);
-    await withSpan('projection.batch', { projection: p.name, generation, events: events.length },
-      () => executeBatch(tx, statementsFor(p, events.filter((e) => handled.has(e.type)), relations)));
+    await withSpan('projection.batch', { projection: p.name, generation, events: events.length }, () =>
+      executeBatch(
+        tx,
+        statementsFor(
+          p,
+          events.filter((e) => handled.has(e.type)),
+          relations,
+        ),
+      ),
+    );
     const last = checkpointOf(events[events.length - 1]!);
-    await tx.query('UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now() WHERE name = $1',
-      [name, last.transactionId.toString(), last.position.toString()]);
+    await tx.query(
+      'UPDATE es.checkpoints SET transaction_id = $2::xid8, position = $3, updated_at = now() WHERE name = $1',
+      [name, last.transactionId.toString(), last.position.toString()],
+    );
     return events.length;
   }
 
   private async checkpoint(q: Queryable, name: string, lock = false): Promise<LogCheckpoint> {
     const { rows } = await q.query<{ transaction_id: string; position: string }>(
-      `SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1${lock ? ' FOR UPDATE' : ''}`, [name]);
+      `SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1${lock ? ' FOR UPDATE' : ''}`,
+      [name],
+    );
     const row = rows[0];
     return row ? { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) } : LOG_START;
   }
 }
 
 export const compare = (a: LogCheckpoint, b: LogCheckpoint): number =>
-  a.transactionId !== b.transactionId ? (a.transactionId < b.transactionId ? -1 : 1) : a.position === b.position ? 0 : a.position < b.position ? -1 : 1;
+  a.transactionId !== b.transactionId
+    ? a.transactionId < b.transactionId
+      ? -1
+      : 1
+    : a.position === b.position
+      ? 0
+      : a.position < b.position
+        ? -1
+        : 1;

@@ -37,8 +37,11 @@ export interface Projection<T extends string = string> {
 }
 
 /** a projection's statements for events it handles, in log order */
-export const statementsFor = <T extends string>(p: Projection<T>, events: StoredEvent<Record<string, unknown>>[], tables: Record<T, string>): Statement[] =>
-  (p.evolveMany ? p.evolveMany(events, tables) : events.flatMap((e) => p.evolve(e, tables)));
+export const statementsFor = <T extends string>(
+  p: Projection<T>,
+  events: StoredEvent<Record<string, unknown>>[],
+  tables: Record<T, string>,
+): Statement[] => (p.evolveMany ? p.evolveMany(events, tables) : events.flatMap((e) => p.evolve(e, tables)));
 
 /** What an analytics projection writes for a batch: rows per table, and the carried state of the keys it touched. */
 export interface AnalyticsRows<T extends string, S> {
@@ -85,13 +88,20 @@ export const isAnalytics = (p: RegisteredProjection): p is AnyAnalyticsProjectio
 
 /** handles: '*' stands for every event type */
 export const EVERY_EVENT = '*';
-export const handlesType = (p: Pick<RegisteredProjection, 'handles'>, type: string): boolean => p.handles.includes(EVERY_EVENT) || p.handles.includes(type);
+export const handlesType = (p: Pick<RegisteredProjection, 'handles'>, type: string): boolean =>
+  p.handles.includes(EVERY_EVENT) || p.handles.includes(type);
 
 /** rm.<table>: what readers query (a view onto the active generation). */
 export const viewName = (table: string): string => `rm.${table}`;
 export const generationTable = (table: string, generation: number): string => `rm.${table}_g${generation}`;
 
-export const relationsFor = <T extends string>(projection: Projection<T>, generation: number | 'live'): Record<T, string> =>
+export const relationsFor = <T extends string>(
+  projection: Projection<T>,
+  generation: number | 'live',
+): Record<T, string> =>
   Object.fromEntries(
-    Object.keys(projection.tables).map((t) => [t, generation === 'live' ? viewName(t) : generationTable(t, generation)]),
+    Object.keys(projection.tables).map((t) => [
+      t,
+      generation === 'live' ? viewName(t) : generationTable(t, generation),
+    ]),
   ) as Record<T, string>;

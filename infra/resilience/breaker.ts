@@ -128,7 +128,12 @@ export class TenantBreaker {
     this.sweep(now);
     let w = this.tenants.get(tenantId);
     if (!w) {
-      w = { slotStart: new Array<number>(SLOTS).fill(Number.NEGATIVE_INFINITY), calls: new Array<number>(SLOTS).fill(0), errors: new Array<number>(SLOTS).fill(0), lastSeen: now };
+      w = {
+        slotStart: new Array<number>(SLOTS).fill(Number.NEGATIVE_INFINITY),
+        calls: new Array<number>(SLOTS).fill(0),
+        errors: new Array<number>(SLOTS).fill(0),
+        lastSeen: now,
+      };
       this.tenants.set(tenantId, w);
     }
     const width = this.options.windowMs / SLOTS;

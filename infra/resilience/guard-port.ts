@@ -7,7 +7,9 @@ import type { Guard } from './guard';
  * clamd (spec 000, gateway rules 1-4).
  */
 export const guardPort = <T extends object>(
-  port: T, guard: Guard, idempotent: ReadonlySet<string>,
+  port: T,
+  guard: Guard,
+  idempotent: ReadonlySet<string>,
   /** a method's own deadline (null: none), where the guard's would cut a legitimate call short */
   deadlines: Readonly<Record<string, number | null>> = {},
   /** methods that pass straight through, like ping: checks made at start, whose failure is reported where they run and must not open the circuit */
@@ -16,8 +18,19 @@ export const guardPort = <T extends object>(
   new Proxy(port, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || property === 'ping' || property === 'close' || typeof property !== 'string' || unguarded.has(property)) return value;
+      if (
+        typeof value !== 'function' ||
+        property === 'ping' ||
+        property === 'close' ||
+        typeof property !== 'string' ||
+        unguarded.has(property)
+      )
+        return value;
       const timeoutMs = Object.hasOwn(deadlines, property) ? deadlines[property] : undefined;
-      return (...args: unknown[]) => guard.run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args), { idempotent: idempotent.has(property), timeoutMs });
+      return (...args: unknown[]) =>
+        guard.run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args), {
+          idempotent: idempotent.has(property),
+          timeoutMs,
+        });
     },
   });

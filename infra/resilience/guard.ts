@@ -58,14 +58,18 @@ export class Guard {
     const now = () => this.clock.now().getTime();
     const tenantId = call.tenantId ?? null;
     const { name } = this.options;
-    if (tenantId && this.tenants.isolated(tenantId, now())) throw commonErrors.serviceUnavailable(`${name} is failing for this tenant; calls are paused for a short while.`);
+    if (tenantId && this.tenants.isolated(tenantId, now()))
+      throw commonErrors.serviceUnavailable(`${name} is failing for this tenant; calls are paused for a short while.`);
     const admission = this.breaker.admit(now());
     if (admission === 'reject') throw commonErrors.serviceUnavailable(`${name} is unavailable (circuit open).`);
     const probe = admission === 'probe';
     const isFailure = this.options.isFailure ?? ((e: unknown) => !isDomainError(e));
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const value = await this.withDeadline(fn, call.timeoutMs === undefined ? this.options.timeoutMs : call.timeoutMs);
+        const value = await this.withDeadline(
+          fn,
+          call.timeoutMs === undefined ? this.options.timeoutMs : call.timeoutMs,
+        );
         this.settle(true, tenantId, probe, 'response');
         return value;
       } catch (error) {
@@ -79,7 +83,10 @@ export class Guard {
           continue;
         }
         this.settle(false, tenantId, probe, 'transport');
-        if (timedOut) throw commonErrors.gatewayTimeout(`${name} did not answer within ${call.timeoutMs ?? this.options.timeoutMs} ms.`);
+        if (timedOut)
+          throw commonErrors.gatewayTimeout(
+            `${name} did not answer within ${call.timeoutMs ?? this.options.timeoutMs} ms.`,
+          );
         throw Object.assign(commonErrors.badGateway(`${name} failed or is unreachable.`), { cause: error });
       }
     }

@@ -15,7 +15,10 @@ export const systemClock: Clock = { now: () => new Date() };
 const pool = Buffer.alloc(4096);
 let used = pool.length;
 const random16 = (): Uint8Array => {
-  if (used === pool.length) { randomFillSync(pool); used = 0; }
+  if (used === pool.length) {
+    randomFillSync(pool);
+    used = 0;
+  }
   used += 16;
   return pool.subarray(used - 16, used);
 };
@@ -24,5 +27,13 @@ export const uuidV7Ids: IdGenerator = { next: () => uuidv7({ random: random16() 
 
 export const fixedClock = (start: Date): Clock & { advance(ms: number): void; set(d: Date): void } => {
   let t = start.getTime();
-  return { now: () => new Date(t), advance: (ms) => { t += ms; }, set: (d) => { t = d.getTime(); } };
+  return {
+    now: () => new Date(t),
+    advance: (ms) => {
+      t += ms;
+    },
+    set: (d) => {
+      t = d.getTime();
+    },
+  };
 };

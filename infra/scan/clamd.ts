@@ -50,10 +50,17 @@ const converse = (options: Required<ClamdOptions>, command: string, body?: Buffe
       else resolve(text ?? '');
     };
     const deadline = setTimeout(
-      () => finish(new ScanError(`clamd at ${options.host}:${options.port} gave no verdict within ${options.timeoutMs} ms`)),
+      () =>
+        finish(
+          new ScanError(`clamd at ${options.host}:${options.port} gave no verdict within ${options.timeoutMs} ms`),
+        ),
       options.timeoutMs,
     );
-    const replyText = () => Buffer.concat(reply).toString('utf8').replace(/\0[\s\S]*$/, '').trim();
+    const replyText = () =>
+      Buffer.concat(reply)
+        .toString('utf8')
+        .replace(/\0[\s\S]*$/, '')
+        .trim();
 
     socket.on('data', (data: Buffer) => {
       reply.push(data);
@@ -62,10 +69,13 @@ const converse = (options: Required<ClamdOptions>, command: string, body?: Buffe
     // clamd closes the connection after answering, and also when it refuses a stream (size limit):
     // whatever it said before closing is the answer.
     socket.on('close', () =>
-      reply.length > 0 ? finish(null, replyText()) : finish(new ScanError(`clamd at ${options.host}:${options.port} closed without an answer`)),
+      reply.length > 0
+        ? finish(null, replyText())
+        : finish(new ScanError(`clamd at ${options.host}:${options.port} closed without an answer`)),
     );
     socket.on('error', (error) => {
-      if (reply.length === 0) finish(new ScanError(`clamd at ${options.host}:${options.port}: ${error.message}`, { cause: error }));
+      if (reply.length === 0)
+        finish(new ScanError(`clamd at ${options.host}:${options.port}: ${error.message}`, { cause: error }));
     });
 
     const send = async () => {
@@ -80,7 +90,8 @@ const converse = (options: Required<ClamdOptions>, command: string, body?: Buffe
     };
     send().catch((error: Error) => {
       // A write failing after clamd already answered is expected; the reply handler settles that case.
-      if (reply.length === 0) finish(error instanceof ScanError ? error : new ScanError(`scan aborted: ${error.message}`, { cause: error }));
+      if (reply.length === 0)
+        finish(error instanceof ScanError ? error : new ScanError(`scan aborted: ${error.message}`, { cause: error }));
     });
   });
 

@@ -4,4 +4,7 @@ import { createHash, createHmac } from 'node:crypto';
 export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** HMAC-SHA256 under a key (a purpose key of infra/secrets.ts), hex: digests that only the key's holder can compute */
-export const hmacSha256Hex = (key: Buffer): ((text: string) => string) => (text) => createHmac('sha256', key).update(text, 'utf8').digest('hex');
+export const hmacSha256Hex =
+  (key: Buffer): ((text: string) => string) =>
+  (text) =>
+    createHmac('sha256', key).update(text, 'utf8').digest('hex');

@@ -20,7 +20,18 @@
  * takes activateAfterSeconds: the new key is published (JWKS, verification) at once and signs only
  * after the delay, which should exceed the interval at which instances reload the ring.
  */
-import { calculateJwkThumbprint, errors as joseErrors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import {
+  calculateJwkThumbprint,
+  errors as joseErrors,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  jwtVerify,
+  SignJWT,
+  type CryptoKey,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
 import { z } from 'zod';
 import { DomainError } from '../../domain/shared/errors';
 import type { SecretBox } from './secret-box';
@@ -182,7 +193,8 @@ export class KeyRing {
    * then is retired at that moment. Returns the new kid.
    */
   async rotate({ activateAfterSeconds = 0 }: { activateAfterSeconds?: number } = {}): Promise<string> {
-    if (!Number.isInteger(activateAfterSeconds) || activateAfterSeconds < 0) throw new RangeError('activateAfterSeconds must be a non-negative integer');
+    if (!Number.isInteger(activateAfterSeconds) || activateAfterSeconds < 0)
+      throw new RangeError('activateAfterSeconds must be a non-negative integer');
     const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
     const { kid, jwk } = await publicJwkOf(publicKey);
     const now = this.nowSeconds();
@@ -209,7 +221,9 @@ export class KeyRing {
   }
 
   private signingKey(now: number): RingKey {
-    const active = this.keys.filter((key) => key.activatesAt <= now && (key.retiredAt === null || now < key.retiredAt)).at(-1);
+    const active = this.keys
+      .filter((key) => key.activatesAt <= now && (key.retiredAt === null || now < key.retiredAt))
+      .at(-1);
     if (!active) throw new Error('the key ring has no active signing key');
     return active;
   }
@@ -275,7 +289,8 @@ export class KeyRing {
     if (!parsed.success) throw new AccessTokenError('invalid', parsed.error);
     const claims = parsed.data;
     // We never issue a token living longer than the maximum; one that does was not made by sign().
-    if (claims.exp - claims.iat > this.maxLifetime) throw new AccessTokenError('invalid', new Error('lifetime above the maximum'));
+    if (claims.exp - claims.iat > this.maxLifetime)
+      throw new AccessTokenError('invalid', new Error('lifetime above the maximum'));
     this.remember(token, claims, kid);
     return copyClaims(claims);
   }
@@ -288,7 +303,8 @@ export class KeyRing {
     const entry = this.verified.get(token);
     if (!entry) return undefined;
     this.verified.delete(token);
-    if (now >= entry.claims.exp + this.tolerance) throw new AccessTokenError('expired', new Error('"exp" claim timestamp check failed (cached)'));
+    if (now >= entry.claims.exp + this.tolerance)
+      throw new AccessTokenError('expired', new Error('"exp" claim timestamp check failed (cached)'));
     const key = this.byKid.get(entry.kid);
     if (!key || !this.verifies(key, now)) return undefined; // full verification will refuse it
     this.verified.set(token, entry); // most recently used goes last
@@ -331,24 +347,43 @@ export const exportKeyRing = async (ring: KeyRing, box: SecretBox): Promise<Pers
     })),
   );
 
-const PrivateJwkSchema = z.object({ kty: z.literal('EC'), crv: z.literal('P-256'), x: z.string(), y: z.string(), d: z.string() });
+const PrivateJwkSchema = z.object({
+  kty: z.literal('EC'),
+  crv: z.literal('P-256'),
+  x: z.string(),
+  y: z.string(),
+  d: z.string(),
+});
 
 /**
  * Rebuilds a ring from stored rows. Each private key is opened with the secret box and checked
  * against its row: the kid must be the thumbprint of the key's own public part, so a row whose
  * kid and key were swapped or altered is refused rather than trusted.
  */
-export const importKeyRing = async (rows: readonly PersistedSigningKey[], box: SecretBox, options: KeyRingOptions): Promise<KeyRing> => {
+export const importKeyRing = async (
+  rows: readonly PersistedSigningKey[],
+  box: SecretBox,
+  options: KeyRingOptions,
+): Promise<KeyRing> => {
   const keys = await Promise.all(
     rows.map(async (row): Promise<RingKey> => {
       const privateJwk = PrivateJwkSchema.parse(JSON.parse(box.openString(row.sealedPrivateJwk, sealContext(row.kid))));
       const privateKey = await importJWK(privateJwk, ALGORITHM, { extractable: true });
       const { d: _d, ...publicPart } = privateJwk;
       const publicKey = await importJWK(publicPart, ALGORITHM);
-      if (privateKey instanceof Uint8Array || publicKey instanceof Uint8Array) throw new Error('expected EC keys from importJWK');
+      if (privateKey instanceof Uint8Array || publicKey instanceof Uint8Array)
+        throw new Error('expected EC keys from importJWK');
       const { kid, jwk } = await publicJwkOf(publicKey);
       if (kid !== row.kid) throw new Error(`stored signing key ${row.kid} does not match its key material`);
-      return { kid, privateKey, publicKey, publicJwk: jwk, createdAt: row.createdAt, activatesAt: row.activatesAt, retiredAt: row.retiredAt };
+      return {
+        kid,
+        privateKey,
+        publicKey,
+        publicJwk: jwk,
+        createdAt: row.createdAt,
+        activatesAt: row.activatesAt,
+        retiredAt: row.retiredAt,
+      };
     }),
   );
   return KeyRing.fromKeys(options, keys);

@@ -42,7 +42,10 @@ export const parseKeyMaterial = (text: string): Buffer => {
 
 /** Parses "kid:material,kid:material"; the first key is the current one. */
 export const parseKeySet = (spec: string): NamedKey[] => {
-  const entries = spec.split(',').map((part) => part.trim()).filter(Boolean);
+  const entries = spec
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
   if (entries.length === 0) throw new KeyConfigError('the key set is empty');
   const keys = entries.map((entry) => {
     const separator = entry.indexOf(':');

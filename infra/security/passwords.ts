@@ -25,11 +25,13 @@ export const PASSWORD_MAX_LENGTH = 128;
  * constant rather than computed at start-up so that no request ever pays for making it; a unit
  * test fails if the parameters change and it is not regenerated.
  */
-export const DUMMY_PASSWORD_HASH = '$argon2id$v=19$m=19456,t=2,p=1$kyRfYKxfFgV6VQjg3Bi4Ew$DvXBxuYOyb3RuSsvH/jHc3SUbc29vCGFFrvWb2aY6QU';
+export const DUMMY_PASSWORD_HASH =
+  '$argon2id$v=19$m=19456,t=2,p=1$kyRfYKxfFgV6VQjg3Bi4Ew$DvXBxuYOyb3RuSsvH/jHc3SUbc29vCGFFrvWb2aY6QU';
 
 const normalize = (password: string): string => password.normalize('NFKC');
 
-export const hashPassword = (password: string): Promise<string> => argon2.hash(normalize(password), PASSWORD_HASH_PARAMS);
+export const hashPassword = (password: string): Promise<string> =>
+  argon2.hash(normalize(password), PASSWORD_HASH_PARAMS);
 
 export interface PasswordCheck {
   ok: boolean;
@@ -61,18 +63,38 @@ export const checkPasswordPolicy = (password: string): FieldError[] => {
   const length = [...normalized].length;
   const errors: FieldError[] = [];
   if (length < PASSWORD_MIN_LENGTH) {
-    errors.push({ field: 'password', code: 'TOO_SHORT', message: `The password must be at least ${PASSWORD_MIN_LENGTH} characters long.` });
+    errors.push({
+      field: 'password',
+      code: 'TOO_SHORT',
+      message: `The password must be at least ${PASSWORD_MIN_LENGTH} characters long.`,
+    });
   }
   if (length >= PASSWORD_MIN_LENGTH && normalized.trim() === '') {
-    errors.push({ field: 'password', code: 'WHITESPACE_ONLY', message: 'The password must not be only spaces or other blank characters.' });
+    errors.push({
+      field: 'password',
+      code: 'WHITESPACE_ONLY',
+      message: 'The password must not be only spaces or other blank characters.',
+    });
   } else if (length >= PASSWORD_MIN_LENGTH && new Set(normalized).size === 1) {
-    errors.push({ field: 'password', code: 'SINGLE_CHARACTER', message: 'The password must not be one character repeated.' });
+    errors.push({
+      field: 'password',
+      code: 'SINGLE_CHARACTER',
+      message: 'The password must not be one character repeated.',
+    });
   }
   if (length > PASSWORD_MAX_LENGTH) {
-    errors.push({ field: 'password', code: 'TOO_LONG', message: `The password must be at most ${PASSWORD_MAX_LENGTH} characters long.` });
+    errors.push({
+      field: 'password',
+      code: 'TOO_LONG',
+      message: `The password must be at most ${PASSWORD_MAX_LENGTH} characters long.`,
+    });
   } else if (isBreachedPassword(normalized)) {
     // Too-long input is not looked up: no list entry is longer than the maximum.
-    errors.push({ field: 'password', code: 'BREACHED_PASSWORD', message: 'This password appears in a list of breached passwords; choose another.' });
+    errors.push({
+      field: 'password',
+      code: 'BREACHED_PASSWORD',
+      message: 'This password appears in a list of breached passwords; choose another.',
+    });
   }
   return errors;
 };

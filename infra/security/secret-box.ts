@@ -96,7 +96,8 @@ const parse = (sealed: string): { kid: string; nonce: Buffer; body: Buffer } => 
   const [version, kid, nonceText, bodyText] = parts as [string, string, string, string];
   if (version !== VERSION) throw new SecretBoxError(`unsupported sealed-value version "${version.slice(0, 8)}"`);
   if (!BASE64URL.test(kid) || kid.length > 32) throw new SecretBoxError('the sealed value has a malformed key id');
-  if (!BASE64URL.test(nonceText) || !BASE64URL.test(bodyText)) throw new SecretBoxError('the sealed value is not base64url');
+  if (!BASE64URL.test(nonceText) || !BASE64URL.test(bodyText))
+    throw new SecretBoxError('the sealed value is not base64url');
   const nonce = Buffer.from(nonceText, 'base64url');
   const body = Buffer.from(bodyText, 'base64url');
   // Canonical encoding only, so one ciphertext has exactly one accepted text form.

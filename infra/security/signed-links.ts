@@ -16,13 +16,16 @@ export interface LinkSigner {
 
 export const linkSigner = (key: Buffer, scheme: string): LinkSigner => {
   const digest = (fields: readonly string[], expires: number): Buffer =>
-    createHmac('sha256', key).update([scheme, ...fields, String(expires)].join('\n')).digest();
+    createHmac('sha256', key)
+      .update([scheme, ...fields, String(expires)].join('\n'))
+      .digest();
   return {
     sign: (fields, expires) => digest(fields, expires).toString('hex'),
     check: (fields, expires, signature, nowMs) => {
       const expected = digest(fields, expires);
       const given = Buffer.from(/^[0-9a-f]{64}$/.test(signature) ? signature : '', 'hex');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { valid: false, reason: 'bad-signature' };
+      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+        return { valid: false, reason: 'bad-signature' };
       if (nowMs >= expires * 1000) return { valid: false, reason: 'expired' };
       return { valid: true };
     },

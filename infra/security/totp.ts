@@ -36,7 +36,8 @@ export const generateTotpSecret = (): string => base32Encode(randomBytes(SECRET_
 export const hotp = (secret: TotpSecret, counter: number, digits = TOTP_DIGITS): string => {
   const key = secretBytes(secret);
   if (key.length < MIN_SECRET_BYTES) throw new RangeError(`a TOTP secret needs at least ${MIN_SECRET_BYTES} bytes`);
-  if (!Number.isSafeInteger(counter) || counter < 0) throw new RangeError('the HOTP counter must be a non-negative integer');
+  if (!Number.isSafeInteger(counter) || counter < 0)
+    throw new RangeError('the HOTP counter must be a non-negative integer');
   if (!Number.isInteger(digits) || digits < 6 || digits > 8) throw new RangeError('HOTP codes have 6 to 8 digits');
   const message = Buffer.alloc(8);
   message.writeBigUInt64BE(BigInt(counter));
@@ -78,7 +79,15 @@ export const verifyTotp = (secret: TotpSecret, code: string, nowSeconds: number)
  * and the issuer is repeated as a parameter, which apps prefer. Neither part may contain a colon,
  * since apps split the label on it.
  */
-export const otpauthUri = ({ issuer, account, secretBase32 }: { issuer: string; account: string; secretBase32: string }): string => {
+export const otpauthUri = ({
+  issuer,
+  account,
+  secretBase32,
+}: {
+  issuer: string;
+  account: string;
+  secretBase32: string;
+}): string => {
   if (!issuer || !account) throw new RangeError('an otpauth URI needs an issuer and an account');
   if (issuer.includes(':') || account.includes(':')) throw new RangeError('issuer and account may not contain a colon');
   base32Decode(secretBase32); // refuse to publish a secret the app could not read

@@ -17,7 +17,8 @@ export class WorkLimiter {
   async run<T>(key: string, work: () => Promise<T>): Promise<T> {
     const mine = this.inFlight.get(key) ?? 0;
     if (mine >= this.limits.perKey) throw commonErrors.rateLimited(1);
-    if (this.running >= this.limits.concurrency && this.waiting.length >= this.limits.maxQueue) throw commonErrors.overloaded(1);
+    if (this.running >= this.limits.concurrency && this.waiting.length >= this.limits.maxQueue)
+      throw commonErrors.overloaded(1);
     this.inFlight.set(key, mine + 1);
     try {
       await this.acquire();

@@ -44,13 +44,15 @@ export const auditDomainView: AnalyticsProjection<'audit_domain', ChainHead> = {
   target: 'clickhouse',
   handles: [EVERY_EVENT],
   tables: {
-    audit_domain: (t) => [`CREATE TABLE ${t} (${RECORD_COLUMNS},
+    audit_domain: (t) => [
+      `CREATE TABLE ${t} (${RECORD_COLUMNS},
       INDEX seq_idx seq TYPE minmax GRANULARITY 1,
       INDEX id_idx id TYPE bloom_filter GRANULARITY 4,
       INDEX actor_idx actor_id TYPE bloom_filter GRANULARITY 4,
       INDEX entity_idx entity_id TYPE bloom_filter GRANULARITY 4
     ) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(timestamp) ORDER BY (tenant_id, timestamp, id)
-    TTL toDateTime(timestamp) + INTERVAL 90 DAY`],
+    TTL toDateTime(timestamp) + INTERVAL 90 DAY`,
+    ],
   },
   stateKey: tenantOfDomainEvent,
   rows(events, state) {

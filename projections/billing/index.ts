@@ -11,7 +11,9 @@ import { sql } from '../../infra/projections/projection';
  * uploaded), so CheckLimit never reads a count older than what was committed.
  */
 export const plansProjection: Projection<'billing_plans'> = {
-  name: 'billing.plans', version: 1, mode: 'inline',
+  name: 'billing.plans',
+  version: 1,
+  mode: 'inline',
   handles: ['billing.plan.changed'],
   tables: {
     billing_plans: (t) => [
@@ -24,18 +26,35 @@ export const plansProjection: Projection<'billing_plans'> = {
   evolve: (stored, t) => {
     const e = PlanEvent.parse({ type: stored.type, data: stored.data });
     const p = e.data.plan;
-    return [sql(`INSERT INTO ${t.billing_plans} AS p (tenant_id, id, name, description, price_cents, currency, limits, features, is_active, created_at, updated_at, version)
+    return [
+      sql(
+        `INSERT INTO ${t.billing_plans} AS p (tenant_id, id, name, description, price_cents, currency, limits, features, is_active, created_at, updated_at, version)
       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)
       ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, price_cents = EXCLUDED.price_cents,
         currency = EXCLUDED.currency, limits = EXCLUDED.limits, features = EXCLUDED.features, is_active = EXCLUDED.is_active, updated_at = EXCLUDED.updated_at,
         version = EXCLUDED.version WHERE p.version < EXCLUDED.version`,
-    stored.tenantId, p.id, p.name, p.description, p.priceCents, p.currency, JSON.stringify(p.limits), p.features, p.isActive, p.createdAt, p.updatedAt, stored.streamVersion)];
+        stored.tenantId,
+        p.id,
+        p.name,
+        p.description,
+        p.priceCents,
+        p.currency,
+        JSON.stringify(p.limits),
+        p.features,
+        p.isActive,
+        p.createdAt,
+        p.updatedAt,
+        stored.streamVersion,
+      ),
+    ];
   },
 };
 
 /** one row per subscription (a tenant's earlier, ended ones stay); the snapshot is the event's */
 export const subscriptionsProjection: Projection<'billing_subscriptions'> = {
-  name: 'billing.subscriptions', version: 1, mode: 'inline',
+  name: 'billing.subscriptions',
+  version: 1,
+  mode: 'inline',
   handles: ['billing.subscription.changed'],
   tables: {
     billing_subscriptions: (t) => [
@@ -55,7 +74,9 @@ export const subscriptionsProjection: Projection<'billing_subscriptions'> = {
   evolve: (stored, t) => {
     const e = SubscriptionEvent.parse({ type: stored.type, data: stored.data });
     const s = e.data.subscription;
-    return [sql(`INSERT INTO ${t.billing_subscriptions} AS s (tenant_id, id, plan_id, status, version, current_period_start, current_period_end, trial_end, canceled_at,
+    return [
+      sql(
+        `INSERT INTO ${t.billing_subscriptions} AS s (tenant_id, id, plan_id, status, version, current_period_start, current_period_end, trial_end, canceled_at,
         cancel_at_period_end, external_id, pending_plan_id, downgrade_at, past_due_since, termination_phase, termination_started_at, snapshot, created_at, updated_at, stream_version)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17::jsonb, $18, $19, $20)
       ON CONFLICT (tenant_id, id) DO UPDATE SET plan_id = EXCLUDED.plan_id, status = EXCLUDED.status, version = EXCLUDED.version,
@@ -65,9 +86,28 @@ export const subscriptionsProjection: Projection<'billing_subscriptions'> = {
         termination_phase = EXCLUDED.termination_phase, termination_started_at = EXCLUDED.termination_started_at, snapshot = EXCLUDED.snapshot,
         updated_at = EXCLUDED.updated_at, stream_version = EXCLUDED.stream_version
       WHERE s.stream_version < EXCLUDED.stream_version`,
-    stored.tenantId, s.id, s.planId, s.status, s.version, s.currentPeriodStart, s.currentPeriodEnd, s.trialEnd, s.canceledAt, s.cancelAtPeriodEnd,
-    s.externalId, s.pendingPlanId, s.downgradeAt, s.pastDueSince, s.termination?.phase ?? null, s.termination?.startedAt ?? null, JSON.stringify(s),
-    s.createdAt, s.updatedAt, stored.streamVersion)];
+        stored.tenantId,
+        s.id,
+        s.planId,
+        s.status,
+        s.version,
+        s.currentPeriodStart,
+        s.currentPeriodEnd,
+        s.trialEnd,
+        s.canceledAt,
+        s.cancelAtPeriodEnd,
+        s.externalId,
+        s.pendingPlanId,
+        s.downgradeAt,
+        s.pastDueSince,
+        s.termination?.phase ?? null,
+        s.termination?.startedAt ?? null,
+        JSON.stringify(s),
+        s.createdAt,
+        s.updatedAt,
+        stored.streamVersion,
+      ),
+    ];
   },
 };
 
@@ -78,7 +118,9 @@ export const subscriptionsProjection: Projection<'billing_subscriptions'> = {
  * event applied again (a rebuild, a replay) moves nothing.
  */
 export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'> = {
-  name: 'billing.usage', version: 2, mode: 'inline', // 2: files.file.processed replaces a file's bytes
+  name: 'billing.usage',
+  version: 2,
+  mode: 'inline', // 2: files.file.processed replaces a file's bytes
   handles: USAGE_EVENT_TYPES,
   tables: {
     billing_usage_items: (t) => [
@@ -92,7 +134,9 @@ export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'
   evolve: (stored, t) => {
     const effect = usageEffectOf(stored.type, stored.data);
     if (!effect) return [];
-    return [sql(`WITH previous AS (
+    return [
+      sql(
+        `WITH previous AS (
         SELECT CASE WHEN counted THEN amount ELSE 0 END AS before FROM ${t.billing_usage_items} WHERE tenant_id = $1 AND resource = $2 AND item_id = $3
       ), item AS (
         INSERT INTO ${t.billing_usage_items} AS i (tenant_id, resource, item_id, amount, counted, version, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -104,7 +148,15 @@ export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'
       INSERT INTO ${t.billing_usage} AS u (tenant_id, resource, used, updated_at)
         SELECT $1, $2, item.after - COALESCE((SELECT before FROM previous), 0), $7 FROM item
       ON CONFLICT (tenant_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used, updated_at = EXCLUDED.updated_at`,
-    stored.tenantId, effect.resource, effect.itemId, effect.amount, effect.counted, stored.streamVersion, stored.occurredAt)];
+        stored.tenantId,
+        effect.resource,
+        effect.itemId,
+        effect.amount,
+        effect.counted,
+        stored.streamVersion,
+        stored.occurredAt,
+      ),
+    ];
   },
 };
 

@@ -13,47 +13,71 @@ import type { Queryable } from '../../infra/postgres/db';
  * the platform tenant); subscriptions and usage are filtered by the tenant the caller may see.
  * (The command side — commands, workers, the gRPC service — reads through commands/billing/lookups.ts.)
  */
-const PLAN_COLUMNS = 'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
+const PLAN_COLUMNS =
+  'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
 
 export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
-  const { rows } = await q.query<PlanRow>(`SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id = $2`, [PLATFORM_TENANT_ID, id]);
+  const { rows } = await q.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id = $2`,
+    [PLATFORM_TENANT_ID, id],
+  );
   return rows[0] ? planFromRow(rows[0]) : null;
 };
 
 /** the active plans by id; keyset on id */
-export const listActivePlans = async (q: Queryable, f: { afterId?: string; limit: number }): Promise<PlanSnapshot[]> => {
+export const listActivePlans = async (
+  q: Queryable,
+  f: { afterId?: string; limit: number },
+): Promise<PlanSnapshot[]> => {
   const { rows } = await q.query<PlanRow>(
     `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id > $2 AND is_active ORDER BY id LIMIT $3`,
-    [PLATFORM_TENANT_ID, f.afterId ?? '', f.limit]);
+    [PLATFORM_TENANT_ID, f.afterId ?? '', f.limit],
+  );
   return rows.map(planFromRow);
 };
 
-interface SubscriptionRow { snapshot: Subscription }
+interface SubscriptionRow {
+  snapshot: Subscription;
+}
 
 /** by id; another tenant's subscription is not found unless tenantId is left out (the platform owner) */
 export const findSubscription = async (q: Queryable, id: string, tenantId?: string): Promise<Subscription | null> => {
-  const { rows } = tenantId === undefined
-    ? await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE id = $1', [id])
-    : await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  const { rows } =
+    tenantId === undefined
+      ? await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE id = $1', [id])
+      : await q.query<SubscriptionRow>(
+          'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id = $2',
+          [tenantId, id],
+        );
   return rows[0]?.snapshot ?? null;
 };
 
 /** the tenant's subscriptions; keyset on id */
-export const tenantSubscriptions = async (q: Queryable, tenantId: string, f: { afterId?: string; limit: number }): Promise<Subscription[]> => {
+export const tenantSubscriptions = async (
+  q: Queryable,
+  tenantId: string,
+  f: { afterId?: string; limit: number },
+): Promise<Subscription[]> => {
   const { rows } = await q.query<SubscriptionRow>(
-    'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3', [tenantId, f.afterId ?? '', f.limit]);
+    'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3',
+    [tenantId, f.afterId ?? '', f.limit],
+  );
   return rows.map((r) => r.snapshot);
 };
 
 /** the tenant's current subscription: its newest */
 export const currentSubscription = async (q: Queryable, tenantId: string): Promise<Subscription | null> => {
-  const { rows } = await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1', [tenantId]);
+  const { rows } = await q.query<SubscriptionRow>(
+    'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1',
+    [tenantId],
+  );
   return rows[0]?.snapshot ?? null;
 };
 
 /** a customer tenant identity knows (rm.iam_tenants); the platform pseudo-tenant is none */
 export const tenantKnown = async (q: Queryable, tenantId: string): Promise<boolean> =>
-  tenantId !== PLATFORM_TENANT_ID && ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0;
+  tenantId !== PLATFORM_TENANT_ID &&
+  ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0;
 
 export interface TenantUsage {
   tenantId: string;
@@ -66,21 +90,42 @@ export interface TenantUsage {
 export const tenantUsage = async (q: Queryable, tenantId: string): Promise<TenantUsage | null> => {
   const [subscription, usageRows] = await Promise.all([
     currentSubscription(q, tenantId),
-    q.query<{ resource: string; used: string }>('SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1', [tenantId]),
+    q.query<{ resource: string; used: string }>(
+      'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
+      [tenantId],
+    ),
   ]);
   if (!subscription && !(await tenantKnown(q, tenantId))) return null;
   const [plan, pending] = subscription
-    ? await Promise.all([findPlan(q, subscription.planId), subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null])
+    ? await Promise.all([
+        findPlan(q, subscription.planId),
+        subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null,
+      ])
     : [null, null];
-  return { tenantId, subscription, info: planInfoOf(tenantId, subscription, plan, pending), usage: usageFromRows(usageRows.rows) };
+  return {
+    tenantId,
+    subscription,
+    info: planInfoOf(tenantId, subscription, plan, pending),
+    usage: usageFromRows(usageRows.rows),
+  };
 };
 
-export interface UsageSnapshotRow { day: string; usage: Partial<Usage>; takenAt: string }
+export interface UsageSnapshotRow {
+  day: string;
+  usage: Partial<Usage>;
+  takenAt: string;
+}
 
 /** newest day first; keyset on the day */
-export const usageHistory = async (q: Queryable, tenantId: string, f: { beforeDay?: string; limit: number }): Promise<UsageSnapshotRow[]> => {
+export const usageHistory = async (
+  q: Queryable,
+  tenantId: string,
+  f: { beforeDay?: string; limit: number },
+): Promise<UsageSnapshotRow[]> => {
   const { rows } = await q.query<{ day: string; usage: Partial<Usage>; taken_at: Date }>(
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, usage, taken_at FROM billing.usage_snapshots WHERE tenant_id = $1 AND ($2::date IS NULL OR day < $2::date)
-     ORDER BY day DESC LIMIT $3`, [tenantId, f.beforeDay ?? null, f.limit]);
+     ORDER BY day DESC LIMIT $3`,
+    [tenantId, f.beforeDay ?? null, f.limit],
+  );
   return rows.map((r) => ({ day: r.day, usage: r.usage, takenAt: r.taken_at.toISOString() }));
 };

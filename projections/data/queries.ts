@@ -12,7 +12,11 @@ const roles = new WeakMap<Kernel, Promise<boolean>>();
 const useRole = (kernel: Kernel): Promise<boolean> => {
   let found = roles.get(kernel);
   if (!found) {
-    found = kernel.db.query<{ usable: boolean }>(`SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`, [MODULE_DATA_ROLE])
+    found = kernel.db
+      .query<{ usable: boolean }>(
+        `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`,
+        [MODULE_DATA_ROLE],
+      )
       .then((r) => r.rows[0]?.usable ?? false);
     roles.set(kernel, found);
   }
@@ -36,31 +40,58 @@ const tableOf = (m: Model) => `"${m.schema}"."${m.table}"`;
 const castOf = (m: Model, column: string) => m.columns.find((c) => c.name === column)!.type;
 
 export const findRecord = async (tx: Tx, m: Model, tenantId: string, id: string): Promise<Row | null> =>
-  (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE tenant_id = $1 AND id::text = $2`, [tenantId, id])).rows[0] ?? null;
+  (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE tenant_id = $1 AND id::text = $2`, [tenantId, id])).rows[0] ??
+  null;
 
 /** a keyset page: filters as bound parameters, ordered by (sort, id) */
-export const listRecords = async (tx: Tx, m: Model, tenantId: string, q: ListQuery, after: { v: string; id: string } | null, limit: number): Promise<Row[]> => {
+export const listRecords = async (
+  tx: Tx,
+  m: Model,
+  tenantId: string,
+  q: ListQuery,
+  after: { v: string; id: string } | null,
+  limit: number,
+): Promise<Row[]> => {
   const values: unknown[] = [tenantId];
   const where = ['tenant_id = $1'];
   for (const f of q.filters) {
     const col = `"${f.column.name}"`;
     if (f.op === 'is_null') where.push(f.value === 'true' ? `${col} IS NULL` : `${col} IS NOT NULL`);
-    else if (f.op === 'like') { values.push(f.value); where.push(`${col}::text LIKE $${values.length}`); }
-    else { values.push(f.value); where.push(`${col} ${OPERATORS[f.op]} $${values.length}::${castOf(m, f.column.name)}`); }
+    else if (f.op === 'like') {
+      values.push(f.value);
+      where.push(`${col}::text LIKE $${values.length}`);
+    } else {
+      values.push(f.value);
+      where.push(`${col} ${OPERATORS[f.op]} $${values.length}::${castOf(m, f.column.name)}`);
+    }
   }
   const sort = `"${q.sort.column.name}"`;
   const dir = q.sort.desc ? 'DESC' : 'ASC';
   if (after) {
     values.push(after.v, after.id);
     const cmp = q.sort.desc ? '<' : '>';
-    where.push(`(${sort}, id) ${cmp} ($${values.length - 1}::${castOf(m, q.sort.column.name)}, $${values.length}::${castOf(m, 'id')})`);
+    where.push(
+      `(${sort}, id) ${cmp} ($${values.length - 1}::${castOf(m, q.sort.column.name)}, $${values.length}::${castOf(m, 'id')})`,
+    );
   }
   values.push(limit);
-  return (await tx.query<Row>(`SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, id ${dir} LIMIT $${values.length}`, values)).rows;
+  return (
+    await tx.query<Row>(
+      `SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, id ${dir} LIMIT $${values.length}`,
+      values,
+    )
+  ).rows;
 };
 
 /** expands relations (depth ≤ 2, checked by the query's parser): each row gets the referenced row under the relation's name */
-export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantId: string, rows: Row[], paths: string[][]): Promise<void> => {
+export const expandRelations = async (
+  tx: Tx,
+  models: Model[],
+  m: Model,
+  tenantId: string,
+  rows: Row[],
+  paths: string[][],
+): Promise<void> => {
   for (const path of paths) {
     const [head, ...rest] = path;
     const relation = m.relations.find((r) => r.name === head);
@@ -68,7 +99,8 @@ export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantI
     if (!relation || !target) continue;
     for (const row of rows) {
       const ref = row[relation.fk];
-      const related = typeof ref === 'string' || typeof ref === 'number' ? await findRecord(tx, target, tenantId, String(ref)) : null;
+      const related =
+        typeof ref === 'string' || typeof ref === 'number' ? await findRecord(tx, target, tenantId, String(ref)) : null;
       if (related && rest.length) await expandRelations(tx, models, target, tenantId, [related], [rest]);
       if (related) delete related.tenant_id;
       row[relation.name] = related;
@@ -77,12 +109,22 @@ export const expandRelations = async (tx: Tx, models: Model[], m: Model, tenantI
 };
 
 /** usage for billing (spec 002, Limits): the tenant's active modules and the records of their generated models */
-export const usageOf = async (kernel: Kernel, tenantId: string, modules: { slug: string; models: Model[] }[]): Promise<{ slug: string; records: number }[]> =>
+export const usageOf = async (
+  kernel: Kernel,
+  tenantId: string,
+  modules: { slug: string; models: Model[] }[],
+): Promise<{ slug: string; records: number }[]> =>
   asTenantRead(kernel, tenantId, async (tx) => {
     const out: { slug: string; records: number }[] = [];
     for (const m of modules) {
       let records = 0;
-      for (const model of m.models) records += (await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${tableOf(model)} WHERE tenant_id = $1`, [tenantId])).rows[0]?.n ?? 0;
+      for (const model of m.models)
+        records +=
+          (
+            await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${tableOf(model)} WHERE tenant_id = $1`, [
+              tenantId,
+            ])
+          ).rows[0]?.n ?? 0;
       out.push({ slug: m.slug, records });
     }
     return out;

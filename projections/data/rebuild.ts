@@ -14,7 +14,9 @@ export const rebuildModelTable = async (kernel: Kernel, slug: string, m: Model):
     await tx.query(`DELETE FROM "${m.schema}"."${m.table}"`);
     const prefix = `data.${slug}.${m.name}.`;
     const { rows } = await tx.query<{ type: string; data: Record<string, unknown>; tenant_id: string }>(
-      `SELECT type, data, tenant_id FROM es.events WHERE type IN ($1, $2, $3) ORDER BY position`, [`${prefix}created`, `${prefix}updated`, `${prefix}deleted`]);
+      `SELECT type, data, tenant_id FROM es.events WHERE type IN ($1, $2, $3) ORDER BY position`,
+      [`${prefix}created`, `${prefix}updated`, `${prefix}deleted`],
+    );
     for (const row of rows) {
       const s = statementOf(m, row.tenant_id, RecordEvent.parse({ type: row.type, data: row.data }));
       await tx.query(s.text, s.values);

@@ -5,7 +5,9 @@ import { sql } from '../../infra/projections/projection';
 
 /** a tenant's subscriptions (GET /events/subscriptions, the delivery workers): inline, so a subscription serves at once */
 export const subscriptionsProjection: Projection<'events_subscriptions'> = {
-  name: 'events.subscriptions', version: 1, mode: 'inline',
+  name: 'events.subscriptions',
+  version: 1,
+  mode: 'inline',
   handles: subscriptionEventTypes,
   tables: {
     events_subscriptions: (t) => [
@@ -23,23 +25,52 @@ export const subscriptionsProjection: Projection<'events_subscriptions'> = {
     switch (e.type) {
       case 'events.subscription.created': {
         const d = e.data;
-        return [sql(`INSERT INTO ${table} (tenant_id, id, topic, consumer_group, handler_name, source, delivery, dedup, status, created_at, version)
+        return [
+          sql(
+            `INSERT INTO ${table} (tenant_id, id, topic, consumer_group, handler_name, source, delivery, dedup, status, created_at, version)
           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10) ON CONFLICT (tenant_id, id) DO NOTHING`,
-        stored.tenantId, d.subscriptionId, d.topic, d.consumerGroup, d.handlerName, d.source, d.delivery, d.dedup, d.createdAt, stored.streamVersion)];
+            stored.tenantId,
+            d.subscriptionId,
+            d.topic,
+            d.consumerGroup,
+            d.handlerName,
+            d.source,
+            d.delivery,
+            d.dedup,
+            d.createdAt,
+            stored.streamVersion,
+          ),
+        ];
       }
       case 'events.subscription.deleted':
-        return [sql(`UPDATE ${table} SET status = 'deleted', deleted_at = $3, version = $4 WHERE tenant_id = $1 AND id = $2 AND version < $4`,
-          stored.tenantId, e.data.subscriptionId, e.data.deletedAt, stored.streamVersion)];
+        return [
+          sql(
+            `UPDATE ${table} SET status = 'deleted', deleted_at = $3, version = $4 WHERE tenant_id = $1 AND id = $2 AND version < $4`,
+            stored.tenantId,
+            e.data.subscriptionId,
+            e.data.deletedAt,
+            stored.streamVersion,
+          ),
+        ];
       case 'events.subscription.sought':
-        return [sql(`UPDATE ${table} SET last_seek_to = $3, version = $4 WHERE tenant_id = $1 AND id = $2 AND version < $4`,
-          stored.tenantId, e.data.subscriptionId, e.data.seekTo, stored.streamVersion)];
+        return [
+          sql(
+            `UPDATE ${table} SET last_seek_to = $3, version = $4 WHERE tenant_id = $1 AND id = $2 AND version < $4`,
+            stored.tenantId,
+            e.data.subscriptionId,
+            e.data.seekTo,
+            stored.streamVersion,
+          ),
+        ];
     }
   },
 };
 
 /** topic schemas (platform tenant): the current version of each topic and every version it had */
 export const schemasProjection: Projection<'events_topic_schemas' | 'events_schema_versions'> = {
-  name: 'events.schemas', version: 1, mode: 'inline',
+  name: 'events.schemas',
+  version: 1,
+  mode: 'inline',
   handles: ['events.schema.registered'],
   tables: {
     events_topic_schemas: (t) => [
@@ -54,14 +85,31 @@ export const schemasProjection: Projection<'events_topic_schemas' | 'events_sche
   evolve: (stored, t) => {
     const { data: d } = SchemaEvent.parse({ type: stored.type, data: stored.data });
     return [
-      sql(`INSERT INTO ${t.events_topic_schemas} AS s (tenant_id, topic, schema_version, proto_definition, policy, registered_by, registered_at, version)
+      sql(
+        `INSERT INTO ${t.events_topic_schemas} AS s (tenant_id, topic, schema_version, proto_definition, policy, registered_by, registered_at, version)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
         ON CONFLICT (tenant_id, topic) DO UPDATE SET schema_version = EXCLUDED.schema_version, proto_definition = EXCLUDED.proto_definition, policy = EXCLUDED.policy,
           registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at, version = EXCLUDED.version
         WHERE s.version < EXCLUDED.version`,
-      stored.tenantId, d.topic, d.schemaVersion, d.protoDefinition, d.breakingChangesPolicy, d.registeredBy, d.registeredAt, stored.streamVersion),
-      sql(`INSERT INTO ${t.events_schema_versions} (tenant_id, topic, schema_version, proto_definition, registered_at, stream_version)
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, stored.tenantId, d.topic, d.schemaVersion, d.protoDefinition, d.registeredAt, stored.streamVersion),
+        stored.tenantId,
+        d.topic,
+        d.schemaVersion,
+        d.protoDefinition,
+        d.breakingChangesPolicy,
+        d.registeredBy,
+        d.registeredAt,
+        stored.streamVersion,
+      ),
+      sql(
+        `INSERT INTO ${t.events_schema_versions} (tenant_id, topic, schema_version, proto_definition, registered_at, stream_version)
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+        stored.tenantId,
+        d.topic,
+        d.schemaVersion,
+        d.protoDefinition,
+        d.registeredAt,
+        stored.streamVersion,
+      ),
     ];
   },
 };

@@ -14,19 +14,56 @@ const fileRow = (t: string, stored: StoredEvent<Record<string, unknown>>, e: Fil
   const v = stored.streamVersion;
   const tenant = stored.tenantId;
   const update = (set: string | null, ...values: unknown[]) =>
-    sql(`UPDATE ${t} SET ${set ? `${set}, ` : ''}version = $3 WHERE tenant_id = $1 AND id = $2 AND version < $3`, tenant, e.data.fileId, v, ...values);
+    sql(
+      `UPDATE ${t} SET ${set ? `${set}, ` : ''}version = $3 WHERE tenant_id = $1 AND id = $2 AND version < $3`,
+      tenant,
+      e.data.fileId,
+      v,
+      ...values,
+    );
   switch (e.type) {
     case 'files.file.staged': {
       const d = e.data;
-      return [sql(`INSERT INTO ${t} (tenant_id, id, bucket, original_name, mime_type, size_bytes, meta, status, via, staging_key, upload_by, uploaded_by, created_at, version)
+      return [
+        sql(
+          `INSERT INTO ${t} (tenant_id, id, bucket, original_name, mime_type, size_bytes, meta, status, via, staging_key, upload_by, uploaded_by, created_at, version)
         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending_scan', $8, $9, $10, $11, $12, $13) ON CONFLICT (tenant_id, id) DO NOTHING`,
-      tenant, d.fileId, d.bucket, d.originalName, d.mimeType, d.sizeBytes, d.meta, d.via, d.stagingKey, d.uploadBy, d.uploadedBy, d.createdAt, v)];
+          tenant,
+          d.fileId,
+          d.bucket,
+          d.originalName,
+          d.mimeType,
+          d.sizeBytes,
+          d.meta,
+          d.via,
+          d.stagingKey,
+          d.uploadBy,
+          d.uploadedBy,
+          d.createdAt,
+          v,
+        ),
+      ];
     }
     case 'files.file.uploaded':
-      return [update(`status = 'available', object_key = $4, mime_type = $5, size_bytes = $6, scan_status = $7, released_at = $8, content_version = 1`,
-        e.data.objectKey, e.data.mimeType, e.data.sizeBytes, e.data.scanStatus, e.data.releasedAt)];
+      return [
+        update(
+          `status = 'available', object_key = $4, mime_type = $5, size_bytes = $6, scan_status = $7, released_at = $8, content_version = 1`,
+          e.data.objectKey,
+          e.data.mimeType,
+          e.data.sizeBytes,
+          e.data.scanStatus,
+          e.data.releasedAt,
+        ),
+      ];
     case 'files.file.rejected':
-      return [update(`status = 'rejected', rejection_reason = $4, rejection_signature = $5, size_bytes = $6`, e.data.reason, e.data.signature, e.data.sizeBytes)];
+      return [
+        update(
+          `status = 'rejected', rejection_reason = $4, rejection_signature = $5, size_bytes = $6`,
+          e.data.reason,
+          e.data.signature,
+          e.data.sizeBytes,
+        ),
+      ];
     case 'files.file.deleted':
       return [update(`status = 'deleted', deleted_at = $4`, e.data.deletedAt)];
     case 'files.file.restored':
@@ -35,11 +72,24 @@ const fileRow = (t: string, stored: StoredEvent<Record<string, unknown>>, e: Fil
       return [update(`status = 'purged', thumbnails = '{}'::jsonb, purged_at = $4`, e.data.deletedAt)];
     case 'files.file.thumbnail_created': {
       const { preset, objectKey, mimeType, width, height } = e.data;
-      return [update(`thumbnails = thumbnails || jsonb_build_object($4::text, $5::jsonb)`, preset, JSON.stringify({ objectKey, mimeType, width, height }))];
+      return [
+        update(
+          `thumbnails = thumbnails || jsonb_build_object($4::text, $5::jsonb)`,
+          preset,
+          JSON.stringify({ objectKey, mimeType, width, height }),
+        ),
+      ];
     }
     case 'files.file.processed':
-      return [update(`object_key = $4, mime_type = $5, size_bytes = $6, content_version = $7, thumbnails = '{}'::jsonb`,
-        e.data.objectKey, e.data.mimeType, e.data.sizeBytes, e.data.contentVersion)];
+      return [
+        update(
+          `object_key = $4, mime_type = $5, size_bytes = $6, content_version = $7, thumbnails = '{}'::jsonb`,
+          e.data.objectKey,
+          e.data.mimeType,
+          e.data.sizeBytes,
+          e.data.contentVersion,
+        ),
+      ];
     case 'files.file.orphaned':
       return [update(`orphaned_at = $4`, e.data.orphanedAt)];
     case 'files.file.orphan_cleared':
@@ -57,20 +107,46 @@ const jobRow = (t: string, stored: StoredEvent<Record<string, unknown>>, e: File
   const tenant = stored.tenantId;
   switch (e.type) {
     case 'files.file.processing_started':
-      return [sql(`INSERT INTO ${t} (tenant_id, id, file_id, status, operations, quality, started_at) VALUES ($1, $2, $3, 'processing', $4::jsonb, $5, $6)
-        ON CONFLICT (tenant_id, id) DO NOTHING`, tenant, e.data.jobId, e.data.fileId, JSON.stringify(e.data.operations), e.data.quality, e.data.startedAt)];
+      return [
+        sql(
+          `INSERT INTO ${t} (tenant_id, id, file_id, status, operations, quality, started_at) VALUES ($1, $2, $3, 'processing', $4::jsonb, $5, $6)
+        ON CONFLICT (tenant_id, id) DO NOTHING`,
+          tenant,
+          e.data.jobId,
+          e.data.fileId,
+          JSON.stringify(e.data.operations),
+          e.data.quality,
+          e.data.startedAt,
+        ),
+      ];
     case 'files.file.processed':
-      return [sql(`UPDATE ${t} SET status = 'completed', finished_at = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'processing'`, tenant, e.data.jobId, e.data.completedAt)];
+      return [
+        sql(
+          `UPDATE ${t} SET status = 'completed', finished_at = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'processing'`,
+          tenant,
+          e.data.jobId,
+          e.data.completedAt,
+        ),
+      ];
     case 'files.file.processing_failed':
-      return [sql(`UPDATE ${t} SET status = 'failed', finished_at = $3, error = $4 WHERE tenant_id = $1 AND id = $2 AND status = 'processing'`,
-        tenant, e.data.jobId, e.data.failedAt, e.data.reason)];
+      return [
+        sql(
+          `UPDATE ${t} SET status = 'failed', finished_at = $3, error = $4 WHERE tenant_id = $1 AND id = $2 AND status = 'processing'`,
+          tenant,
+          e.data.jobId,
+          e.data.failedAt,
+          e.data.reason,
+        ),
+      ];
     default:
       return [];
   }
 };
 
 export const filesProjection: Projection<'files_files' | 'files_jobs'> = {
-  name: 'files.files', version: 1, mode: 'inline',
+  name: 'files.files',
+  version: 1,
+  mode: 'inline',
   handles: fileEventTypes,
   tables: {
     files_files: (t) => [

@@ -1,5 +1,11 @@
 import type { Link, Linker } from '../../domain/files/links';
-import { DEFAULT_LINK_TTL_SECONDS, LINK_KEY_PURPOSE, LINK_SCHEME, linkerOf, linkFields } from '../../domain/files/links';
+import {
+  DEFAULT_LINK_TTL_SECONDS,
+  LINK_KEY_PURPOSE,
+  LINK_SCHEME,
+  linkerOf,
+  linkFields,
+} from '../../domain/files/links';
 import type { Kernel } from '../../infra/kernel';
 import type { LinkCheck } from '../../infra/security/signed-links';
 import { linkSigner } from '../../infra/security/signed-links';
@@ -17,7 +23,8 @@ export const readLinks = (kernel: Kernel): ReadLinks => {
   const signer = linkSigner(kernel.engines.secrets.key(LINK_KEY_PURPOSE), LINK_SCHEME);
   const expiry = (ttlSeconds: number) => Math.floor(kernel.clock.now().getTime() / 1000) + ttlSeconds;
   return {
-    linker: (tenantId, ttlSeconds = DEFAULT_LINK_TTL_SECONDS) => linkerOf(signer.sign, kernel.config.rootUrl, tenantId, expiry(ttlSeconds)),
+    linker: (tenantId, ttlSeconds = DEFAULT_LINK_TTL_SECONDS) =>
+      linkerOf(signer.sign, kernel.config.rootUrl, tenantId, expiry(ttlSeconds)),
     expiry,
     verify: (link, signature) => signer.check(linkFields(link), link.expires, signature, kernel.clock.now().getTime()),
   };

@@ -1,7 +1,13 @@
 import type { AccessRow, MemberAccess } from '../../domain/identity/access';
 import { accessOf } from '../../domain/identity/access';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { ProviderLinkRecord, ProviderLinkView, RoleRecord, TenantChoice, UserRecord } from '../../domain/identity/views';
+import type {
+  ProviderLinkRecord,
+  ProviderLinkView,
+  RoleRecord,
+  TenantChoice,
+  UserRecord,
+} from '../../domain/identity/views';
 import { toProviderLink } from '../../domain/identity/views';
 import type { Queryable } from '../../infra/postgres/db';
 
@@ -16,43 +22,77 @@ const USER_SELECT = `SELECT a.id, a.email, a.first_name, a.last_name, a.avatar_u
   FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = '${PLATFORM_TENANT_ID}' AND a.id = m.user_id`;
 
 export const findUser = async (q: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> =>
-  (await q.query<UserRecord>(`${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId])).rows[0] ?? null;
+  (await q.query<UserRecord>(`${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId])).rows[0] ??
+  null;
 
-export const listUsers = async (q: Queryable, tenantId: string, o: { after: string; limit: number; includeDeleted: boolean }): Promise<UserRecord[]> =>
-  (await q.query<UserRecord>(`${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id > $2 AND ($3 OR m.status <> 'pending_deletion') ORDER BY m.user_id LIMIT $4`,
-    [tenantId, o.after, o.includeDeleted, o.limit])).rows;
+export const listUsers = async (
+  q: Queryable,
+  tenantId: string,
+  o: { after: string; limit: number; includeDeleted: boolean },
+): Promise<UserRecord[]> =>
+  (
+    await q.query<UserRecord>(
+      `${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id > $2 AND ($3 OR m.status <> 'pending_deletion') ORDER BY m.user_id LIMIT $4`,
+      [tenantId, o.after, o.includeDeleted, o.limit],
+    )
+  ).rows;
 
 export const findRole = async (q: Queryable, tenantId: string, roleId: string): Promise<RoleRecord | null> =>
-  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id = $2', [tenantId, roleId])).rows[0] ?? null;
+  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id = $2', [tenantId, roleId]))
+    .rows[0] ?? null;
 
-export const listRoles = async (q: Queryable, tenantId: string, o: { after: string; limit: number }): Promise<RoleRecord[]> =>
-  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3', [tenantId, o.after, o.limit])).rows;
+export const listRoles = async (
+  q: Queryable,
+  tenantId: string,
+  o: { after: string; limit: number },
+): Promise<RoleRecord[]> =>
+  (
+    await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3', [
+      tenantId,
+      o.after,
+      o.limit,
+    ])
+  ).rows;
 
 /** the tenants where a user is an active member */
 export const tenantsOfUser = async (q: Queryable, userId: string): Promise<TenantChoice[]> =>
-  (await q.query<{ tenant_id: string; name: string; role: string | null }>(
-    `SELECT m.tenant_id, t.name,
+  (
+    await q.query<{ tenant_id: string; name: string; role: string | null }>(
+      `SELECT m.tenant_id, t.name,
        (SELECT r.name FROM rm.iam_roles r WHERE r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) ORDER BY r.built_in DESC, r.name LIMIT 1) AS role
        FROM rm.iam_members m JOIN rm.iam_tenants t ON t.tenant_id = m.tenant_id
-      WHERE m.user_id = $1 AND m.status = 'active' ORDER BY t.name, m.tenant_id`, [userId])).rows
-    .map((r) => ({ id: r.tenant_id, name: r.name, logoUrl: '', role: r.role ?? '' }));
+      WHERE m.user_id = $1 AND m.status = 'active' ORDER BY t.name, m.tenant_id`,
+      [userId],
+    )
+  ).rows.map((r) => ({ id: r.tenant_id, name: r.name, logoUrl: '', role: r.role ?? '' }));
 
 export const providerLinks = async (q: Queryable, userId: string): Promise<ProviderLinkView[]> =>
-  (await q.query<ProviderLinkRecord>('SELECT * FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2 ORDER BY linked_at, id', [PLATFORM_TENANT_ID, userId])).rows
-    .map(toProviderLink);
+  (
+    await q.query<ProviderLinkRecord>(
+      'SELECT * FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2 ORDER BY linked_at, id',
+      [PLATFORM_TENANT_ID, userId],
+    )
+  ).rows.map(toProviderLink);
 
 /**
  * What a member may do in the tenant (GET /users/:id, GET /rbac/users/:id/permissions), mapped as
  * the authenticator maps it (domain/identity/access.ts); null when the account or the membership
  * is not active. `registered` are the permission keys of the running platform.
  */
-export const memberAccess = async (q: Queryable, tenantId: string, userId: string, registered: readonly string[]): Promise<MemberAccess | null> => {
+export const memberAccess = async (
+  q: Queryable,
+  tenantId: string,
+  userId: string,
+  registered: readonly string[],
+): Promise<MemberAccess | null> => {
   const { rows } = await q.query<AccessRow>(
     `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in
        FROM rm.iam_members m
        JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
        LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)
-      WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId, PLATFORM_TENANT_ID]);
+      WHERE m.tenant_id = $1 AND m.user_id = $2`,
+    [tenantId, userId, PLATFORM_TENANT_ID],
+  );
   return accessOf(userId, tenantId, rows, registered);
 };
 
@@ -62,4 +102,11 @@ export const memberAccess = async (q: Queryable, tenantId: string, userId: strin
  * the read API outside the read models.
  */
 export const remainingRecoveryCodes = async (q: Queryable, userId: string): Promise<number> =>
-  Number((await q.query<{ n: string }>('SELECT count(*) AS n FROM identity.recovery_codes WHERE user_id = $1 AND used_at IS NULL', [userId])).rows[0]?.n ?? 0);
+  Number(
+    (
+      await q.query<{ n: string }>(
+        'SELECT count(*) AS n FROM identity.recovery_codes WHERE user_id = $1 AND used_at IS NULL',
+        [userId],
+      )
+    ).rows[0]?.n ?? 0,
+  );

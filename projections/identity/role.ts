@@ -5,7 +5,9 @@ import { sql } from '../../infra/projections/projection';
 
 /** Roles of each tenant (inline). Updates are guarded by the stream version; a deleted role's row goes. */
 export const roles: Projection<'iam_roles'> = {
-  name: 'identity.roles', version: 1, mode: 'inline',
+  name: 'identity.roles',
+  version: 1,
+  mode: 'inline',
   handles: ['auth.role.created', 'auth.role.updated', 'auth.role.deleted'],
   tables: {
     iam_roles: (t) => [
@@ -18,12 +20,34 @@ export const roles: Projection<'iam_roles'> = {
     const v = stored.streamVersion;
     switch (e.type) {
       case 'auth.role.created':
-        return [sql(`INSERT INTO ${t.iam_roles} (tenant_id, id, name, description, permissions, built_in, created_by, created_at, updated_at, version)
+        return [
+          sql(
+            `INSERT INTO ${t.iam_roles} (tenant_id, id, name, description, permissions, built_in, created_by, created_at, updated_at, version)
           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) ON CONFLICT (tenant_id, id) DO NOTHING`,
-        stored.tenantId, e.data.roleId, e.data.name, e.data.description, e.data.permissions, e.data.builtIn, e.data.createdBy, stored.occurredAt, v)];
+            stored.tenantId,
+            e.data.roleId,
+            e.data.name,
+            e.data.description,
+            e.data.permissions,
+            e.data.builtIn,
+            e.data.createdBy,
+            stored.occurredAt,
+            v,
+          ),
+        ];
       case 'auth.role.updated':
-        return [sql(`UPDATE ${t.iam_roles} SET name = $3, description = $4, permissions = $5, updated_at = $6, version = $7 WHERE tenant_id = $1 AND id = $2 AND version < $7`,
-          stored.tenantId, e.data.roleId, e.data.name, e.data.description, e.data.permissions, stored.occurredAt, v)];
+        return [
+          sql(
+            `UPDATE ${t.iam_roles} SET name = $3, description = $4, permissions = $5, updated_at = $6, version = $7 WHERE tenant_id = $1 AND id = $2 AND version < $7`,
+            stored.tenantId,
+            e.data.roleId,
+            e.data.name,
+            e.data.description,
+            e.data.permissions,
+            stored.occurredAt,
+            v,
+          ),
+        ];
       case 'auth.role.deleted':
         return [sql(`DELETE FROM ${t.iam_roles} WHERE tenant_id = $1 AND id = $2`, stored.tenantId, e.data.roleId)];
       default:

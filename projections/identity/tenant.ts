@@ -4,7 +4,9 @@ import { sql } from '../../infra/projections/projection';
 
 /** Tenants: name, slug, owner and the owner's built-in role (inline; a tenant is created once). */
 export const tenants: Projection<'iam_tenants'> = {
-  name: 'identity.tenants', version: 1, mode: 'inline',
+  name: 'identity.tenants',
+  version: 1,
+  mode: 'inline',
   handles: ['auth.tenant.created'],
   tables: {
     iam_tenants: (t) => [
@@ -15,8 +17,17 @@ export const tenants: Projection<'iam_tenants'> = {
   evolve: (stored, t) => {
     const e = TenantEvent.parse({ type: stored.type, data: stored.data });
     return e.type === 'auth.tenant.created'
-      ? [sql(`INSERT INTO ${t.iam_tenants} (tenant_id, name, slug, owner_id, owner_role_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id) DO NOTHING`,
-        stored.tenantId, e.data.name, e.data.slug, e.data.ownerId, e.data.ownerRoleId, stored.occurredAt)]
+      ? [
+          sql(
+            `INSERT INTO ${t.iam_tenants} (tenant_id, name, slug, owner_id, owner_role_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id) DO NOTHING`,
+            stored.tenantId,
+            e.data.name,
+            e.data.slug,
+            e.data.ownerId,
+            e.data.ownerRoleId,
+            stored.occurredAt,
+          ),
+        ]
       : [];
   },
 };

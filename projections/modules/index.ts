@@ -9,7 +9,9 @@ import { sql } from '../../infra/projections/projection';
  * tenant (the registry is the platform's, not a tenant's).
  */
 export const modulesProjection: Projection<'modules'> = {
-  name: 'modules.registry', version: 1, mode: 'inline',
+  name: 'modules.registry',
+  version: 1,
+  mode: 'inline',
   handles: moduleEventTypes,
   tables: {
     modules: (t) => [
@@ -25,27 +27,65 @@ export const modulesProjection: Projection<'modules'> = {
     switch (e.type) {
       case 'module.registry.registered': {
         const d = e.data;
-        return [sql(`INSERT INTO ${t.modules} (tenant_id, id, slug, name, version, description, status, manifest, registered_by, registered_at, updated_at, stream_version)
+        return [
+          sql(
+            `INSERT INTO ${t.modules} (tenant_id, id, slug, name, version, description, status, manifest, registered_by, registered_at, updated_at, stream_version)
           VALUES ($1, $2, $3, $4, $5, $6, 'registered', $7::jsonb, $8, $9, $9, $10) ON CONFLICT (tenant_id, id) DO NOTHING`,
-        stored.tenantId, d.moduleId, d.slug, d.manifest.name ?? null, d.version, d.manifest.description ?? null, JSON.stringify(d.manifest), d.registeredBy, d.registeredAt, stored.streamVersion)];
+            stored.tenantId,
+            d.moduleId,
+            d.slug,
+            d.manifest.name ?? null,
+            d.version,
+            d.manifest.description ?? null,
+            JSON.stringify(d.manifest),
+            d.registeredBy,
+            d.registeredAt,
+            stored.streamVersion,
+          ),
+        ];
       }
       case 'module.registry.updated': {
         const d = e.data;
-        return [sql(`UPDATE ${t.modules} SET version = $3, manifest = $4::jsonb, name = $5, description = $6, updated_at = $7, stream_version = $8
+        return [
+          sql(
+            `UPDATE ${t.modules} SET version = $3, manifest = $4::jsonb, name = $5, description = $6, updated_at = $7, stream_version = $8
           WHERE tenant_id = $1 AND id = $2 AND stream_version < $8`,
-        stored.tenantId, d.moduleId, d.version, JSON.stringify(d.manifest), d.manifest.name ?? null, d.manifest.description ?? null, d.updatedAt, stored.streamVersion)];
+            stored.tenantId,
+            d.moduleId,
+            d.version,
+            JSON.stringify(d.manifest),
+            d.manifest.name ?? null,
+            d.manifest.description ?? null,
+            d.updatedAt,
+            stored.streamVersion,
+          ),
+        ];
       }
       case 'module.registry.deleted':
-        return [sql(`UPDATE ${t.modules} SET status = 'deleted', updated_at = $3, stream_version = $4 WHERE tenant_id = $1 AND id = $2 AND stream_version < $4`,
-          stored.tenantId, e.data.moduleId, e.data.at, stored.streamVersion)];
+        return [
+          sql(
+            `UPDATE ${t.modules} SET status = 'deleted', updated_at = $3, stream_version = $4 WHERE tenant_id = $1 AND id = $2 AND stream_version < $4`,
+            stored.tenantId,
+            e.data.moduleId,
+            e.data.at,
+            stored.streamVersion,
+          ),
+        ];
       // a purge frees the slug: the module is gone from the registry (its stream keeps the history)
       case 'module.registry.purged':
         return [sql(`DELETE FROM ${t.modules} WHERE tenant_id = $1 AND id = $2`, stored.tenantId, e.data.moduleId)];
       // a tenant's installation is the registry's operational row (modules.installations), written by the command
       case 'module.registry.activated':
       case 'module.registry.deactivated':
-        return [sql(`UPDATE ${t.modules} SET updated_at = $3, stream_version = $4 WHERE tenant_id = $1 AND id = $2 AND stream_version < $4`,
-          stored.tenantId, e.data.moduleId, e.data.at, stored.streamVersion)];
+        return [
+          sql(
+            `UPDATE ${t.modules} SET updated_at = $3, stream_version = $4 WHERE tenant_id = $1 AND id = $2 AND stream_version < $4`,
+            stored.tenantId,
+            e.data.moduleId,
+            e.data.at,
+            stored.streamVersion,
+          ),
+        ];
     }
   },
 };

@@ -8,20 +8,44 @@ import type { TransactionLeg } from '../../domain/money/history';
 import { balanceView } from '../../domain/money/views';
 import { initialPartitions } from './partitions';
 
-const openedSql = (t: string, stored: StoredEvent<Record<string, unknown>>, e: Extract<WalletEvent, { type: 'money.wallet.opened' }>): Statement =>
-  sql(`INSERT INTO ${t} (tenant_id, id, user_id, currency, label, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-    ON CONFLICT (tenant_id, id) DO NOTHING`, stored.tenantId, e.data.walletId, e.data.userId, e.data.currency, e.data.label, stored.streamVersion, e.data.createdAt);
+const openedSql = (
+  t: string,
+  stored: StoredEvent<Record<string, unknown>>,
+  e: Extract<WalletEvent, { type: 'money.wallet.opened' }>,
+): Statement =>
+  sql(
+    `INSERT INTO ${t} (tenant_id, id, user_id, currency, label, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+    ON CONFLICT (tenant_id, id) DO NOTHING`,
+    stored.tenantId,
+    e.data.walletId,
+    e.data.userId,
+    e.data.currency,
+    e.data.label,
+    stored.streamVersion,
+    e.data.createdAt,
+  );
 
 /**
  * The balances after the last event of each wallet, in one statement: an event carries the whole
  * balance after it, so the last one decides; guarded by the stream version, so applying an event
  * again (or an older one) changes nothing.
  */
-const balancesSql = (t: string, latest: { stored: StoredEvent<Record<string, unknown>>; e: Exclude<WalletEvent, { type: 'money.wallet.opened' }> }[]): Statement => {
+const balancesSql = (
+  t: string,
+  latest: { stored: StoredEvent<Record<string, unknown>>; e: Exclude<WalletEvent, { type: 'money.wallet.opened' }> }[],
+): Statement => {
   const values: unknown[] = [];
   const rows = latest.map(({ stored, e }) => {
     const b = e.data.balanceAfter;
-    values.push(stored.tenantId, e.data.walletId, b.available.toString(), b.pending.toString(), b.frozen.toString(), stored.streamVersion, e.data.createdAt);
+    values.push(
+      stored.tenantId,
+      e.data.walletId,
+      b.available.toString(),
+      b.pending.toString(),
+      b.frozen.toString(),
+      stored.streamVersion,
+      e.data.createdAt,
+    );
     const n = values.length - 7;
     return `($${n + 1}::text, $${n + 2}::text, $${n + 3}::bigint, $${n + 4}::bigint, $${n + 5}::bigint, $${n + 6}::int, $${n + 7}::timestamptz)`;
   });
@@ -35,7 +59,9 @@ const balancesSql = (t: string, latest: { stored: StoredEvent<Record<string, unk
 
 /** wallets and their balances {available, pending, frozen}: inline, readable right after the write */
 export const walletsProjection: Projection<'money_wallets'> = {
-  name: 'money.wallets', version: 2, mode: 'inline',
+  name: 'money.wallets',
+  version: 2,
+  mode: 'inline',
   handles: walletEventTypes,
   tables: {
     money_wallets: (t) => [
@@ -50,7 +76,10 @@ export const walletsProjection: Projection<'money_wallets'> = {
   evolve: (stored, t) => walletsProjection.evolveMany!([stored], t),
   evolveMany: (events, t) => {
     const opened: Statement[] = [];
-    const latest = new Map<string, { stored: StoredEvent<Record<string, unknown>>; e: Exclude<WalletEvent, { type: 'money.wallet.opened' }> }>();
+    const latest = new Map<
+      string,
+      { stored: StoredEvent<Record<string, unknown>>; e: Exclude<WalletEvent, { type: 'money.wallet.opened' }> }
+    >();
     for (const stored of events) {
       const e = WalletEvent.parse({ type: stored.type, data: stored.data });
       if (e.type === 'money.wallet.opened') opened.push(openedSql(t.money_wallets, stored, e));
@@ -72,8 +101,26 @@ export const walletsProjection: Projection<'money_wallets'> = {
 const insertLegs = (table: string, legs: { tenantId: string; seq: number; leg: TransactionLeg }[]): Statement => {
   const values: unknown[] = [];
   const rows = legs.map(({ tenantId, seq, leg: l }) => {
-    values.push(tenantId, l.id, l.walletId, l.leg, l.type, l.status, l.direction, l.amount.toString(), l.currency, l.reason, l.idempotencyKey, l.referenceTransactionId,
-      l.meta, JSON.stringify(balanceView(l.balanceAfter)), l.counterpartyWalletId, l.expiresAt, l.createdAt, seq);
+    values.push(
+      tenantId,
+      l.id,
+      l.walletId,
+      l.leg,
+      l.type,
+      l.status,
+      l.direction,
+      l.amount.toString(),
+      l.currency,
+      l.reason,
+      l.idempotencyKey,
+      l.referenceTransactionId,
+      l.meta,
+      JSON.stringify(balanceView(l.balanceAfter)),
+      l.counterpartyWalletId,
+      l.expiresAt,
+      l.createdAt,
+      seq,
+    );
     const n = values.length - 18;
     const p = (i: number) => `$${n + i}`;
     return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)}::bigint, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}, false, ${p(13)}, ${p(14)}::jsonb, ${p(15)}, ${p(16)}::timestamptz, ${p(17)}::timestamptz, ${p(18)}::int)`;
@@ -87,7 +134,11 @@ const insertLegs = (table: string, legs: { tenantId: string; seq: number; leg: T
   };
 };
 
-const HOLD_RESOLUTION = { 'money.hold.confirmed': ['confirmed', 'confirmed'], 'money.hold.canceled': ['canceled', 'canceled'], 'money.hold.expired': ['canceled', 'expired'] } as const;
+const HOLD_RESOLUTION = {
+  'money.hold.confirmed': ['confirmed', 'confirmed'],
+  'money.hold.canceled': ['canceled', 'canceled'],
+  'money.hold.expired': ['canceled', 'expired'],
+} as const;
 
 /**
  * The transaction history: one row per wallet a transaction touches (a transfer has a primary leg
@@ -98,7 +149,9 @@ const HOLD_RESOLUTION = { 'money.hold.confirmed': ['confirmed', 'confirmed'], 'm
  * v2: seq, and meta as text.
  */
 export const transactionsProjection: Projection<'money_transactions'> = {
-  name: 'money.transactions', version: 2, mode: 'inline',
+  name: 'money.transactions',
+  version: 2,
+  mode: 'inline',
   handles: [...walletEventTypes.filter((t) => t !== 'money.wallet.opened'), 'money.transaction.reversed'],
   tables: {
     money_transactions: (t) => [
@@ -122,8 +175,14 @@ export const transactionsProjection: Projection<'money_transactions'> = {
       const tenant = stored.tenantId;
       if (stored.type === 'money.transaction.reversed') {
         const r = ReversalEvent.parse({ type: stored.type, data: stored.data });
-        changes.push(sql(`UPDATE ${table} SET status = 'reversed', reversed = true WHERE tenant_id = $1 AND id = $2 AND created_at = $3`,
-          tenant, r.data.originalTransactionId, r.data.originalCreatedAt));
+        changes.push(
+          sql(
+            `UPDATE ${table} SET status = 'reversed', reversed = true WHERE tenant_id = $1 AND id = $2 AND created_at = $3`,
+            tenant,
+            r.data.originalTransactionId,
+            r.data.originalCreatedAt,
+          ),
+        );
         continue;
       }
       const e = WalletEvent.parse({ type: stored.type, data: stored.data });
@@ -132,8 +191,16 @@ export const transactionsProjection: Projection<'money_transactions'> = {
       legs.push({ tenantId: tenant, seq: stored.streamVersion, leg });
       if (e.type === 'money.hold.confirmed' || e.type === 'money.hold.canceled' || e.type === 'money.hold.expired') {
         const [status, resolution] = HOLD_RESOLUTION[e.type];
-        changes.push(sql(`UPDATE ${table} SET status = $4, resolution = $5 WHERE tenant_id = $1 AND id = $2 AND created_at = $3 AND type = 'hold' AND status = 'held'`,
-          tenant, e.data.holdTransactionId, e.data.holdCreatedAt, status, resolution));
+        changes.push(
+          sql(
+            `UPDATE ${table} SET status = $4, resolution = $5 WHERE tenant_id = $1 AND id = $2 AND created_at = $3 AND type = 'hold' AND status = 'held'`,
+            tenant,
+            e.data.holdTransactionId,
+            e.data.holdCreatedAt,
+            status,
+            resolution,
+          ),
+        );
       }
     }
     return legs.length ? [insertLegs(table, legs), ...changes] : changes;

@@ -7,7 +7,8 @@ import { inTransaction } from '../../infra/postgres/db';
  * around its creation; the hold-expiry worker keeps creating the coming months (ensureMonths).
  */
 export const monthKey = (d: Date): string => `${d.getUTCFullYear()}${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
-const monthStart = (d: Date, offset: number): Date => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + offset, 1));
+const monthStart = (d: Date, offset: number): Date =>
+  new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + offset, 1));
 
 export const partitionName = (parent: string, month: Date): string => `${parent}_p${monthKey(month)}`;
 
@@ -44,11 +45,15 @@ export const ensureMonthlyPartitions = async (db: Db, now: Date, ahead = 3): Pro
         const from = monthStart(month, 0).toISOString();
         const to = monthStart(month, 1).toISOString();
         const defaultPart = `${parent}_default`;
-        const hasDefault = (await tx.query<{ r: string | null }>('SELECT to_regclass($1)::text AS r', [defaultPart])).rows[0]?.r;
+        const hasDefault = (await tx.query<{ r: string | null }>('SELECT to_regclass($1)::text AS r', [defaultPart]))
+          .rows[0]?.r;
         if (hasDefault) await tx.query(`ALTER TABLE ${parent} DETACH PARTITION ${defaultPart}`);
         await tx.query(monthPartitionDdl(parent, month));
         if (hasDefault) {
-          await tx.query(`WITH moved AS (DELETE FROM ${defaultPart} WHERE created_at >= $1 AND created_at < $2 RETURNING *) INSERT INTO ${parent} SELECT * FROM moved`, [from, to]);
+          await tx.query(
+            `WITH moved AS (DELETE FROM ${defaultPart} WHERE created_at >= $1 AND created_at < $2 RETURNING *) INSERT INTO ${parent} SELECT * FROM moved`,
+            [from, to],
+          );
           await tx.query(`ALTER TABLE ${parent} ATTACH PARTITION ${defaultPart} DEFAULT`);
         }
         created += 1;

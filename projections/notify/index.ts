@@ -12,8 +12,22 @@ const queuedRows = (t: string, events: Stored[]): Statement => {
     const e = NotificationEvent.parse({ type: stored.type, data: stored.data });
     if (e.type !== 'notify.notification.queued') throw new Error('queuedRows takes queued events');
     const d = e.data;
-    values.push(stored.tenantId, d.notificationId, d.channel, d.channelType, d.recipient.userId, d.recipient.address, d.subject, d.priority, d.templateId, d.module, d.purpose,
-      JSON.stringify(d.meta), d.queuedAt, stored.streamVersion);
+    values.push(
+      stored.tenantId,
+      d.notificationId,
+      d.channel,
+      d.channelType,
+      d.recipient.userId,
+      d.recipient.address,
+      d.subject,
+      d.priority,
+      d.templateId,
+      d.module,
+      d.purpose,
+      JSON.stringify(d.meta),
+      d.queuedAt,
+      stored.streamVersion,
+    );
     const n = values.length - 14;
     const p = (i: number) => `$${n + i}`;
     return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, 'queued', ${p(8)}, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}::jsonb, ${p(13)}::timestamptz, ${p(13)}::timestamptz, ${p(14)}::int)`;
@@ -34,16 +48,38 @@ const changeSql = (t: string, stored: Stored): Statement | null => {
     case 'notify.notification.queued':
       return null;
     case 'notify.notification.sending':
-      return sql(`UPDATE ${t} SET status = 'sending', attempts = attempts + 1, sent_at = $4, next_attempt_at = NULL, updated_at = $4, version = $3 ${guard}`, ...args, e.data.startedAt);
+      return sql(
+        `UPDATE ${t} SET status = 'sending', attempts = attempts + 1, sent_at = $4, next_attempt_at = NULL, updated_at = $4, version = $3 ${guard}`,
+        ...args,
+        e.data.startedAt,
+      );
     case 'notify.notification.sent':
-      return sql(`UPDATE ${t} SET status = 'delivered', delivered_at = $4, last_error = NULL, updated_at = $4, version = $3 ${guard}`, ...args, e.data.deliveredAt);
+      return sql(
+        `UPDATE ${t} SET status = 'delivered', delivered_at = $4, last_error = NULL, updated_at = $4, version = $3 ${guard}`,
+        ...args,
+        e.data.deliveredAt,
+      );
     case 'notify.notification.attempt_failed':
-      return sql(`UPDATE ${t} SET status = 'queued', last_error = $4, next_attempt_at = $5::timestamptz + $6 * interval '1 millisecond', updated_at = $5, version = $3 ${guard}`,
-        ...args, e.data.error, e.data.failedAt, e.data.retryInMs);
+      return sql(
+        `UPDATE ${t} SET status = 'queued', last_error = $4, next_attempt_at = $5::timestamptz + $6 * interval '1 millisecond', updated_at = $5, version = $3 ${guard}`,
+        ...args,
+        e.data.error,
+        e.data.failedAt,
+        e.data.retryInMs,
+      );
     case 'notify.notification.failed':
-      return sql(`UPDATE ${t} SET status = 'failed', last_error = $4, failed_at = $5, next_attempt_at = NULL, updated_at = $5, version = $3 ${guard}`, ...args, e.data.error, e.data.failedAt);
+      return sql(
+        `UPDATE ${t} SET status = 'failed', last_error = $4, failed_at = $5, next_attempt_at = NULL, updated_at = $5, version = $3 ${guard}`,
+        ...args,
+        e.data.error,
+        e.data.failedAt,
+      );
     case 'notify.notification.requeued':
-      return sql(`UPDATE ${t} SET status = 'queued', failed_at = NULL, next_attempt_at = $4, updated_at = $4, version = $3 ${guard}`, ...args, e.data.requeuedAt);
+      return sql(
+        `UPDATE ${t} SET status = 'queued', failed_at = NULL, next_attempt_at = $4, updated_at = $4, version = $3 ${guard}`,
+        ...args,
+        e.data.requeuedAt,
+      );
   }
 };
 
@@ -52,7 +88,9 @@ const changeSql = (t: string, stored: Stored): Statement | null => {
  * answers right after POST. Subjects are here, bodies never (they stay in the queue until sent).
  */
 export const notificationsProjection: Projection<'notify_notifications'> = {
-  name: 'notify.notifications', version: 1, mode: 'inline',
+  name: 'notify.notifications',
+  version: 1,
+  mode: 'inline',
   handles: notificationEventTypes,
   tables: {
     notify_notifications: (t) => [
@@ -76,7 +114,9 @@ export const notificationsProjection: Projection<'notify_notifications'> = {
 };
 
 export const templatesProjection: Projection<'notify_templates'> = {
-  name: 'notify.templates', version: 1, mode: 'inline',
+  name: 'notify.templates',
+  version: 1,
+  mode: 'inline',
   handles: ['notify.template.created'],
   tables: {
     notify_templates: (t) => [
@@ -88,13 +128,28 @@ export const templatesProjection: Projection<'notify_templates'> = {
   },
   evolve: (stored, t) => {
     const { data: d } = TemplateEvent.parse({ type: stored.type, data: stored.data });
-    return [sql(`INSERT INTO ${t.notify_templates} (tenant_id, id, name, channel, subject, body, format, variables, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-      ON CONFLICT (tenant_id, id) DO NOTHING`, stored.tenantId, d.templateId, d.name, d.channel, d.subject, d.body, d.format, d.variables, d.createdAt)];
+    return [
+      sql(
+        `INSERT INTO ${t.notify_templates} (tenant_id, id, name, channel, subject, body, format, variables, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+      ON CONFLICT (tenant_id, id) DO NOTHING`,
+        stored.tenantId,
+        d.templateId,
+        d.name,
+        d.channel,
+        d.subject,
+        d.body,
+        d.format,
+        d.variables,
+        d.createdAt,
+      ),
+    ];
   },
 };
 
 export const channelsProjection: Projection<'notify_channels'> = {
-  name: 'notify.channels', version: 1, mode: 'inline',
+  name: 'notify.channels',
+  version: 1,
+  mode: 'inline',
   handles: ['notify.channel.registered'],
   tables: {
     notify_channels: (t) => [
@@ -105,8 +160,19 @@ export const channelsProjection: Projection<'notify_channels'> = {
   },
   evolve: (stored, t) => {
     const { data: d } = ChannelEvent.parse({ type: stored.type, data: stored.data });
-    return [sql(`INSERT INTO ${t.notify_channels} (tenant_id, id, name, type, icon_url, status, config, registered_at) VALUES ($1, $2, $3, $4, $5, 'active', $6::jsonb, $7)
-      ON CONFLICT (tenant_id, id) DO NOTHING`, stored.tenantId, d.channelId, d.name, d.type, d.iconUrl, JSON.stringify(d.config), d.registeredAt)];
+    return [
+      sql(
+        `INSERT INTO ${t.notify_channels} (tenant_id, id, name, type, icon_url, status, config, registered_at) VALUES ($1, $2, $3, $4, $5, 'active', $6::jsonb, $7)
+      ON CONFLICT (tenant_id, id) DO NOTHING`,
+        stored.tenantId,
+        d.channelId,
+        d.name,
+        d.type,
+        d.iconUrl,
+        JSON.stringify(d.config),
+        d.registeredAt,
+      ),
+    ];
   },
 };
 

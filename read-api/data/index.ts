@@ -10,8 +10,14 @@ import { defineRoutes } from '../../infra/modules';
 import { activeModulesOf, catalogOf, moduleRowOf } from '../../projections/data/catalog';
 import { asTenantRead, expandRelations, findRecord, listRecords, usageOf } from '../../projections/data/queries';
 
-const Slug = z.string().regex(/^[a-z][a-z0-9_]{1,31}$/).describe('the module\'s slug');
-const Name = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/).describe('the model\'s name');
+const Slug = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{1,31}$/)
+  .describe("the module's slug");
+const Name = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,62}$/)
+  .describe("the model's name");
 const Record = z.record(z.string(), z.unknown());
 const Cursor = z.object({ v: z.string().max(2048), id: z.string().max(256) });
 
@@ -29,7 +35,10 @@ const checkExpand = (models: Model[], m: Model, paths: string[][]): void => {
     for (const name of path) {
       const relation: Model['relations'][number] | undefined = at?.relations.find((r) => r.name === name);
       at = relation && models.find((x) => x.name === relation.target);
-      if (!at) throw dataErrors.invalidQuery([{ field: 'expand', message: `${path.join('.')} is not a relation of the model`, code: 'UNKNOWN_RELATION' }]);
+      if (!at)
+        throw dataErrors.invalidQuery([
+          { field: 'expand', message: `${path.join('.')} is not a relation of the model`, code: 'UNKNOWN_RELATION' },
+        ]);
     }
   }
 };
@@ -47,84 +56,136 @@ export default defineRoutes({
       return { row, ...(await catalogOf(kernel, row)) };
     };
 
-    r.get('/data/usage', {
-      config: { access: 'bearer' },
-      schema: {
-        summary: 'The tenant\'s data usage, for billing: active modules and the records of their generated models',
-        response: { 200: z.object({ modules: z.number().int(), records: z.number().int(), byModule: z.array(z.object({ slug: z.string(), records: z.number().int() })) }) },
+    r.get(
+      '/data/usage',
+      {
+        config: { access: 'bearer' },
+        schema: {
+          summary: "The tenant's data usage, for billing: active modules and the records of their generated models",
+          response: {
+            200: z.object({
+              modules: z.number().int(),
+              records: z.number().int(),
+              byModule: z.array(z.object({ slug: z.string(), records: z.number().int() })),
+            }),
+          },
+        },
       },
-    }, async (request) => {
-      const tenantId = request.principal!.tenantId;
-      const modules = [];
-      for (const slug of await activeModulesOf(kernel.db, tenantId)) {
-        const row = await moduleRowOf(kernel.db, slug, tenantId);
-        if (row && !row.dirty) modules.push({ slug, models: (await catalogOf(kernel, row)).models.filter(servable) });
-      }
-      const byModule = await usageOf(kernel, tenantId, modules);
-      return { modules: byModule.length, records: byModule.reduce((n, m) => n + m.records, 0), byModule };
-    });
-
-    r.get('/data/:module/models', {
-      config: { access: 'bearer' },
-      schema: { summary: 'The module\'s models (any read permission of the module)', params: z.object({ module: Slug }), response: { 200: z.object({ data: z.array(ModelListItem) }) } },
-    }, async (request) => {
-      const p = request.principal!;
-      const { models, archived } = await resolve(p.tenantId, request.params.module);
-      gateIntrospection(models, request.params.module, p.permissions, archived);
-      return { data: models.map(modelListItem) };
-    });
-
-    r.get('/data/:module/models/:model', {
-      config: { access: 'bearer' },
-      schema: { summary: 'A model: columns, indexes, relations', params: z.object({ module: Slug, model: Name }), response: { 200: ModelDetail } },
-    }, async (request) => {
-      const p = request.principal!;
-      const { models, archived } = await resolve(p.tenantId, request.params.module);
-      gateIntrospection(models, request.params.module, p.permissions, archived);
-      const m = models.find((x) => x.name === request.params.model);
-      if (!m) throw dataErrors.modelNotFound();
-      return modelDetail(m);
-    });
-
-    r.get('/data/:module/:model', {
-      config: { access: 'bearer', problems: [422] },
-      schema: {
-        summary: 'Records of a generated model: filters <field>=v or <field>[op]=v, sort, expand, pages',
-        params: z.object({ module: Slug, model: Name }), querystring: z.looseObject({ ...pageQuery, sort: z.string().max(64).optional(), expand: z.string().max(256).optional() }),
-        response: { 200: z.object({ data: z.array(Record), next_page_token: z.string().optional() }) },
+      async (request) => {
+        const tenantId = request.principal!.tenantId;
+        const modules = [];
+        for (const slug of await activeModulesOf(kernel.db, tenantId)) {
+          const row = await moduleRowOf(kernel.db, slug, tenantId);
+          if (row && !row.dirty) modules.push({ slug, models: (await catalogOf(kernel, row)).models.filter(servable) });
+        }
+        const byModule = await usageOf(kernel, tenantId, modules);
+        return { modules: byModule.length, records: byModule.reduce((n, m) => n + m.records, 0), byModule };
       },
-    }, async (request) => {
-      const p = request.principal!;
-      const { module, model } = request.params;
-      const { models, archived } = await resolve(p.tenantId, module);
-      const m = gateModel(models, module, model, 'read', p.permissions, archived);
-      const q = request.query;
-      const list = parseListQuery(m, q);
-      checkExpand(models, m, list.expand);
-      const after = decodeCursor(q.page_token, Cursor);
-      const idColumn = m.columns.find((c) => c.name === 'id')!;
-      if (after && (valueProblem(list.sort.column, after.v) || valueProblem(idColumn, after.id))) {
-        throw dataErrors.invalidQuery([{ field: 'page_token', message: 'page_token is not a valid page token for this sort', code: 'INVALID_PAGE_TOKEN' }]);
-      }
-      const rows = await asTenantRead(kernel, p.tenantId, async (tx) => {
-        const found = await listRecords(tx, m, p.tenantId, list, after, q.page_size + 1);
-        await expandRelations(tx, models, m, p.tenantId, found.slice(0, q.page_size), list.expand);
-        return found;
-      });
-      return toPage(rows, q.page_size, view, (row) => ({ v: textOf(row[list.sort.column.name]), id: textOf(row.id) }));
-    });
+    );
 
-    r.get('/data/:module/:model/:id', {
-      config: { access: 'bearer' },
-      schema: { summary: 'A record of a generated model', params: z.object({ module: Slug, model: Name, id: z.string().min(1).max(256) }), response: { 200: Record } },
-    }, async (request) => {
-      const p = request.principal!;
-      const { module, model, id } = request.params;
-      const { models, archived } = await resolve(p.tenantId, module);
-      const m = gateModel(models, module, model, 'read', p.permissions, archived);
-      const row = await asTenantRead(kernel, p.tenantId, (tx) => findRecord(tx, m, p.tenantId, id));
-      if (!row) throw dataErrors.recordNotFound();
-      return view(row);
-    });
+    r.get(
+      '/data/:module/models',
+      {
+        config: { access: 'bearer' },
+        schema: {
+          summary: "The module's models (any read permission of the module)",
+          params: z.object({ module: Slug }),
+          response: { 200: z.object({ data: z.array(ModelListItem) }) },
+        },
+      },
+      async (request) => {
+        const p = request.principal!;
+        const { models, archived } = await resolve(p.tenantId, request.params.module);
+        gateIntrospection(models, request.params.module, p.permissions, archived);
+        return { data: models.map(modelListItem) };
+      },
+    );
+
+    r.get(
+      '/data/:module/models/:model',
+      {
+        config: { access: 'bearer' },
+        schema: {
+          summary: 'A model: columns, indexes, relations',
+          params: z.object({ module: Slug, model: Name }),
+          response: { 200: ModelDetail },
+        },
+      },
+      async (request) => {
+        const p = request.principal!;
+        const { models, archived } = await resolve(p.tenantId, request.params.module);
+        gateIntrospection(models, request.params.module, p.permissions, archived);
+        const m = models.find((x) => x.name === request.params.model);
+        if (!m) throw dataErrors.modelNotFound();
+        return modelDetail(m);
+      },
+    );
+
+    r.get(
+      '/data/:module/:model',
+      {
+        config: { access: 'bearer', problems: [422] },
+        schema: {
+          summary: 'Records of a generated model: filters <field>=v or <field>[op]=v, sort, expand, pages',
+          params: z.object({ module: Slug, model: Name }),
+          querystring: z.looseObject({
+            ...pageQuery,
+            sort: z.string().max(64).optional(),
+            expand: z.string().max(256).optional(),
+          }),
+          response: { 200: z.object({ data: z.array(Record), next_page_token: z.string().optional() }) },
+        },
+      },
+      async (request) => {
+        const p = request.principal!;
+        const { module, model } = request.params;
+        const { models, archived } = await resolve(p.tenantId, module);
+        const m = gateModel(models, module, model, 'read', p.permissions, archived);
+        const q = request.query;
+        const list = parseListQuery(m, q);
+        checkExpand(models, m, list.expand);
+        const after = decodeCursor(q.page_token, Cursor);
+        const idColumn = m.columns.find((c) => c.name === 'id')!;
+        if (after && (valueProblem(list.sort.column, after.v) || valueProblem(idColumn, after.id))) {
+          throw dataErrors.invalidQuery([
+            {
+              field: 'page_token',
+              message: 'page_token is not a valid page token for this sort',
+              code: 'INVALID_PAGE_TOKEN',
+            },
+          ]);
+        }
+        const rows = await asTenantRead(kernel, p.tenantId, async (tx) => {
+          const found = await listRecords(tx, m, p.tenantId, list, after, q.page_size + 1);
+          await expandRelations(tx, models, m, p.tenantId, found.slice(0, q.page_size), list.expand);
+          return found;
+        });
+        return toPage(rows, q.page_size, view, (row) => ({
+          v: textOf(row[list.sort.column.name]),
+          id: textOf(row.id),
+        }));
+      },
+    );
+
+    r.get(
+      '/data/:module/:model/:id',
+      {
+        config: { access: 'bearer' },
+        schema: {
+          summary: 'A record of a generated model',
+          params: z.object({ module: Slug, model: Name, id: z.string().min(1).max(256) }),
+          response: { 200: Record },
+        },
+      },
+      async (request) => {
+        const p = request.principal!;
+        const { module, model, id } = request.params;
+        const { models, archived } = await resolve(p.tenantId, module);
+        const m = gateModel(models, module, model, 'read', p.permissions, archived);
+        const row = await asTenantRead(kernel, p.tenantId, (tx) => findRecord(tx, m, p.tenantId, id));
+        if (!row) throw dataErrors.recordNotFound();
+        return view(row);
+      },
+    );
   },
 });

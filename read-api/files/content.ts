@@ -26,7 +26,8 @@ export const sendObject = async (reply: FastifyReply, objects: ObjectStore, serv
   if (!head) throw filesErrors.fileNotFound();
   const range = resolveRange(served.range, head.size);
   if (range.kind === 'unsatisfiable') throw filesErrors.rangeNotSatisfiable(head.size);
-  reply.header('accept-ranges', 'bytes')
+  reply
+    .header('accept-ranges', 'bytes')
     .header('content-disposition', contentDisposition(served.disposition, served.name))
     .header('x-content-type-options', 'nosniff')
     .header('cache-control', served.maxAgeSeconds > 0 ? `private, max-age=${served.maxAgeSeconds}` : 'no-store')
@@ -35,7 +36,11 @@ export const sendObject = async (reply: FastifyReply, objects: ObjectStore, serv
   try {
     if (range.kind === 'part') {
       const body = await objects.get(served.key, { range: { start: range.start, end: range.end } });
-      return reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${head.size}`).header('content-length', String(range.end - range.start + 1)).send(body);
+      return reply
+        .code(206)
+        .header('content-range', `bytes ${range.start}-${range.end}/${head.size}`)
+        .header('content-length', String(range.end - range.start + 1))
+        .send(body);
     }
     const body = await objects.get(served.key);
     return reply.code(200).header('content-length', String(head.size)).send(body);

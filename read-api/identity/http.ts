@@ -9,7 +9,7 @@ export type IdentityReads = (app: FastifyInstance, kernel: Kernel) => void;
 
 export const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
 
-export const perm = (permission: string) => ({ access: 'permission', permission } as const);
+export const perm = (permission: string) => ({ access: 'permission', permission }) as const;
 
 /** the permission keys of the running platform (the built-in Owner role is shown as it grants them) */
 export const registeredPermissions = (kernel: Kernel): string[] => kernel.permissions.list().map((p) => p.key);

@@ -15,7 +15,9 @@ import { sessionReads } from './session';
  */
 export default defineRoutes({
   namespace: 'iam',
-  start: async (kernel: Kernel) => { await startIdentityRuntime(kernel, tokenSettings(kernel.config.rootUrl)); },
+  start: async (kernel: Kernel) => {
+    await startIdentityRuntime(kernel, tokenSettings(kernel.config.rootUrl));
+  },
   register(app, kernel) {
     for (const reads of [sessionReads, mfaReads, providerReads, membershipReads, roleReads]) reads(app, kernel);
   },

@@ -6,6 +6,9 @@ import { typed } from './http';
 
 /** MFA of the signed-in user (spec 000, MFA): how many recovery codes are left. */
 export const mfaReads: IdentityReads = (app, kernel) => {
-  typed(app).get('/auth/recovery-codes', { config: { access: 'bearer' }, schema: { response: { 200: z.object({ remaining: z.number().int() }) } } },
-    async (request) => ({ remaining: await remainingRecoveryCodes(kernel.db, callerOf(request).userId) }));
+  typed(app).get(
+    '/auth/recovery-codes',
+    { config: { access: 'bearer' }, schema: { response: { 200: z.object({ remaining: z.number().int() }) } } },
+    async (request) => ({ remaining: await remainingRecoveryCodes(kernel.db, callerOf(request).userId) }),
+  );
 };

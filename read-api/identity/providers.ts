@@ -11,14 +11,29 @@ import { typed } from './http';
 export const providerReads: IdentityReads = (app, kernel) => {
   const r = typed(app);
 
-  r.get('/auth/providers', { config: { access: 'public' }, schema: { response: { 200: z.object({ data: z.array(ProviderInfo) }) } } },
-    async () => ({ data: providerCatalog(kernel.config.OIDC_PROVIDERS ?? []) }));
+  r.get(
+    '/auth/providers',
+    { config: { access: 'public' }, schema: { response: { 200: z.object({ data: z.array(ProviderInfo) }) } } },
+    async () => ({ data: providerCatalog(kernel.config.OIDC_PROVIDERS ?? []) }),
+  );
 
   // the user themself, or a holder of users.list; another tenant's user is 404
-  r.get('/users/:id/providers', { config: { access: 'bearer' }, schema: { params: IdParam, response: { 200: z.object({ data: z.array(ProviderLinkView) }) } } }, async (request) => {
-    const p = callerOf(request);
-    if (p.userId !== request.params.id && !(p.permissions.has('users.list') || p.permissions.has('users.*') || p.permissions.has('platform.*'))) throw commonErrors.forbidden();
-    if (!(await findUser(kernel.db, p.tenantId, request.params.id))) throw commonErrors.notFound('The user does not exist.');
-    return { data: await providerLinks(kernel.db, request.params.id) };
-  });
+  r.get(
+    '/users/:id/providers',
+    {
+      config: { access: 'bearer' },
+      schema: { params: IdParam, response: { 200: z.object({ data: z.array(ProviderLinkView) }) } },
+    },
+    async (request) => {
+      const p = callerOf(request);
+      if (
+        p.userId !== request.params.id &&
+        !(p.permissions.has('users.list') || p.permissions.has('users.*') || p.permissions.has('platform.*'))
+      )
+        throw commonErrors.forbidden();
+      if (!(await findUser(kernel.db, p.tenantId, request.params.id)))
+        throw commonErrors.notFound('The user does not exist.');
+      return { data: await providerLinks(kernel.db, request.params.id) };
+    },
+  );
 };

@@ -15,13 +15,18 @@ export const sessionReads: IdentityReads = (app, kernel) => {
   const r = typed(app);
 
   r.get('/.well-known/jwks.json', { config: { access: 'public' } }, async (_request, reply) =>
-    reply.header('Cache-Control', 'public, max-age=300').send(identityRuntime(kernel).ring.jwks()));
+    reply.header('Cache-Control', 'public, max-age=300').send(identityRuntime(kernel).ring.jwks()),
+  );
 
   r.get('/auth/me', { config: { access: 'bearer' }, schema: { response: { 200: Me } } }, async (request) => {
     const p = callerOf(request);
     const row = await findUser(kernel.db, p.tenantId, p.userId);
     if (!row) throw commonErrors.notFound('The user does not exist.');
-    return { ...toUser(row), permissions: [...p.permissions].sort(), ...(p.impersonatorId ? { impersonatorId: p.impersonatorId } : {}) };
+    return {
+      ...toUser(row),
+      permissions: [...p.permissions].sort(),
+      ...(p.impersonatorId ? { impersonatorId: p.impersonatorId } : {}),
+    };
   });
 
   r.get('/auth/tenants', { config: { access: 'bearer' }, schema: { response: { 200: Tenants } } }, async (request) => {

@@ -16,36 +16,63 @@ export default defineRoutes({
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
 
-    r.get('/modules', {
-      config: owner,
-      schema: { summary: 'Registered modules, by slug', querystring: z.object(pageQuery), response: { 200: pageEnvelope(ModuleView) } },
-    }, async (request) => {
-      const q = request.query;
-      const rows = await listModules(kernel.db, { afterSlug: decodeCursor(q.page_token, ['slug'])?.slug, limit: q.page_size + 1 });
-      return toPage(rows, q.page_size, moduleView, (row) => ({ slug: row.slug }));
-    });
+    r.get(
+      '/modules',
+      {
+        config: owner,
+        schema: {
+          summary: 'Registered modules, by slug',
+          querystring: z.object(pageQuery),
+          response: { 200: pageEnvelope(ModuleView) },
+        },
+      },
+      async (request) => {
+        const q = request.query;
+        const rows = await listModules(kernel.db, {
+          afterSlug: decodeCursor(q.page_token, ['slug'])?.slug,
+          limit: q.page_size + 1,
+        });
+        return toPage(rows, q.page_size, moduleView, (row) => ({ slug: row.slug }));
+      },
+    );
 
-    r.get('/modules/:id', {
-      config: owner,
-      schema: { summary: 'A registered module', params: z.object({ id: Id }), response: { 200: ModuleView } },
-    }, async (request) => {
-      const found = await findModule(kernel.db, request.params.id);
-      if (!found) throw moduleErrors.moduleNotFound();
-      return moduleView(found, await schemaStatusOf(kernel.db, found.id));
-    });
+    r.get(
+      '/modules/:id',
+      {
+        config: owner,
+        schema: { summary: 'A registered module', params: z.object({ id: Id }), response: { 200: ModuleView } },
+      },
+      async (request) => {
+        const found = await findModule(kernel.db, request.params.id);
+        if (!found) throw moduleErrors.moduleNotFound();
+        return moduleView(found, await schemaStatusOf(kernel.db, found.id));
+      },
+    );
 
-    r.get('/modules/:id/keys', {
-      config: owner,
-      schema: { summary: 'The module\'s keys (never their secrets)', params: z.object({ id: Id }), response: { 200: z.object({ data: z.array(KeyView) }) } },
-    }, async (request) => {
-      const found = await findModule(kernel.db, request.params.id);
-      if (!found) throw moduleErrors.moduleNotFound();
-      const keys = await keysOf(kernel.db, found.id);
-      return {
-        data: keys.map((k) => ({
-          keyId: k.id, createdAt: k.created_at.toISOString(), createdBy: k.created_by, revokedAt: k.revoked_at?.toISOString() ?? null, lastUsedAt: k.last_used_at?.toISOString() ?? null,
-        })),
-      };
-    });
+    r.get(
+      '/modules/:id/keys',
+      {
+        config: owner,
+        schema: {
+          summary: "The module's keys (never their secrets)",
+          params: z.object({ id: Id }),
+          response: { 200: z.object({ data: z.array(KeyView) }) },
+        },
+      },
+      async (request) => {
+        const found = await findModule(kernel.db, request.params.id);
+        if (!found) throw moduleErrors.moduleNotFound();
+        const keys = await keysOf(kernel.db, found.id);
+        return {
+          data: keys.map((k) => ({
+            keyId: k.id,
+            createdAt: k.created_at.toISOString(),
+            createdBy: k.created_by,
+            revokedAt: k.revoked_at?.toISOString() ?? null,
+            lastUsedAt: k.last_used_at?.toISOString() ?? null,
+          })),
+        };
+      },
+    );
   },
 });

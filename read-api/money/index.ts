@@ -6,13 +6,29 @@ import { Instant } from '../../infra/http/instant';
 import type { Cursor } from '../../infra/http/pagination';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
-import { findTransactionView, findWallet, listTransactions, listWallets, transactionOf, walletOf } from '../../projections/money/queries';
+import {
+  findTransactionView,
+  findWallet,
+  listTransactions,
+  listWallets,
+  transactionOf,
+  walletOf,
+} from '../../projections/money/queries';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 /** a page of one wallet's lines ends at a ledger sequence; a tenant-wide page at a line's time and id */
 const TransactionCursor = z.union([
   z.object({ s: z.number().int().min(0).max(2_147_483_647) }).transform((c) => ({ seq: c.s })),
-  z.object({ c: Instant, id: z.string().min(1).max(64).regex(/^[0-9a-zA-Z-]+$/) }).transform((c) => ({ createdAt: c.c, id: c.id })),
+  z
+    .object({
+      c: Instant,
+      id: z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[0-9a-zA-Z-]+$/),
+    })
+    .transform((c) => ({ createdAt: c.c, id: c.id })),
 ]);
 const readWallets = { access: 'permission', permission: 'money.wallets.read' } as const;
 const readTransactions = { access: 'permission', permission: 'money.transactions.read' } as const;
@@ -30,56 +46,103 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
 
-    r.get('/wallets', {
-      config: readWallets,
-      schema: { querystring: z.object({ ...pageQuery, userId: z.string().min(1).max(128).optional(), currency: z.string().regex(/^[A-Z]{3}$/).optional() }), response: { 200: pageEnvelope(WalletView) } },
-    }, async (request) => {
-      const after = decodeCursor(request.query.page_token, ['id']);
-      const rows = await listWallets(kernel.db, tenantOf(request), { userId: request.query.userId, currency: request.query.currency, afterId: after?.id, limit: request.query.page_size + 1 });
-      return toPage(rows, request.query.page_size, walletOf, (row) => ({ id: row.id }));
-    });
-
-    r.get('/wallets/:id', {
-      config: readWallets,
-      schema: { params: z.object({ id: Id }), response: { 200: WalletView } },
-    }, async (request) => {
-      return walletOrNotFound(kernel.db, tenantOf(request), request.params.id);
-    });
-
-    r.get('/wallets/:id/balance', {
-      config: readWallets,
-      schema: { params: z.object({ id: Id }), response: { 200: BalanceView } },
-    }, async (request) => {
-      return (await walletOrNotFound(kernel.db, tenantOf(request), request.params.id)).balance;
-    });
-
-    r.get('/transactions', {
-      config: readTransactions,
-      schema: {
-        querystring: z.object({
-          ...pageQuery, walletId: Id.optional(), type: TransactionView.shape.type.optional(), status: TransactionView.shape.status.optional(),
-          since: Instant.optional().describe('inclusive'), until: Instant.optional().describe('exclusive'),
-        }),
-        response: { 200: pageEnvelope(TransactionView) },
+    r.get(
+      '/wallets',
+      {
+        config: readWallets,
+        schema: {
+          querystring: z.object({
+            ...pageQuery,
+            userId: z.string().min(1).max(128).optional(),
+            currency: z
+              .string()
+              .regex(/^[A-Z]{3}$/)
+              .optional(),
+          }),
+          response: { 200: pageEnvelope(WalletView) },
+        },
       },
-    }, async (request) => {
-      const q = request.query;
-      const tenantId = tenantOf(request);
-      if (q.walletId) await walletOrNotFound(kernel.db, tenantId, q.walletId);
-      const after = decodeCursor(q.page_token, TransactionCursor) ?? undefined;
-      const rows = await listTransactions(kernel.db, tenantId, {
-        walletId: q.walletId, type: q.type, status: q.status, since: q.since, until: q.until, after, limit: q.page_size + 1,
-      });
-      return toPage(rows, q.page_size, transactionOf, (row): Cursor => (q.walletId ? { s: row.seq } : { c: row.created_at.toISOString(), id: row.id }));
-    });
+      async (request) => {
+        const after = decodeCursor(request.query.page_token, ['id']);
+        const rows = await listWallets(kernel.db, tenantOf(request), {
+          userId: request.query.userId,
+          currency: request.query.currency,
+          afterId: after?.id,
+          limit: request.query.page_size + 1,
+        });
+        return toPage(rows, request.query.page_size, walletOf, (row) => ({ id: row.id }));
+      },
+    );
 
-    r.get('/transactions/:id', {
-      config: readTransactions,
-      schema: { params: z.object({ id: Id }), response: { 200: TransactionView } },
-    }, async (request) => {
-      const found = await findTransactionView(kernel.db, tenantOf(request), request.params.id);
-      if (!found) throw moneyErrors.transactionNotFound();
-      return found;
-    });
+    r.get(
+      '/wallets/:id',
+      {
+        config: readWallets,
+        schema: { params: z.object({ id: Id }), response: { 200: WalletView } },
+      },
+      async (request) => {
+        return walletOrNotFound(kernel.db, tenantOf(request), request.params.id);
+      },
+    );
+
+    r.get(
+      '/wallets/:id/balance',
+      {
+        config: readWallets,
+        schema: { params: z.object({ id: Id }), response: { 200: BalanceView } },
+      },
+      async (request) => {
+        return (await walletOrNotFound(kernel.db, tenantOf(request), request.params.id)).balance;
+      },
+    );
+
+    r.get(
+      '/transactions',
+      {
+        config: readTransactions,
+        schema: {
+          querystring: z.object({
+            ...pageQuery,
+            walletId: Id.optional(),
+            type: TransactionView.shape.type.optional(),
+            status: TransactionView.shape.status.optional(),
+            since: Instant.optional().describe('inclusive'),
+            until: Instant.optional().describe('exclusive'),
+          }),
+          response: { 200: pageEnvelope(TransactionView) },
+        },
+      },
+      async (request) => {
+        const q = request.query;
+        const tenantId = tenantOf(request);
+        if (q.walletId) await walletOrNotFound(kernel.db, tenantId, q.walletId);
+        const after = decodeCursor(q.page_token, TransactionCursor) ?? undefined;
+        const rows = await listTransactions(kernel.db, tenantId, {
+          walletId: q.walletId,
+          type: q.type,
+          status: q.status,
+          since: q.since,
+          until: q.until,
+          after,
+          limit: q.page_size + 1,
+        });
+        return toPage(rows, q.page_size, transactionOf, (row): Cursor =>
+          q.walletId ? { s: row.seq } : { c: row.created_at.toISOString(), id: row.id },
+        );
+      },
+    );
+
+    r.get(
+      '/transactions/:id',
+      {
+        config: readTransactions,
+        schema: { params: z.object({ id: Id }), response: { 200: TransactionView } },
+      },
+      async (request) => {
+        const found = await findTransactionView(kernel.db, tenantOf(request), request.params.id);
+        if (!found) throw moneyErrors.transactionNotFound();
+        return found;
+      },
+    );
   },
 });

@@ -54,10 +54,12 @@ export class SocketHub {
 
   /** resolves once this process receives every message published from now on */
   ready(): Promise<void> {
-    this.subscribed ??= socketBus(this.kernel).subscribe((e) => void this.deliver(e)).catch((error: unknown) => {
-      this.subscribed = null;
-      throw error;
-    });
+    this.subscribed ??= socketBus(this.kernel)
+      .subscribe((e) => void this.deliver(e))
+      .catch((error: unknown) => {
+        this.subscribed = null;
+        throw error;
+      });
     return this.subscribed;
   }
 
@@ -82,8 +84,16 @@ export class SocketHub {
   private async deliver(e: SocketEnvelope): Promise<void> {
     const set = this.byUser.get(`${e.tenantId}:${e.userId}`);
     if (!set?.size) return;
-    const payload = e.payload ?? (await this.kernel.db.query<{ payload: SocketPayload }>(
-      'SELECT payload FROM notify.socket_buffer WHERE seq = $1 AND tenant_id = $2', [e.seq, e.tenantId]).catch(() => ({ rows: [] }))).rows[0]?.payload;
+    const payload =
+      e.payload ??
+      (
+        await this.kernel.db
+          .query<{ payload: SocketPayload }>(
+            'SELECT payload FROM notify.socket_buffer WHERE seq = $1 AND tenant_id = $2',
+            [e.seq, e.tenantId],
+          )
+          .catch(() => ({ rows: [] }))
+      ).rows[0]?.payload;
     if (!payload) return;
     for (const c of set) {
       if (c.pending) c.pending.push(payload);
@@ -104,7 +114,9 @@ export class SocketHub {
           WHERE tenant_id = $1 AND user_id = $2 AND created_at > $3
             AND seq > coalesce((SELECT seq FROM notify.socket_buffer WHERE tenant_id = $1 AND user_id = $2 AND notification_id = $4::uuid), 0)
           ORDER BY queued_seq DESC LIMIT $5) missed
-        ORDER BY queued_seq`, [tenantId, userId, since, lastId, REPLAY_LIMIT]);
+        ORDER BY queued_seq`,
+      [tenantId, userId, since, lastId, REPLAY_LIMIT],
+    );
     return rows.map((r) => r.payload);
   }
 
@@ -116,11 +128,16 @@ export class SocketHub {
     const authTimer = setTimeout(() => socket.close(4408, 'send {"type":"auth","token":…} first'), AUTH_TIMEOUT_MS);
     const heartbeat = setInterval(() => {
       if (socket.readyState !== socket.OPEN) return;
-      if (!alive) { socket.terminate(); return; }
+      if (!alive) {
+        socket.terminate();
+        return;
+      }
       alive = false;
       socket.ping();
     }, HEARTBEAT_MS);
-    socket.on('pong', () => { alive = true; });
+    socket.on('pong', () => {
+      alive = true;
+    });
     socket.on('close', () => {
       clearTimeout(authTimer);
       clearInterval(heartbeat);
@@ -134,17 +151,21 @@ export class SocketHub {
       }
       if (authenticating) return;
       authenticating = true;
-      void this.authenticate(socket, message).then((c) => {
-        clearTimeout(authTimer);
-        connection = c;
-        // closed while it was being authenticated: the close handler saw no connection yet
-        if (socket.readyState === socket.CLOSED || socket.readyState === socket.CLOSING) this.detach(c);
-      }, () => socket.close(4401, 'unauthorized'));
+      void this.authenticate(socket, message).then(
+        (c) => {
+          clearTimeout(authTimer);
+          connection = c;
+          // closed while it was being authenticated: the close handler saw no connection yet
+          if (socket.readyState === socket.CLOSED || socket.readyState === socket.CLOSING) this.detach(c);
+        },
+        () => socket.close(4401, 'unauthorized'),
+      );
     });
   }
 
   private async authenticate(socket: WebSocket, message: Record<string, unknown> | null): Promise<Connection> {
-    if (message?.type !== 'auth' || typeof message.token !== 'string') throw new Error('the first message must be {"type":"auth","token":…}');
+    if (message?.type !== 'auth' || typeof message.token !== 'string')
+      throw new Error('the first message must be {"type":"auth","token":…}');
     const principal: Principal = await this.kernel.authenticator.authenticate(message.token);
     const last = message.last_notification_id ?? message.lastNotificationId;
     const lastId = typeof last === 'string' ? (UUID.test(last) ? last : '00000000-0000-0000-0000-000000000000') : null;
@@ -170,7 +191,9 @@ export class SocketHub {
 const parseMessage = (raw: unknown): Record<string, unknown> | null => {
   try {
     const value: unknown = JSON.parse(String(raw));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

@@ -16,8 +16,12 @@ async function kafka() {
   const { Kafka, logLevel } = await import('kafkajs');
   const brokers = [`${HOST}:${env('INFRA_KAFKA_PORT', '59092')}`];
   const admin = new Kafka({
-    clientId: 'test-infra-probe', brokers, logLevel: logLevel.NOTHING,
-    connectionTimeout: 3000, requestTimeout: 5000, retry: { retries: 0 },
+    clientId: 'test-infra-probe',
+    brokers,
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3000,
+    requestTimeout: 5000,
+    retry: { retries: 0 },
   }).admin();
   await admin.connect();
   try {
@@ -31,13 +35,24 @@ async function kafka() {
 }
 
 async function s3() {
-  const { S3Client, CreateBucketCommand, ListBucketsCommand, PutObjectCommand, GetObjectCommand,
-    DeleteObjectCommand, DeleteBucketCommand } = await import('@aws-sdk/client-s3');
+  const {
+    S3Client,
+    CreateBucketCommand,
+    ListBucketsCommand,
+    PutObjectCommand,
+    GetObjectCommand,
+    DeleteObjectCommand,
+    DeleteBucketCommand,
+  } = await import('@aws-sdk/client-s3');
   const endpoint = `http://${HOST}:${env('INFRA_S3_PORT', '59000')}`;
-  const client = (secretAccessKey) => new S3Client({
-    endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1,
-    credentials: { accessKeyId: env('INFRA_S3_ACCESS_KEY', 'platform-test'), secretAccessKey },
-  });
+  const client = (secretAccessKey) =>
+    new S3Client({
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      maxAttempts: 1,
+      credentials: { accessKeyId: env('INFRA_S3_ACCESS_KEY', 'platform-test'), secretAccessKey },
+    });
   const good = client(env('INFRA_S3_SECRET_KEY', 'platform-test-secret'));
   const bad = client('not-the-secret');
   const Bucket = `infra-probe-${process.pid}-${Date.now()}`;
@@ -56,7 +71,8 @@ async function s3() {
       await bad.send(new ListBucketsCommand({}));
     } catch (err) {
       refused = err?.$metadata?.httpStatusCode === 403;
-      if (!refused) throw new Error(`a wrong secret failed, but not with 403: ${err?.name} ${err?.message}`, { cause: err });
+      if (!refused)
+        throw new Error(`a wrong secret failed, but not with 403: ${err?.name} ${err?.message}`, { cause: err });
     }
     if (!refused) throw new Error('a request signed with a wrong secret was accepted: SigV4 is not checked');
 
@@ -65,7 +81,9 @@ async function s3() {
       const url = await presigner.getSignedUrl(good, new GetObjectCommand({ Bucket, Key }), { expiresIn: 60 });
       const ok = await fetch(url);
       if (ok.status !== 200 || (await ok.text()) !== 'hello') throw new Error(`presigned GET answered ${ok.status}`);
-      const tampered = await fetch(url.replace(/X-Amz-Signature=[0-9a-f]/, (m) => m.slice(0, -1) + (m.endsWith('0') ? '1' : '0')));
+      const tampered = await fetch(
+        url.replace(/X-Amz-Signature=[0-9a-f]/, (m) => m.slice(0, -1) + (m.endsWith('0') ? '1' : '0')),
+      );
       await tampered.arrayBuffer();
       if (tampered.status !== 403) throw new Error(`a tampered presigned URL answered ${tampered.status}, not 403`);
       presigned = 'presigned URLs checked';
@@ -104,8 +122,12 @@ async function clamd() {
   if (pong !== 'PONG') throw new Error(`PING answered ${JSON.stringify(pong)}`);
   const exact = await clamdCommand('INSTREAM', EICAR);
   if (!/FOUND$/.test(exact)) throw new Error(`EICAR scan answered ${JSON.stringify(exact)}, expected FOUND`);
-  const embedded = await clamdCommand('INSTREAM', Buffer.concat([Buffer.from('header\n'), EICAR, Buffer.from('\ntrailer\n')]));
-  if (!/FOUND$/.test(embedded)) throw new Error(`embedded EICAR scan answered ${JSON.stringify(embedded)}, expected FOUND`);
+  const embedded = await clamdCommand(
+    'INSTREAM',
+    Buffer.concat([Buffer.from('header\n'), EICAR, Buffer.from('\ntrailer\n')]),
+  );
+  if (!/FOUND$/.test(embedded))
+    throw new Error(`embedded EICAR scan answered ${JSON.stringify(embedded)}, expected FOUND`);
   const clean = await clamdCommand('INSTREAM', Buffer.from('just a harmless text file\n'));
   if (!/OK$/.test(clean)) throw new Error(`clean scan answered ${JSON.stringify(clean)}, expected OK`);
   return `PONG; EICAR → ${exact.replace(/^stream: /, '')}; clean → OK`;
@@ -126,12 +148,14 @@ if (names.length === 0 || names.some((n) => !probes[n])) {
   process.exit(2);
 }
 let failed = false;
-await Promise.all(names.map(async (name) => {
-  try {
-    console.log(`${name}: ${await probes[name]()}`);
-  } catch (err) {
-    failed = true;
-    console.error(`${name}: check failed: ${err?.stack ?? err}`);
-  }
-}));
+await Promise.all(
+  names.map(async (name) => {
+    try {
+      console.log(`${name}: ${await probes[name]()}`);
+    } catch (err) {
+      failed = true;
+      console.error(`${name}: check failed: ${err?.stack ?? err}`);
+    }
+  }),
+);
 process.exit(failed ? 1 : 0);

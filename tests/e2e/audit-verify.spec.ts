@@ -28,12 +28,32 @@ beforeAll(async () => {
   const ch = await openEmbeddedClickHouse({ dataDir, database: new URL(database.url).pathname.slice(1) });
   try {
     await migrateAnalytics(ch, database.db);
-    const records = [intact, tampered].flatMap((tenantId) => Array.from({ length: 25 }, (_, i) => auditRecord({
-      action: 'shop.order.placed', entityType: 'order', entityId: `o-${i}`, tenantId, actorId: 'u', after: { i }, timestamp: new Date().toISOString(),
-    }, uuidV7Ids.next()).value));
+    const records = [intact, tampered].flatMap((tenantId) =>
+      Array.from(
+        { length: 25 },
+        (_, i) =>
+          auditRecord(
+            {
+              action: 'shop.order.placed',
+              entityType: 'order',
+              entityId: `o-${i}`,
+              tenantId,
+              actorId: 'u',
+              after: { i },
+              timestamp: new Date().toISOString(),
+            },
+            uuidV7Ids.next(),
+          ).value,
+      ),
+    );
     await ingestAuditRecords(database.db, ch, records, new Date());
-    [altered] = await ch.query<{ id: string; seq: string }>(`SELECT id, seq FROM ${ch.database}.audit_records WHERE tenant_id = {t:String} AND seq = 12`, { t: tampered }) as [{ id: string; seq: string }];
-    await ch.command(`ALTER TABLE ${ch.database}.audit_records UPDATE entity_id = 'o-forged' WHERE id = '${altered.id}' SETTINGS mutations_sync = 2`);
+    [altered] = (await ch.query<{ id: string; seq: string }>(
+      `SELECT id, seq FROM ${ch.database}.audit_records WHERE tenant_id = {t:String} AND seq = 12`,
+      { t: tampered },
+    )) as [{ id: string; seq: string }];
+    await ch.command(
+      `ALTER TABLE ${ch.database}.audit_records UPDATE entity_id = 'o-forged' WHERE id = '${altered.id}' SETTINGS mutations_sync = 2`,
+    );
   } finally {
     await ch.close(); // the CLI process opens the folder next
   }
@@ -43,13 +63,16 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-const verify = (...args: string[]) => runCli(['audit', 'verify', ...args], { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
+const verify = (...args: string[]) =>
+  runCli(['audit', 'verify', ...args], { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
 
 describe('platform audit verify', () => {
   it('reports the first break of the altered tenant and exits 1, with progress on stderr', async () => {
     const run = await verify();
     expect(run.code).toBe(1);
-    expect(run.stdout.trim().split('\n')).toEqual([`BROKEN\ttenant ${tampered}\tchain log\tseq ${altered.seq}\trecord ${altered.id}\taltered`]);
+    expect(run.stdout.trim().split('\n')).toEqual([
+      `BROKEN\ttenant ${tampered}\tchain log\tseq ${altered.seq}\trecord ${altered.id}\taltered`,
+    ]);
     expect(run.stderr).toMatch(/\[audit verify\] \d[\d,]*\/\d[\d,]* \(\d+%\)/);
     expect(run.stderr).toMatch(/1 broken chain\(s\)/);
   });

@@ -11,14 +11,27 @@ import { freePort, runCli, runPlatform, waitFor } from '../support/process';
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-beside-'));
 // the environment of the test runner may name real engines; `npm start` must not need them
-const embedded = { DATA_DIR: dataDir, HOST: '127.0.0.1', LOG_LEVEL: 'warn', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '', CLICKHOUSE_URL: '', S3_ENDPOINT: '', SMTP_URL: '', CLAMD_HOST: '' };
+const embedded = {
+  DATA_DIR: dataDir,
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  DATABASE_URL: '',
+  KAFKA_BROKERS: '',
+  REDIS_URL: '',
+  CLICKHOUSE_URL: '',
+  S3_ENDPOINT: '',
+  SMTP_URL: '',
+  CLAMD_HOST: '',
+};
 const cli = { DATA_DIR: dataDir };
 const password = 'vX9#qL2!mR7p-owner';
 let server: PlatformProcess;
 
 beforeAll(async () => {
   server = runPlatform(['start'], embedded, await freePort());
-  await waitFor(`${server.url}/ready`, 200, 150_000).catch((e: Error) => { throw new Error(`${e.message}\n${server.output().slice(-3000)}`); });
+  await waitFor(`${server.url}/ready`, 200, 150_000).catch((e: Error) => {
+    throw new Error(`${e.message}\n${server.output().slice(-3000)}`);
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -28,34 +41,44 @@ afterAll(async () => {
 });
 
 describe('platform owner create beside a running platform start on the same DATA_DIR', () => {
-  it('creates the owner in the running platform\'s database and says so', async () => {
+  it("creates the owner in the running platform's database and says so", async () => {
     const run = await runCli(['owner', 'create', '--email', 'Owner@Example.com', '--password', password], cli);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^created platform owner owner@example\.com \([0-9a-f-]{36}\)$/im);
 
     // the running server sees the owner at once: it can sign in through it
-    const login = await fetch(`${server.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.com', password }) });
+    const login = await fetch(`${server.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'owner@example.com', password }),
+    });
     expect(login.status, await login.clone().text()).toBe(200);
   });
 
   it('refuses an address that is not an email with a sentence, before touching anything', async () => {
     const run = await runCli(['owner', 'create', '--email', 'not-an-email', '--password', password], cli);
     expect(run.code).not.toBe(0);
-    expect(run.stderr.split('\n')[0]).toBe('owner create: --email must be an email address such as owner@example.com (got "not-an-email")');
+    expect(run.stderr.split('\n')[0]).toBe(
+      'owner create: --email must be an email address such as owner@example.com (got "not-an-email")',
+    );
     expect(run.stderr).not.toMatch(/undefined|^\s+at /m);
   });
 
   it('refuses a weak password with a sentence from the password policy, never "undefined"', async () => {
     const run = await runCli(['owner', 'create', '--email', 'second@example.com', '--password', 'short'], cli);
     expect(run.code).not.toBe(0);
-    expect(run.stderr.trim()).toMatch(/^platform owner create: The password does not meet the policy\. \(password: .+\)$/);
+    expect(run.stderr.trim()).toMatch(
+      /^platform owner create: The password does not meet the policy\. \(password: .+\)$/,
+    );
     expect(run.stderr).not.toMatch(/undefined|^\s+at /m);
   });
 
-  it('leaves the running platform\'s database running when it is done', async () => {
+  it("leaves the running platform's database running when it is done", async () => {
     expect((await fetch(`${server.url}/ready`)).status).toBe(200);
     const again = runPlatform(['start'], embedded, await freePort());
     expect(await again.exited).not.toBe(0);
-    expect(again.output()).toMatch(/the embedded PostgreSQL of .* is already running \(pid \d+, port \d+\): another `platform start` uses this DATA_DIR; stop it or choose another DATA_DIR/);
+    expect(again.output()).toMatch(
+      /the embedded PostgreSQL of .* is already running \(pid \d+, port \d+\): another `platform start` uses this DATA_DIR; stop it or choose another DATA_DIR/,
+    );
   });
 });

@@ -14,40 +14,77 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 // a complete split-role environment; the database is never reached because start-up stops first
 const complete = {
-  PLATFORM_ENV: 'production', LOG_LEVEL: 'info', PORT: '0', DATA_DIR: dataDir,
+  PLATFORM_ENV: 'production',
+  LOG_LEVEL: 'info',
+  PORT: '0',
+  DATA_DIR: dataDir,
   DATABASE_URL: 'postgres://platform:platform@127.0.0.1:1/platform',
   ROOT_URL: 'https://api.example.com',
   PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
 };
-const without = (name: keyof typeof complete) => Object.fromEntries(Object.entries(complete).filter(([k]) => k !== name));
+const without = (name: keyof typeof complete) =>
+  Object.fromEntries(Object.entries(complete).filter(([k]) => k !== name));
 const MALFORMED_DATABASE_URL = 'postgres//platform:hunter2@db/platform';
 
 const cases = [
-  { broken: 'PLATFORM_SECRET_KEY', env: without('PLATFORM_SECRET_KEY'), says: /^PLATFORM_SECRET_KEY: required by .*openssl rand -base64 32/ },
-  { broken: 'ROOT_URL', env: without('ROOT_URL'), says: /^ROOT_URL: required by .*set it to the public URL of the gateway/ },
-  { broken: 'DATABASE_URL', env: { ...complete, DATABASE_URL: MALFORMED_DATABASE_URL }, says: /^DATABASE_URL: expected a postgres:\/\/ URL such as postgres:\/\/user:password@host:5432\/platform$/ },
+  {
+    broken: 'PLATFORM_SECRET_KEY',
+    env: without('PLATFORM_SECRET_KEY'),
+    says: /^PLATFORM_SECRET_KEY: required by .*openssl rand -base64 32/,
+  },
+  {
+    broken: 'ROOT_URL',
+    env: without('ROOT_URL'),
+    says: /^ROOT_URL: required by .*set it to the public URL of the gateway/,
+  },
+  {
+    broken: 'DATABASE_URL',
+    env: { ...complete, DATABASE_URL: MALFORMED_DATABASE_URL },
+    says: /^DATABASE_URL: expected a postgres:\/\/ URL such as postgres:\/\/user:password@host:5432\/platform$/,
+  },
 ] as const;
 
-const roles = ['gateway', 'write-api', 'read-api', 'workers', 'projector identity.accounts'].map((role) => ({ role, argv: ['serve', ...role.split(' ')] }));
+const roles = ['gateway', 'write-api', 'read-api', 'workers', 'projector identity.accounts'].map((role) => ({
+  role,
+  argv: ['serve', ...role.split(' ')],
+}));
 
-const expectOneActionableLine = (run: { code: number | null; stdout: string; stderr: string }, says: RegExp, others: RegExp[] = []) => {
+const expectOneActionableLine = (
+  run: { code: number | null; stdout: string; stderr: string },
+  says: RegExp,
+  others: RegExp[] = [],
+) => {
   const lines = run.stderr.trim().split('\n');
   expect(run.code, run.stderr).not.toBe(0);
-  expect(lines.filter((l) => says.test(l)), run.stderr).toHaveLength(1);
-  expect(lines.filter((l) => !says.test(l) && !others.some((o) => o.test(l))), 'no other line (no stack trace)').toEqual([]);
+  expect(
+    lines.filter((l) => says.test(l)),
+    run.stderr,
+  ).toHaveLength(1);
+  expect(
+    lines.filter((l) => !says.test(l) && !others.some((o) => o.test(l))),
+    'no other line (no stack trace)',
+  ).toEqual([]);
   expect(run.stderr).not.toContain('hunter2');
 };
 
 describe.each(roles)('platform serve $role', ({ role, argv }) => {
   // the platform has no async projection yet, so the projector also names the projection it cannot run
-  const others = role.startsWith('projector') ? [/^projection "identity\.accounts": inline .*not run by a projector/] : [];
-  it.each(cases)('without a usable $broken prints one line naming it and what to do, and exits non-zero', async ({ env, says }) => {
-    expectOneActionableLine(await runCli(argv, env), says, others);
-  });
+  const others = role.startsWith('projector')
+    ? [/^projection "identity\.accounts": inline .*not run by a projector/]
+    : [];
+  it.each(cases)(
+    'without a usable $broken prints one line naming it and what to do, and exits non-zero',
+    async ({ env, says }) => {
+      expectOneActionableLine(await runCli(argv, env), says, others);
+    },
+  );
 });
 
 describe('platform start', () => {
   it('with a malformed DATABASE_URL prints one line naming it and what to do, and exits non-zero', async () => {
-    expectOneActionableLine(await runCli(['start'], { DATA_DIR: dataDir, PORT: '0', DATABASE_URL: MALFORMED_DATABASE_URL }), cases[2].says);
+    expectOneActionableLine(
+      await runCli(['start'], { DATA_DIR: dataDir, PORT: '0', DATABASE_URL: MALFORMED_DATABASE_URL }),
+      cases[2].says,
+    );
   });
 });

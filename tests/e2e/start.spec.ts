@@ -8,14 +8,27 @@ const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 // The environment of the test runner may name real engines; `npm start` must not need them.
-const embedded = { DATA_DIR: dataDir, HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '', CLICKHOUSE_URL: '', S3_ENDPOINT: '', SMTP_URL: '', CLAMD_HOST: '' };
+const embedded = {
+  DATA_DIR: dataDir,
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'info',
+  DATABASE_URL: '',
+  KAFKA_BROKERS: '',
+  REDIS_URL: '',
+  CLICKHOUSE_URL: '',
+  S3_ENDPOINT: '',
+  SMTP_URL: '',
+  CLAMD_HOST: '',
+};
 
 describe('`platform start` on an empty data folder', () => {
   it('becomes ready on embedded engines (also as root), answers /live and /ready, and stops cleanly on SIGTERM', async () => {
     const port = await freePort();
     const p = runPlatform(['start'], embedded, port);
     try {
-      const ready = await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => { throw new Error(`${e.message}\n${p.output().slice(-3000)}`); });
+      const ready = await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => {
+        throw new Error(`${e.message}\n${p.output().slice(-3000)}`);
+      });
       expect(await ready.json()).toEqual({ status: 'ready' });
       expect(await (await fetch(`${p.url}/live`)).json()).toEqual({ status: 'ok' });
       // billing's gRPC service is served by `npm start` too (loopback, plaintext)
@@ -38,7 +51,9 @@ describe('`platform start` on an empty data folder', () => {
     const port = await freePort();
     const p = runPlatform(['start'], embedded, port);
     try {
-      await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => { throw new Error(`${e.message}\n${p.output().slice(-3000)}`); });
+      await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => {
+        throw new Error(`${e.message}\n${p.output().slice(-3000)}`);
+      });
       expect(p.output()).not.toContain('migration applied');
       expect(readdirSync(dataDir)).toEqual(expect.arrayContaining(['postgres', 'platform.secret']));
     } finally {

@@ -22,7 +22,8 @@ import { requireEnv } from '../support/env';
  * listener bypasses a proxy). Stops the shared Kafka: serial project only.
  */
 const logger = silentLogger();
-const kafkaCtl = (action: 'stop' | 'start') => execFileSync('bash', [requireEnv('TEST_INFRA_CTL'), 'kafka', action], { stdio: 'ignore', timeout: 120_000 });
+const kafkaCtl = (action: 'stop' | 'start') =>
+  execFileSync('bash', [requireEnv('TEST_INFRA_CTL'), 'kafka', action], { stdio: 'ignore', timeout: 120_000 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let database: TestDatabase;
 let ch: AnalyticsStore;
@@ -30,7 +31,10 @@ let kafkaStopped = false;
 
 beforeAll(async () => {
   database = await createTestDatabase('audk');
-  ch = await openEmbeddedClickHouse({ dataDir: join(tmpdir(), `platform-test-${process.pid}`), database: new URL(database.url).pathname.slice(1) });
+  ch = await openEmbeddedClickHouse({
+    dataDir: join(tmpdir(), `platform-test-${process.pid}`),
+    database: new URL(database.url).pathname.slice(1),
+  });
   await migrateAnalytics(ch, database.db);
 });
 afterAll(async () => {
@@ -42,34 +46,84 @@ afterAll(async () => {
 describe('Kafka stopped in the middle of a stream of 10,000 audit records', () => {
   it('loses none and stores none twice once Kafka is back and the fallback is replayed', async () => {
     const tenantId = `kafka-outage-${randomUUID()}`;
-    const log = new KafkaLog({ brokers: requireEnv('TEST_KAFKA_BROKERS').split(','), clientId: 'audit-outage-test', logger });
+    const log = new KafkaLog({
+      brokers: requireEnv('TEST_KAFKA_BROKERS').split(','),
+      clientId: 'audit-outage-test',
+      logger,
+    });
     await log.ensureTopics([{ name: AUDIT_TOPIC, partitions: 3, retentionMs: 720 * 3600_000 }]);
     const kernel = { db: database.db, log, logger, ids: uuidV7Ids };
-    const recorder = new AuditRecorder(kernel, { publishTimeoutMs: 2000, logDownMs: 1000, flushEveryMs: 20, batchSize: 200 });
-    const stored = async () => Number((await ch.query<{ n: string }>(`SELECT uniqExact(id) AS n FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`, { t: tenantId }))[0]!.n);
+    const recorder = new AuditRecorder(kernel, {
+      publishTimeoutMs: 2000,
+      logDownMs: 1000,
+      flushEveryMs: 20,
+      batchSize: 200,
+    });
+    const stored = async () =>
+      Number(
+        (
+          await ch.query<{ n: string }>(
+            `SELECT uniqExact(id) AS n FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`,
+            { t: tenantId },
+          )
+        )[0]!.n,
+      );
     const consumer = await log.subscribe({
-      groupId: `audit.store.${randomUUID()}`, topics: [AUDIT_TOPIC], maxBatch: 2000,
-      eachBatch: async (records) => { await ingestAuditRecords(database.db, ch, records.map((r) => r.value), new Date()); },
+      groupId: `audit.store.${randomUUID()}`,
+      topics: [AUDIT_TOPIC],
+      maxBatch: 2000,
+      eachBatch: async (records) => {
+        await ingestAuditRecords(
+          database.db,
+          ch,
+          records.map((r) => r.value),
+          new Date(),
+        );
+      },
     });
     try {
       for (let i = 0; i < 10_000; i += 1) {
-        if (i === 5000) { kafkaStopped = true; kafkaCtl('stop'); }
-        recorder.record(auditRecord({ action: 'test.item.recorded', entityType: 'item', entityId: `item-${i % 97}`, tenantId, actorId: 'tester', after: { i }, timestamp: new Date().toISOString() }, uuidV7Ids.next()));
+        if (i === 5000) {
+          kafkaStopped = true;
+          kafkaCtl('stop');
+        }
+        recorder.record(
+          auditRecord(
+            {
+              action: 'test.item.recorded',
+              entityType: 'item',
+              entityId: `item-${i % 97}`,
+              tenantId,
+              actorId: 'tester',
+              after: { i },
+              timestamp: new Date().toISOString(),
+            },
+            uuidV7Ids.next(),
+          ),
+        );
         if (i % 250 === 0) await sleep(5);
       }
       await recorder.flush();
-      expect(Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n)).toBeGreaterThan(0);
+      expect(
+        Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n),
+      ).toBeGreaterThan(0);
       kafkaCtl('start');
       kafkaStopped = false;
       for (let deadline = Date.now() + 180_000; ;) {
         await replayAuditFallback(kernel, 500, 5000).catch(() => 0);
-        const left = Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n);
+        const left = Number(
+          (await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n,
+        );
         if (left === 0 && (await stored()) === 10_000) break;
-        if (Date.now() > deadline) throw new Error(`after the outage: ${left} records still parked, ${await stored()} stored`);
+        if (Date.now() > deadline)
+          throw new Error(`after the outage: ${left} records still parked, ${await stored()} stored`);
         await sleep(500);
       }
       await sleep(2000);
-      const [row] = await ch.query<{ n: string; ids: string }>(`SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`, { t: tenantId });
+      const [row] = await ch.query<{ n: string; ids: string }>(
+        `SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`,
+        { t: tenantId },
+      );
       expect(row).toEqual({ n: '10000', ids: '10000' });
       expect((await verifyChains(ch, { tenantId })).breaks).toEqual([]);
     } finally {

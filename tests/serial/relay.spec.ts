@@ -18,11 +18,16 @@ let t: TestDatabase;
 let log: KafkaLog;
 const store = new EventStore(systemClock, uuidV7Ids);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const kafkaCtl = (action: 'stop' | 'start') => execFileSync('bash', [requireEnv('TEST_INFRA_CTL'), 'kafka', action], { stdio: 'ignore', timeout: 120_000 });
+const kafkaCtl = (action: 'stop' | 'start') =>
+  execFileSync('bash', [requireEnv('TEST_INFRA_CTL'), 'kafka', action], { stdio: 'ignore', timeout: 120_000 });
 
 beforeAll(async () => {
   t = await createTestDatabase('relay');
-  log = new KafkaLog({ brokers: requireEnv('TEST_KAFKA_BROKERS').split(','), clientId: 'relay-test', logger: silentLogger() });
+  log = new KafkaLog({
+    brokers: requireEnv('TEST_KAFKA_BROKERS').split(','),
+    clientId: 'relay-test',
+    logger: silentLogger(),
+  });
   await log.ensureTopics([{ name: TOPIC, partitions: 3, retentionMs: 3600_000 }]);
 });
 afterAll(async () => {
@@ -34,11 +39,20 @@ afterAll(async () => {
 const consume = async (tenant: string) => {
   const received: { eventId: string; key: string; partition: number; streamVersion: number; entityId: string }[] = [];
   const sub: Subscription = await log.subscribe({
-    groupId: `relay-test-${randomBytes(4).toString('hex')}`, topics: [TOPIC], start: 'earliest',
+    groupId: `relay-test-${randomBytes(4).toString('hex')}`,
+    topics: [TOPIC],
+    start: 'earliest',
     eachBatch: async (records: LogRecord[]) => {
       for (const r of records) {
         const e = JSON.parse(r.value) as { eventId: string; tenantId: string; streamVersion: number; entityId: string };
-        if (e.tenantId === tenant) received.push({ eventId: e.eventId, key: r.key, partition: r.partition, streamVersion: e.streamVersion, entityId: e.entityId });
+        if (e.tenantId === tenant)
+          received.push({
+            eventId: e.eventId,
+            key: r.key,
+            partition: r.partition,
+            streamVersion: e.streamVersion,
+            entityId: e.entityId,
+          });
       }
     },
   });
@@ -49,9 +63,14 @@ const consume = async (tenant: string) => {
 const writeIncrements = async (tenant: string, counters: number, perCounter: number) => {
   const runner = new CommandRunner(t.db, store, null);
   const meta = { tenantId: tenant, actorId: 'u', traceId: null, correlationId: null, causationId: null };
-  for (let c = 0; c < counters; c += 1) await runner.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: `k${c}`, name: 'k' }));
+  for (let c = 0; c < counters; c += 1)
+    await runner.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: `k${c}`, name: 'k' }));
   for (let i = 0; i < perCounter; i += 1) {
-    await Promise.all(Array.from({ length: counters }, (_, c) => runner.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: `k${c}`, by: 1 }))));
+    await Promise.all(
+      Array.from({ length: counters }, (_, c) =>
+        runner.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: `k${c}`, by: 1 })),
+      ),
+    );
   }
   return counters * (perCounter + 1);
 };
@@ -77,7 +96,8 @@ describe('the outbox relay with Kafka up', () => {
     for (const r of consumer.received) byKey.set(r.key, [...(byKey.get(r.key) ?? []), r.streamVersion]);
     expect(byKey.size).toBe(8);
     for (const versions of byKey.values()) expect(versions).toEqual([...versions].sort((a, b) => a - b));
-    for (const key of byKey.keys()) expect(new Set(consumer.received.filter((r) => r.key === key).map((r) => r.partition)).size).toBe(1);
+    for (const key of byKey.keys())
+      expect(new Set(consumer.received.filter((r) => r.key === key).map((r) => r.partition)).size).toBe(1);
   });
 });
 
@@ -93,7 +113,8 @@ describe('the outbox relay when the broker stops in the middle', () => {
     // events keep committing while the broker is away
     const moreMeta = { tenantId: tenant, actorId: 'u', traceId: null, correlationId: null, causationId: null };
     const runner = new CommandRunner(t.db, store, null);
-    for (let i = 0; i < 20; i += 1) await runner.run(moreMeta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'k0', by: 1 }));
+    for (let i = 0; i < 20; i += 1)
+      await runner.run(moreMeta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'k0', by: 1 }));
     expect(await relay.lag()).toBeGreaterThan(0);
     kafkaCtl('start');
     const consumer = await consume(tenant);
@@ -115,13 +136,18 @@ describe('a relay that dies between publishing and saving its checkpoint', () =>
     await first.runOnce();
     // simulate the crash: a batch published but its checkpoint not written
     const dying = Object.assign(Object.create(log) as KafkaLog, {
-      publish: async (topic: string, records: Parameters<KafkaLog['publish']>[1]) => { await log.publish(topic, records); throw new Error('killed'); },
+      publish: async (topic: string, records: Parameters<KafkaLog['publish']>[1]) => {
+        await log.publish(topic, records);
+        throw new Error('killed');
+      },
     });
     const crashing = new OutboxRelay(t.db, store, dying, silentLogger(), { name, batchSize: 10 });
     await expect(crashing.runOnce()).rejects.toThrow('killed');
     const second = new OutboxRelay(t.db, store, log, silentLogger(), { name, batchSize: 10 });
     await waitForVisibleLog(t.db);
-    while ((await second.runOnce()) > 0) { /* drain */ }
+    while ((await second.runOnce()) > 0) {
+      /* drain */
+    }
     const consumer = await consume(tenant);
     await waitUntil(() => consumer.unique().size >= total, 60_000);
     await consumer.stop();

@@ -26,12 +26,60 @@ const openssl = (dir: string, ...args: string[]) => execFileSync('openssl', args
 export const makeTestCertificates = (): TestCertificates => {
   const dir = mkdtempSync(join(tmpdir(), 'billing-mtls-'));
   const file = (name: string) => join(dir, name);
-  const ca = (name: string) => openssl(dir, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
-    '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.crt`);
+  const ca = (name: string) =>
+    openssl(
+      dir,
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+    );
   const leaf = (name: string, signer: string, ext: string) => {
     writeFileSync(file(`${name}.ext`), ext);
-    openssl(dir, 'req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`);
-    openssl(dir, 'x509', '-req', '-in', `${name}.csr`, '-CA', `${signer}.crt`, '-CAkey', `${signer}.key`, '-CAcreateserial', '-days', '1', '-extfile', `${name}.ext`, '-out', `${name}.crt`);
+    openssl(
+      dir,
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-subj',
+      `/CN=${name}`,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+    );
+    openssl(
+      dir,
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${signer}.crt`,
+      '-CAkey',
+      `${signer}.key`,
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      `${name}.ext`,
+      '-out',
+      `${name}.crt`,
+    );
   };
   ca('test-ca');
   ca('stranger-ca');
@@ -39,8 +87,14 @@ export const makeTestCertificates = (): TestCertificates => {
   leaf('client', 'test-ca', 'extendedKeyUsage=clientAuth\n');
   leaf('stranger', 'stranger-ca', 'extendedKeyUsage=clientAuth\n');
   return {
-    dir, ca: file('test-ca.crt'), serverCert: file('server.crt'), serverKey: file('server.key'), clientCert: file('client.crt'), clientKey: file('client.key'),
-    strangerCert: file('stranger.crt'), strangerKey: file('stranger.key'),
+    dir,
+    ca: file('test-ca.crt'),
+    serverCert: file('server.crt'),
+    serverKey: file('server.key'),
+    clientCert: file('client.crt'),
+    clientKey: file('client.key'),
+    strangerCert: file('stranger.crt'),
+    strangerKey: file('stranger.key'),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 };

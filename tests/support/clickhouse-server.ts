@@ -23,8 +23,21 @@ if (!folder) {
 const session = new Session(folder);
 
 /** URL parameters of the HTTP interface that are not settings */
-const NOT_SETTINGS = new Set(['query', 'query_id', 'database', 'session_id', 'default_format', 'role', 'user', 'password',
-  'wait_end_of_query', 'send_progress_in_http_headers', 'enable_http_compression', 'http_zlib_compression_level', 'http_headers_progress_interval_ms']);
+const NOT_SETTINGS = new Set([
+  'query',
+  'query_id',
+  'database',
+  'session_id',
+  'default_format',
+  'role',
+  'user',
+  'password',
+  'wait_end_of_query',
+  'send_progress_in_http_headers',
+  'enable_http_compression',
+  'http_zlib_compression_level',
+  'http_headers_progress_interval_ms',
+]);
 
 const readBody = async (request: IncomingMessage): Promise<string> => {
   const chunks: Buffer[] = [];
@@ -33,7 +46,8 @@ const readBody = async (request: IncomingMessage): Promise<string> => {
 };
 
 const settingsOf = (params: URLSearchParams): string[] =>
-  [...params].filter(([key]) => !NOT_SETTINGS.has(key) && !key.startsWith('param_') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+  [...params]
+    .filter(([key]) => !NOT_SETTINGS.has(key) && !key.startsWith('param_') && /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
     .map(([key, value]) => `SET ${key} = ${/^-?\d+(\.\d+)?$/.test(value) ? value : `'${value.replace(/'/g, "''")}'`}`);
 
 // one statement at a time: the session holds settings (SET …) for the statement that follows
@@ -55,14 +69,19 @@ const server = createServer({ maxHeaderSize: 1024 * 1024 }, (request, response) 
     const body = await readBody(request);
     const inUrl = url.searchParams.get('query');
     const statement = inUrl ? (body ? `${inUrl}\n${body}` : inUrl) : body;
-    const params = Object.fromEntries([...url.searchParams].filter(([key]) => key.startsWith('param_')).map(([key, value]) => [key.slice(6), value]));
+    const params = Object.fromEntries(
+      [...url.searchParams].filter(([key]) => key.startsWith('param_')).map(([key, value]) => [key.slice(6), value]),
+    );
     const settings = settingsOf(url.searchParams);
     try {
       const result = await serially(async () => {
         for (const set of settings) await session.queryAsync(set);
         return Object.keys(params).length ? session.queryBindAsync(statement, params) : session.queryAsync(statement);
       });
-      response.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Query-Id': url.searchParams.get('query_id') ?? '' });
+      response.writeHead(200, {
+        'Content-Type': 'text/plain; charset=UTF-8',
+        'X-ClickHouse-Query-Id': url.searchParams.get('query_id') ?? '',
+      });
       response.end(Buffer.from(result.bytes()));
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -79,4 +98,9 @@ server.listen(0, '127.0.0.1', () => {
 });
 // the IPC channel closes when the test process dies, however it dies: stop with it
 process.on('disconnect', () => process.exit(0));
-process.on('SIGTERM', () => server.close(() => { session.cleanup?.(); process.exit(0); }));
+process.on('SIGTERM', () =>
+  server.close(() => {
+    session.cleanup?.();
+    process.exit(0);
+  }),
+);

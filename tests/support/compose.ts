@@ -46,25 +46,37 @@ export const interpolate = (text: string, vars: Vars): string =>
     const set = value !== undefined;
     const given = set && value !== '';
     switch (op) {
-      case ':-': return given ? value : arg;
-      case '-': return set ? value : arg;
-      case ':?': if (given) return value; throw new Error(`required variable ${name} is missing a value: ${arg}`);
-      case '?': if (set) return value; throw new Error(`required variable ${name} is missing a value: ${arg}`);
-      case ':+': return given ? arg : '';
-      case '+': return set ? arg : '';
-      default: return value ?? '';
+      case ':-':
+        return given ? value : arg;
+      case '-':
+        return set ? value : arg;
+      case ':?':
+        if (given) return value;
+        throw new Error(`required variable ${name} is missing a value: ${arg}`);
+      case '?':
+        if (set) return value;
+        throw new Error(`required variable ${name} is missing a value: ${arg}`);
+      case ':+':
+        return given ? arg : '';
+      case '+':
+        return set ? arg : '';
+      default:
+        return value ?? '';
     }
   });
 
 const interpolateAll = (value: unknown, vars: Vars): unknown => {
   if (typeof value === 'string') return interpolate(value, vars);
   if (Array.isArray(value)) return value.map((v) => interpolateAll(v, vars));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateAll(v, vars)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateAll(v, vars)]));
   return value;
 };
 
 export const loadCompose = (file: string, vars: Vars): ComposeFile => {
-  const doc = interpolateAll(parse(readFileSync(file, 'utf8'), { merge: true }), vars) as { services?: Record<string, ComposeService> };
+  const doc = interpolateAll(parse(readFileSync(file, 'utf8'), { merge: true }), vars) as {
+    services?: Record<string, ComposeService>;
+  };
   return { dir: dirname(resolve(file)), services: doc.services ?? {} };
 };
 
@@ -77,13 +89,17 @@ const entries = (environment: ComposeService['environment'], vars: Vars): [strin
     });
   }
   // a key without a value takes the variable from the shell (here: the .env variables)
-  return Object.entries(environment).map(([k, v]) => [k, v === null || v === undefined ? vars[k] ?? '' : String(v as string | number | boolean)]);
+  return Object.entries(environment).map(([k, v]) => [
+    k,
+    v === null || v === undefined ? (vars[k] ?? '') : String(v as string | number | boolean),
+  ]);
 };
 
 /** the environment the service's container starts with */
 export const serviceEnvironment = (compose: ComposeFile, service: ComposeService, vars: Vars): Vars => {
   const env: Vars = {};
-  const files = service.env_file === undefined ? [] : Array.isArray(service.env_file) ? service.env_file : [service.env_file];
+  const files =
+    service.env_file === undefined ? [] : Array.isArray(service.env_file) ? service.env_file : [service.env_file];
   for (const f of files) {
     const { path, required } = typeof f === 'string' ? { path: f, required: true } : { required: true, ...f };
     let text = '';
@@ -99,7 +115,11 @@ export const serviceEnvironment = (compose: ComposeFile, service: ComposeService
 };
 
 export const commandOf = (service: ComposeService): string[] =>
-  service.command === undefined ? [] : Array.isArray(service.command) ? service.command.map(String) : service.command.trim().split(/\s+/);
+  service.command === undefined
+    ? []
+    : Array.isArray(service.command)
+      ? service.command.map(String)
+      : service.command.trim().split(/\s+/);
 
 /** compose durations: 1m30s, 15s, 500ms, 2h */
 export const durationMs = (text: string): number => {

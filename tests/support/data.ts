@@ -10,7 +10,9 @@ import modulesWrite from '../../write-api/modules';
 
 /** the module registry and the data layer, as discovery would find them */
 export const dataModules: ServiceModules = mergeModules({
-  write: [modulesWrite, dataWrite], read: [modulesRead, dataRead], projections: modulesProjections.projections,
+  write: [modulesWrite, dataWrite],
+  read: [modulesRead, dataRead],
+  projections: modulesProjections.projections,
 });
 
 /** the sample module of the repository (modules/crm) as the CLI registers it */

@@ -11,7 +11,10 @@ export interface TestDatabase {
 }
 
 /** A fresh, migrated database of its own for one test file, on the test PostgreSQL server. */
-export const createTestDatabase = async (prefix = 't', options: { serverUrl?: string; poolSize?: number } = {}): Promise<TestDatabase> => {
+export const createTestDatabase = async (
+  prefix = 't',
+  options: { serverUrl?: string; poolSize?: number } = {},
+): Promise<TestDatabase> => {
   const serverUrl = options.serverUrl ?? requireEnv('TEST_DATABASE_URL');
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -44,7 +47,8 @@ export const waitForVisibleLog = async (db: Db, timeoutMs = 30_000): Promise<voi
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { rows } = await db.query<{ settled: boolean }>(
-      `SELECT coalesce((SELECT transaction_id FROM es.events ORDER BY transaction_id DESC LIMIT 1) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled`);
+      `SELECT coalesce((SELECT transaction_id FROM es.events ORDER BY transaction_id DESC LIMIT 1) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled`,
+    );
     if (rows[0]?.settled) return;
     if (Date.now() > deadline) throw new Error('the log did not settle: a transaction is still running on the server');
     await new Promise((r) => setTimeout(r, 20));

@@ -16,38 +16,64 @@ import type { TestPlatform } from './platform';
 
 /** the module registry and the bus, as discovery would find them */
 export const eventsModules: ServiceModules = mergeModules({
-  write: [modulesWrite, eventsWrite], read: [modulesRead, eventsRead],
-  projections: [...modulesProjections.projections, ...eventsProjections.projections], workers: [eventsWorkers],
+  write: [modulesWrite, eventsWrite],
+  read: [modulesRead, eventsRead],
+  projections: [...modulesProjections.projections, ...eventsProjections.projections],
+  workers: [eventsWorkers],
 });
 
 /** fast retries and polls, so that three failed attempts take a fraction of a second */
-export const EVENTS_TEST_ENV = { EVENTS_RETRY_BACKOFF_MS: '30', EVENTS_POLL_INTERVAL_MS: '30', EVENTS_TASK_POLL_INTERVAL_MS: '30', EVENTS_TASK_BACKOFF_MS: '30' };
+export const EVENTS_TEST_ENV = {
+  EVENTS_RETRY_BACKOFF_MS: '30',
+  EVENTS_POLL_INTERVAL_MS: '30',
+  EVENTS_TASK_POLL_INTERVAL_MS: '30',
+  EVENTS_TASK_BACKOFF_MS: '30',
+};
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
 export type Body = any;
 
 export interface ApiClient {
   token: string;
-  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: Body; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: Body; headers: Headers }>;
 }
 
 export const apiClient = (baseUrl: string, token: string, extraHeaders: Record<string, string> = {}): ApiClient => ({
   token,
   async call(method, path, body, headers = {}) {
     const res = await fetch(`${baseUrl}/v1${path}`, {
-      method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...extraHeaders, ...headers },
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...extraHeaders,
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
     let parsed: unknown = text;
-    try { parsed = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON */
+    }
     return { status: res.status, body: parsed, headers: res.headers };
   },
 });
 
-export const ownerClient = (p: TestPlatform): ApiClient => apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
-export const userClient = (p: TestPlatform, tenantId: string, permissions = ['events.publish', 'events.subscribe', 'events.manage']): ApiClient =>
-  apiClient(p.url, testToken(tenantId, `user-${tenantId.slice(0, 8)}`, permissions));
+export const ownerClient = (p: TestPlatform): ApiClient =>
+  apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
+export const userClient = (
+  p: TestPlatform,
+  tenantId: string,
+  permissions = ['events.publish', 'events.subscribe', 'events.manage'],
+): ApiClient => apiClient(p.url, testToken(tenantId, `user-${tenantId.slice(0, 8)}`, permissions));
 
 /** a webhook endpoint that records what it receives and fails while told to */
 export interface Receiver {
@@ -75,25 +101,48 @@ export const startReceiver = async (): Promise<Receiver> => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`;
-  receiver.close = () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
+  receiver.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return receiver;
 };
 
-export interface RegisteredModule { id: string; slug: string; key: string; webhookSecret: string }
+export interface RegisteredModule {
+  id: string;
+  slug: string;
+  key: string;
+  webhookSecret: string;
+}
 
 /** registers a module through the API (platform owner) and installs it for the tenants given */
-export const registerModule = async (p: TestPlatform, manifest: Record<string, unknown>, tenants: string[]): Promise<RegisteredModule> => {
+export const registerModule = async (
+  p: TestPlatform,
+  manifest: Record<string, unknown>,
+  tenants: string[],
+): Promise<RegisteredModule> => {
   const res = await ownerClient(p).call('POST', '/modules', manifest);
   if (res.status !== 201) throw new Error(`module registration answered ${res.status}: ${JSON.stringify(res.body)}`);
-  for (const tenantId of tenants) await recordInstallation(p.kernel.db, res.body.id as string, tenantId, 'active', new Date());
-  return { id: res.body.id as string, slug: res.body.slug as string, key: res.body.credentials.key as string, webhookSecret: res.body.credentials.webhookSecret as string };
+  for (const tenantId of tenants)
+    await recordInstallation(p.kernel.db, res.body.id as string, tenantId, 'active', new Date());
+  return {
+    id: res.body.id as string,
+    slug: res.body.slug as string,
+    key: res.body.credentials.key as string,
+    webhookSecret: res.body.credentials.webhookSecret as string,
+  };
 };
 
 /** a module's client acting for one tenant */
 export const moduleClient = (p: TestPlatform, module: RegisteredModule, tenantId: string): ApiClient =>
   apiClient(p.url, module.key, { 'x-module-tenant': tenantId });
 
-export const eventually = async <T>(probe: () => Promise<T | null | undefined | false>, timeoutMs = 20_000, stepMs = 50): Promise<T> => {
+export const eventually = async <T>(
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs = 20_000,
+  stepMs = 50,
+): Promise<T> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -104,4 +153,5 @@ export const eventually = async <T>(probe: () => Promise<T | null | undefined | 
 };
 
 let counter = 0;
-export const uniqueSlug = (prefix = 'mod'): string => `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}${(counter += 1)}`.slice(0, 32);
+export const uniqueSlug = (prefix = 'mod'): string =>
+  `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}${(counter += 1)}`.slice(0, 32);

@@ -16,7 +16,10 @@ import { requireEnv } from './env';
 
 /** the files service as discovery finds it, with identity's read models (the Owners told about malware, avatar references) */
 export const filesModules: ServiceModules = mergeModules({
-  write: [filesWrite], read: [filesRead], projections: [...filesProjections.projections, ...identityProjections.projections], workers: [filesWorkers],
+  write: [filesWrite],
+  read: [filesRead],
+  projections: [...filesProjections.projections, ...identityProjections.projections],
+  workers: [filesWorkers],
 });
 
 export const FILES_PERMISSIONS = ['files.read', 'files.write', 'files.delete'];
@@ -30,15 +33,21 @@ export const EICAR = Buffer.from(
 /** a bucket of its own on the test S3Proxy for one suite: created by the platform at start (S3_BUCKET), emptied and removed by drop() */
 export const testBucket = () => {
   const name = `files-test-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const client = () => new S3Client({
-    endpoint: requireEnv('TEST_S3_ENDPOINT'), region: process.env.TEST_S3_REGION || 'us-east-1', forcePathStyle: true,
-    credentials: { accessKeyId: requireEnv('TEST_S3_ACCESS_KEY'), secretAccessKey: requireEnv('TEST_S3_SECRET_KEY') },
-  });
+  const client = () =>
+    new S3Client({
+      endpoint: requireEnv('TEST_S3_ENDPOINT'),
+      region: process.env.TEST_S3_REGION || 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: requireEnv('TEST_S3_ACCESS_KEY'), secretAccessKey: requireEnv('TEST_S3_SECRET_KEY') },
+    });
   return {
     name,
     env: {
-      S3_ENDPOINT: requireEnv('TEST_S3_ENDPOINT'), S3_ACCESS_KEY: requireEnv('TEST_S3_ACCESS_KEY'), S3_SECRET_KEY: requireEnv('TEST_S3_SECRET_KEY'),
-      S3_REGION: process.env.TEST_S3_REGION || 'us-east-1', S3_BUCKET: name,
+      S3_ENDPOINT: requireEnv('TEST_S3_ENDPOINT'),
+      S3_ACCESS_KEY: requireEnv('TEST_S3_ACCESS_KEY'),
+      S3_SECRET_KEY: requireEnv('TEST_S3_SECRET_KEY'),
+      S3_REGION: process.env.TEST_S3_REGION || 'us-east-1',
+      S3_BUCKET: name,
     },
     /** every key in the bucket */
     async keys(): Promise<string[]> {
@@ -69,12 +78,20 @@ export const testBucket = () => {
 };
 
 /** the test clamd, or a TCP proxy in front of it (a test that cuts the scanner off) */
-export const clamdEnv = (port = Number(requireEnv('TEST_CLAMD_PORT'))) => ({ CLAMD_HOST: requireEnv('TEST_CLAMD_HOST'), CLAMD_PORT: String(port) });
+export const clamdEnv = (port = Number(requireEnv('TEST_CLAMD_PORT'))) => ({
+  CLAMD_HOST: requireEnv('TEST_CLAMD_HOST'),
+  CLAMD_PORT: String(port),
+});
 
 /** a parsed response body: tests read whatever fields they check */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
 export type Body = any;
-export interface Answer { status: number; body: Body; headers: Headers; text: string }
+export interface Answer {
+  status: number;
+  body: Body;
+  headers: Headers;
+  text: string;
+}
 
 export interface UploadFields {
   bucket?: string;
@@ -88,24 +105,46 @@ export interface UploadFields {
 const parse = async (res: Response): Promise<Answer> => {
   const text = await res.text();
   let body: unknown;
-  try { body = text ? JSON.parse(text) : null; } catch { body = text; }
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = text;
+  }
   return { status: res.status, body, headers: res.headers, text };
 };
 
 /** an HTTP client of the files API as one user of one tenant */
-export const filesClient = (baseUrl: string, tenantId: string, userId = 'u-uploader', permissions = FILES_PERMISSIONS) => {
+export const filesClient = (
+  baseUrl: string,
+  tenantId: string,
+  userId = 'u-uploader',
+  permissions = FILES_PERMISSIONS,
+) => {
   const token = testToken(tenantId, userId, permissions);
   const auth = { authorization: `Bearer ${token}` };
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> =>
-    parse(await fetch(`${baseUrl}/v1${path}`, {
-      method, redirect: 'manual',
-      headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }));
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> =>
+    parse(
+      await fetch(`${baseUrl}/v1${path}`, {
+        method,
+        redirect: 'manual',
+        headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
   const form = (bytes: Buffer | Blob, fields: UploadFields) => {
     const data = new FormData();
     for (const name of ['bucket', 'originalName', 'mimeType', 'meta'] as const) {
-      const value = name === 'bucket' ? fields.bucket ?? 'documents' : name === 'originalName' ? fields.originalName ?? 'report.bin' : fields[name];
+      const value =
+        name === 'bucket'
+          ? (fields.bucket ?? 'documents')
+          : name === 'originalName'
+            ? (fields.originalName ?? 'report.bin')
+            : fields[name];
       if (value !== undefined) data.append(name, value);
     }
     data.append('file', bytes instanceof Blob ? bytes : new Blob([bytes]), fields.filename ?? 'upload.bin');
@@ -127,7 +166,11 @@ export const filesClient = (baseUrl: string, tenantId: string, userId = 'u-uploa
 export type FilesClient = ReturnType<typeof filesClient>;
 
 /** polls until check returns a value (not undefined), or fails after timeoutMs */
-export const eventually = async <T>(check: () => Promise<T | undefined>, timeoutMs = 20_000, what = 'the condition'): Promise<T> => {
+export const eventually = async <T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 20_000,
+  what = 'the condition',
+): Promise<T> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -146,24 +189,46 @@ export const statusOf = async (client: FilesClient, fileId: string): Promise<str
   return null;
 };
 
-export const waitForStatus = (client: FilesClient, fileId: string, wanted: string, timeoutMs = 20_000): Promise<string> =>
-  eventually(async () => ((await statusOf(client, fileId)) === wanted ? wanted : undefined), timeoutMs, `file ${fileId} to be ${wanted}`);
+export const waitForStatus = (
+  client: FilesClient,
+  fileId: string,
+  wanted: string,
+  timeoutMs = 20_000,
+): Promise<string> =>
+  eventually(
+    async () => ((await statusOf(client, fileId)) === wanted ? wanted : undefined),
+    timeoutMs,
+    `file ${fileId} to be ${wanted}`,
+  );
 
 export const uniqueTenant = (label: string): string => `${label}-${randomUUID()}`;
 
 /** makes userId an active Owner of the tenant in identity's read models (whom an infected upload is reported to) */
 export const seedOwner = async (q: Queryable, tenantId: string, userId: string, email: string): Promise<void> => {
   const roleId = `owner-role-${tenantId}`;
-  await q.query(`INSERT INTO rm.iam_roles (tenant_id, id, name, description, permissions, built_in, created_by, created_at, updated_at, version)
-    VALUES ($1, $2, 'Owner', 'the tenant owner', '{}', true, 'system', now(), now(), 1) ON CONFLICT DO NOTHING`, [tenantId, roleId]);
-  await q.query(`INSERT INTO rm.iam_accounts (tenant_id, id, email, first_name, last_name, email_verified, status, created_at, updated_at, version)
-    VALUES ($1, $2, $3, 'Olga', 'Owner', true, 'active', now(), now(), 1) ON CONFLICT DO NOTHING`, [PLATFORM_TENANT_ID, userId, email]);
-  await q.query(`INSERT INTO rm.iam_members (tenant_id, user_id, role_ids, status, created_at, updated_at, version)
-    VALUES ($1, $2, ARRAY[$3], 'active', now(), now(), 1) ON CONFLICT DO NOTHING`, [tenantId, userId, roleId]);
+  await q.query(
+    `INSERT INTO rm.iam_roles (tenant_id, id, name, description, permissions, built_in, created_by, created_at, updated_at, version)
+    VALUES ($1, $2, 'Owner', 'the tenant owner', '{}', true, 'system', now(), now(), 1) ON CONFLICT DO NOTHING`,
+    [tenantId, roleId],
+  );
+  await q.query(
+    `INSERT INTO rm.iam_accounts (tenant_id, id, email, first_name, last_name, email_verified, status, created_at, updated_at, version)
+    VALUES ($1, $2, $3, 'Olga', 'Owner', true, 'active', now(), now(), 1) ON CONFLICT DO NOTHING`,
+    [PLATFORM_TENANT_ID, userId, email],
+  );
+  await q.query(
+    `INSERT INTO rm.iam_members (tenant_id, user_id, role_ids, status, created_at, updated_at, version)
+    VALUES ($1, $2, ARRAY[$3], 'active', now(), now(), 1) ON CONFLICT DO NOTHING`,
+    [tenantId, userId, roleId],
+  );
 };
 
 /** the events of a topic published since `since` (the shared Kafka holds every run's) */
-export const topicEvents = async (kernel: Kernel, topic: string, since: number): Promise<{ type: string; tenantId: string; data: Body }[]> => {
+export const topicEvents = async (
+  kernel: Kernel,
+  topic: string,
+  since: number,
+): Promise<{ type: string; tenantId: string; data: Body }[]> => {
   const log = kernel.log;
   const events: { type: string; tenantId: string; data: Body }[] = [];
   const from = await log.offsetsForTime(topic, since);
@@ -197,11 +262,22 @@ export const chunked = (bytes: Buffer, chunkSize = 64 * 1024): ReadableStream<Ui
 };
 
 /** a multipart body built by hand (fields, then the file), to stream it or send odd names */
-export const multipartBody = (fields: Record<string, string>, file: Buffer, filename = 'upload.bin'): { body: Buffer; contentType: string } => {
+export const multipartBody = (
+  fields: Record<string, string>,
+  file: Buffer,
+  filename = 'upload.bin',
+): { body: Buffer; contentType: string } => {
   const boundary = `----files-test-${randomBytes(8).toString('hex')}`;
-  const parts = Object.entries(fields).map(([name, value]) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-  return { body: Buffer.concat([...parts, head, file, Buffer.from(`\r\n--${boundary}--\r\n`)]), contentType: `multipart/form-data; boundary=${boundary}` };
+  const parts = Object.entries(fields).map(([name, value]) =>
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+  );
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  return {
+    body: Buffer.concat([...parts, head, file, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  };
 };
 
 /** resident memory of a process in bytes (Linux: VmRSS of /proc/<pid>/status) */
@@ -214,7 +290,10 @@ export const rssOf = (pid: number): number => {
  * The largest growth of resident memory of the given processes above their level before, sampled
  * every 20 ms while `work` runs: a bound on what the work held in memory at once.
  */
-export const peakGrowth = async <T>(pids: Record<string, number>, work: () => Promise<T>): Promise<{ result: T; growth: Record<string, number> }> => {
+export const peakGrowth = async <T>(
+  pids: Record<string, number>,
+  work: () => Promise<T>,
+): Promise<{ result: T; growth: Record<string, number> }> => {
   const before = Object.fromEntries(Object.entries(pids).map(([role, pid]) => [role, rssOf(pid)]));
   const peak = { ...before };
   const timer = setInterval(() => {
@@ -257,13 +336,21 @@ export const generatedContent = (size: number, seed = 'files') => {
 };
 
 /** POST /files/upload of generated content, streamed (chunked: no Content-Length), the multipart framing around it */
-export const streamUpload = async (baseUrl: string, auth: Record<string, string>, size: number, fields: Record<string, string> = {}) => {
+export const streamUpload = async (
+  baseUrl: string,
+  auth: Record<string, string>,
+  size: number,
+  fields: Record<string, string> = {},
+) => {
   const boundary = `----files-test-${randomBytes(8).toString('hex')}`;
   const content = generatedContent(size);
   const text = (s: string) => new TextEncoder().encode(s);
   const all = { bucket: 'documents', originalName: 'large.bin', ...fields };
-  const head = Object.entries(all).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`).join('')
-    + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  const head =
+    Object.entries(all)
+      .map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)
+      .join('') +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
   const reader = content.stream.getReader();
   let stage: 'head' | 'body' | 'done' = 'head';
   const body = new ReadableStream<Uint8Array>({
@@ -285,7 +372,10 @@ export const streamUpload = async (baseUrl: string, auth: Record<string, string>
     },
   });
   const res = await fetch(`${baseUrl}/v1/files/upload`, {
-    method: 'POST', headers: { ...auth, 'content-type': `multipart/form-data; boundary=${boundary}` }, body, duplex: 'half',
+    method: 'POST',
+    headers: { ...auth, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body,
+    duplex: 'half',
   });
   return { answer: await parse(res), sha256: content.sha256() };
 };

@@ -35,25 +35,37 @@ export const pixelFloodPng = async (side: number): Promise<Buffer> => {
   const deflate = createDeflate({ level: 9 });
   const compressed: Buffer[] = [];
   deflate.on('data', (data: Buffer) => compressed.push(data));
-  const done = new Promise((resolve, reject) => { deflate.on('end', resolve); deflate.on('error', reject); });
+  const done = new Promise((resolve, reject) => {
+    deflate.on('end', resolve);
+    deflate.on('error', reject);
+  });
   for (let y = 0; y < side; y += 1) {
     if (!deflate.write(row)) await new Promise((resolve) => deflate.once('drain', resolve));
   }
   deflate.end();
   await done;
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', Buffer.concat(compressed)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', Buffer.concat(compressed)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 };
 
 /** a PNG signature and header followed by bytes that are no image data */
 export const corruptPng = async (): Promise<Buffer> => {
-  const good = await sharp({ create: { width: 200, height: 200, channels: 3, background: '#777' } }).png().toBuffer();
+  const good = await sharp({ create: { width: 200, height: 200, channels: 3, background: '#777' } })
+    .png()
+    .toBuffer();
   const broken = Buffer.from(good);
   broken.fill(0xab, 33); // everything after IHDR
   return broken;
 };
 
 export const solidPng = (width: number, height: number, background = '#48c'): Promise<Buffer> =>
-  sharp({ create: { width, height, channels: 3, background } }).png().toBuffer();
+  sharp({ create: { width, height, channels: 3, background } })
+    .png()
+    .toBuffer();
 
 export const dimensionsOf = async (bytes: Buffer): Promise<{ width: number; height: number; format: string }> => {
   const meta = await sharp(bytes).metadata();

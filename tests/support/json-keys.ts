@@ -6,7 +6,9 @@ export const duplicateKeys = (json: string): string[] => {
   JSON.parse(json); // well-formed first: the scan below trusts the structure
   const found: string[] = [];
   let i = 0;
-  const skipSpace = () => { while (/\s/.test(json[i] ?? '')) i += 1; };
+  const skipSpace = () => {
+    while (/\s/.test(json[i] ?? '')) i += 1;
+  };
   const readString = (): string => {
     const start = i;
     i += 1;

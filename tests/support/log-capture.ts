@@ -7,7 +7,8 @@ export const captureLogger = (): { logger: Logger; lines: { level: number; msg: 
   const lines: { level: number; msg: string }[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n')) if (line.trim()) lines.push(JSON.parse(line) as { level: number; msg: string });
+      for (const line of chunk.toString().split('\n'))
+        if (line.trim()) lines.push(JSON.parse(line) as { level: number; msg: string });
       done();
     },
   });

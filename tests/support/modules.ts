@@ -12,11 +12,18 @@ import { mergeModules } from '../../infra/modules';
 export const TEST_MODULES = {
   /** the kernel's sample context: counters with an inline and an async projection */
   tally: async () => {
-    const [{ tallyRead, tallyWrite }, tally] = await Promise.all([import('./tally/routes'), import('./tally/projections')]);
+    const [{ tallyRead, tallyWrite }, tally] = await Promise.all([
+      import('./tally/routes'),
+      import('./tally/projections'),
+    ]);
     return mergeModules({ write: [tallyWrite], read: [tallyRead], projections: tally.default.projections });
   },
   identity: async () => {
-    const [write, read, projections] = await Promise.all([import('../../write-api/identity'), import('../../read-api/identity'), import('../../projections/identity')]);
+    const [write, read, projections] = await Promise.all([
+      import('../../write-api/identity'),
+      import('../../read-api/identity'),
+      import('../../projections/identity'),
+    ]);
     return mergeModules({ write: [write.default], read: [read.default], projections: projections.default.projections });
   },
   money: async () => (await import('./money')).moneyModules,
@@ -50,5 +57,8 @@ export const isTestModuleName = (name: string): name is TestModuleName => Object
 /** the named modules; a projection two of them bring (money brings identity's read models) is kept once */
 export const loadTestModules = async (names: readonly TestModuleName[]): Promise<ServiceModules> => {
   const merged = mergeModules(...(await Promise.all(names.map((name) => TEST_MODULES[name]()))));
-  return { ...merged, projections: merged.projections.filter((p, i) => merged.projections.findIndex((q) => q.name === p.name) === i) };
+  return {
+    ...merged,
+    projections: merged.projections.filter((p, i) => merged.projections.findIndex((q) => q.name === p.name) === i),
+  };
 };

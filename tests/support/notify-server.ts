@@ -10,13 +10,23 @@ import { testAuthenticator } from './auth';
 import { notifyHttpModules, notifyModules } from './notify';
 
 // load generators run far above the per-user limit of spec 000; the limiter still runs
-const config = loadConfig({ PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', PORT: '0', RATE_LIMIT_USER_PER_MIN: '10000000', RATE_LIMIT_ADMIN_PER_MIN: '10000000', RATE_LIMIT_TENANT_PER_MIN: '10000000', ...process.env });
+const config = loadConfig({
+  PLATFORM_ENV: 'test',
+  LOG_LEVEL: 'silent',
+  PORT: '0',
+  RATE_LIMIT_USER_PER_MIN: '10000000',
+  RATE_LIMIT_ADMIN_PER_MIN: '10000000',
+  RATE_LIMIT_TENANT_PER_MIN: '10000000',
+  ...process.env,
+});
 const modules = process.env.NOTIFY_SERVER_DELIVERY === 'off' ? notifyHttpModules : notifyModules;
 const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules });
 running.kernel.authenticator = testAuthenticator;
 const address = running.app.server.address();
 const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
 process.stdout.write(`READY ${url}\n`);
-const stop = () => { void running.stop().then(() => process.exit(0)); };
+const stop = () => {
+  void running.stop().then(() => process.exit(0));
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

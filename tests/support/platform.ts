@@ -24,7 +24,11 @@ import { SPLIT } from './topology';
 import tally from './tally/projections';
 import { tallyRead, tallyWrite } from './tally/routes';
 
-export const tallyModules: ServiceModules = mergeModules({ write: [tallyWrite], read: [tallyRead], projections: tally.projections });
+export const tallyModules: ServiceModules = mergeModules({
+  write: [tallyWrite],
+  read: [tallyRead],
+  projections: tally.projections,
+});
 
 export interface TestPlatform {
   /** the process's kernel (all-in-one), or a control kernel beside the split roles (tests/support/split.ts) */
@@ -60,7 +64,8 @@ export interface TestPlatformOptions {
   database?: TestDatabase;
 }
 
-const isTestClock = (clock: Clock | undefined): clock is TestClock => typeof (clock as TestClock | undefined)?.shareThrough === 'function';
+const isTestClock = (clock: Clock | undefined): clock is TestClock =>
+  typeof (clock as TestClock | undefined)?.shareThrough === 'function';
 
 /**
  * A platform for a test: its own fresh database, the test authenticator, the sample tally context
@@ -73,34 +78,56 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
   const role = options.role ?? 'all';
   const names = Array.isArray(options.modules) ? (options.modules as readonly TestModuleName[]) : null;
   if (SPLIT && role === 'all') {
-    if (options.modules && !names) throw new Error('a suite of the split run names its modules (tests/support/modules.ts)');
-    if (options.clock && !isTestClock(options.clock)) throw new Error('a suite of the split run moves time with a TestClock (tests/support/clock.ts)');
+    if (options.modules && !names)
+      throw new Error('a suite of the split run names its modules (tests/support/modules.ts)');
+    if (options.clock && !isTestClock(options.clock))
+      throw new Error('a suite of the split run moves time with a TestClock (tests/support/clock.ts)');
     if (options.logger) throw new Error('a suite of the split run reads logs with captureLogs, not its own logger');
     const split = await startSplitPlatform({
-      modules: names ?? ['tally'], auth: 'token', env: options.env, clock: options.clock,
-      database: options.database, logLevel: options.captureLogs ? 'info' : undefined,
+      modules: names ?? ['tally'],
+      auth: 'token',
+      env: options.env,
+      clock: options.clock,
+      database: options.database,
+      logLevel: options.captureLogs ? 'info' : undefined,
     });
     return {
-      kernel: split.kernel, url: split.url, topology: 'split', database: split.database,
+      kernel: split.kernel,
+      url: split.url,
+      topology: 'split',
+      database: split.database,
       pids: Object.fromEntries(Object.entries(split.processes).map(([role, child]) => [role, child.pid!])),
       http: (path, init) => fetch(`${split.url}${path}`, init),
       logLines: split.logLines,
-      stop: split.stop, close: split.stop,
+      stop: split.stop,
+      close: split.stop,
     };
   }
 
   const database = options.database ?? (await createTestDatabase('p'));
   const ownsDatabase = !options.database;
   const config = loadConfig({
-    PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
+    PORT: '0',
+    PLATFORM_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: database.url,
+    DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
     ...(options.kafka ? { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS') } : {}),
     // `platform serve` requires ROOT_URL: the split roles of a test share the issuer an all-in-one test process derives
     ...(options.role && options.role !== 'all' ? { ROOT_URL: 'http://127.0.0.1:0' } : {}),
     ...options.env,
   });
   const capture = options.captureLogs ? captureLogger() : null;
-  const modules = names ? await loadTestModules(names) : (options.modules as ServiceModules | undefined) ?? tallyModules;
-  const running = await startPlatform({ role, config, logger: capture?.logger ?? options.logger ?? silentLogger(), modules, clock: options.clock });
+  const modules = names
+    ? await loadTestModules(names)
+    : ((options.modules as ServiceModules | undefined) ?? tallyModules);
+  const running = await startPlatform({
+    role,
+    config,
+    logger: capture?.logger ?? options.logger ?? silentLogger(),
+    modules,
+    clock: options.clock,
+  });
   running.kernel.authenticator = testAuthenticator;
   const address = running.app.server.address();
   const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;
@@ -109,9 +136,15 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     if (ownsDatabase) await database.drop();
   };
   return {
-    kernel: running.kernel, app: running.app, url, topology: 'all', database, pids: { all: process.pid },
+    kernel: running.kernel,
+    app: running.app,
+    url,
+    topology: 'all',
+    database,
+    pids: { all: process.pid },
     http: (path, init) => fetch(`${url}${path}`, init),
-    logLines: () => (capture?.lines ?? []),
-    stop: running.stop, close,
+    logLines: () => capture?.lines ?? [],
+    stop: running.stop,
+    close,
   };
 };

@@ -4,14 +4,15 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-export const freePort = (): Promise<number> => new Promise((ok, fail) => {
-  const server = createServer();
-  server.once('error', fail);
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    server.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
+export const freePort = (): Promise<number> =>
+  new Promise((ok, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
+    });
   });
-});
 
 export interface PlatformProcess {
   child: ChildProcess;
@@ -26,30 +27,55 @@ export interface PlatformProcess {
  */
 export const runPlatform = (args: string[], env: Record<string, string>, port: number): PlatformProcess => {
   let output = '';
-  const child = spawn(process.execPath, ['bin/platform.js', ...args], { cwd: ROOT, env: { ...process.env, GRPC_PORT: '0', ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+  const child = spawn(process.execPath, ['bin/platform.js', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, GRPC_PORT: '0', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, url: `http://127.0.0.1:${port}`, output: () => output, exited };
 };
 
-export interface CliRun { code: number | null; stdout: string; stderr: string }
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /**
  * `platform <args>` to completion with exactly the given environment (nothing inherited but PATH
  * and HOME), as an operator's shell or a container would run it.
  */
-export const runCli = (args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> => new Promise((resolve, reject) => {
-  const child = spawn(process.execPath, ['bin/platform.js', ...args], {
-    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+export const runCli = (args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/platform.js', ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`platform ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-  const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`platform ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stdout}\n${stderr}`)); }, timeoutMs);
-  child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
-});
 
 /** polls GET url until it answers with the status, or fails after the deadline */
 export const waitFor = async (url: string, status: number, timeoutMs: number): Promise<Response> => {

@@ -46,8 +46,29 @@ export interface PushService {
 const selfSigned = (): { key: Buffer; cert: Buffer } => {
   const dir = mkdtempSync(join(tmpdir(), 'push-service-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -73,16 +94,28 @@ const decrypt = (body: Buffer, uaPrivate: ReturnType<typeof createECDH>, authSec
   return padded.subarray(0, delimiter);
 };
 
-const publicJwk = (uncompressed: Buffer) => ({ kty: 'EC', crv: 'P-256', x: uncompressed.subarray(1, 33).toString('base64url'), y: uncompressed.subarray(33, 65).toString('base64url') });
+const publicJwk = (uncompressed: Buffer) => ({
+  kty: 'EC',
+  crv: 'P-256',
+  x: uncompressed.subarray(1, 33).toString('base64url'),
+  y: uncompressed.subarray(33, 65).toString('base64url'),
+});
 
 export const startPushService = async (): Promise<PushService> => {
   const { key, cert } = selfSigned();
-  const subscriptions = new Map<string, { ua: ReturnType<typeof createECDH>; auth: Buffer; serverKey: string; gone: boolean }>();
+  const subscriptions = new Map<
+    string,
+    { ua: ReturnType<typeof createECDH>; auth: Buffer; serverKey: string; gone: boolean }
+  >();
   const messages: PushedMessage[] = [];
   const refusals: { status: number; why: string }[] = [];
   let origin = '';
 
-  const handle = async (path: string, headers: Record<string, string | string[] | undefined>, body: Buffer): Promise<[number, string]> => {
+  const handle = async (
+    path: string,
+    headers: Record<string, string | string[] | undefined>,
+    body: Buffer,
+  ): Promise<[number, string]> => {
     const id = /^\/push\/([\w-]+)$/.exec(path)?.[1];
     const sub = id ? subscriptions.get(id) : undefined;
     if (!id || !sub) return [404, 'unknown subscription'];
@@ -92,7 +125,11 @@ export const startPushService = async (): Promise<PushService> => {
     if (auth[2] !== sub.serverKey) return [403, 'not the application server key the subscription was made with'];
     let jwt: PushedMessage['jwt'];
     try {
-      const verified = await jwtVerify(auth[1]!, await importJWK(publicJwk(Buffer.from(auth[2], 'base64url')), 'ES256'), { algorithms: ['ES256'], audience: origin });
+      const verified = await jwtVerify(
+        auth[1]!,
+        await importJWK(publicJwk(Buffer.from(auth[2], 'base64url')), 'ES256'),
+        { algorithms: ['ES256'], audience: origin },
+      );
       jwt = verified.payload as PushedMessage['jwt'];
     } catch (error) {
       return [403, `VAPID JWT refused: ${(error as Error).message}`];
@@ -135,12 +172,22 @@ export const startPushService = async (): Promise<PushService> => {
       const auth = randomBytes(16);
       const id = randomUUID();
       subscriptions.set(id, { ua, auth, serverKey: applicationServerKey, gone: false });
-      return { id, json: { endpoint: `${origin}/push/${id}`, keys: { p256dh: ua.getPublicKey().toString('base64url'), auth: auth.toString('base64url') } } };
+      return {
+        id,
+        json: {
+          endpoint: `${origin}/push/${id}`,
+          keys: { p256dh: ua.getPublicKey().toString('base64url'), auth: auth.toString('base64url') },
+        },
+      };
     },
     expire(id) {
       const sub = subscriptions.get(id);
       if (sub) sub.gone = true;
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 };

@@ -38,21 +38,29 @@ if (auth !== 'token' && auth !== 'identity') fail('PLATFORM_TEST_AUTH must be to
 
 const clockFile = process.env.PLATFORM_TEST_CLOCK_FILE;
 const running = await startPlatform({
-  role, config, logger: createLogger({ level: config.LOG_LEVEL, name: role }),
-  modules: await loadTestModules(names.filter(isTestModuleName)), clock: clockFile ? fileClock(clockFile) : undefined,
+  role,
+  config,
+  logger: createLogger({ level: config.LOG_LEVEL, name: role }),
+  modules: await loadTestModules(names.filter(isTestModuleName)),
+  clock: clockFile ? fileClock(clockFile) : undefined,
 });
 if (auth === 'token') running.kernel.authenticator = testAuthenticator;
 const address = running.app.server.address();
-process.stdout.write(`READY ${typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url}\n`);
+process.stdout.write(
+  `READY ${typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url}\n`,
+);
 
 let stopping = false;
 const stop = () => {
   if (stopping) return;
   stopping = true;
-  running.stop().then(() => process.exit(0), (error: unknown) => {
-    process.stderr.write(`role-server: stop failed: ${String(error)}\n`);
-    process.exit(1);
-  });
+  running.stop().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`role-server: stop failed: ${String(error)}\n`);
+      process.exit(1);
+    },
+  );
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

@@ -24,25 +24,34 @@ export const connectSocket = async (baseUrl: string): Promise<SocketClient> => {
     messages.push(JSON.parse((raw as Buffer).toString('utf8')));
     for (const l of listeners) l();
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => {
-    resolve({ code, reason: String(reason) });
-    for (const l of listeners) l();
-  }));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on('close', (code, reason) => {
+      resolve({ code, reason: String(reason) });
+      for (const l of listeners) l();
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
     socket.once('error', reject);
   });
-  const waitFor: SocketClient['waitFor'] = (predicate, what, timeoutMs = 15_000) => new Promise((resolve, reject) => {
-    const check = () => {
-      if (!predicate(messages)) return;
-      finish();
-      resolve();
-    };
-    const timer = setTimeout(() => { finish(); reject(new Error(`socket: no ${what} within ${timeoutMs} ms; got ${JSON.stringify(messages).slice(0, 2000)}`)); }, timeoutMs);
-    const finish = () => { clearTimeout(timer); listeners.delete(check); };
-    listeners.add(check);
-    check();
-  });
+  const waitFor: SocketClient['waitFor'] = (predicate, what, timeoutMs = 15_000) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (!predicate(messages)) return;
+        finish();
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        finish();
+        reject(new Error(`socket: no ${what} within ${timeoutMs} ms; got ${JSON.stringify(messages).slice(0, 2000)}`));
+      }, timeoutMs);
+      const finish = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
   return {
     messages,
     notifications: () => messages.filter((m) => m.type === 'notification'),
@@ -58,7 +67,11 @@ export const connectSocket = async (baseUrl: string): Promise<SocketClient> => {
 };
 
 /** connects and authenticates; resolves once the server said ready (after any replay) */
-export const openSession = async (baseUrl: string, token: string, lastNotificationId?: string): Promise<SocketClient> => {
+export const openSession = async (
+  baseUrl: string,
+  token: string,
+  lastNotificationId?: string,
+): Promise<SocketClient> => {
   const client = await connectSocket(baseUrl);
   client.send({ type: 'auth', token, ...(lastNotificationId ? { last_notification_id: lastNotificationId } : {}) });
   await client.waitFor((m) => m.some((x) => x.type === 'ready'), 'ready');

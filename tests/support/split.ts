@@ -19,7 +19,12 @@ import { freePort } from './process';
 export type SplitRole = 'gateway' | 'write-api' | 'read-api' | 'workers';
 const ROLES: readonly SplitRole[] = ['write-api', 'read-api', 'workers', 'gateway'];
 
-export interface LogLine { level: number; msg: string; name?: string; [field: string]: unknown }
+export interface LogLine {
+  level: number;
+  msg: string;
+  name?: string;
+  [field: string]: unknown;
+}
 
 export interface SplitOptions {
   modules: readonly TestModuleName[];
@@ -55,18 +60,27 @@ export interface SplitPlatform {
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_TIMEOUT_MS = 90_000;
 
-interface RoleProcess { child: ChildProcess; url: Promise<string>; output: () => string }
+interface RoleProcess {
+  child: ChildProcess;
+  url: Promise<string>;
+  output: () => string;
+}
 
 const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[]): RoleProcess => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/role-server.ts'], {
     // the IPC channel closes when this process dies, however it dies: the role then stops itself
-    cwd: ROOT, env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    cwd: ROOT,
+    env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   child.channel?.unref();
   let output = '';
   let pending = '';
   const url = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)),
+      START_TIMEOUT_MS,
+    );
     child.stdout!.on('data', (chunk: Buffer) => {
       pending += chunk.toString();
       const complete = pending.split('\n');
@@ -77,11 +91,17 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
           clearTimeout(timer);
           resolve(ready[1]!);
         } else if (line.startsWith('{')) {
-          try { lines.push(JSON.parse(line) as LogLine); } catch { output += `${line}\n`; }
+          try {
+            lines.push(JSON.parse(line) as LogLine);
+          } catch {
+            output += `${line}\n`;
+          }
         } else output += `${line}\n`;
       }
     });
-    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`${role} exited (${code ?? signal}) before it was ready:\n${output}`));
@@ -102,18 +122,32 @@ const stopRole = async (p: RoleProcess): Promise<void> => {
 
 /** the chdb engine served over ClickHouse's HTTP interface (tests/support/clickhouse-server.ts) */
 const startClickHouse = async (folder: string): Promise<{ url: string; folder: string; process: RoleProcess }> => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/clickhouse-server.ts', folder], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/clickhouse-server.ts', folder], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
   child.channel?.unref();
   let output = '';
   const url = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the ClickHouse endpoint did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`the ClickHouse endpoint did not start within ${START_TIMEOUT_MS} ms:\n${output}`)),
+      START_TIMEOUT_MS,
+    );
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const ready = /READY (\S+)/.exec(output);
-      if (ready) { clearTimeout(timer); resolve(ready[1]!); }
+      if (ready) {
+        clearTimeout(timer);
+        resolve(ready[1]!);
+      }
     });
-    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the ClickHouse endpoint exited (${code}):\n${output}`)); });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the ClickHouse endpoint exited (${code}):\n${output}`));
+    });
   });
   return { url: await url, folder, process: { child, url, output: () => output } };
 };
@@ -133,19 +167,33 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const clockFile = options.clock ? join(tmpdir(), `platform-split-clock-${process.pid}-${id}.json`) : null;
   if (clockFile) options.clock!.shareThrough(clockFile);
   // chdb belongs to one process: the roles share it through a ClickHouse HTTP endpoint in a process of its own
-  const clickhouse = options.modules.some((m) => NEEDS_CLICKHOUSE.has(m)) ? await startClickHouse(join(tmpdir(), `platform-split-ch-${process.pid}-${id}`)) : null;
+  const clickhouse = options.modules.some((m) => NEEDS_CLICKHOUSE.has(m))
+    ? await startClickHouse(join(tmpdir(), `platform-split-ch-${process.pid}-${id}`))
+    : null;
   const env: Record<string, string> = {
-    PLATFORM_ENV: 'test', LOG_LEVEL: options.logLevel ?? 'silent', DATA_DIR: join(tmpdir(), `platform-split-${process.pid}`),
-    DATABASE_URL: database.url, KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), REDIS_URL: requireEnv('TEST_REDIS_URL'),
-    REDIS_KEY_PREFIX: `platform-test:${id}:`, KAFKA_NAMESPACE: `t${id}.`, PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
-    PLATFORM_TEST_MODULES: options.modules.join(','), PLATFORM_TEST_AUTH: options.auth,
+    PLATFORM_ENV: 'test',
+    LOG_LEVEL: options.logLevel ?? 'silent',
+    DATA_DIR: join(tmpdir(), `platform-split-${process.pid}`),
+    DATABASE_URL: database.url,
+    KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
+    REDIS_URL: requireEnv('TEST_REDIS_URL'),
+    REDIS_KEY_PREFIX: `platform-test:${id}:`,
+    KAFKA_NAMESPACE: `t${id}.`,
+    PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+    PLATFORM_TEST_MODULES: options.modules.join(','),
+    PLATFORM_TEST_AUTH: options.auth,
     ...(clockFile ? { PLATFORM_TEST_CLOCK_FILE: clockFile } : {}),
     ...(clickhouse ? { CLICKHOUSE_URL: clickhouse.url } : {}),
     ...options.env,
     ROOT_URL: rootUrl,
   };
   const config = loadConfig(env);
-  const kernel = await openKernel({ config, logger: silentLogger(), modules: await loadTestModules(options.modules), clock: options.clock });
+  const kernel = await openKernel({
+    config,
+    logger: silentLogger(),
+    modules: await loadTestModules(options.modules),
+    clock: options.clock,
+  });
   const lines: LogLine[] = [];
   const started: Partial<Record<SplitRole, RoleProcess>> = {};
   const extraGateways: RoleProcess[] = [];
@@ -159,10 +207,19 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     await kernel.projections.prepare();
     const [writePort, readPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
     // billing's gRPC is served by write-api and called by the gateway (when the billing module runs)
-    started['write-api'] = startRole('write-api', { ...env, PORT: String(writePort), GRPC_PORT: String(grpcPort) }, lines);
+    started['write-api'] = startRole(
+      'write-api',
+      { ...env, PORT: String(writePort), GRPC_PORT: String(grpcPort) },
+      lines,
+    );
     started['read-api'] = startRole('read-api', { ...env, PORT: String(readPort) }, lines);
     started.workers = startRole('workers', { ...env, PORT: '0' }, lines);
-    gatewayEnv = { ...env, WRITE_API_URL: `http://127.0.0.1:${writePort}`, READ_API_URL: `http://127.0.0.1:${readPort}`, BILLING_GRPC_TARGET: `127.0.0.1:${grpcPort}` };
+    gatewayEnv = {
+      ...env,
+      WRITE_API_URL: `http://127.0.0.1:${writePort}`,
+      READ_API_URL: `http://127.0.0.1:${readPort}`,
+      BILLING_GRPC_TARGET: `127.0.0.1:${grpcPort}`,
+    };
     started.gateway = startRole('gateway', { ...gatewayEnv, PORT: String(gatewayPort) }, lines);
     await Promise.all(ROLES.map((role) => started[role]!.url));
   } catch (error) {
@@ -172,10 +229,17 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     if (ownsDatabase) await database.drop();
     throw error;
   }
-  const processes = Object.fromEntries(ROLES.map((role) => [role, started[role]!.child])) as Record<SplitRole, ChildProcess>;
+  const processes = Object.fromEntries(ROLES.map((role) => [role, started[role]!.child])) as Record<
+    SplitRole,
+    ChildProcess
+  >;
   let stopped: Promise<void> | null = null;
   return {
-    url: `http://127.0.0.1:${gatewayPort}`, rootUrl, kernel, database, processes,
+    url: `http://127.0.0.1:${gatewayPort}`,
+    rootUrl,
+    kernel,
+    database,
+    processes,
     logLines: () => [...lines],
     addGateway: async () => {
       const port = await freePort();

@@ -47,5 +47,12 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
   };
 
   await listen();
-  return { get port() { return port; }, cut, restore: listen, close: cut };
+  return {
+    get port() {
+      return port;
+    },
+    cut,
+    restore: listen,
+    close: cut,
+  };
 };

@@ -9,7 +9,14 @@ import Provider from 'oidc-provider';
  * person signs in as (or `deny` to refuse), and `login` follows the redirects with a cookie jar up
  * to the client's redirect_uri, which it returns with the code, state and iss.
  */
-export interface IdpAccount { sub: string; email?: string; email_verified?: boolean; name?: string; given_name?: string; family_name?: string }
+export interface IdpAccount {
+  sub: string;
+  email?: string;
+  email_verified?: boolean;
+  name?: string;
+  given_name?: string;
+  family_name?: string;
+}
 
 export interface TestIdp {
   issuer: string;
@@ -33,12 +40,23 @@ export const reserveTestIdp = async (): Promise<TestIdp> => {
   const clientSecret = 'a-long-test-client-secret-0123456789';
 
   return {
-    issuer, clientId, clientSecret, accounts,
+    issuer,
+    clientId,
+    clientSecret,
+    accounts,
     async start(redirectUri) {
       const { privateKey } = await generateKeyPair('RS256', { extractable: true });
       const jwk = { ...(await exportJWK(privateKey)), kid: 'idp-1', alg: 'RS256', use: 'sig' };
       const provider = new Provider(issuer, {
-        clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [redirectUri], response_types: ['code'], grant_types: ['authorization_code'] }],
+        clients: [
+          {
+            client_id: clientId,
+            client_secret: clientSecret,
+            redirect_uris: [redirectUri],
+            response_types: ['code'],
+            grant_types: ['authorization_code'],
+          },
+        ],
         jwks: { keys: [jwk] },
         cookies: { keys: ['test-idp-cookie-key-0123456789'] },
         pkce: { methods: ['S256'], required: () => true },
@@ -49,10 +67,24 @@ export const reserveTestIdp = async (): Promise<TestIdp> => {
           return account ? { accountId: sub, claims: async () => ({ ...account }) } : undefined;
         },
         // first-party client: the grant is given without a consent screen
-        loadExistingGrant: async (ctx: { oidc: { client: { clientId: string }; session: { accountId: string; grantIdFor(id: string): string | undefined }; provider: { Grant: { new (o: object): { addOIDCScope(s: string): void; save(): Promise<string> }; find(id: string): Promise<unknown> } } } }) => {
+        loadExistingGrant: async (ctx: {
+          oidc: {
+            client: { clientId: string };
+            session: { accountId: string; grantIdFor(id: string): string | undefined };
+            provider: {
+              Grant: {
+                new (o: object): { addOIDCScope(s: string): void; save(): Promise<string> };
+                find(id: string): Promise<unknown>;
+              };
+            };
+          };
+        }) => {
           const existing = ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
           if (existing) return ctx.oidc.provider.Grant.find(existing);
-          const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
+          const grant = new ctx.oidc.provider.Grant({
+            clientId: ctx.oidc.client.clientId,
+            accountId: ctx.oidc.session.accountId,
+          });
           grant.addOIDCScope('openid email profile');
           await grant.save();
           return grant;
@@ -65,11 +97,15 @@ export const reserveTestIdp = async (): Promise<TestIdp> => {
         void (async () => {
           await provider.interactionDetails(req, res);
           const who = url.searchParams.get('account') ?? 'deny';
-          const result = who === 'deny' || !accounts.has(who)
-            ? { error: 'access_denied', error_description: 'the person refused' }
-            : { login: { accountId: who } };
+          const result =
+            who === 'deny' || !accounts.has(who)
+              ? { error: 'access_denied', error_description: 'the person refused' }
+              : { login: { accountId: who } };
           await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
-        })().catch((error: unknown) => { res.statusCode = 500; res.end(String(error)); });
+        })().catch((error: unknown) => {
+          res.statusCode = 500;
+          res.end(String(error));
+        });
         return undefined;
       });
     },
@@ -80,12 +116,16 @@ export const reserveTestIdp = async (): Promise<TestIdp> => {
       for (let hop = 0; hop < 10; hop += 1) {
         if (next.origin !== origin) return next;
         if (next.pathname.startsWith('/interaction/')) next.searchParams.set('account', sub);
-        const res = await fetch(next, { redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+        const res = await fetch(next, {
+          redirect: 'manual',
+          headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+        });
         for (const cookie of res.headers.getSetCookie()) {
           const pair = cookie.split(';')[0]!;
           const at = pair.indexOf('=');
           const [name, value] = [pair.slice(0, at).trim(), pair.slice(at + 1)];
-          if (value) jar.set(name, value); else jar.delete(name);
+          if (value) jar.set(name, value);
+          else jar.delete(name);
         }
         const location = res.headers.get('location');
         if (!location) throw new Error(`the IdP answered ${res.status} without a redirect: ${await res.text()}`);
@@ -93,6 +133,10 @@ export const reserveTestIdp = async (): Promise<TestIdp> => {
       }
       throw new Error('too many redirects');
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 };

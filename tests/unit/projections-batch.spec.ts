@@ -4,7 +4,9 @@ import { sql } from '../../infra/projections/projection';
 
 describe('a projection statement inlined for a batch', () => {
   it('escapes quotes so a value cannot end its literal', () => {
-    expect(inline(sql('UPDATE t SET name = $1 WHERE id = $2', "x'; DROP TABLE t; --", 7))).toBe(`UPDATE t SET name = 'x''; DROP TABLE t; --' WHERE id = 7`);
+    expect(inline(sql('UPDATE t SET name = $1 WHERE id = $2', "x'; DROP TABLE t; --", 7))).toBe(
+      `UPDATE t SET name = 'x''; DROP TABLE t; --' WHERE id = 7`,
+    );
   });
 
   it('escapes backslashes with the E syntax', () => {
@@ -12,8 +14,9 @@ describe('a projection statement inlined for a batch', () => {
   });
 
   it('types values PostgreSQL cannot infer from a bare string', () => {
-    expect(inline(sql('SELECT $1, $2, $3, $4, $5', null, true, new Date(0), { a: 1 }, Buffer.from([1, 255]))))
-      .toBe(`SELECT NULL, true, '1970-01-01T00:00:00.000Z'::timestamptz, '{"a":1}'::jsonb, '\\x01ff'::bytea`);
+    expect(inline(sql('SELECT $1, $2, $3, $4, $5', null, true, new Date(0), { a: 1 }, Buffer.from([1, 255])))).toBe(
+      `SELECT NULL, true, '1970-01-01T00:00:00.000Z'::timestamptz, '{"a":1}'::jsonb, '\\x01ff'::bytea`,
+    );
   });
 
   it('replaces $10 as one placeholder, not $1 followed by 0', () => {

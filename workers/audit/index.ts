@@ -23,14 +23,26 @@ export const auditConsumer = (kernel: Kernel, options: { maxBatch?: number } = {
     for (let attempt = 1; !stopped; attempt += 1) {
       try {
         return await kernel.log.subscribe({
-          groupId: AUDIT_CONSUMER_GROUP, topics: [AUDIT_TOPIC], maxBatch: options.maxBatch ?? 2000,
+          groupId: AUDIT_CONSUMER_GROUP,
+          topics: [AUDIT_TOPIC],
+          maxBatch: options.maxBatch ?? 2000,
           eachBatch: async (records) => {
-            const outcome = await ingestAuditRecords(kernel.db, await kernel.analytics(), records.map((r) => r.value), kernel.clock.now());
-            if (outcome.skipped) kernel.logger.warn({ skipped: outcome.skipped }, 'values on platform.audit.events that are not audit records were skipped');
+            const outcome = await ingestAuditRecords(
+              kernel.db,
+              await kernel.analytics(),
+              records.map((r) => r.value),
+              kernel.clock.now(),
+            );
+            if (outcome.skipped)
+              kernel.logger.warn(
+                { skipped: outcome.skipped },
+                'values on platform.audit.events that are not audit records were skipped',
+              );
           },
         });
       } catch (error) {
-        if (attempt === 1 || attempt % 20 === 0) kernel.logger.warn({ err: error, attempt }, 'audit consumer cannot subscribe; retrying');
+        if (attempt === 1 || attempt % 20 === 0)
+          kernel.logger.warn({ err: error, attempt }, 'audit consumer cannot subscribe; retrying');
         await new Promise((r) => setTimeout(r, Math.min(5000, 200 * attempt)));
       }
     }
@@ -38,7 +50,9 @@ export const auditConsumer = (kernel: Kernel, options: { maxBatch?: number } = {
   };
   return {
     name: 'audit.consumer',
-    start() { subscription = subscribe(); },
+    start() {
+      subscription = subscribe();
+    },
     async stop() {
       stopped = true;
       await (await subscription)?.stop();
@@ -57,10 +71,15 @@ export default defineWorkers({
         start() {
           loop = startLoop(step, {
             idleMs: 1000,
-            onError: (error, n) => { if (n === 1 || n % 60 === 0) kernel.logger.warn({ err: error, failures: n }, 'audit maintenance failed; retrying'); },
+            onError: (error, n) => {
+              if (n === 1 || n % 60 === 0)
+                kernel.logger.warn({ err: error, failures: n }, 'audit maintenance failed; retrying');
+            },
           });
         },
-        async stop() { await loop?.stop(); },
+        async stop() {
+          await loop?.stop();
+        },
       },
     ];
   },

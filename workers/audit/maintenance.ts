@@ -9,12 +9,18 @@ const EXPORT_FILES_KEPT_DAYS = 7;
 
 /** completes the oldest pending anonymization: the tenant's cold archives rewritten under its overlay */
 export const completeNextAnonymization = async (kernel: Kernel): Promise<boolean> => {
-  const { rows: [next] } = await kernel.db.query<{ id: string; tenant_id: string }>(
-    `SELECT id, tenant_id FROM audit.anonymizations WHERE status = 'pending' ORDER BY created_at LIMIT 1`);
+  const {
+    rows: [next],
+  } = await kernel.db.query<{ id: string; tenant_id: string }>(
+    `SELECT id, tenant_id FROM audit.anonymizations WHERE status = 'pending' ORDER BY created_at LIMIT 1`,
+  );
   if (!next) return false;
   const overlay = await loadOverlay(kernel, next.tenant_id);
   if (overlay) await redactArchives(kernel, next.tenant_id, overlay);
-  await kernel.db.query(`UPDATE audit.anonymizations SET status = 'completed', completed_at = $2 WHERE id = $1`, [next.id, kernel.clock.now()]);
+  await kernel.db.query(`UPDATE audit.anonymizations SET status = 'completed', completed_at = $2 WHERE id = $1`, [
+    next.id,
+    kernel.clock.now(),
+  ]);
   return true;
 };
 

@@ -1,5 +1,10 @@
 import { billingContext } from '../../commands/billing/context';
-import { backfillSubscriptions, deliverAllNotices, escalationStep, takeUsageSnapshots } from '../../commands/billing/escalation';
+import {
+  backfillSubscriptions,
+  deliverAllNotices,
+  escalationStep,
+  takeUsageSnapshots,
+} from '../../commands/billing/escalation';
 import { trialsForNewTenants } from '../../commands/billing/tenants';
 import { processWebhooks } from '../../commands/billing/webhooks';
 import type { Kernel } from '../../infra/kernel';
@@ -18,10 +23,14 @@ const tenantTrials = (kernel: Kernel): Worker => {
     start() {
       const ctx = billingContext(kernel);
       loop = startLoop(async () => (await trialsForNewTenants(kernel, ctx)) > 0, {
-        idleMs: 200, onError: (error) => kernel.logger.warn({ err: error }, 'billing: starting the trials of new tenants failed; retrying'),
+        idleMs: 200,
+        onError: (error) =>
+          kernel.logger.warn({ err: error }, 'billing: starting the trials of new tenants failed; retrying'),
       });
     },
-    async stop() { await loop?.stop(); },
+    async stop() {
+      await loop?.stop();
+    },
   };
 };
 
@@ -34,24 +43,33 @@ const escalation = (kernel: Kernel): Worker => {
     name: 'billing.escalation',
     start() {
       const ctx = billingContext(kernel);
-      loop = startLoop(async () => {
-        const now = ctx.clock.now();
-        if (now.getTime() - backfilledAt >= BACKFILL_EVERY_MS || now.getTime() < backfilledAt) {
-          const created = await backfillSubscriptions(kernel, ctx);
-          if (created) kernel.logger.info({ created }, 'billing: trials started for tenants without a subscription');
-          backfilledAt = now.getTime();
-        }
-        const { transitions, notices, delivered } = await escalationStep(kernel, ctx);
-        if (transitions || notices || delivered) kernel.logger.info({ transitions, notices, delivered }, 'billing escalation');
-        const day = now.toISOString().slice(0, 10);
-        if (day !== snapshotDay) {
-          await takeUsageSnapshots(kernel, ctx);
-          snapshotDay = day;
-        }
-        return false;
-      }, { idleMs: ctx.settings.escalationIntervalMs, onError: (error) => kernel.logger.warn({ err: error }, 'billing escalation failed') });
+      loop = startLoop(
+        async () => {
+          const now = ctx.clock.now();
+          if (now.getTime() - backfilledAt >= BACKFILL_EVERY_MS || now.getTime() < backfilledAt) {
+            const created = await backfillSubscriptions(kernel, ctx);
+            if (created) kernel.logger.info({ created }, 'billing: trials started for tenants without a subscription');
+            backfilledAt = now.getTime();
+          }
+          const { transitions, notices, delivered } = await escalationStep(kernel, ctx);
+          if (transitions || notices || delivered)
+            kernel.logger.info({ transitions, notices, delivered }, 'billing escalation');
+          const day = now.toISOString().slice(0, 10);
+          if (day !== snapshotDay) {
+            await takeUsageSnapshots(kernel, ctx);
+            snapshotDay = day;
+          }
+          return false;
+        },
+        {
+          idleMs: ctx.settings.escalationIntervalMs,
+          onError: (error) => kernel.logger.warn({ err: error }, 'billing escalation failed'),
+        },
+      );
     },
-    async stop() { await loop?.stop(); },
+    async stop() {
+      await loop?.stop();
+    },
   };
 };
 
@@ -62,16 +80,22 @@ const webhooks = (kernel: Kernel): Worker => {
     name: 'billing.webhooks',
     start() {
       const ctx = billingContext(kernel);
-      loop = startLoop(async () => {
-        const { more } = await processWebhooks(kernel, ctx);
-        await deliverAllNotices(kernel, ctx);
-        return more;
-      }, { idleMs: 250, onError: (error) => kernel.logger.warn({ err: error }, 'billing webhook processing failed') });
+      loop = startLoop(
+        async () => {
+          const { more } = await processWebhooks(kernel, ctx);
+          await deliverAllNotices(kernel, ctx);
+          return more;
+        },
+        { idleMs: 250, onError: (error) => kernel.logger.warn({ err: error }, 'billing webhook processing failed') },
+      );
     },
-    async stop() { await loop?.stop(); },
+    async stop() {
+      await loop?.stop();
+    },
   };
 };
 
 export default defineWorkers({
-  workers: (kernel) => (billingContext(kernel).settings.enabled ? [tenantTrials(kernel), escalation(kernel), webhooks(kernel)] : []),
+  workers: (kernel) =>
+    billingContext(kernel).settings.enabled ? [tenantTrials(kernel), escalation(kernel), webhooks(kernel)] : [],
 });

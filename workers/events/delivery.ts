@@ -22,24 +22,36 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
   /** subscriptions a loop of this process is delivering (the session lock is re-entrant within a session) */
   const busy = new Set<string>();
   let retryTimer: NodeJS.Timeout | null = null;
-  const wakeAll = () => { for (const l of loops) l.wake(); };
+  const wakeAll = () => {
+    for (const l of loops) l.wake();
+  };
 
   const sessionOf = async (): Promise<pg.PoolClient> => {
     if (session) return session;
     opening ??= (async () => {
       const client = await kernel.db.connect();
-      client.on('error', () => { if (session === client) session = null; });
+      client.on('error', () => {
+        if (session === client) session = null;
+      });
       client.on('notification', wakeAll);
       await client.query(`LISTEN ${RECORDS_CHANNEL}`);
       session = client;
       return client;
-    })().finally(() => { opening = null; });
+    })().finally(() => {
+      opening = null;
+    });
     return opening;
   };
 
   const wakeAt = (at: Date | null) => {
     if (!at || retryTimer) return;
-    retryTimer = setTimeout(() => { retryTimer = null; wakeAll(); }, Math.max(0, at.getTime() - kernel.clock.now().getTime()) + 5);
+    retryTimer = setTimeout(
+      () => {
+        retryTimer = null;
+        wakeAll();
+      },
+      Math.max(0, at.getTime() - kernel.clock.now().getTime()) + 5,
+    );
     retryTimer.unref();
   };
 
@@ -48,13 +60,27 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
     try {
       return await fn();
     } catch (error) {
-      if (session === client) { session = null; client.release(true); }
+      if (session === client) {
+        session = null;
+        client.release(true);
+      }
       throw error;
     }
   };
-  const tryLock = (client: pg.PoolClient, name: string) => onSession(client, async () =>
-    (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [name])).rows[0]?.locked === true);
-  const unlock = (client: pg.PoolClient, name: string) => onSession(client, async () => { await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [name]); });
+  const tryLock = (client: pg.PoolClient, name: string) =>
+    onSession(
+      client,
+      async () =>
+        (
+          await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [
+            name,
+          ])
+        ).rows[0]?.locked === true,
+    );
+  const unlock = (client: pg.PoolClient, name: string) =>
+    onSession(client, async () => {
+      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [name]);
+    });
 
   const step = async (): Promise<boolean> => {
     const ctx = eventsContext(kernel);
@@ -86,12 +112,15 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
     step,
     start() {
       const ctx = eventsContext(kernel);
-      loops = Array.from({ length: ctx.settings.deliveryConcurrency }, () => startLoop(step, {
-        idleMs: ctx.settings.pollIntervalMs,
-        onError: (error, failures) => {
-          if (failures === 1 || failures % 30 === 0) kernel.logger.warn({ err: error, failures }, 'event delivery failed; retrying');
-        },
-      }));
+      loops = Array.from({ length: ctx.settings.deliveryConcurrency }, () =>
+        startLoop(step, {
+          idleMs: ctx.settings.pollIntervalMs,
+          onError: (error, failures) => {
+            if (failures === 1 || failures % 30 === 0)
+              kernel.logger.warn({ err: error, failures }, 'event delivery failed; retrying');
+          },
+        }),
+      );
     },
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));

@@ -31,9 +31,17 @@ export const fanoutWorker = (kernel: Kernel): Worker => {
         await kernel.log.ensureTopics([topicSpecOf(kernel, topic)]);
         // the earliest log offset any of its subscriptions starts from, per partition
         const { rows } = await client.query<{ partition: number; start: string }>(
-          'SELECT partition, min(min_log_offset) AS start FROM events.cursors WHERE topic = $1 GROUP BY partition', [topic]);
-        if (rows.length) await kernel.log.seek(fanoutGroupOf(topic), topic, { offsets: Object.fromEntries(rows.map((r) => [r.partition, Number(r.start)])) });
-        await client.query('INSERT INTO events.fanout_topics (topic, indexed_since) VALUES ($1, $2) ON CONFLICT DO NOTHING', [topic, since]);
+          'SELECT partition, min(min_log_offset) AS start FROM events.cursors WHERE topic = $1 GROUP BY partition',
+          [topic],
+        );
+        if (rows.length)
+          await kernel.log.seek(fanoutGroupOf(topic), topic, {
+            offsets: Object.fromEntries(rows.map((r) => [r.partition, Number(r.start)])),
+          });
+        await client.query(
+          'INSERT INTO events.fanout_topics (topic, indexed_since) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+          [topic, since],
+        );
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`events.fanout-init:${topic}`]);
       }
@@ -48,8 +56,13 @@ export const fanoutWorker = (kernel: Kernel): Worker => {
       if (running.has(topic)) continue;
       if (!started) await initialize(topic, since);
       const subscription = await kernel.log.subscribe({
-        groupId: fanoutGroupOf(topic), topics: [topic], start: 'earliest', maxBatch: 1000,
-        eachBatch: async (records) => { await copyRecords(kernel.db, topic, records); },
+        groupId: fanoutGroupOf(topic),
+        topics: [topic],
+        start: 'earliest',
+        maxBatch: 1000,
+        eachBatch: async (records) => {
+          await copyRecords(kernel.db, topic, records);
+        },
       });
       running.set(topic, subscription);
       kernel.logger.info({ topic }, 'event bus fan-out started');
@@ -63,7 +76,10 @@ export const fanoutWorker = (kernel: Kernel): Worker => {
       eventsContext(kernel);
       loop = startLoop(refresh, {
         idleMs: REFRESH_MS,
-        onError: (error, failures) => { if (failures === 1 || failures % 30 === 0) kernel.logger.warn({ err: error, failures }, 'event bus fan-out cannot start a topic; retrying'); },
+        onError: (error, failures) => {
+          if (failures === 1 || failures % 30 === 0)
+            kernel.logger.warn({ err: error, failures }, 'event bus fan-out cannot start a topic; retrying');
+        },
       });
     },
     async stop() {

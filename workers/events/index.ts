@@ -19,10 +19,16 @@ const loopWorker = (kernel: Kernel, name: string, step: () => Promise<boolean>, 
     start() {
       loop = startLoop(step, {
         idleMs: idleMs(),
-        onError: (error, failures) => { if (failures === 1 || failures % 30 === 0) kernel.logger.warn({ err: error, failures }, `${name} failed; retrying`); },
+        onError: (error, failures) => {
+          if (failures === 1 || failures % 30 === 0)
+            kernel.logger.warn({ err: error, failures }, `${name} failed; retrying`);
+        },
       });
     },
-    async stop() { await loop?.stop(); loop = null; },
+    async stop() {
+      await loop?.stop();
+      loop = null;
+    },
   };
 };
 
@@ -33,18 +39,43 @@ export const relayWorker = (kernel: Kernel): Worker => {
 
 /** redelivers dead letters whose retry is due, at the replay rate (their due times are spaced by it) */
 export const redriveWorker = (kernel: Kernel): Worker =>
-  loopWorker(kernel, 'events.redrive', async () => (await redriveDue(kernel, 50)).handled > 0, () => Math.min(100, eventsContext(kernel).settings.pollIntervalMs));
+  loopWorker(
+    kernel,
+    'events.redrive',
+    async () => (await redriveDue(kernel, 50)).handled > 0,
+    () => Math.min(100, eventsContext(kernel).settings.pollIntervalMs),
+  );
 
 export const lagWorker = (kernel: Kernel): Worker =>
-  loopWorker(kernel, 'events.lag-alerts', async () => { await checkLag(kernel); return false; }, () => eventsContext(kernel).settings.lagCheckIntervalMs);
+  loopWorker(
+    kernel,
+    'events.lag-alerts',
+    async () => {
+      await checkLag(kernel);
+      return false;
+    },
+    () => eventsContext(kernel).settings.lagCheckIntervalMs,
+  );
 
 export const taskWorker = (kernel: Kernel): Worker =>
-  loopWorker(kernel, 'events.tasks', async () => (await runDueTasks(kernel, 20)) > 0, () => eventsContext(kernel).settings.taskPollIntervalMs);
+  loopWorker(
+    kernel,
+    'events.tasks',
+    async () => (await runDueTasks(kernel, 20)) > 0,
+    () => eventsContext(kernel).settings.taskPollIntervalMs,
+  );
 
 /**
  * The bus's workers (docs/decisions.md, Event bus): the relay of staged publishes, the per-tenant
  * fan-out of subscribed topics, delivery with retries and the DLQ, redrives, lag alerts, the task queue.
  */
 export default defineWorkers({
-  workers: (kernel) => [relayWorker(kernel), fanoutWorker(kernel), deliveryWorker(kernel), redriveWorker(kernel), lagWorker(kernel), taskWorker(kernel)],
+  workers: (kernel) => [
+    relayWorker(kernel),
+    fanoutWorker(kernel),
+    deliveryWorker(kernel),
+    redriveWorker(kernel),
+    lagWorker(kernel),
+    taskWorker(kernel),
+  ],
 });

@@ -5,7 +5,14 @@ import { topicSpecOf } from '../../commands/events/subscriptions';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 
-interface StagedRow { position: string; topic: string; key: string; value: string; headers: Record<string, string>; ts: Date }
+interface StagedRow {
+  position: string;
+  topic: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+  ts: Date;
+}
 
 const LEADER_LOCK = 'events-relay';
 
@@ -22,13 +29,19 @@ export class BusRelay {
   private leader: Tx | null = null;
   private readonly knownTopics = new Set<string>();
 
-  constructor(private readonly kernel: Kernel, private readonly options: { batchSize: number; idleMs: number } = { batchSize: 2000, idleMs: 20 }) {}
+  constructor(
+    private readonly kernel: Kernel,
+    private readonly options: { batchSize: number; idleMs: number } = { batchSize: 2000, idleMs: 20 },
+  ) {}
 
   /** publishes one batch; returns how many records it published */
   async runOnce(): Promise<number> {
     const { db, log } = this.kernel;
-    const { rows } = await db.query<StagedRow>(`SELECT position, topic, key, value, headers, ts FROM events.outbox
-      WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY transaction_id, position LIMIT $1`, [this.options.batchSize]);
+    const { rows } = await db.query<StagedRow>(
+      `SELECT position, topic, key, value, headers, ts FROM events.outbox
+      WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY transaction_id, position LIMIT $1`,
+      [this.options.batchSize],
+    );
     if (rows.length === 0) return 0;
     const byTopic = new Map<string, OutgoingRecord[]>();
     for (const r of rows) {
@@ -47,16 +60,23 @@ export class BusRelay {
   }
 
   start(): void {
-    this.loop = startLoop(async () => {
-      if (!(await this.lead())) return false;
-      return (await this.runOnce()) > 0;
-    }, {
-      idleMs: this.options.idleMs,
-      maxBackoffMs: 2000,
-      onError: (error, n) => {
-        if (n === 1 || n % 50 === 0) this.kernel.logger.warn({ err: error, failures: n }, 'event bus relay cannot publish; retrying the same records');
+    this.loop = startLoop(
+      async () => {
+        if (!(await this.lead())) return false;
+        return (await this.runOnce()) > 0;
       },
-    });
+      {
+        idleMs: this.options.idleMs,
+        maxBackoffMs: 2000,
+        onError: (error, n) => {
+          if (n === 1 || n % 50 === 0)
+            this.kernel.logger.warn(
+              { err: error, failures: n },
+              'event bus relay cannot publish; retrying the same records',
+            );
+        },
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -71,10 +91,14 @@ export class BusRelay {
   private async lead(): Promise<boolean> {
     if (this.leader) return true;
     const client = await this.kernel.db.connect();
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [LEADER_LOCK]);
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+      LEADER_LOCK,
+    ]);
     if (rows[0]?.ok) {
       this.leader = client;
-      client.on('error', () => { this.leader = null; });
+      client.on('error', () => {
+        this.leader = null;
+      });
       return true;
     }
     client.release();

@@ -19,20 +19,25 @@ export default defineWorkers({
     let sweep: Loop | null = null;
     return [
       taskWorker(ctx, 'files.scanner', 'scan', concurrency, (task) => scanStaged(ctx, task)),
-      taskWorker(ctx, 'files.processing', 'process', Math.max(1, Math.floor(concurrency / 2)), (task) => runProcessingJob(ctx, task)),
+      taskWorker(ctx, 'files.processing', 'process', Math.max(1, Math.floor(concurrency / 2)), (task) =>
+        runProcessingJob(ctx, task),
+      ),
       {
         name: 'files.sweep',
         start() {
-          sweep = startLoop(async () => {
-            if (!(await claimSweep(ctx, 'files.daily'))) return false;
-            const report = await sweepFiles(ctx);
-            kernel.logger.info({ ...report }, 'files sweep done');
-            return false;
-          }, {
-            // look often enough to notice the interval has passed; claimSweep keeps it once per interval across processes
-            idleMs: Math.min(ctx.settings.sweepIntervalMs, 15 * 60_000),
-            onError: (error) => kernel.logger.warn({ err: error }, 'files sweep failed'),
-          });
+          sweep = startLoop(
+            async () => {
+              if (!(await claimSweep(ctx, 'files.daily'))) return false;
+              const report = await sweepFiles(ctx);
+              kernel.logger.info({ ...report }, 'files sweep done');
+              return false;
+            },
+            {
+              // look often enough to notice the interval has passed; claimSweep keeps it once per interval across processes
+              idleMs: Math.min(ctx.settings.sweepIntervalMs, 15 * 60_000),
+              onError: (error) => kernel.logger.warn({ err: error }, 'files sweep failed'),
+            },
+          );
         },
         async stop() {
           await sweep?.stop();

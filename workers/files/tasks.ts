@@ -12,16 +12,30 @@ const NEWEST_FIRST_OVER = 1000;
  * slots (a lease, no transaction held), runs them, and looks again as soon as one finishes, when a
  * command of this process says work is waiting (ctx.wake), or every FILES_WORKER_POLL_MS.
  */
-export const taskWorker = (ctx: FilesContext, name: string, kind: TaskKind, concurrency: number, run: (task: Task) => Promise<unknown>): Worker => {
+export const taskWorker = (
+  ctx: FilesContext,
+  name: string,
+  kind: TaskKind,
+  concurrency: number,
+  run: (task: Task) => Promise<unknown>,
+): Worker => {
   let running = false;
   let done: Promise<void> = Promise.resolve();
   let wake: (() => void) | null = null;
   let unsubscribe: () => void = () => undefined;
   const poke = () => wake?.();
-  const waitForWork = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { wake = null; resolve(); }, ms);
-    wake = () => { clearTimeout(timer); wake = null; resolve(); };
-  });
+  const waitForWork = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      };
+    });
 
   const loop = async () => {
     const inFlight = new Set<Promise<unknown>>();
@@ -31,13 +45,24 @@ export const taskWorker = (ctx: FilesContext, name: string, kind: TaskKind, conc
       let claimed = 0;
       if (free > 0) {
         try {
-          const tasks = await claimTasks(ctx.kernel.db, kind, ctx.kernel.clock.now(), free, { leaseMs: ctx.settings.leaseMs, newestFirstOver: NEWEST_FIRST_OVER });
+          const tasks = await claimTasks(ctx.kernel.db, kind, ctx.kernel.clock.now(), free, {
+            leaseMs: ctx.settings.leaseMs,
+            newestFirstOver: NEWEST_FIRST_OVER,
+          });
           claimed = tasks.length;
           failures = 0;
           for (const task of tasks) {
             const work: Promise<unknown> = run(task)
-              .catch((error: unknown) => ctx.kernel.logger.warn({ err: error, task }, `${name}: a task failed; it is taken again when its lease ends`))
-              .finally(() => { inFlight.delete(work); poke(); });
+              .catch((error: unknown) =>
+                ctx.kernel.logger.warn(
+                  { err: error, task },
+                  `${name}: a task failed; it is taken again when its lease ends`,
+                ),
+              )
+              .finally(() => {
+                inFlight.delete(work);
+                poke();
+              });
             inFlight.add(work);
           }
         } catch (error) {

@@ -11,26 +11,32 @@ export default defineWorkers({
   workers: (kernel) => {
     let loop: Loop | null = null;
     let failures = 0;
-    return [{
-      name: 'gateway.audit-fallback-replay',
-      start() {
-        loop = startLoop(async () => {
-          const n = await replayAuditFallback(kernel);
-          if (n > 0) kernel.logger.info({ replayed: n }, 'audit records replayed from the fallback table');
-          failures = 0;
-          return n >= 500;
-        }, {
-          idleMs: kernel.config.AUDIT_REPLAY_INTERVAL_MS,
-          maxBackoffMs: kernel.config.AUDIT_REPLAY_INTERVAL_MS,
-          onError: (error) => {
-            failures += 1;
-            if (failures === 1 || failures % 20 === 0) kernel.logger.warn({ err: error, failures }, 'API-call audit replay failed; retrying');
-          },
-        });
+    return [
+      {
+        name: 'gateway.audit-fallback-replay',
+        start() {
+          loop = startLoop(
+            async () => {
+              const n = await replayAuditFallback(kernel);
+              if (n > 0) kernel.logger.info({ replayed: n }, 'audit records replayed from the fallback table');
+              failures = 0;
+              return n >= 500;
+            },
+            {
+              idleMs: kernel.config.AUDIT_REPLAY_INTERVAL_MS,
+              maxBackoffMs: kernel.config.AUDIT_REPLAY_INTERVAL_MS,
+              onError: (error) => {
+                failures += 1;
+                if (failures === 1 || failures % 20 === 0)
+                  kernel.logger.warn({ err: error, failures }, 'API-call audit replay failed; retrying');
+              },
+            },
+          );
+        },
+        async stop() {
+          await loop?.stop();
+        },
       },
-      async stop() {
-        await loop?.stop();
-      },
-    }];
+    ];
   },
 });

@@ -9,18 +9,27 @@ const HOURLY = 3600_000;
 export default defineWorkers({
   workers: (kernel) => {
     let loop: Loop | null = null;
-    return [{
-      name: 'identity.token-purge',
-      start() {
-        loop = startLoop(async () => {
-          const purged = await purgeExpiredIdentityTokens(kernel.db, kernel.clock.now());
-          if (purged.oneTime || purged.refresh) kernel.logger.info(purged, 'expired identity tokens purged');
-          return false;
-        }, { idleMs: HOURLY, maxBackoffMs: HOURLY, onError: (error) => kernel.logger.warn({ err: error }, 'identity token purge failed') });
+    return [
+      {
+        name: 'identity.token-purge',
+        start() {
+          loop = startLoop(
+            async () => {
+              const purged = await purgeExpiredIdentityTokens(kernel.db, kernel.clock.now());
+              if (purged.oneTime || purged.refresh) kernel.logger.info(purged, 'expired identity tokens purged');
+              return false;
+            },
+            {
+              idleMs: HOURLY,
+              maxBackoffMs: HOURLY,
+              onError: (error) => kernel.logger.warn({ err: error }, 'identity token purge failed'),
+            },
+          );
+        },
+        async stop() {
+          await loop?.stop();
+        },
       },
-      async stop() {
-        await loop?.stop();
-      },
-    }];
+    ];
   },
 });

@@ -17,21 +17,38 @@ export const expireDueHolds = async (kernel: Kernel): Promise<{ expired: number;
   const ctx = moneyContext(kernel);
   const { rows } = await kernel.db.query<{ tenant_id: string; wallet_id: string; id: string }>(
     `SELECT tenant_id, wallet_id, id FROM rm.money_transactions WHERE type = 'hold' AND status = 'held' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
-    [ctx.clock.now(), BATCH]);
+    [ctx.clock.now(), BATCH],
+  );
   let expired = 0;
   for (const hold of rows) {
     try {
-      if (await kernel.commands.run(systemMeta(hold.tenant_id), (uow) => expireHold(uow, ctx, hold.wallet_id, hold.id))) {
+      if (
+        await kernel.commands.run(systemMeta(hold.tenant_id), (uow) => expireHold(uow, ctx, hold.wallet_id, hold.id))
+      ) {
         expired += 1;
         // spec 002: the expiry leaves an audit record too (asynchronous; never blocks the expiry)
-        kernel.audit.record(auditRecord({
-          action: 'money.hold.expired', entityType: 'hold', entityId: hold.id, tenantId: hold.tenant_id, actorId: 'system',
-          before: { status: 'held' }, after: { status: 'canceled', resolution: 'expired' }, meta: { walletId: hold.wallet_id },
-          timestamp: ctx.clock.now().toISOString(),
-        }, kernel.ids.next()));
+        kernel.audit.record(
+          auditRecord(
+            {
+              action: 'money.hold.expired',
+              entityType: 'hold',
+              entityId: hold.id,
+              tenantId: hold.tenant_id,
+              actorId: 'system',
+              before: { status: 'held' },
+              after: { status: 'canceled', resolution: 'expired' },
+              meta: { walletId: hold.wallet_id },
+              timestamp: ctx.clock.now().toISOString(),
+            },
+            kernel.ids.next(),
+          ),
+        );
       }
     } catch (error) {
-      kernel.logger.warn({ err: error, holdId: hold.id, tenantId: hold.tenant_id }, 'hold expiry failed; retried at the next run');
+      kernel.logger.warn(
+        { err: error, holdId: hold.id, tenantId: hold.tenant_id },
+        'hold expiry failed; retried at the next run',
+      );
     }
   }
   return { expired, more: rows.length === BATCH };

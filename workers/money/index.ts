@@ -7,17 +7,19 @@ import { holdExpiryStep } from './hold-expiry';
 export default defineWorkers({
   workers: (kernel) => {
     let loop: Loop | null = null;
-    return [{
-      name: 'money.hold-expiry',
-      start() {
-        loop = startLoop(holdExpiryStep(kernel), {
-          idleMs: moneyContext(kernel).settings.holdCleanupIntervalMs,
-          onError: (error) => kernel.logger.warn({ err: error }, 'hold expiry failed'),
-        });
+    return [
+      {
+        name: 'money.hold-expiry',
+        start() {
+          loop = startLoop(holdExpiryStep(kernel), {
+            idleMs: moneyContext(kernel).settings.holdCleanupIntervalMs,
+            onError: (error) => kernel.logger.warn({ err: error }, 'hold expiry failed'),
+          });
+        },
+        async stop() {
+          await loop?.stop();
+        },
       },
-      async stop() {
-        await loop?.stop();
-      },
-    }];
+    ];
   },
 });

@@ -22,13 +22,17 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
   let opening: Promise<WorkerSession> | null = null;
   let loops: Loop[] = [];
   let lastReap = 0;
-  const wakeAll = () => { for (const l of loops) l.wake(); };
+  const wakeAll = () => {
+    for (const l of loops) l.wake();
+  };
   const sessionOf = async (): Promise<WorkerSession> => {
     if (session?.alive) return session;
     const stale = session;
     session = null;
     await stale?.close();
-    opening ??= WorkerSession.open(kernel, wakeAll).finally(() => { opening = null; });
+    opening ??= WorkerSession.open(kernel, wakeAll).finally(() => {
+      opening = null;
+    });
     session = await opening;
     return session;
   };
@@ -52,10 +56,15 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
     start() {
       const ctx = notifyContext(kernel);
       installNotifyPort(kernel);
-      loops = Array.from({ length: ctx.settings.workerConcurrency }, () => startLoop(step, {
-        idleMs: ctx.settings.pollIntervalMs,
-        onError: (error, failures) => { if (failures === 1 || failures % 30 === 0) kernel.logger.warn({ err: error, failures }, 'notification delivery failed; retrying'); },
-      }));
+      loops = Array.from({ length: ctx.settings.workerConcurrency }, () =>
+        startLoop(step, {
+          idleMs: ctx.settings.pollIntervalMs,
+          onError: (error, failures) => {
+            if (failures === 1 || failures % 30 === 0)
+              kernel.logger.warn({ err: error, failures }, 'notification delivery failed; retrying');
+          },
+        }),
+      );
     },
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));
@@ -73,11 +82,17 @@ const retentionWorker = (kernel: Kernel): Worker => {
   return {
     name: 'notify.retention',
     start() {
-      loop = startLoop(async () => {
-        const purged = await purgeExpired(kernel, notifyContext(kernel));
-        if (purged.history || purged.failed) kernel.logger.info(purged, 'notification history purged');
-        return false;
-      }, { idleMs: PURGE_EVERY_MS, onError: (error) => kernel.logger.warn({ err: error }, 'notification retention failed') });
+      loop = startLoop(
+        async () => {
+          const purged = await purgeExpired(kernel, notifyContext(kernel));
+          if (purged.history || purged.failed) kernel.logger.info(purged, 'notification history purged');
+          return false;
+        },
+        {
+          idleMs: PURGE_EVERY_MS,
+          onError: (error) => kernel.logger.warn({ err: error }, 'notification retention failed'),
+        },
+      );
     },
     async stop() {
       await loop?.stop();

@@ -19,26 +19,46 @@ const ANONYMIZATION_WAIT_MS = 3000;
  * reads (read-api/audit).
  */
 export const registerExport = (app: FastifyInstance, kernel: Kernel): void => {
-  app.withTypeProvider<ZodTypeProvider>().get('/audit/export', {
-    config: { access: 'permission', permission: 'audit.export' },
-    schema: {
-      querystring: z.object({ format: z.enum(['json', 'csv']).default('json'), since: Instant, until: Instant, tenantId: AuditTenantChoice }),
-      response: { 202: ExportJob.extend({ code: z.literal('cold-export-initiated'), statusUrl: z.string() }) },
+  app.withTypeProvider<ZodTypeProvider>().get(
+    '/audit/export',
+    {
+      config: { access: 'permission', permission: 'audit.export' },
+      schema: {
+        querystring: z.object({
+          format: z.enum(['json', 'csv']).default('json'),
+          since: Instant,
+          until: Instant,
+          tenantId: AuditTenantChoice,
+        }),
+        response: { 202: ExportJob.extend({ code: z.literal('cold-export-initiated'), statusUrl: z.string() }) },
+      },
     },
-  }, async (request, reply) => {
-    const q = request.query;
-    const range = { tenantId: tenantOf(callerOf(request), q.tenantId), since: new Date(q.since), until: new Date(q.until) };
-    const plan = planExport({ ...range, now: kernel.clock.now(), hotDays: kernel.config.AUDIT_HOT_DAYS });
-    if (plan === 'cold') {
-      const job = await createExportJob(kernel, range, q.format, callerOf(request).userId);
-      const statusUrl = `/v1/audit/export/jobs/${job.jobId}`;
-      return reply.code(202).header('location', statusUrl).send({ ...job, code: 'cold-export-initiated' as const, statusUrl });
-    }
-    if (!(await anonymizationsSettled(kernel, range.tenantId, ANONYMIZATION_WAIT_MS))) throw auditErrors.anonymizationPending();
-    const f = exportFormat(q.format);
-    const name = `audit-${range.since.toISOString().slice(0, 10)}-${range.until.toISOString().slice(0, 10)}.${f.extension}`;
-    // the file itself: a stream, outside the 202's JSON schema
-    return (reply as FastifyReply).code(200).type(f.contentType).header('content-disposition', `attachment; filename="${name}"`)
-      .send(await streamHotExport(kernel, range, q.format));
-  });
+    async (request, reply) => {
+      const q = request.query;
+      const range = {
+        tenantId: tenantOf(callerOf(request), q.tenantId),
+        since: new Date(q.since),
+        until: new Date(q.until),
+      };
+      const plan = planExport({ ...range, now: kernel.clock.now(), hotDays: kernel.config.AUDIT_HOT_DAYS });
+      if (plan === 'cold') {
+        const job = await createExportJob(kernel, range, q.format, callerOf(request).userId);
+        const statusUrl = `/v1/audit/export/jobs/${job.jobId}`;
+        return reply
+          .code(202)
+          .header('location', statusUrl)
+          .send({ ...job, code: 'cold-export-initiated' as const, statusUrl });
+      }
+      if (!(await anonymizationsSettled(kernel, range.tenantId, ANONYMIZATION_WAIT_MS)))
+        throw auditErrors.anonymizationPending();
+      const f = exportFormat(q.format);
+      const name = `audit-${range.since.toISOString().slice(0, 10)}-${range.until.toISOString().slice(0, 10)}.${f.extension}`;
+      // the file itself: a stream, outside the 202's JSON schema
+      return (reply as FastifyReply)
+        .code(200)
+        .type(f.contentType)
+        .header('content-disposition', `attachment; filename="${name}"`)
+        .send(await streamHotExport(kernel, range, q.format));
+    },
+  );
 };

@@ -15,14 +15,23 @@ import { registerExport } from './export';
 export const BATCH_LIMIT = 500;
 const JSON_MEMBER_LIMIT = 65_536;
 
-const Member = z.record(z.string(), z.unknown()).nullable().optional()
-  .refine((v) => v == null || JSON.stringify(v).length <= JSON_MEMBER_LIMIT, `at most ${JSON_MEMBER_LIMIT} bytes of JSON`);
+const Member = z
+  .record(z.string(), z.unknown())
+  .nullable()
+  .optional()
+  .refine(
+    (v) => v == null || JSON.stringify(v).length <= JSON_MEMBER_LIMIT,
+    `at most ${JSON_MEMBER_LIMIT} bytes of JSON`,
+  );
 /**
  * spec 002 POST /audit: the client says what happened to which entity; who, from where, for which
  * tenant, when and under which trace come from the request (actor fields in a body are ignored).
  */
 export const AuditRecordBody = z.object({
-  action: z.string().max(128).regex(ACTION, 'must be domain.entity.verb, such as invoice.payment.captured')
+  action: z
+    .string()
+    .max(128)
+    .regex(ACTION, 'must be domain.entity.verb, such as invoice.payment.captured')
     .refine((a) => !isReservedAction(a), 'audit.* actions are recorded by the audit service itself'),
   entityType: z.string().min(1).max(64),
   entityId: z.string().min(1).max(256),
@@ -33,15 +42,23 @@ export const AuditRecordBody = z.object({
 type AuditRecordBody = z.infer<typeof AuditRecordBody>;
 
 const Queued = z.object({ auditId: z.string(), status: z.literal('queued'), createdAt: z.string() });
-const Anonymization = z.object({ anonymizationId: z.string(), userId: z.string(), status: z.enum(['pending', 'completed']), createdAt: z.string() });
+const Anonymization = z.object({
+  anonymizationId: z.string(),
+  userId: z.string(),
+  status: z.enum(['pending', 'completed']),
+  createdAt: z.string(),
+});
 
 /** who records: from the verified principal and the request only */
 const actorOf = (request: FastifyRequest) => {
   const meta = requestMeta(request);
   const userAgent = request.headers['user-agent'];
   return {
-    tenantId: meta.tenantId, actorId: meta.actorId ?? 'anonymous', actorIp: request.clientAddress || request.ip,
-    actorUserAgent: typeof userAgent === 'string' ? userAgent.slice(0, 512) : null, traceId: request.id,
+    tenantId: meta.tenantId,
+    actorId: meta.actorId ?? 'anonymous',
+    actorIp: request.clientAddress || request.ip,
+    actorUserAgent: typeof userAgent === 'string' ? userAgent.slice(0, 512) : null,
+    traceId: request.id,
   };
 };
 
@@ -54,7 +71,11 @@ const queue = (kernel: Kernel, request: FastifyRequest, body: AuditRecordBody) =
 };
 
 const fieldErrors = (error: z.ZodError, prefix: string) =>
-  error.issues.map((i) => ({ field: [prefix, ...i.path.map(String)].filter(Boolean).join('.'), message: i.message, code: i.code.toUpperCase() }));
+  error.issues.map((i) => ({
+    field: [prefix, ...i.path.map(String)].filter(Boolean).join('.'),
+    message: i.message,
+    code: i.code.toUpperCase(),
+  }));
 
 export default defineRoutes({
   namespace: 'audit',
@@ -66,27 +87,42 @@ export default defineRoutes({
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
 
-    r.post('/audit', {
-      schema: { body: AuditRecordBody, response: { 202: Queued } },
-    }, async (request, reply) => reply.code(202).send(queue(kernel, request, request.body)));
+    r.post(
+      '/audit',
+      {
+        schema: { body: AuditRecordBody, response: { 202: Queued } },
+      },
+      async (request, reply) => reply.code(202).send(queue(kernel, request, request.body)),
+    );
 
-    r.post('/audit/batch', {
-      schema: { body: z.object({ records: z.array(z.unknown()).describe(`at most ${BATCH_LIMIT} bodies of POST /audit`) }) },
-    }, async (request, reply) => {
-      const { records } = request.body;
-      if (records.length > BATCH_LIMIT) throw auditErrors.batchLimitExceeded(BATCH_LIMIT, records.length);
-      const outcomes = await settleItems(records, async (item) => {
-        const parsed = AuditRecordBody.safeParse(item);
-        if (!parsed.success) throw commonErrors.validation(fieldErrors(parsed.error, ''), 'The record is not valid.');
-        return queue(kernel, request, parsed.data);
-      });
-      return sendMultiStatus(request, reply, kernel.config.problemsBaseUrl, outcomes, 202);
-    });
+    r.post(
+      '/audit/batch',
+      {
+        schema: {
+          body: z.object({ records: z.array(z.unknown()).describe(`at most ${BATCH_LIMIT} bodies of POST /audit`) }),
+        },
+      },
+      async (request, reply) => {
+        const { records } = request.body;
+        if (records.length > BATCH_LIMIT) throw auditErrors.batchLimitExceeded(BATCH_LIMIT, records.length);
+        const outcomes = await settleItems(records, async (item) => {
+          const parsed = AuditRecordBody.safeParse(item);
+          if (!parsed.success) throw commonErrors.validation(fieldErrors(parsed.error, ''), 'The record is not valid.');
+          return queue(kernel, request, parsed.data);
+        });
+        return sendMultiStatus(request, reply, kernel.config.problemsBaseUrl, outcomes, 202);
+      },
+    );
 
-    r.post('/audit/anonymize', {
-      config: { access: 'permission', permission: 'audit.anonymize' },
-      schema: { body: z.object({ userId: z.string().min(1).max(128) }), response: { 202: Anonymization } },
-    }, async (request, reply) => reply.code(202).send(await anonymizeUser(kernel, actorOf(request), request.body.userId)));
+    r.post(
+      '/audit/anonymize',
+      {
+        config: { access: 'permission', permission: 'audit.anonymize' },
+        schema: { body: z.object({ userId: z.string().min(1).max(128) }), response: { 202: Anonymization } },
+      },
+      async (request, reply) =>
+        reply.code(202).send(await anonymizeUser(kernel, actorOf(request), request.body.userId)),
+    );
 
     registerExport(app, kernel);
   },

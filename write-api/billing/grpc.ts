@@ -31,14 +31,27 @@ type Msg = Record<string, unknown>;
 
 // ─── messages ──────────────────────────────────────────────────────────────────────────────────
 const PROTO_LIMIT: Record<keyof PlanLimits, string> = {
-  users: 'users', records: 'records', storageBytes: 'storage_bytes', eventsPerDay: 'events_per_day', modules: 'modules', featureFlags: 'feature_flags',
-  customDomains: 'custom_domains', includedSubtenants: 'included_subtenants', requestsPerMinute: 'requests_per_minute',
-  moneyMaxTransaction: 'money_max_transaction', moneyMaxBalance: 'money_max_balance',
+  users: 'users',
+  records: 'records',
+  storageBytes: 'storage_bytes',
+  eventsPerDay: 'events_per_day',
+  modules: 'modules',
+  featureFlags: 'feature_flags',
+  customDomains: 'custom_domains',
+  includedSubtenants: 'included_subtenants',
+  requestsPerMinute: 'requests_per_minute',
+  moneyMaxTransaction: 'money_max_transaction',
+  moneyMaxBalance: 'money_max_balance',
 };
-export const RESOURCE_ENUM: Record<Resource, string> = Object.fromEntries(RESOURCES.map((r) => [r, `RESOURCE_TYPE_${r.toUpperCase()}`])) as Record<Resource, string>;
-export const STATUS_ENUM: Record<SubscriptionStatus, string> = Object.fromEntries(STATUSES.map((s) => [s, `SUBSCRIPTION_STATUS_${s.toUpperCase()}`])) as Record<SubscriptionStatus, string>;
+export const RESOURCE_ENUM: Record<Resource, string> = Object.fromEntries(
+  RESOURCES.map((r) => [r, `RESOURCE_TYPE_${r.toUpperCase()}`]),
+) as Record<Resource, string>;
+export const STATUS_ENUM: Record<SubscriptionStatus, string> = Object.fromEntries(
+  STATUSES.map((s) => [s, `SUBSCRIPTION_STATUS_${s.toUpperCase()}`]),
+) as Record<SubscriptionStatus, string>;
 
-const invalid = (field: string, message: string) => commonErrors.validation([{ field, message, code: 'INVALID_ARGUMENT' }], `${field}: ${message}`);
+const invalid = (field: string, message: string) =>
+  commonErrors.validation([{ field, message, code: 'INVALID_ARGUMENT' }], `${field}: ${message}`);
 
 const count = (field: string, value: unknown): number => {
   const n = value === undefined ? 0 : Number(value);
@@ -57,7 +70,9 @@ const text = (field: string, value: unknown, required = true): string => {
 
 const limitsFrom = (message: unknown): PlanLimits => {
   const m = (message ?? {}) as Msg;
-  return Object.fromEntries(LIMIT_KEYS.map((k) => [k, count(`limits.${PROTO_LIMIT[k]}`, m[PROTO_LIMIT[k]])])) as unknown as PlanLimits;
+  return Object.fromEntries(
+    LIMIT_KEYS.map((k) => [k, count(`limits.${PROTO_LIMIT[k]}`, m[PROTO_LIMIT[k]])]),
+  ) as unknown as PlanLimits;
 };
 
 const features = (value: unknown): string[] => {
@@ -67,15 +82,33 @@ const features = (value: unknown): string[] => {
 };
 
 const planMessage = (p: PlanSnapshot) => ({
-  id: p.id, name: p.name, description: p.description, price_cents: String(p.priceCents), currency: p.currency,
-  limits: Object.fromEntries(LIMIT_KEYS.map((k) => [PROTO_LIMIT[k], String(p.limits[k])])), features: p.features, is_active: p.isActive,
-  created_at: p.createdAt, updated_at: p.updatedAt,
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  price_cents: String(p.priceCents),
+  currency: p.currency,
+  limits: Object.fromEntries(LIMIT_KEYS.map((k) => [PROTO_LIMIT[k], String(p.limits[k])])),
+  features: p.features,
+  is_active: p.isActive,
+  created_at: p.createdAt,
+  updated_at: p.updatedAt,
 });
 
 const subscriptionMessage = (s: Subscription) => ({
-  id: s.id, tenant_id: s.tenantId, plan_id: s.planId, status: STATUS_ENUM[s.status], version: s.version,
-  current_period_start: s.currentPeriodStart, current_period_end: s.currentPeriodEnd, trial_end: s.trialEnd ?? '', canceled_at: s.canceledAt ?? '',
-  external_id: s.externalId ?? '', pending_plan_id: s.pendingPlanId ?? '', downgrade_at: s.downgradeAt ?? '', created_at: s.createdAt, updated_at: s.updatedAt,
+  id: s.id,
+  tenant_id: s.tenantId,
+  plan_id: s.planId,
+  status: STATUS_ENUM[s.status],
+  version: s.version,
+  current_period_start: s.currentPeriodStart,
+  current_period_end: s.currentPeriodEnd,
+  trial_end: s.trialEnd ?? '',
+  canceled_at: s.canceledAt ?? '',
+  external_id: s.externalId ?? '',
+  pending_plan_id: s.pendingPlanId ?? '',
+  downgrade_at: s.downgradeAt ?? '',
+  created_at: s.createdAt,
+  updated_at: s.updatedAt,
 });
 
 /** page_size: default 20, at most 100 (docs/decisions.md) */
@@ -101,14 +134,16 @@ export const billingServiceDefinition = (): grpc.ServiceDefinition => loadServic
 
 export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServiceImplementation => {
   const ctx = billingContext(kernel);
-  const asPlatform = <T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> => kernel.commands.run(systemMeta(PLATFORM_TENANT_ID), fn);
+  const asPlatform = <T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> =>
+    kernel.commands.run(systemMeta(PLATFORM_TENANT_ID), fn);
   /** the subscription's tenant, for the command's envelope and lookups */
   const tenantOfSubscription = async (id: string): Promise<string> => {
     const s = await findSubscription(kernel.db, id);
     if (!s) throw billingErrors.subscriptionNotFound();
     return s.tenantId;
   };
-  const rpc = <Res>(name: string, handler: (request: Msg) => Promise<Res>) => unary<Msg, Res>(kernel.logger, name, (request) => handler(request), billingGrpcStatus);
+  const rpc = <Res>(name: string, handler: (request: Msg) => Promise<Res>) =>
+    unary<Msg, Res>(kernel.logger, name, (request) => handler(request), billingGrpcStatus);
 
   return {
     CreatePlan: rpc('CreatePlan', async (r) => {
@@ -118,7 +153,14 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
       const currency = text('currency', r.currency);
       if (!isIsoCurrency(currency)) throw invalid('currency', 'must be an ISO 4217 currency code such as USD');
       if (r.limits === undefined) throw invalid('limits', 'is required');
-      const input = { name, description: text('description', r.description, false), priceCents: count('price_cents', r.price_cents), currency, limits: limitsFrom(r.limits), features: features(r.features) };
+      const input = {
+        name,
+        description: text('description', r.description, false),
+        priceCents: count('price_cents', r.price_cents),
+        currency,
+        limits: limitsFrom(r.limits),
+        features: features(r.features),
+      };
       return { plan: planMessage(await asPlatform((uow) => billing.createPlan(uow, ctx, input))) };
     }),
     RetrievePlan: rpc('RetrievePlan', async (r) => {
@@ -129,7 +171,11 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
     ListPlans: rpc('ListPlans', async (r) => {
       const size = pageSize(r.page_size);
       const after = decodeCursor(text('page_token', r.page_token, false) || undefined, ['id']);
-      const plans = await listPlans(kernel.db, { includeInactive: r.include_inactive === true, afterId: after?.id, limit: size + 1 });
+      const plans = await listPlans(kernel.db, {
+        includeInactive: r.include_inactive === true,
+        afterId: after?.id,
+        limit: size + 1,
+      });
       const { data, next_page_token } = page(plans, size, (p) => p.id);
       return { data: data.map(planMessage), next_page_token };
     }),
@@ -141,7 +187,9 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
         ...(r.price_cents !== undefined ? { priceCents: count('price_cents', r.price_cents) } : {}),
         ...(r.is_active !== undefined ? { isActive: r.is_active === true } : {}),
         ...(r.limits !== undefined ? { limits: limitsFrom(r.limits) } : {}),
-        ...(r.replace_features === true || (Array.isArray(r.features) && r.features.length > 0) ? { features: features(r.features) } : {}),
+        ...(r.replace_features === true || (Array.isArray(r.features) && r.features.length > 0)
+          ? { features: features(r.features) }
+          : {}),
       };
       if (!(await findPlan(kernel.db, id))) throw billingErrors.planNotFound();
       return { plan: planMessage(await asPlatform((uow) => billing.updatePlan(uow, ctx, id, patch))) };
@@ -150,7 +198,9 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
       const tenantId = text('tenant_id', r.tenant_id);
       const planId = text('plan_id', r.plan_id);
       const externalId = text('external_id', r.external_id, false) || null;
-      const s = await kernel.commands.run(systemMeta(tenantId), (uow) => billing.createSubscription(uow, ctx, { tenantId, planId, externalId }));
+      const s = await kernel.commands.run(systemMeta(tenantId), (uow) =>
+        billing.createSubscription(uow, ctx, { tenantId, planId, externalId }),
+      );
       return { subscription: subscriptionMessage(s) };
     }),
     RetrieveSubscription: rpc('RetrieveSubscription', async (r) => {
@@ -161,8 +211,12 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
     ListSubscriptions: rpc('ListSubscriptions', async (r) => {
       const size = pageSize(r.page_size);
       const after = decodeCursor(text('page_token', r.page_token, false) || undefined, ['id']);
-      const status = r.status === undefined || r.status === 'SUBSCRIPTION_STATUS_UNSPECIFIED' ? undefined : STATUSES.find((s) => STATUS_ENUM[s] === r.status);
-      if (r.status !== undefined && r.status !== 'SUBSCRIPTION_STATUS_UNSPECIFIED' && !status) throw invalid('status', 'is not a subscription status');
+      const status =
+        r.status === undefined || r.status === 'SUBSCRIPTION_STATUS_UNSPECIFIED'
+          ? undefined
+          : STATUSES.find((s) => STATUS_ENUM[s] === r.status);
+      if (r.status !== undefined && r.status !== 'SUBSCRIPTION_STATUS_UNSPECIFIED' && !status)
+        throw invalid('status', 'is not a subscription status');
       const tenantId = text('tenant_id', r.tenant_id, false) || undefined;
       const rows = await listSubscriptions(kernel.db, { tenantId, status, afterId: after?.id, limit: size + 1 });
       const { data, next_page_token } = page(rows, size, (s) => s.id);
@@ -172,9 +226,12 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
       const id = text('id', r.id);
       const planId = text('plan_id', r.plan_id);
       const version = Number(r.version ?? 0);
-      if (!Number.isInteger(version) || version < 1) throw invalid('version', 'is required: the version the caller read');
+      if (!Number.isInteger(version) || version < 1)
+        throw invalid('version', 'is required: the version the caller read');
       const tenantId = await tenantOfSubscription(id);
-      const s = await kernel.commands.run(systemMeta(tenantId), (uow) => billing.changePlan(uow, ctx, tenantId, id, { planId, version }));
+      const s = await kernel.commands.run(systemMeta(tenantId), (uow) =>
+        billing.changePlan(uow, ctx, tenantId, id, { planId, version }),
+      );
       return { subscription: subscriptionMessage(s) };
     }),
     CancelSubscription: rpc('CancelSubscription', async (r) => {
@@ -186,7 +243,9 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
     CancelDowngrade: rpc('CancelDowngrade', async (r) => {
       const id = text('id', r.id);
       const tenantId = await tenantOfSubscription(id);
-      const s = await kernel.commands.run(systemMeta(tenantId), (uow) => billing.cancelDowngrade(uow, ctx, tenantId, id));
+      const s = await kernel.commands.run(systemMeta(tenantId), (uow) =>
+        billing.cancelDowngrade(uow, ctx, tenantId, id),
+      );
       return { subscription: subscriptionMessage(s) };
     }),
     RetrieveUsage: rpc('RetrieveUsage', async (r) => {
@@ -197,21 +256,37 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
       };
       return {
         report: {
-          tenant_id: tenantId, period_start: subscription?.currentPeriodStart ?? '', period_end: subscription?.currentPeriodEnd ?? '',
-          users: resource('users'), records: resource('records'), storage: resource('storage_bytes'), events: resource('events_per_day'),
-          modules: resource('modules'), feature_flags: resource('feature_flags'), custom_domains: resource('custom_domains'),
+          tenant_id: tenantId,
+          period_start: subscription?.currentPeriodStart ?? '',
+          period_end: subscription?.currentPeriodEnd ?? '',
+          users: resource('users'),
+          records: resource('records'),
+          storage: resource('storage_bytes'),
+          events: resource('events_per_day'),
+          modules: resource('modules'),
+          feature_flags: resource('feature_flags'),
+          custom_domains: resource('custom_domains'),
         },
       };
     }),
     CheckLimit: rpc('CheckLimit', async (r) => {
       const a = await ctx.book.checkLimit(text('tenant_id', r.tenant_id), resourceOf(r.resource));
-      return { resource: RESOURCE_ENUM[a.resource], allowed: a.allowed, current_usage: String(a.currentUsage), limit: String(a.limit), remaining: String(a.remaining) };
+      return {
+        resource: RESOURCE_ENUM[a.resource],
+        allowed: a.allowed,
+        current_usage: String(a.currentUsage),
+        limit: String(a.limit),
+        remaining: String(a.remaining),
+      };
     }),
     HandleWebhook: rpc('HandleWebhook', async (r) => {
       const provider = text('provider', r.provider);
       const raw = r.raw_body;
-      if (!Buffer.isBuffer(raw) || raw.length === 0) throw billingErrors.malformedWebhook('raw_body is required: the exact bytes the provider sent.');
-      const headers = Object.fromEntries(Object.entries((r.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
+      if (!Buffer.isBuffer(raw) || raw.length === 0)
+        throw billingErrors.malformedWebhook('raw_body is required: the exact bytes the provider sent.');
+      const headers = Object.fromEntries(
+        Object.entries((r.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+      );
       const a = await receiveWebhook(kernel, ctx, provider, headers, raw);
       return { processed: a.processed, event_id: a.eventId, event_type: a.eventType };
     }),

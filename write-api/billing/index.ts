@@ -16,7 +16,11 @@ import type { Kernel } from '../../infra/kernel';
 import { systemMeta } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 
-const Id = z.string().min(1).max(64).regex(/^[0-9A-Za-z-]+$/, 'must be an id');
+const Id = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[0-9A-Za-z-]+$/, 'must be an id');
 const IdParams = z.object({ id: Id });
 const change = { access: 'permission', permission: 'billing.plan.change', idempotency: 'optional' } as const;
 
@@ -28,25 +32,39 @@ export const BILLING_PERMISSIONS: Record<string, string> = {
   'billing.export': 'export invoices (planned)',
 };
 
-export const isPlatformOwner = (p: Principal | undefined): boolean => Boolean(p?.permissions.has(PLATFORM_WILDCARD) && !p.impersonatorId);
+export const isPlatformOwner = (p: Principal | undefined): boolean =>
+  Boolean(p?.permissions.has(PLATFORM_WILDCARD) && !p.impersonatorId);
 
 /** provider webhooks carry no token: their bytes must reach the signature check exactly as sent */
-const webhookRoutes = (kernel: Kernel) => async (scope: FastifyInstance): Promise<void> => {
-  scope.removeAllContentTypeParsers();
-  scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-  const r = scope.withTypeProvider<ZodTypeProvider>();
-  r.post('/billing/webhooks/:provider', {
-    config: { access: 'public', problems: [401], forwardHeaders: Object.values(SIGNATURE_HEADERS) },
-    schema: {
-      summary: 'Payment-provider webhook receiver (stripe, paddle): verified by the provider signature header over the raw body',
-      params: z.object({ provider: z.string().min(1).max(32) }),
-      response: { 200: z.object({ processed: z.boolean().describe('false for a replayed event id: no effect'), eventId: z.string(), eventType: z.string() }) },
-    },
-  }, async (request) => {
-    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    return receiveWebhook(kernel, billingContext(kernel), request.params.provider, request.headers, raw);
-  });
-};
+const webhookRoutes =
+  (kernel: Kernel) =>
+  async (scope: FastifyInstance): Promise<void> => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    const r = scope.withTypeProvider<ZodTypeProvider>();
+    r.post(
+      '/billing/webhooks/:provider',
+      {
+        config: { access: 'public', problems: [401], forwardHeaders: Object.values(SIGNATURE_HEADERS) },
+        schema: {
+          summary:
+            'Payment-provider webhook receiver (stripe, paddle): verified by the provider signature header over the raw body',
+          params: z.object({ provider: z.string().min(1).max(32) }),
+          response: {
+            200: z.object({
+              processed: z.boolean().describe('false for a replayed event id: no effect'),
+              eventId: z.string(),
+              eventType: z.string(),
+            }),
+          },
+        },
+      },
+      async (request) => {
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        return receiveWebhook(kernel, billingContext(kernel), request.params.provider, request.headers, raw);
+      },
+    );
+  };
 
 export default defineRoutes({
   namespace: 'billing',
@@ -63,7 +81,12 @@ export default defineRoutes({
           return { maxTxAmount: BigInt(limits.moneyMaxTransaction), maxBalance: BigInt(limits.moneyMaxBalance) };
         },
       },
-      subscriptions: { statusOf: async (tenantId) => { const { status } = await ctx.book.planInfo(tenantId); return status === 'none' ? 'trialing' : status; } },
+      subscriptions: {
+        statusOf: async (tenantId) => {
+          const { status } = await ctx.book.planInfo(tenantId);
+          return status === 'none' ? 'trialing' : status;
+        },
+      },
     });
     await startBillingServing(kernel, ctx);
   },
@@ -72,52 +95,111 @@ export default defineRoutes({
     const ctx = () => billingContext(kernel);
     const tenantOf = (request: { principal?: Principal }) => request.principal!.tenantId;
 
-    r.post('/billing/subscriptions', {
-      config: { ...change, problems: [404, 409, 422] },
-      schema: {
-        summary: 'Choose the tenant\'s plan (its first subscription, or a new one after a cancellation or termination)',
-        body: z.object({ planId: Id, externalId: z.string().min(1).max(256).optional() }), response: { 201: SubscriptionView },
+    r.post(
+      '/billing/subscriptions',
+      {
+        config: { ...change, problems: [404, 409, 422] },
+        schema: {
+          summary:
+            "Choose the tenant's plan (its first subscription, or a new one after a cancellation or termination)",
+          body: z.object({ planId: Id, externalId: z.string().min(1).max(256).optional() }),
+          response: { 201: SubscriptionView },
+        },
       },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) =>
-      subscriptionView(await billing.createSubscription(uow, ctx(), { tenantId: tenantOf(request), planId: request.body.planId, externalId: request.body.externalId ?? null }))));
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) =>
+          subscriptionView(
+            await billing.createSubscription(uow, ctx(), {
+              tenantId: tenantOf(request),
+              planId: request.body.planId,
+              externalId: request.body.externalId ?? null,
+            }),
+          ),
+        ),
+    );
 
-    r.patch('/billing/subscriptions/:id', {
-      config: { ...change, problems: [404, 409, 422] },
-      schema: {
-        summary: 'Change the plan: an upgrade at once, a downgrade at the end of the period (pendingChange); version is the optimistic lock',
-        params: IdParams, body: z.object({ planId: Id, version: z.number().int().min(1) }), response: { 200: SubscriptionView },
+    r.patch(
+      '/billing/subscriptions/:id',
+      {
+        config: { ...change, problems: [404, 409, 422] },
+        schema: {
+          summary:
+            'Change the plan: an upgrade at once, a downgrade at the end of the period (pendingChange); version is the optimistic lock',
+          params: IdParams,
+          body: z.object({ planId: Id, version: z.number().int().min(1) }),
+          response: { 200: SubscriptionView },
+        },
       },
-    }, (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
-      subscriptionView(await billing.changePlan(uow, ctx(), tenantOf(request), request.params.id, request.body))));
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
+          subscriptionView(await billing.changePlan(uow, ctx(), tenantOf(request), request.params.id, request.body)),
+        ),
+    );
 
-    r.delete('/billing/subscriptions/:id', {
-      config: { ...change, problems: [404, 422] },
-      schema: { summary: 'Cancel: the subscription ends with its current period (cancelAtPeriodEnd)', params: IdParams, response: { 200: SubscriptionView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
-      subscriptionView(await billing.cancelSubscription(uow, ctx(), tenantOf(request), request.params.id))));
-
-    r.post('/billing/subscriptions/:id/cancel-downgrade', {
-      config: { ...change, problems: [404, 422] },
-      schema: {
-        summary: 'Withdraw the pending downgrade', params: IdParams,
-        body: z.object({ reason: z.string().max(500).optional() }).prefault({}), response: { 200: SubscriptionView },
+    r.delete(
+      '/billing/subscriptions/:id',
+      {
+        config: { ...change, problems: [404, 422] },
+        schema: {
+          summary: 'Cancel: the subscription ends with its current period (cancelAtPeriodEnd)',
+          params: IdParams,
+          response: { 200: SubscriptionView },
+        },
       },
-    }, (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
-      subscriptionView(await billing.cancelDowngrade(uow, ctx(), tenantOf(request), request.params.id))));
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
+          subscriptionView(await billing.cancelSubscription(uow, ctx(), tenantOf(request), request.params.id)),
+        ),
+    );
 
-    r.post('/admin/tenants/:id/recover', {
-      config: { access: 'bearer', problems: [404, 422] },
-      schema: {
-        summary: 'The platform owner brings a suspended or terminated tenant back to active, until its termination completes',
-        params: IdParams, response: { 200: TerminationStatusView },
+    r.post(
+      '/billing/subscriptions/:id/cancel-downgrade',
+      {
+        config: { ...change, problems: [404, 422] },
+        schema: {
+          summary: 'Withdraw the pending downgrade',
+          params: IdParams,
+          body: z.object({ reason: z.string().max(500).optional() }).prefault({}),
+          response: { 200: SubscriptionView },
+        },
       },
-    }, async (request, reply) => {
-      if (!isPlatformOwner(request.principal)) throw billingErrors.notPlatformOwner();
-      const tenantId = request.params.id;
-      const s = await kernel.commands.run({ ...systemMeta(tenantId), actorId: request.principal!.userId, traceId: request.id, correlationId: request.id },
-        (uow) => billing.recoverTenant(uow, ctx(), tenantId));
-      return reply.send({ tenantId, status: s.status, phase: s.termination?.phase ?? null, startedAt: s.termination?.startedAt ?? null });
-    });
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
+          subscriptionView(await billing.cancelDowngrade(uow, ctx(), tenantOf(request), request.params.id)),
+        ),
+    );
+
+    r.post(
+      '/admin/tenants/:id/recover',
+      {
+        config: { access: 'bearer', problems: [404, 422] },
+        schema: {
+          summary:
+            'The platform owner brings a suspended or terminated tenant back to active, until its termination completes',
+          params: IdParams,
+          response: { 200: TerminationStatusView },
+        },
+      },
+      async (request, reply) => {
+        if (!isPlatformOwner(request.principal)) throw billingErrors.notPlatformOwner();
+        const tenantId = request.params.id;
+        const s = await kernel.commands.run(
+          {
+            ...systemMeta(tenantId),
+            actorId: request.principal!.userId,
+            traceId: request.id,
+            correlationId: request.id,
+          },
+          (uow) => billing.recoverTenant(uow, ctx(), tenantId),
+        );
+        return reply.send({
+          tenantId,
+          status: s.status,
+          phase: s.termination?.phase ?? null,
+          startedAt: s.termination?.startedAt ?? null,
+        });
+      },
+    );
 
     // a scope of its own: the raw-body parser must not replace the JSON parser of the routes above
     await app.register(webhookRoutes(kernel));

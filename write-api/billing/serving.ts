@@ -28,22 +28,35 @@ export const startBillingServing = async (kernel: Kernel, ctx: BillingContext): 
   if (role === 'all' || role === 'gateway') {
     let answers: BillingAnswers = ctx.book;
     if (proxying) {
-      const target = ctx.settings.grpc.target ?? `${new URL(kernel.config.WRITE_API_URL!).hostname}:${ctx.settings.grpc.port || 50051}`;
+      const target =
+        ctx.settings.grpc.target ??
+        `${new URL(kernel.config.WRITE_API_URL!).hostname}:${ctx.settings.grpc.port || 50051}`;
       const client = new GrpcBillingAnswers(target, ctx.settings.grpc.tls, kernel.config.GRPC_CALL_TIMEOUT_MS);
       kernel.onClose('billing.grpc-client', async () => client.close());
       answers = client;
     }
-    const admission = new BillingAdmission(kernel, answers, { planInfoTtlMs: ctx.settings.planInfoTtlMs, limitTtlMs: ctx.settings.limitCacheTtlMs });
+    const admission = new BillingAdmission(kernel, answers, {
+      planInfoTtlMs: ctx.settings.planInfoTtlMs,
+      limitTtlMs: ctx.settings.limitCacheTtlMs,
+    });
     admissions.set(kernel, admission);
-    setGatewayPorts(kernel, { admit: (request) => admission.admit(request), tenantRateCeiling: (tenantId) => admission.rateCeiling(tenantId) });
+    setGatewayPorts(kernel, {
+      admit: (request) => admission.admit(request),
+      tenantRateCeiling: (tenantId) => admission.rateCeiling(tenantId),
+    });
   }
   if ((role === 'all' || role === 'write-api') && !servers.has(kernel)) {
     const server = await startGrpcServer({
-      host: ctx.settings.grpc.host, port: ctx.settings.grpc.port, tls: ctx.settings.grpc.tls,
+      host: ctx.settings.grpc.host,
+      port: ctx.settings.grpc.port,
+      tls: ctx.settings.grpc.tls,
       services: [{ definition: billingServiceDefinition(), implementation: billingServiceImplementation(kernel) }],
     });
     servers.set(kernel, server);
     kernel.onClose('billing.grpc', () => server.close());
-    kernel.logger.info({ host: ctx.settings.grpc.host, port: server.port, tls: ctx.settings.grpc.tls !== null }, 'billing gRPC listening');
+    kernel.logger.info(
+      { host: ctx.settings.grpc.host, port: server.port, tls: ctx.settings.grpc.tls !== null },
+      'billing gRPC listening',
+    );
   }
 };

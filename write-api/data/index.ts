@@ -4,8 +4,14 @@ import { createRecord, deleteRecord, updateRecord, writableModel } from '../../c
 import { executeCommand } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
 
-const Slug = z.string().regex(/^[a-z][a-z0-9_]{1,31}$/).describe('the module\'s slug');
-const Name = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/).describe('the model\'s name');
+const Slug = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{1,31}$/)
+  .describe("the module's slug");
+const Name = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,62}$/)
+  .describe("the model's name");
 const Id = z.string().min(1).max(256);
 const Record = z.record(z.string(), z.unknown());
 /** a record is at most 1 MB (a 400 from the model's validation); the body may be a little larger so that the answer is that 400 */
@@ -21,36 +27,66 @@ export default defineRoutes({
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
 
-    r.post('/data/:module/:model', {
-      bodyLimit: BODY_LIMIT,
-      config: { access: 'bearer', idempotency: 'optional' },
-      schema: { summary: 'Create a record of a generated model', params: z.object({ module: Slug, model: Name }), body: z.unknown(), response: { 201: Record } },
-    }, async (request, reply) => {
-      const { module, model } = request.params;
-      const m = await writableModel(kernel, request.principal!, module, model, 'write');
-      return executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, (uow) => createRecord(kernel, uow, module, m, request.body));
-    });
+    r.post(
+      '/data/:module/:model',
+      {
+        bodyLimit: BODY_LIMIT,
+        config: { access: 'bearer', idempotency: 'optional' },
+        schema: {
+          summary: 'Create a record of a generated model',
+          params: z.object({ module: Slug, model: Name }),
+          body: z.unknown(),
+          response: { 201: Record },
+        },
+      },
+      async (request, reply) => {
+        const { module, model } = request.params;
+        const m = await writableModel(kernel, request.principal!, module, model, 'write');
+        return executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, (uow) =>
+          createRecord(kernel, uow, module, m, request.body),
+        );
+      },
+    );
 
-    r.patch('/data/:module/:model/:id', {
-      bodyLimit: BODY_LIMIT,
-      config: { access: 'bearer', idempotency: 'optional' },
-      schema: { summary: 'Change fields of a record', params: z.object({ module: Slug, model: Name, id: Id }), body: z.unknown(), response: { 200: Record } },
-    }, async (request, reply) => {
-      const { module, model, id } = request.params;
-      const m = await writableModel(kernel, request.principal!, module, model, 'write');
-      return executeCommand(kernel, request, reply, { idempotency: 'optional' }, (uow) => updateRecord(kernel, uow, module, m, id, request.body));
-    });
+    r.patch(
+      '/data/:module/:model/:id',
+      {
+        bodyLimit: BODY_LIMIT,
+        config: { access: 'bearer', idempotency: 'optional' },
+        schema: {
+          summary: 'Change fields of a record',
+          params: z.object({ module: Slug, model: Name, id: Id }),
+          body: z.unknown(),
+          response: { 200: Record },
+        },
+      },
+      async (request, reply) => {
+        const { module, model, id } = request.params;
+        const m = await writableModel(kernel, request.principal!, module, model, 'write');
+        return executeCommand(kernel, request, reply, { idempotency: 'optional' }, (uow) =>
+          updateRecord(kernel, uow, module, m, id, request.body),
+        );
+      },
+    );
 
-    r.delete('/data/:module/:model/:id', {
-      config: { access: 'bearer', idempotency: 'optional' },
-      schema: { summary: 'Delete a record', params: z.object({ module: Slug, model: Name, id: Id }), response: { 204: z.null() } },
-    }, async (request, reply) => {
-      const { module, model, id } = request.params;
-      const m = await writableModel(kernel, request.principal!, module, model, 'delete');
-      return executeCommand(kernel, request, reply, { status: 204, idempotency: 'optional' }, async (uow) => {
-        await deleteRecord(kernel, uow, module, m, id);
-        return null;
-      });
-    });
+    r.delete(
+      '/data/:module/:model/:id',
+      {
+        config: { access: 'bearer', idempotency: 'optional' },
+        schema: {
+          summary: 'Delete a record',
+          params: z.object({ module: Slug, model: Name, id: Id }),
+          response: { 204: z.null() },
+        },
+      },
+      async (request, reply) => {
+        const { module, model, id } = request.params;
+        const m = await writableModel(kernel, request.principal!, module, model, 'delete');
+        return executeCommand(kernel, request, reply, { status: 204, idempotency: 'optional' }, async (uow) => {
+          await deleteRecord(kernel, uow, module, m, id);
+          return null;
+        });
+      },
+    );
   },
 });

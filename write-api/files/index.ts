@@ -28,12 +28,25 @@ const MULTIPART_SLACK = 64 * 1024;
 const PresignBody = z.object({
   bucket: z.string().max(32),
   originalName: z.string().min(1).max(1024),
-  mimeType: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a media type such as image/png').max(255),
+  mimeType: z
+    .string()
+    .regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a media type such as image/png')
+    .max(255),
   sizeBytes: z.number().int().min(1),
 });
-const PresignAnswer = z.object({ uploadUrl: z.string(), fileId: z.string(), expiresAt: z.string(), fields: z.record(z.string(), z.string()) });
+const PresignAnswer = z.object({
+  uploadUrl: z.string(),
+  fileId: z.string(),
+  expiresAt: z.string(),
+  fields: z.record(z.string(), z.string()),
+});
 const ProcessBody = z.object({ operations: Operations, quality: z.number().int().min(1).max(100).default(85) });
-const JobStarted = z.object({ fileId: z.string(), jobId: z.string(), status: z.literal('processing'), startedAt: z.string() });
+const JobStarted = z.object({
+  fileId: z.string(),
+  jobId: z.string(),
+  status: z.literal('processing'),
+  startedAt: z.string(),
+});
 
 const write = { access: 'permission', permission: 'files.write' } as const;
 const remove = { access: 'permission', permission: 'files.delete' } as const;
@@ -54,10 +67,14 @@ const beforeUpload = (kernel: Kernel) => async (request: FastifyRequest, reply: 
   if (!request.bodyStream) throw filesErrors.multipartRequired(request.headers['content-type']);
   const largest = Math.max(limits.imageBytes, limits.documentBytes);
   if (Number(request.headers['content-length'] ?? 0) > largest + MULTIPART_SLACK) {
-    refuseUnread(reply, filesErrors.payloadTooLarge(limits.documentBytes >= limits.imageBytes ? 'document' : 'image', largest));
+    refuseUnread(
+      reply,
+      filesErrors.payloadTooLarge(limits.documentBytes >= limits.imageBytes ? 'document' : 'image', largest),
+    );
   }
   // the exact count is taken again when the file is recorded; this one spares streaming bytes for nothing
-  if ((await countStaged(kernel.db, request.principal!.tenantId)) >= maxStagedPerTenant) refuseUnread(reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
+  if ((await countStaged(kernel.db, request.principal!.tenantId)) >= maxStagedPerTenant)
+    refuseUnread(reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
 };
 
 /**
@@ -70,12 +87,27 @@ const upload = (kernel: Kernel) => async (request: FastifyRequest, reply: Fastif
   const fileId = kernel.ids.next();
   const key = stagingKey(tenantId, fileId);
   try {
-    const received = await receiveMultipart(ctx.objects, { headers: request.headers, body: request.bodyStream! }, key, ctx.settings.limits);
+    const received = await receiveMultipart(
+      ctx.objects,
+      { headers: request.headers, body: request.bodyStream! },
+      key,
+      ctx.settings.limits,
+    );
     const f = uploadFields(received.fields);
-    await executeCommand(kernel, request, reply, { status: 201 }, (uow) => files.stageFile(uow, ctx, {
-      fileId, bucket: f.bucket, originalName: f.originalName, mimeType: received.mimeType, sizeBytes: received.sizeBytes, meta: f.meta,
-      uploadedBy: request.principal!.userId, via: 'upload', stagingKey: key, uploadBy: null,
-    }));
+    await executeCommand(kernel, request, reply, { status: 201 }, (uow) =>
+      files.stageFile(uow, ctx, {
+        fileId,
+        bucket: f.bucket,
+        originalName: f.originalName,
+        mimeType: received.mimeType,
+        sizeBytes: received.sizeBytes,
+        meta: f.meta,
+        uploadedBy: request.principal!.userId,
+        via: 'upload',
+        stagingKey: key,
+        uploadBy: null,
+      }),
+    );
   } catch (error) {
     drainRest(request);
     await ctx.objects.delete(key).catch(() => undefined);
@@ -93,7 +125,9 @@ export default defineRoutes({
   async start(kernel) {
     const ctx = configureFiles(kernel);
     if (ctx.settings.scan === 'skip') {
-      kernel.logger.warn('FILES_SCAN=skip: uploaded files are released WITHOUT a virus scan (scan status skipped); development only');
+      kernel.logger.warn(
+        'FILES_SCAN=skip: uploaded files are released WITHOUT a virus scan (scan status skipped); development only',
+      );
     } else if (!ctx.scanner) {
       kernel.logger.warn('CLAMD_HOST is not set: uploaded files stay pending_scan until a virus scanner is configured');
       kernel.health.register('clamav', async () => {
@@ -110,72 +144,121 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const ctx = () => filesContext(kernel);
 
-    r.post('/files/upload', {
-      config: { ...write, streamBody: true, problems: [413, 415, 503] },
-      preHandler: beforeUpload(kernel),
-      schema: {
-        summary: 'Upload a file (multipart/form-data: file, bucket, originalName, mimeType?, meta?)',
-        description: 'Streams the part `file` into the staging area; the type is detected from its bytes. Images up to FILES_MAX_IMAGE_SIZE_MB, '
-          + 'other files up to FILES_MAX_DOCUMENT_SIZE_MB (413); `meta` is a JSON object of at most 4 KB. The file is pending_scan until its virus scan.',
-        consumes: ['multipart/form-data'],
-        response: { 201: FileView },
+    r.post(
+      '/files/upload',
+      {
+        config: { ...write, streamBody: true, problems: [413, 415, 503] },
+        preHandler: beforeUpload(kernel),
+        schema: {
+          summary: 'Upload a file (multipart/form-data: file, bucket, originalName, mimeType?, meta?)',
+          description:
+            'Streams the part `file` into the staging area; the type is detected from its bytes. Images up to FILES_MAX_IMAGE_SIZE_MB, ' +
+            'other files up to FILES_MAX_DOCUMENT_SIZE_MB (413); `meta` is a JSON object of at most 4 KB. The file is pending_scan until its virus scan.',
+          consumes: ['multipart/form-data'],
+          response: { 201: FileView },
+        },
       },
-    }, upload(kernel));
+      upload(kernel),
+    );
 
-    r.post('/files/presign', {
-      config: { ...write, idempotency: 'optional', problems: [413, 503] },
-      schema: { body: PresignBody, response: { 200: PresignAnswer } },
-    }, async (request, reply) => {
-      const c = ctx();
-      const b = request.body;
-      if (!(BUCKETS as readonly string[]).includes(b.bucket)) throw filesErrors.bucketInvalid(b.bucket);
-      const max = limitFor(b.mimeType, c.settings.limits);
-      if (b.sizeBytes > max) throw filesErrors.payloadTooLarge(b.mimeType.startsWith('image/') ? 'image' : 'document', max);
-      const tenantId = request.principal!.tenantId;
-      const fileId = kernel.ids.next();
-      const key = stagingKey(tenantId, fileId);
-      // the form is signed before the file is recorded: no call to the store inside the transaction
-      const form = await c.objects.presignPost(key, { ttlSeconds: c.settings.presignTtlSeconds, contentType: b.mimeType, minBytes: 1, maxBytes: b.sizeBytes });
-      return executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => {
-        await files.stageFile(uow, c, {
-          fileId, bucket: b.bucket as (typeof BUCKETS)[number], originalName: safeFileName(b.originalName), mimeType: b.mimeType, sizeBytes: b.sizeBytes, meta: '{}',
-          uploadedBy: request.principal!.userId, via: 'presign', stagingKey: key, uploadBy: form.expiresAt,
+    r.post(
+      '/files/presign',
+      {
+        config: { ...write, idempotency: 'optional', problems: [413, 503] },
+        schema: { body: PresignBody, response: { 200: PresignAnswer } },
+      },
+      async (request, reply) => {
+        const c = ctx();
+        const b = request.body;
+        if (!(BUCKETS as readonly string[]).includes(b.bucket)) throw filesErrors.bucketInvalid(b.bucket);
+        const max = limitFor(b.mimeType, c.settings.limits);
+        if (b.sizeBytes > max)
+          throw filesErrors.payloadTooLarge(b.mimeType.startsWith('image/') ? 'image' : 'document', max);
+        const tenantId = request.principal!.tenantId;
+        const fileId = kernel.ids.next();
+        const key = stagingKey(tenantId, fileId);
+        // the form is signed before the file is recorded: no call to the store inside the transaction
+        const form = await c.objects.presignPost(key, {
+          ttlSeconds: c.settings.presignTtlSeconds,
+          contentType: b.mimeType,
+          minBytes: 1,
+          maxBytes: b.sizeBytes,
         });
-        return { uploadUrl: form.url, fileId, expiresAt: form.expiresAt.toISOString(), fields: form.fields };
-      });
-    });
+        return executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) => {
+          await files.stageFile(uow, c, {
+            fileId,
+            bucket: b.bucket as (typeof BUCKETS)[number],
+            originalName: safeFileName(b.originalName),
+            mimeType: b.mimeType,
+            sizeBytes: b.sizeBytes,
+            meta: '{}',
+            uploadedBy: request.principal!.userId,
+            via: 'presign',
+            stagingKey: key,
+            uploadBy: form.expiresAt,
+          });
+          return { uploadUrl: form.url, fileId, expiresAt: form.expiresAt.toISOString(), fields: form.fields };
+        });
+      },
+    );
 
-    r.delete('/files/:id', {
-      config: { ...remove, problems: [422] },
-      schema: { params: IdParams, response: { 204: z.null().describe('moved to the trash') } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 204 }, async (uow) => {
-      await files.softDelete(uow, ctx(), request.params.id);
-      return null;
-    }));
+    r.delete(
+      '/files/:id',
+      {
+        config: { ...remove, problems: [422] },
+        schema: { params: IdParams, response: { 204: z.null().describe('moved to the trash') } },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 204 }, async (uow) => {
+          await files.softDelete(uow, ctx(), request.params.id);
+          return null;
+        }),
+    );
 
-    r.delete('/files/:id/permanent', {
-      config: { ...remove, problems: [422] },
-      schema: { params: IdParams, response: { 204: z.null().describe('deleted for good, its objects removed') } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 204 }, async (uow) => {
-      await files.purgeFile(uow, ctx(), request.params.id, 'requested');
-      return null;
-    }));
+    r.delete(
+      '/files/:id/permanent',
+      {
+        config: { ...remove, problems: [422] },
+        schema: { params: IdParams, response: { 204: z.null().describe('deleted for good, its objects removed') } },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 204 }, async (uow) => {
+          await files.purgeFile(uow, ctx(), request.params.id, 'requested');
+          return null;
+        }),
+    );
 
-    r.post('/files/:id/restore', {
-      config: { ...remove, idempotency: 'optional', problems: [410, 422] },
-      schema: { params: IdParams, response: { 200: FileView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { idempotency: 'optional' }, (uow) => files.restore(uow, ctx(), request.params.id)));
+    r.post(
+      '/files/:id/restore',
+      {
+        config: { ...remove, idempotency: 'optional', problems: [410, 422] },
+        schema: { params: IdParams, response: { 200: FileView } },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { idempotency: 'optional' }, (uow) =>
+          files.restore(uow, ctx(), request.params.id),
+        ),
+    );
 
-    r.post('/files/:id/process', {
-      config: { ...write, idempotency: 'optional', problems: [422] },
-      schema: { params: IdParams, body: ProcessBody, response: { 202: JobStarted } },
-    }, async (request, reply) => {
-      const c = ctx();
-      // decoded only as far as its header: an unsupported, corrupt or oversized picture is refused now
-      await files.checkProcessable(c, request.principal!.tenantId, request.params.id, request.body.operations);
-      return executeCommand(kernel, request, reply, { status: 202, idempotency: 'optional' }, (uow) =>
-        files.startProcessing(uow, c, request.params.id, { jobId: kernel.ids.next(), operations: request.body.operations, quality: request.body.quality }));
-    });
+    r.post(
+      '/files/:id/process',
+      {
+        config: { ...write, idempotency: 'optional', problems: [422] },
+        schema: { params: IdParams, body: ProcessBody, response: { 202: JobStarted } },
+      },
+      async (request, reply) => {
+        const c = ctx();
+        // decoded only as far as its header: an unsupported, corrupt or oversized picture is refused now
+        await files.checkProcessable(c, request.principal!.tenantId, request.params.id, request.body.operations);
+        return executeCommand(kernel, request, reply, { status: 202, idempotency: 'optional' }, (uow) =>
+          files.startProcessing(uow, c, request.params.id, {
+            jobId: kernel.ids.next(),
+            operations: request.body.operations,
+            quality: request.body.quality,
+          }),
+        );
+      },
+    );
 
     registerThumbnail(app, kernel);
     registerLocalUpload(app, kernel);

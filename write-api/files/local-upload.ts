@@ -17,75 +17,86 @@ import { drainRest } from './drain';
  */
 const formProblem = (message: string) => commonErrors.validation([{ field: 'body', message, code: 'INVALID_FORM' }]);
 
-const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> => new Promise<void>((resolve, reject) => {
-  const ctx = filesContext(kernel);
-  const secret = kernel.engines.secrets.key('objects.presign.v1').toString('base64');
-  let parser: busboy.Busboy;
-  try {
-    parser = busboy({ headers: request.headers, limits: { files: 1, fields: 10, fieldSize: 4096 } });
-  } catch {
-    reject(formProblem('a multipart/form-data body is required'));
-    return;
-  }
-  const fields: Record<string, string> = {};
-  let stored: Promise<void> | null = null;
-  let settled = false;
-  const fail = (error: unknown) => {
-    if (settled) return;
-    settled = true;
-    request.bodyStream?.unpipe(parser);
-    reject(isDomainError(error) ? error : formProblem('the form is malformed or ended early'));
-  };
-  parser.on('field', (name, value) => { fields[name] = value; });
-  parser.on('file', (name, stream) => {
-    if (name !== 'file' || stored) return void stream.resume();
-    const check = verifyLocalPost(secret, fields, kernel.clock.now().getTime());
-    if (!check.valid || !check.policy) {
-      stream.resume();
-      return fail(filesErrors.linkInvalid(check.valid ? 'bad-signature' : check.reason));
+const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> =>
+  new Promise<void>((resolve, reject) => {
+    const ctx = filesContext(kernel);
+    const secret = kernel.engines.secrets.key('objects.presign.v1').toString('base64');
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: request.headers, limits: { files: 1, fields: 10, fieldSize: 4096 } });
+    } catch {
+      reject(formProblem('a multipart/form-data body is required'));
+      return;
     }
-    const policy = check.policy;
-    let bytes = 0;
-    const bounded = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        bytes += chunk.length;
-        done(bytes > policy.maxBytes ? filesErrors.payloadTooLarge('document', policy.maxBytes) : null, chunk);
-      },
-    });
-    stream.on('error', (error) => bounded.destroy(error));
-    stored = ctx.objects.put(policy.key, stream.pipe(bounded), { contentType: policy.contentType }).then(async () => {
-      if (bytes < policy.minBytes) {
-        await ctx.objects.delete(policy.key);
-        throw formProblem(`the file must be at least ${policy.minBytes} bytes`);
-      }
-    });
-    stored.catch(fail);
-  });
-  parser.on('error', fail);
-  parser.on('close', () => {
-    if (!stored) return fail(formProblem('a part named file is required, after the signed fields'));
-    stored.then(() => {
+    const fields: Record<string, string> = {};
+    let stored: Promise<void> | null = null;
+    let settled = false;
+    const fail = (error: unknown) => {
       if (settled) return;
       settled = true;
-      resolve();
-    }, fail);
+      request.bodyStream?.unpipe(parser);
+      reject(isDomainError(error) ? error : formProblem('the form is malformed or ended early'));
+    };
+    parser.on('field', (name, value) => {
+      fields[name] = value;
+    });
+    parser.on('file', (name, stream) => {
+      if (name !== 'file' || stored) return void stream.resume();
+      const check = verifyLocalPost(secret, fields, kernel.clock.now().getTime());
+      if (!check.valid || !check.policy) {
+        stream.resume();
+        return fail(filesErrors.linkInvalid(check.valid ? 'bad-signature' : check.reason));
+      }
+      const policy = check.policy;
+      let bytes = 0;
+      const bounded = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          bytes += chunk.length;
+          done(bytes > policy.maxBytes ? filesErrors.payloadTooLarge('document', policy.maxBytes) : null, chunk);
+        },
+      });
+      stream.on('error', (error) => bounded.destroy(error));
+      stored = ctx.objects.put(policy.key, stream.pipe(bounded), { contentType: policy.contentType }).then(async () => {
+        if (bytes < policy.minBytes) {
+          await ctx.objects.delete(policy.key);
+          throw formProblem(`the file must be at least ${policy.minBytes} bytes`);
+        }
+      });
+      stored.catch(fail);
+    });
+    parser.on('error', fail);
+    parser.on('close', () => {
+      if (!stored) return fail(formProblem('a part named file is required, after the signed fields'));
+      stored.then(() => {
+        if (settled) return;
+        settled = true;
+        resolve();
+      }, fail);
+    });
+    request.bodyStream!.pipe(parser);
   });
-  request.bodyStream!.pipe(parser);
-});
 
 export const registerLocalUpload = (app: FastifyInstance, kernel: Kernel): void => {
-  app.post('/objects/local', {
-    config: { access: 'public', streamBody: true, problems: [403, 413] },
-    schema: { summary: 'The upload target of presigned forms when objects are kept in a local folder (npm start)', consumes: ['multipart/form-data'] },
-  }, async (request: FastifyRequest, reply: FastifyReply) => {
-    if (filesContext(kernel).objects.kind !== 'local') throw commonErrors.notFound('Uploads go to the object store itself.');
-    if (!request.bodyStream) throw filesErrors.multipartRequired(request.headers['content-type']);
-    try {
-      await receive(kernel, request);
-    } catch (error) {
-      drainRest(request);
-      throw error;
-    }
-    return reply.code(204).send();
-  });
+  app.post(
+    '/objects/local',
+    {
+      config: { access: 'public', streamBody: true, problems: [403, 413] },
+      schema: {
+        summary: 'The upload target of presigned forms when objects are kept in a local folder (npm start)',
+        consumes: ['multipart/form-data'],
+      },
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      if (filesContext(kernel).objects.kind !== 'local')
+        throw commonErrors.notFound('Uploads go to the object store itself.');
+      if (!request.bodyStream) throw filesErrors.multipartRequired(request.headers['content-type']);
+      try {
+        await receive(kernel, request);
+      } catch (error) {
+        drainRest(request);
+        throw error;
+      }
+      return reply.code(204).send();
+    },
+  );
 };

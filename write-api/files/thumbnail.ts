@@ -13,22 +13,37 @@ import type { Kernel } from '../../infra/kernel';
  * and records it (a write), later ones find it kept; either way a 302 to its signed link.
  */
 export const registerThumbnail = (app: FastifyInstance, kernel: Kernel): void => {
-  app.withTypeProvider<ZodTypeProvider>().get('/files/:id/thumbnail/:preset', {
-    config: { access: 'permission', permission: 'files.read', problems: [422] },
-    schema: {
-      params: z.object({ id: z.uuid({ message: 'must be a UUID' }), preset: z.string().max(32) }),
-      response: { 302: z.null().describe('302: Location is a short-lived signed link (GET it without a token)') },
+  app.withTypeProvider<ZodTypeProvider>().get(
+    '/files/:id/thumbnail/:preset',
+    {
+      config: { access: 'permission', permission: 'files.read', problems: [422] },
+      schema: {
+        params: z.object({ id: z.uuid({ message: 'must be a UUID' }), preset: z.string().max(32) }),
+        response: { 302: z.null().describe('302: Location is a short-lived signed link (GET it without a token)') },
+      },
     },
-  }, async (request, reply) => {
-    const ctx = filesContext(kernel);
-    const tenantId = request.principal!.tenantId;
-    const { preset } = request.params;
-    if (!isPreset(preset)) throw filesErrors.presetNotFound(preset);
-    const file = await availableFile(kernel.db, tenantId, request.params.id);
-    // made on the first request (on-demand presets, or automatic ones that are missing), then kept
-    if (!file.thumbnails[preset]) {
-      await makeThumbnail(ctx, { tenantId, fileId: file.id, bucket: file.bucket, objectKey: file.objectKey, contentVersion: file.contentVersion, mimeType: file.mimeType }, preset);
-    }
-    return reply.redirect(ctx.linker(tenantId)(file.id, preset), 302);
-  });
+    async (request, reply) => {
+      const ctx = filesContext(kernel);
+      const tenantId = request.principal!.tenantId;
+      const { preset } = request.params;
+      if (!isPreset(preset)) throw filesErrors.presetNotFound(preset);
+      const file = await availableFile(kernel.db, tenantId, request.params.id);
+      // made on the first request (on-demand presets, or automatic ones that are missing), then kept
+      if (!file.thumbnails[preset]) {
+        await makeThumbnail(
+          ctx,
+          {
+            tenantId,
+            fileId: file.id,
+            bucket: file.bucket,
+            objectKey: file.objectKey,
+            contentVersion: file.contentVersion,
+            mimeType: file.mimeType,
+          },
+          preset,
+        );
+      }
+      return reply.redirect(ctx.linker(tenantId)(file.id, preset), 302);
+    },
+  );
 };

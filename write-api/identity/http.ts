@@ -11,6 +11,6 @@ export const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvi
 
 export const pub = { access: 'public' } as const;
 export const bearer = { access: 'bearer' } as const;
-export const perm = (permission: string) => ({ access: 'permission', permission } as const);
+export const perm = (permission: string) => ({ access: 'permission', permission }) as const;
 
 export const noBody = (reply: FastifyReply, status: 202 | 204) => reply.code(status).send();

@@ -19,8 +19,19 @@ import { tenantRoutes } from './tenant';
 export default defineRoutes({
   namespace: 'iam',
   permissions: IDENTITY_PERMISSIONS,
-  start: async (kernel: Kernel) => { await startIdentityRuntime(kernel, tokenSettings(kernel.config.rootUrl), accessLoader(kernel)); },
+  start: async (kernel: Kernel) => {
+    await startIdentityRuntime(kernel, tokenSettings(kernel.config.rootUrl), accessLoader(kernel));
+  },
   register(app, kernel) {
-    for (const routes of [accountRoutes, sessionRoutes, mfaRoutes, membershipRoutes, roleRoutes, tenantRoutes, providerRoutes]) routes(app, kernel);
+    for (const routes of [
+      accountRoutes,
+      sessionRoutes,
+      mfaRoutes,
+      membershipRoutes,
+      roleRoutes,
+      tenantRoutes,
+      providerRoutes,
+    ])
+      routes(app, kernel);
   },
 });

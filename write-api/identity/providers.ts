@@ -22,8 +22,15 @@ const ProviderParams = z.object({ providerId: z.string().min(1).max(64) });
 const UserProviderParams = IdParam.extend(ProviderParams.shape);
 const RedirectStart = z.object({ redirectUrl: z.string(), state: z.string() });
 const SiweStart = z.object({
-  nonce: z.string(), domain: z.string(), uri: z.string(), version: z.literal('1'), chainId: z.number().int(), chainIds: z.array(z.number().int()),
-  statement: z.string(), issuedAt: z.string(), expirationTime: z.string(),
+  nonce: z.string(),
+  domain: z.string(),
+  uri: z.string(),
+  version: z.literal('1'),
+  chainId: z.number().int(),
+  chainIds: z.array(z.number().int()),
+  statement: z.string(),
+  issuedAt: z.string(),
+  expirationTime: z.string(),
 });
 const CallbackInput = z.record(z.string(), z.string().max(4096));
 const SignedMessage = z.object({ message: z.string().max(4096), signature: z.string().max(200) });
@@ -35,33 +42,89 @@ const bearerCaller = (kernel: Kernel, request: FastifyRequest) => async () => {
   return token ? kernel.authenticator.authenticate(token) : null;
 };
 
-const answer = (reply: FastifyReply, done: CallbackAnswer) => (done.kind === 'linked' ? reply.code(201).send(done.link) : reply.code(200).send(done.session));
+const answer = (reply: FastifyReply, done: CallbackAnswer) =>
+  done.kind === 'linked' ? reply.code(201).send(done.link) : reply.code(200).send(done.session);
 
 export const providerRoutes: IdentityRoutes = (app, kernel) => {
   const r = typed(app);
 
   // 503: an OpenID provider that cannot be reached
-  r.post('/auth/login/:providerId', { config: { ...pub, problems: [503] }, schema: { params: ProviderParams, response: { 200: z.union([RedirectStart, SiweStart]) } } },
-    async (request) => startLogin(kernel, request.params.providerId));
+  r.post(
+    '/auth/login/:providerId',
+    {
+      config: { ...pub, problems: [503] },
+      schema: { params: ProviderParams, response: { 200: z.union([RedirectStart, SiweStart]) } },
+    },
+    async (request) => startLogin(kernel, request.params.providerId),
+  );
 
   // 401: a refused or replayed callback; 403 account-locked; 409: an account has the identity's email (sign in and link from it), or the identity is another user's
   const callback = { ...pub, problems: [401, 403, 409, 503] };
-  r.get('/auth/callback/:providerId', { config: callback, schema: { params: ProviderParams, querystring: CallbackInput, response: CallbackResponse } },
-    async (request, reply) => answer(reply, await completeCallback(kernel, request.id, request.params.providerId, request.query, bearerCaller(kernel, request))));
-  r.post('/auth/callback/:providerId', { config: callback, schema: { params: ProviderParams, body: CallbackInput, response: CallbackResponse } },
-    async (request, reply) => answer(reply, await completeCallback(kernel, request.id, request.params.providerId, request.body, bearerCaller(kernel, request))));
+  r.get(
+    '/auth/callback/:providerId',
+    { config: callback, schema: { params: ProviderParams, querystring: CallbackInput, response: CallbackResponse } },
+    async (request, reply) =>
+      answer(
+        reply,
+        await completeCallback(
+          kernel,
+          request.id,
+          request.params.providerId,
+          request.query,
+          bearerCaller(kernel, request),
+        ),
+      ),
+  );
+  r.post(
+    '/auth/callback/:providerId',
+    { config: callback, schema: { params: ProviderParams, body: CallbackInput, response: CallbackResponse } },
+    async (request, reply) =>
+      answer(
+        reply,
+        await completeCallback(
+          kernel,
+          request.id,
+          request.params.providerId,
+          request.body,
+          bearerCaller(kernel, request),
+        ),
+      ),
+  );
 
-  r.post('/users/:id/providers/:providerId', {
-    config: { ...bearer, problems: [409, 503] },
-    schema: { params: UserProviderParams, body: SignedMessage.partial().nullish(), response: { 201: ProviderLinkView, 202: RedirectStart } },
-  }, async (request, reply) => {
-    const done = await requestLink(kernel, request.id, callerOf(request), request.params.id, request.params.providerId, request.body ?? {});
-    return done.kind === 'linked' ? reply.code(201).send(done.link) : reply.code(202).send({ redirectUrl: done.redirectUrl, state: done.state });
-  });
+  r.post(
+    '/users/:id/providers/:providerId',
+    {
+      config: { ...bearer, problems: [409, 503] },
+      schema: {
+        params: UserProviderParams,
+        body: SignedMessage.partial().nullish(),
+        response: { 201: ProviderLinkView, 202: RedirectStart },
+      },
+    },
+    async (request, reply) => {
+      const done = await requestLink(
+        kernel,
+        request.id,
+        callerOf(request),
+        request.params.id,
+        request.params.providerId,
+        request.body ?? {},
+      );
+      return done.kind === 'linked'
+        ? reply.code(201).send(done.link)
+        : reply.code(202).send({ redirectUrl: done.redirectUrl, state: done.state });
+    },
+  );
 
-  r.delete('/users/:id/providers/:providerId', { config: bearer, schema: { params: UserProviderParams, response: { 204: z.null().describe('the link is removed') } } },
+  r.delete(
+    '/users/:id/providers/:providerId',
+    {
+      config: bearer,
+      schema: { params: UserProviderParams, response: { 204: z.null().describe('the link is removed') } },
+    },
     async (request, reply) => {
       await unlinkProvider(kernel, request.id, callerOf(request), request.params.id, request.params.providerId);
       return noBody(reply, 204);
-    });
+    },
+  );
 };

@@ -1,10 +1,26 @@
 import { z } from 'zod';
-import { CamelPair, Password, SnakePair, TenantId, TenantSelection, Token, TotpCode } from '../../domain/identity/views';
+import {
+  CamelPair,
+  Password,
+  SnakePair,
+  TenantId,
+  TenantSelection,
+  Token,
+  TotpCode,
+} from '../../domain/identity/views';
 import { commonErrors } from '../../domain/shared/errors';
 import { bearerToken, callerOf } from '../../infra/http/auth';
 import { executeCommand } from '../../infra/http/commands';
 import { confirmMfa } from '../../commands/identity/mfa';
-import { completeMfaLogin, endSession, login, recoveryLogin, refreshSession, selectTenant, switchTenant } from '../../commands/identity/session';
+import {
+  completeMfaLogin,
+  endSession,
+  login,
+  recoveryLogin,
+  refreshSession,
+  selectTenant,
+  switchTenant,
+} from '../../commands/identity/session';
 import type { IdentityRoutes } from './http';
 import { bearer, noBody, pub, typed } from './http';
 
@@ -25,37 +41,67 @@ export const sessionRoutes: IdentityRoutes = (app, kernel) => {
   const r = typed(app);
 
   // 401 invalid-credentials or mfa-required (with mfa_token), 403 account-locked
-  r.post('/auth/login', { config: { ...pub, problems: [401, 403] }, schema: { body: LoginBody, response: { 200: SessionAnswer } } },
-    async (request) => login(kernel, request.id, request.body));
+  r.post(
+    '/auth/login',
+    { config: { ...pub, problems: [401, 403] }, schema: { body: LoginBody, response: { 200: SessionAnswer } } },
+    async (request) => login(kernel, request.id, request.body),
+  );
 
-  r.post('/auth/refresh', { config: { ...pub, problems: [401, 403] }, schema: { body: RefreshBody, response: { 200: CamelPair } } },
-    async (request) => refreshSession(kernel, request.body.refreshToken));
+  r.post(
+    '/auth/refresh',
+    { config: { ...pub, problems: [401, 403] }, schema: { body: RefreshBody, response: { 200: CamelPair } } },
+    async (request) => refreshSession(kernel, request.body.refreshToken),
+  );
 
-  r.post('/auth/logout', { config: bearer, schema: { body: RefreshBody, response: { 204: z.null().describe('the session ended') } } }, async (request, reply) => {
-    await endSession(kernel, callerOf(request).userId, request.body.refreshToken);
-    return noBody(reply, 204);
-  });
+  r.post(
+    '/auth/logout',
+    { config: bearer, schema: { body: RefreshBody, response: { 204: z.null().describe('the session ended') } } },
+    async (request, reply) => {
+      await endSession(kernel, callerOf(request).userId, request.body.refreshToken);
+      return noBody(reply, 204);
+    },
+  );
 
   // one path, two uses (spec 000): with mfa_token it completes a login; with a bearer token it confirms the setup
-  r.post('/auth/mfa/verify', {
-    config: { ...pub, problems: [401, 403, 409] },
-    schema: { body: MfaVerifyBody, response: { 200: z.union([MfaConfirmed, SnakePair, TenantSelection]) } },
-  }, async (request, reply) => {
-    if (request.body.mfa_token !== undefined) return completeMfaLogin(kernel, request.id, request.body.mfa_token, request.body.code);
-    const token = bearerToken(request.headers.authorization);
-    if (!token) throw commonErrors.unauthorized();
-    request.principal = await kernel.authenticator.authenticate(token);
-    return executeCommand(kernel, request, reply, {}, (uow) => confirmMfa(kernel, uow, callerOf(request).userId, request.body.code));
-  });
+  r.post(
+    '/auth/mfa/verify',
+    {
+      config: { ...pub, problems: [401, 403, 409] },
+      schema: { body: MfaVerifyBody, response: { 200: z.union([MfaConfirmed, SnakePair, TenantSelection]) } },
+    },
+    async (request, reply) => {
+      if (request.body.mfa_token !== undefined)
+        return completeMfaLogin(kernel, request.id, request.body.mfa_token, request.body.code);
+      const token = bearerToken(request.headers.authorization);
+      if (!token) throw commonErrors.unauthorized();
+      request.principal = await kernel.authenticator.authenticate(token);
+      return executeCommand(kernel, request, reply, {}, (uow) =>
+        confirmMfa(kernel, uow, callerOf(request).userId, request.body.code),
+      );
+    },
+  );
 
   // 404: a tenant the user is not an active member of
-  r.post('/auth/select-tenant', { config: { ...pub, problems: [401, 404] }, schema: { body: SelectTenantBody, response: { 200: CamelPair } } },
-    async (request) => selectTenant(kernel, request.id, request.body));
+  r.post(
+    '/auth/select-tenant',
+    { config: { ...pub, problems: [401, 404] }, schema: { body: SelectTenantBody, response: { 200: CamelPair } } },
+    async (request) => selectTenant(kernel, request.id, request.body),
+  );
 
-  r.post('/auth/switch-tenant', { config: { ...bearer, problems: [404] }, schema: { body: SwitchTenantBody, response: { 200: CamelPair } } },
-    async (request) => switchTenant(kernel, callerOf(request), request.body.tenantId));
+  r.post(
+    '/auth/switch-tenant',
+    { config: { ...bearer, problems: [404] }, schema: { body: SwitchTenantBody, response: { 200: CamelPair } } },
+    async (request) => switchTenant(kernel, callerOf(request), request.body.tenantId),
+  );
 
   // 401 a wrong or used code, 403 recovery locked (or the account), 429 too many attempts from the address
-  r.post('/auth/recovery', { config: { ...pub, problems: [401, 403] }, schema: { body: RecoveryBody, response: { 200: SessionAnswer } } },
-    async (request) => recoveryLogin(kernel, request.id, request.ip, { email: request.body.email, recoveryCode: request.body.recovery_code }));
+  r.post(
+    '/auth/recovery',
+    { config: { ...pub, problems: [401, 403] }, schema: { body: RecoveryBody, response: { 200: SessionAnswer } } },
+    async (request) =>
+      recoveryLogin(kernel, request.id, request.ip, {
+        email: request.body.email,
+        recoveryCode: request.body.recovery_code,
+      }),
+  );
 };

@@ -11,17 +11,43 @@ import { addCredentialScheme } from '../../infra/http/credentials';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 import { findModule } from '../../commands/modules/lookups';
-import { activateModule, deactivateModule, deleteModule, installModule, retryMigrations, updateModule } from '../../commands/modules/lifecycle';
+import {
+  activateModule,
+  deactivateModule,
+  deleteModule,
+  installModule,
+  retryMigrations,
+  updateModule,
+} from '../../commands/modules/lifecycle';
 import { loadModulePermissions } from '../../commands/modules/permissions';
 
 /** the platform owner only (platform.*): the registry is the platform's */
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
 const Id = z.string().min(1).max(64).describe('module id or slug');
 
-const audit = (kernel: Kernel, action: string, moduleId: string, actorId: string, traceId: string, meta: Record<string, unknown>) =>
-  kernel.audit.record(auditRecord({
-    action, entityType: 'module', entityId: moduleId, tenantId: registryMeta(actorId, traceId).tenantId, actorId, meta, traceId, timestamp: kernel.clock.now().toISOString(),
-  }, kernel.ids.next()));
+const audit = (
+  kernel: Kernel,
+  action: string,
+  moduleId: string,
+  actorId: string,
+  traceId: string,
+  meta: Record<string, unknown>,
+) =>
+  kernel.audit.record(
+    auditRecord(
+      {
+        action,
+        entityType: 'module',
+        entityId: moduleId,
+        tenantId: registryMeta(actorId, traceId).tenantId,
+        actorId,
+        meta,
+        traceId,
+        timestamp: kernel.clock.now().toISOString(),
+      },
+      kernel.ids.next(),
+    ),
+  );
 
 /**
  * The module registry (spec 002, data model: "the module registry"; REST under /v1/modules): the
@@ -41,79 +67,177 @@ export default defineRoutes({
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
 
-    r.post('/modules', {
-      config: { ...owner, problems: [409] },
-      schema: { summary: 'Register a module from its manifest (platform owner); answers its first key', body: Manifest, response: { 201: ModuleView.extend({ credentials: IssuedKeyView }) } },
-    }, async (request, reply) => {
-      const actor = request.principal!.userId;
-      const answer = await kernel.commands.run(registryMeta(actor, request.id), async (uow) => {
-        const module = await registerModule(kernel, uow, request.body, actor);
-        return { ...module, credentials: await issueKey(kernel, uow.tx, module.id, actor) };
-      });
-      audit(kernel, 'module.key.issued', answer.id, actor, request.id, { keyId: answer.credentials.keyId });
-      return reply.code(201).send(answer);
-    });
+    r.post(
+      '/modules',
+      {
+        config: { ...owner, problems: [409] },
+        schema: {
+          summary: 'Register a module from its manifest (platform owner); answers its first key',
+          body: Manifest,
+          response: { 201: ModuleView.extend({ credentials: IssuedKeyView }) },
+        },
+      },
+      async (request, reply) => {
+        const actor = request.principal!.userId;
+        const answer = await kernel.commands.run(registryMeta(actor, request.id), async (uow) => {
+          const module = await registerModule(kernel, uow, request.body, actor);
+          return { ...module, credentials: await issueKey(kernel, uow.tx, module.id, actor) };
+        });
+        audit(kernel, 'module.key.issued', answer.id, actor, request.id, { keyId: answer.credentials.keyId });
+        return reply.code(201).send(answer);
+      },
+    );
 
     const TenantBody = z.object({ tenantId: z.string().min(1).max(64) }).strict();
-    const Installation = z.object({ moduleId: z.string(), slug: z.string(), tenantId: z.string(), status: z.enum(['active', 'inactive']), version: z.string(), schemaVersion: z.number().int() });
-
-    r.patch('/modules/:id', {
-      config: { ...owner, problems: [409] },
-      schema: { summary: 'Publish a new version of the module (migrates its installed tenants\' schema)', params: z.object({ id: Id }), body: Manifest, response: { 200: ModuleView } },
-    }, async (request) => {
-      const view = await updateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body);
-      audit(kernel, 'module.updated', view.id, request.principal!.userId, request.id, { version: view.version });
-      return view;
+    const Installation = z.object({
+      moduleId: z.string(),
+      slug: z.string(),
+      tenantId: z.string(),
+      status: z.enum(['active', 'inactive']),
+      version: z.string(),
+      schemaVersion: z.number().int(),
     });
 
-    r.post('/modules/:id/installations', {
-      config: { ...owner, problems: [422] },
-      schema: { summary: 'Install the module for a tenant: runs its pending migrations, then activates it', params: z.object({ id: Id }), body: TenantBody, response: { 201: Installation } },
-    }, async (request, reply) => reply.code(201).send(await installModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId)));
+    r.patch(
+      '/modules/:id',
+      {
+        config: { ...owner, problems: [409] },
+        schema: {
+          summary: "Publish a new version of the module (migrates its installed tenants' schema)",
+          params: z.object({ id: Id }),
+          body: Manifest,
+          response: { 200: ModuleView },
+        },
+      },
+      async (request) => {
+        const view = await updateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body);
+        audit(kernel, 'module.updated', view.id, request.principal!.userId, request.id, { version: view.version });
+        return view;
+      },
+    );
 
-    r.post('/modules/:id/activate', {
-      config: owner,
-      schema: { summary: 'Activate the module again for a tenant it is installed for', params: z.object({ id: Id }), body: TenantBody, response: { 200: Installation } },
-    }, async (request) => activateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId));
+    r.post(
+      '/modules/:id/installations',
+      {
+        config: { ...owner, problems: [422] },
+        schema: {
+          summary: 'Install the module for a tenant: runs its pending migrations, then activates it',
+          params: z.object({ id: Id }),
+          body: TenantBody,
+          response: { 201: Installation },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .code(201)
+          .send(
+            await installModule(
+              kernel,
+              request.principal!.userId,
+              request.id,
+              request.params.id,
+              request.body.tenantId,
+            ),
+          ),
+    );
 
-    r.post('/modules/:id/deactivate', {
-      config: owner,
-      schema: { summary: 'Deactivate the module for a tenant (its tables and rows are kept)', params: z.object({ id: Id }), body: TenantBody, response: { 200: Installation } },
-    }, async (request) => deactivateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId));
+    r.post(
+      '/modules/:id/activate',
+      {
+        config: owner,
+        schema: {
+          summary: 'Activate the module again for a tenant it is installed for',
+          params: z.object({ id: Id }),
+          body: TenantBody,
+          response: { 200: Installation },
+        },
+      },
+      async (request) =>
+        activateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId),
+    );
 
-    r.post('/modules/:id/retry', {
-      config: owner,
-      schema: { summary: 'Retry the module\'s failed migration (clears the dirty flag)', params: z.object({ id: Id }), response: { 200: ModuleView } },
-    }, async (request) => retryMigrations(kernel, request.params.id));
+    r.post(
+      '/modules/:id/deactivate',
+      {
+        config: owner,
+        schema: {
+          summary: 'Deactivate the module for a tenant (its tables and rows are kept)',
+          params: z.object({ id: Id }),
+          body: TenantBody,
+          response: { 200: Installation },
+        },
+      },
+      async (request) =>
+        deactivateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId),
+    );
 
-    r.delete('/modules/:id', {
-      config: owner,
-      schema: { summary: 'Delete the module (soft: its schema stays until `platform modules purge`)', params: z.object({ id: Id }), response: { 204: z.null() } },
-    }, async (request, reply) => {
-      await deleteModule(kernel, request.principal!.userId, request.id, request.params.id);
-      return reply.code(204).send(null);
-    });
+    r.post(
+      '/modules/:id/retry',
+      {
+        config: owner,
+        schema: {
+          summary: "Retry the module's failed migration (clears the dirty flag)",
+          params: z.object({ id: Id }),
+          response: { 200: ModuleView },
+        },
+      },
+      async (request) => retryMigrations(kernel, request.params.id),
+    );
 
-    r.post('/modules/:id/keys', {
-      config: owner,
-      schema: { summary: 'Issue another key of the module (rotation: revoke the old one once the module uses the new)', params: z.object({ id: Id }), response: { 201: IssuedKeyView } },
-    }, async (request, reply) => {
-      const found = await findModule(kernel.db, request.params.id);
-      if (!found) throw moduleErrors.moduleNotFound();
-      const issued = await issueKey(kernel, kernel.db, found.id, request.principal!.userId);
-      audit(kernel, 'module.key.issued', found.id, request.principal!.userId, request.id, { keyId: issued.keyId });
-      return reply.code(201).send(issued);
-    });
+    r.delete(
+      '/modules/:id',
+      {
+        config: owner,
+        schema: {
+          summary: 'Delete the module (soft: its schema stays until `platform modules purge`)',
+          params: z.object({ id: Id }),
+          response: { 204: z.null() },
+        },
+      },
+      async (request, reply) => {
+        await deleteModule(kernel, request.principal!.userId, request.id, request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
 
-    r.delete('/modules/:id/keys/:keyId', {
-      config: owner,
-      schema: { summary: 'Revoke a key of the module', params: z.object({ id: Id, keyId: z.uuid() }), response: { 204: z.null() } },
-    }, async (request, reply) => {
-      const found = await findModule(kernel.db, request.params.id);
-      if (!found) throw moduleErrors.moduleNotFound();
-      await revokeKey(kernel, kernel.db, found.id, request.params.keyId);
-      audit(kernel, 'module.key.revoked', found.id, request.principal!.userId, request.id, { keyId: request.params.keyId });
-      return reply.code(204).send(null);
-    });
+    r.post(
+      '/modules/:id/keys',
+      {
+        config: owner,
+        schema: {
+          summary: 'Issue another key of the module (rotation: revoke the old one once the module uses the new)',
+          params: z.object({ id: Id }),
+          response: { 201: IssuedKeyView },
+        },
+      },
+      async (request, reply) => {
+        const found = await findModule(kernel.db, request.params.id);
+        if (!found) throw moduleErrors.moduleNotFound();
+        const issued = await issueKey(kernel, kernel.db, found.id, request.principal!.userId);
+        audit(kernel, 'module.key.issued', found.id, request.principal!.userId, request.id, { keyId: issued.keyId });
+        return reply.code(201).send(issued);
+      },
+    );
+
+    r.delete(
+      '/modules/:id/keys/:keyId',
+      {
+        config: owner,
+        schema: {
+          summary: 'Revoke a key of the module',
+          params: z.object({ id: Id, keyId: z.uuid() }),
+          response: { 204: z.null() },
+        },
+      },
+      async (request, reply) => {
+        const found = await findModule(kernel.db, request.params.id);
+        if (!found) throw moduleErrors.moduleNotFound();
+        await revokeKey(kernel, kernel.db, found.id, request.params.keyId);
+        audit(kernel, 'module.key.revoked', found.id, request.principal!.userId, request.id, {
+          keyId: request.params.keyId,
+        });
+        return reply.code(204).send(null);
+      },
+    );
   },
 });

@@ -20,7 +20,9 @@ import { parseMoneyBody } from './json-body';
 const Id = z.uuid({ message: 'must be a UUID' });
 const Currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
 /** a new wallet's currency: a code of ISO 4217 List One (domain/money/iso-4217.ts) */
-const IsoCurrency = z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD')
+const IsoCurrency = z
+  .string()
+  .refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD')
   .meta({ pattern: '^[A-Z]{3}$', description: 'a code of ISO 4217 List One, such as USD' });
 const Reason = z.string().max(500).default('');
 const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -29,19 +31,32 @@ const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null &&
  * hands it over as RawJson) and answered exactly so; a parser that made an object of it (a caller
  * other than HTTP) gets its JSON text.
  */
-const Meta = z.custom<RawJson | Record<string, unknown>>((v) => (v instanceof RawJson ? isObject(v.value) : isObject(v)), 'meta must be a JSON object')
+const Meta = z
+  .custom<RawJson | Record<string, unknown>>(
+    (v) => (v instanceof RawJson ? isObject(v.value) : isObject(v)),
+    'meta must be a JSON object',
+  )
   .transform((v) => (v instanceof RawJson ? v.text : JSON.stringify(v)))
   .refine((text) => text.length <= 16_384, 'meta must be at most 16 KB of JSON')
   .prefault({})
-  .meta({ type: 'object', additionalProperties: true, description: 'any JSON object, at most 16 KB of JSON; stored and answered exactly as sent' });
+  .meta({
+    type: 'object',
+    additionalProperties: true,
+    description: 'any JSON object, at most 16 KB of JSON; stored and answered exactly as sent',
+  });
 /**
  * Checked by the handler, so that every wrong amount (missing included) answers invalid-amount
  * (docs/decisions.md); documented as what it must be.
  */
-const Amount = z.custom<unknown>(() => true).meta({
-  type: 'integer', format: 'int64', minimum: 1,
-  description: 'integer number of cents written as plain digits, 1 to 9223372036854775807 (exact as written, beyond 2^53 − 1 too); 1e3, 1.0, strings and fractions are refused',
-});
+const Amount = z
+  .custom<unknown>(() => true)
+  .meta({
+    type: 'integer',
+    format: 'int64',
+    minimum: 1,
+    description:
+      'integer number of cents written as plain digits, 1 to 9223372036854775807 (exact as written, beyond 2^53 − 1 too); 1e3, 1.0, strings and fractions are refused',
+  });
 
 /** a movement without an amount answers invalid-amount like every wrong amount (the schema requires one) */
 const amountRequired = async (request: FastifyRequest): Promise<void> => {
@@ -51,7 +66,13 @@ const amountRequired = async (request: FastifyRequest): Promise<void> => {
 };
 
 const Movement = z.object({ amount: Amount, currency: Currency, reason: Reason, meta: Meta });
-const HoldBody = Movement.extend({ ttl: z.string().max(32).optional().describe('duration such as 72h, 90m, 1h30m or PT72H; default MONEY_HOLD_TTL_HOURS, at most 168h') });
+const HoldBody = Movement.extend({
+  ttl: z
+    .string()
+    .max(32)
+    .optional()
+    .describe('duration such as 72h, 90m, 1h30m or PT72H; default MONEY_HOLD_TTL_HOURS, at most 168h'),
+});
 const ResolveBody = z.object({ holdTransactionId: Id.optional(), reason: Reason, meta: Meta }).prefault({});
 const TransferBody = Movement.extend({ fromWalletId: Id, toWalletId: Id });
 const ReversalBody = z.object({ originalTransactionId: Id.optional(), reason: Reason, meta: Meta }).prefault({});
@@ -63,21 +84,30 @@ const keyOf = (request: FastifyRequest): string | null => {
   return typeof key === 'string' ? normalizeIdempotencyKey(key) : null;
 };
 const mustMatch = (field: string, given: string | undefined, id: string): void => {
-  if (given !== undefined && given !== id) throw commonErrors.validation([{ field, message: `must equal the id in the path (${id})`, code: 'MISMATCH' }]);
+  if (given !== undefined && given !== id)
+    throw commonErrors.validation([{ field, message: `must equal the id in the path (${id})`, code: 'MISMATCH' }]);
 };
 const ttlOf = (ttl: string | undefined): number | null => {
   if (ttl === undefined) return null;
   const ms = parseDuration(ttl);
   if (ms === null || ms < 1000 || ms > HOLD_TTL_MAX_HOURS * 3600_000) {
-    throw commonErrors.validation([{ field: 'ttl', message: `ttl must be a duration from 1s to ${HOLD_TTL_MAX_HOURS}h, such as 72h`, code: 'INVALID_TTL' }]);
+    throw commonErrors.validation([
+      {
+        field: 'ttl',
+        message: `ttl must be a duration from 1s to ${HOLD_TTL_MAX_HOURS}h, such as 72h`,
+        code: 'INVALID_TTL',
+      },
+    ]);
   }
   return ms;
 };
 
 const required = { idempotency: 'required' } as const;
 /** movements on known wallets only read and record events: they share transactions (group commit) */
-const onWallets = (request: FastifyRequest, ...walletIds: string[]) =>
-  ({ ...required, locks: walletIds.map((id) => walletStream(request.principal?.tenantId ?? '', id)) });
+const onWallets = (request: FastifyRequest, ...walletIds: string[]) => ({
+  ...required,
+  locks: walletIds.map((id) => walletStream(request.principal?.tenantId ?? '', id)),
+});
 /**
  * route configs: permission, the required Idempotency-Key and the problems beyond the generic ones
  * (402 plan limit or suspended subscription, 503 billing unavailable; gateway/openapi.ts)
@@ -114,64 +144,150 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const ctx = () => moneyContext(kernel);
 
-    r.post('/wallets', {
-      config: { access: 'permission', permission: 'money.wallets.write', idempotency: 'required', problems: [402, 404, 409] },
-      schema: { body: z.object({ userId: z.string().min(1).max(128), currency: IsoCurrency, label: z.string().max(100).default('') }), response: { 201: WalletView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, ...required },
-      (uow) => money.openWallet(uow, ctx(), request.body)));
+    r.post(
+      '/wallets',
+      {
+        config: {
+          access: 'permission',
+          permission: 'money.wallets.write',
+          idempotency: 'required',
+          problems: [402, 404, 409],
+        },
+        schema: {
+          body: z.object({
+            userId: z.string().min(1).max(128),
+            currency: IsoCurrency,
+            label: z.string().max(100).default(''),
+          }),
+          response: { 201: WalletView },
+        },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 201, ...required }, (uow) =>
+          money.openWallet(uow, ctx(), request.body),
+        ),
+    );
 
     for (const kind of ['credit', 'debit'] as const) {
-      r.post(`/wallets/:id/${kind}`, {
-        config: moves, preValidation: amountRequired,
-        schema: { params: IdParams, body: Movement, response: { 200: TransactionView } },
-      }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
-        const b = request.body;
-        const movement = { amount: parseAmount(b.amount), currency: b.currency, reason: b.reason, meta: b.meta, idempotencyKey: keyOf(request) };
-        return kind === 'credit' ? money.credit(uow, ctx(), request.params.id, movement) : money.debit(uow, ctx(), request.params.id, movement);
-      }));
+      r.post(
+        `/wallets/:id/${kind}`,
+        {
+          config: moves,
+          preValidation: amountRequired,
+          schema: { params: IdParams, body: Movement, response: { 200: TransactionView } },
+        },
+        (request, reply) =>
+          executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
+            const b = request.body;
+            const movement = {
+              amount: parseAmount(b.amount),
+              currency: b.currency,
+              reason: b.reason,
+              meta: b.meta,
+              idempotencyKey: keyOf(request),
+            };
+            return kind === 'credit'
+              ? money.credit(uow, ctx(), request.params.id, movement)
+              : money.debit(uow, ctx(), request.params.id, movement);
+          }),
+      );
     }
 
-    r.post('/wallets/:id/hold', {
-      config: { ...moves, problems: [402, 429, 503] }, preValidation: amountRequired,
-      schema: { params: IdParams, body: HoldBody, response: { 200: TransactionView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
-      const b = request.body;
-      return money.placeHold(uow, ctx(), request.params.id, {
-        amount: parseAmount(b.amount), currency: b.currency, reason: b.reason, meta: b.meta, idempotencyKey: keyOf(request), ttlMs: ttlOf(b.ttl),
-      });
-    }));
+    r.post(
+      '/wallets/:id/hold',
+      {
+        config: { ...moves, problems: [402, 429, 503] },
+        preValidation: amountRequired,
+        schema: { params: IdParams, body: HoldBody, response: { 200: TransactionView } },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, onWallets(request, request.params.id), (uow) => {
+          const b = request.body;
+          return money.placeHold(uow, ctx(), request.params.id, {
+            amount: parseAmount(b.amount),
+            currency: b.currency,
+            reason: b.reason,
+            meta: b.meta,
+            idempotencyKey: keyOf(request),
+            ttlMs: ttlOf(b.ttl),
+          });
+        }),
+    );
 
-    for (const [path, kind] of [['confirm', 'ConfirmHold'], ['cancel', 'CancelHold']] as const) {
-      r.post(`/holds/:id/${path}`, {
-        config: { ...write, problems: [402, 422] },
-        schema: { params: IdParams, body: ResolveBody, response: { 200: TransactionView } },
-      }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
-        mustMatch('holdTransactionId', request.body.holdTransactionId, request.params.id);
-        return money.resolveHold(uow, ctx(), kind, request.params.id, { reason: request.body.reason, meta: request.body.meta, idempotencyKey: keyOf(request) });
-      }));
+    for (const [path, kind] of [
+      ['confirm', 'ConfirmHold'],
+      ['cancel', 'CancelHold'],
+    ] as const) {
+      r.post(
+        `/holds/:id/${path}`,
+        {
+          config: { ...write, problems: [402, 422] },
+          schema: { params: IdParams, body: ResolveBody, response: { 200: TransactionView } },
+        },
+        (request, reply) =>
+          executeCommand(kernel, request, reply, required, (uow) => {
+            mustMatch('holdTransactionId', request.body.holdTransactionId, request.params.id);
+            return money.resolveHold(uow, ctx(), kind, request.params.id, {
+              reason: request.body.reason,
+              meta: request.body.meta,
+              idempotencyKey: keyOf(request),
+            });
+          }),
+      );
     }
 
-    r.post('/transfers', {
-      config: { ...moves, problems: [402, 404, 503] }, preValidation: amountRequired,
-      schema: { body: TransferBody, response: { 200: TransferView } },
-    }, (request, reply) => {
-      // spec 000: sensitive operations, money transfers included, require a verified email
-      if (!request.principal?.emailVerified) throw moneyErrors.emailNotVerified();
-      return executeCommand(kernel, request, reply, onWallets(request, request.body.fromWalletId, request.body.toWalletId), (uow) => {
-        const b = request.body;
-        return money.transfer(uow, ctx(), {
-          fromWalletId: b.fromWalletId, toWalletId: b.toWalletId, amount: parseAmount(b.amount), currency: b.currency, reason: b.reason, meta: b.meta, idempotencyKey: keyOf(request),
-        });
-      });
-    });
+    r.post(
+      '/transfers',
+      {
+        config: { ...moves, problems: [402, 404, 503] },
+        preValidation: amountRequired,
+        schema: { body: TransferBody, response: { 200: TransferView } },
+      },
+      (request, reply) => {
+        // spec 000: sensitive operations, money transfers included, require a verified email
+        if (!request.principal?.emailVerified) throw moneyErrors.emailNotVerified();
+        return executeCommand(
+          kernel,
+          request,
+          reply,
+          onWallets(request, request.body.fromWalletId, request.body.toWalletId),
+          (uow) => {
+            const b = request.body;
+            return money.transfer(uow, ctx(), {
+              fromWalletId: b.fromWalletId,
+              toWalletId: b.toWalletId,
+              amount: parseAmount(b.amount),
+              currency: b.currency,
+              reason: b.reason,
+              meta: b.meta,
+              idempotencyKey: keyOf(request),
+            });
+          },
+        );
+      },
+    );
 
-    r.post('/transactions/:id/reversal', {
-      config: { access: 'permission', permission: 'money.transactions.reverse', idempotency: 'required', problems: [402, 503] },
-      schema: { params: IdParams, body: ReversalBody, response: { 200: TransactionView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, required, (uow) => {
-      mustMatch('originalTransactionId', request.body.originalTransactionId, request.params.id);
-      return money.reverse(uow, ctx(), request.params.id, { reason: request.body.reason, meta: request.body.meta, idempotencyKey: keyOf(request) });
-    }));
+    r.post(
+      '/transactions/:id/reversal',
+      {
+        config: {
+          access: 'permission',
+          permission: 'money.transactions.reverse',
+          idempotency: 'required',
+          problems: [402, 503],
+        },
+        schema: { params: IdParams, body: ReversalBody, response: { 200: TransactionView } },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, required, (uow) => {
+          mustMatch('originalTransactionId', request.body.originalTransactionId, request.params.id);
+          return money.reverse(uow, ctx(), request.params.id, {
+            reason: request.body.reason,
+            meta: request.body.meta,
+            idempotencyKey: keyOf(request),
+          });
+        }),
+    );
   },
 });
 

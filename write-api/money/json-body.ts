@@ -1,6 +1,7 @@
 import { JsonNumber, objectMembers, RawJson } from '../../domain/shared/json';
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The body of a money request: JSON.parse's meaning for everything except two top-level members,
@@ -14,9 +15,9 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 export const parseMoneyBody = (text: string): unknown => {
   const value: unknown = text.includes('__proto__')
     ? JSON.parse(text, (key, v: unknown) => {
-      if (key === '__proto__') throw new SyntaxError('a __proto__ key is not allowed');
-      return v;
-    })
+        if (key === '__proto__') throw new SyntaxError('a __proto__ key is not allowed');
+        return v;
+      })
     : JSON.parse(text);
   if (!isPlainObject(value) || !('amount' in value || 'meta' in value)) return value;
   const members = objectMembers(text);

@@ -15,7 +15,15 @@ import { createTemplate } from '../../commands/notify/templates';
 import { executeCommand, requestMeta } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
-import { BATCH_MAX, BatchBody, ChannelBody, PushSubscriptionBody, SendBody, sendRequestOf, TemplateBody } from './schemas';
+import {
+  BATCH_MAX,
+  BatchBody,
+  ChannelBody,
+  PushSubscriptionBody,
+  SendBody,
+  sendRequestOf,
+  TemplateBody,
+} from './schemas';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const optional = { idempotency: 'optional' } as const;
@@ -24,9 +32,17 @@ const optional = { idempotency: 'optional' } as const;
  * Queues what was composed: with an Idempotency-Key in the command's own transaction (the answer
  * stored with it and replayed), without one through the group commit of accepts.
  */
-const accept = async <T>(kernel: Kernel, request: FastifyRequest, reply: FastifyReply, prepared: PreparedNotification[], answer: (a: AcceptedView[]) => T): Promise<void> => {
+const accept = async <T>(
+  kernel: Kernel,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  prepared: PreparedNotification[],
+  answer: (a: AcceptedView[]) => T,
+): Promise<void> => {
   if (request.headers['idempotency-key'] !== undefined) {
-    return executeCommand(kernel, request, reply, { status: 202, ...optional }, async (uow) => answer(await queueInUnit(kernel, uow, prepared)));
+    return executeCommand(kernel, request, reply, { status: 202, ...optional }, async (uow) =>
+      answer(await queueInUnit(kernel, uow, prepared)),
+    );
   }
   const accepted = await acceptorOf(kernel).submit(requestMeta(request), prepared);
   await reply.code(202).send(answer(accepted));
@@ -35,7 +51,8 @@ const accept = async <T>(kernel: Kernel, request: FastifyRequest, reply: Fastify
 /** spec 002: over 500 recipients is 400 batch-limit-exceeded (not a generic validation error) */
 const batchLimit = async (request: FastifyRequest): Promise<void> => {
   const recipients = (request.body as { recipients?: unknown } | undefined)?.recipients;
-  if (Array.isArray(recipients) && recipients.length > BATCH_MAX) throw notifyErrors.batchLimitExceeded(BATCH_MAX, recipients.length);
+  if (Array.isArray(recipients) && recipients.length > BATCH_MAX)
+    throw notifyErrors.batchLimitExceeded(BATCH_MAX, recipients.length);
 };
 
 const send = { access: 'permission', permission: 'notify.send', ...optional } as const;
@@ -56,66 +73,136 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const ctx = () => notifyContext(kernel);
 
-    r.post('/notify', {
-      config: { ...send, problems: [404, 503] },
-      schema: { summary: 'Queue a notification (202)', body: SendBody, response: { 202: AcceptedView } },
-    }, async (request, reply) => {
-      const prepared = await composeNotifications(kernel, ctx(), request.principal!.tenantId, [sendRequestOf(request.body)]);
-      return accept(kernel, request, reply, prepared, (a) => a[0]!);
-    });
-
-    r.post('/notify/batch', {
-      config: { ...send, problems: [404, 503] }, preValidation: batchLimit,
-      schema: {
-        summary: `Queue one notification per recipient, at most ${BATCH_MAX} (202)`, body: BatchBody,
-        response: { 202: z.object({ ids: z.array(z.string()), count: z.number().int() }) },
+    r.post(
+      '/notify',
+      {
+        config: { ...send, problems: [404, 503] },
+        schema: { summary: 'Queue a notification (202)', body: SendBody, response: { 202: AcceptedView } },
       },
-    }, async (request, reply) => {
-      const b = request.body;
-      const requests = b.recipients.map(({ variables, ...recipient }) => sendRequestOf({ ...b, recipient, variables: { ...b.variables, ...variables } }));
-      const prepared = await composeNotifications(kernel, ctx(), request.principal!.tenantId, requests, (i) => `recipients[${i}].`);
-      return accept(kernel, request, reply, prepared, (a) => ({ ids: a.map((x) => x.notificationId), count: a.length }));
-    });
-
-    r.post('/notify/:id/retry', {
-      config: { ...send, problems: [404, 503] },
-      schema: { summary: 'Queue a failed notification again (202)', params: z.object({ id: Id }), response: { 202: z.object({ notificationId: z.string(), status: z.literal('queued') }) } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 202, ...optional }, (uow) => retryNotification(kernel, uow, request.params.id)));
-
-    r.post('/notify/templates', {
-      config: { ...manage, problems: [404, 409] },
-      schema: { summary: 'Create a template', body: TemplateBody, response: { 201: TemplateView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, ...optional }, (uow) => createTemplate(uow, ctx(), request.body)));
-
-    r.post('/notify/channels', {
-      config: { ...manage, problems: [409] },
-      schema: { summary: 'Register a channel (an instance of an installed adapter type)', body: ChannelBody, response: { 201: ChannelView } },
-    }, (request, reply) => executeCommand(kernel, request, reply, { status: 201, ...optional }, (uow) => registerChannel(uow, ctx(), request.body)));
-
-    r.post('/notify/push/subscriptions', {
-      config: { access: 'bearer' },
-      schema: {
-        summary: 'Register a browser push subscription (PushSubscription.toJSON()) of the caller',
-        body: PushSubscriptionBody, response: { 201: z.object({ endpoint: z.string(), createdAt: z.string() }) },
+      async (request, reply) => {
+        const prepared = await composeNotifications(kernel, ctx(), request.principal!.tenantId, [
+          sendRequestOf(request.body),
+        ]);
+        return accept(kernel, request, reply, prepared, (a) => a[0]!);
       },
-    }, async (request, reply) => {
-      const p = request.principal!;
-      const createdAt = ctx().clock.now();
-      // a browser profile has one subscription per endpoint: whoever subscribes it last receives on it
-      await kernel.db.query(`INSERT INTO notify.push_subscriptions (tenant_id, endpoint, user_id, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+    );
+
+    r.post(
+      '/notify/batch',
+      {
+        config: { ...send, problems: [404, 503] },
+        preValidation: batchLimit,
+        schema: {
+          summary: `Queue one notification per recipient, at most ${BATCH_MAX} (202)`,
+          body: BatchBody,
+          response: { 202: z.object({ ids: z.array(z.string()), count: z.number().int() }) },
+        },
+      },
+      async (request, reply) => {
+        const b = request.body;
+        const requests = b.recipients.map(({ variables, ...recipient }) =>
+          sendRequestOf({ ...b, recipient, variables: { ...b.variables, ...variables } }),
+        );
+        const prepared = await composeNotifications(
+          kernel,
+          ctx(),
+          request.principal!.tenantId,
+          requests,
+          (i) => `recipients[${i}].`,
+        );
+        return accept(kernel, request, reply, prepared, (a) => ({
+          ids: a.map((x) => x.notificationId),
+          count: a.length,
+        }));
+      },
+    );
+
+    r.post(
+      '/notify/:id/retry',
+      {
+        config: { ...send, problems: [404, 503] },
+        schema: {
+          summary: 'Queue a failed notification again (202)',
+          params: z.object({ id: Id }),
+          response: { 202: z.object({ notificationId: z.string(), status: z.literal('queued') }) },
+        },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 202, ...optional }, (uow) =>
+          retryNotification(kernel, uow, request.params.id),
+        ),
+    );
+
+    r.post(
+      '/notify/templates',
+      {
+        config: { ...manage, problems: [404, 409] },
+        schema: { summary: 'Create a template', body: TemplateBody, response: { 201: TemplateView } },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 201, ...optional }, (uow) =>
+          createTemplate(uow, ctx(), request.body),
+        ),
+    );
+
+    r.post(
+      '/notify/channels',
+      {
+        config: { ...manage, problems: [409] },
+        schema: {
+          summary: 'Register a channel (an instance of an installed adapter type)',
+          body: ChannelBody,
+          response: { 201: ChannelView },
+        },
+      },
+      (request, reply) =>
+        executeCommand(kernel, request, reply, { status: 201, ...optional }, (uow) =>
+          registerChannel(uow, ctx(), request.body),
+        ),
+    );
+
+    r.post(
+      '/notify/push/subscriptions',
+      {
+        config: { access: 'bearer' },
+        schema: {
+          summary: 'Register a browser push subscription (PushSubscription.toJSON()) of the caller',
+          body: PushSubscriptionBody,
+          response: { 201: z.object({ endpoint: z.string(), createdAt: z.string() }) },
+        },
+      },
+      async (request, reply) => {
+        const p = request.principal!;
+        const createdAt = ctx().clock.now();
+        // a browser profile has one subscription per endpoint: whoever subscribes it last receives on it
+        await kernel.db.query(
+          `INSERT INTO notify.push_subscriptions (tenant_id, endpoint, user_id, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5, $6)
         ON CONFLICT (tenant_id, endpoint) DO UPDATE SET user_id = EXCLUDED.user_id, p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, created_at = EXCLUDED.created_at`,
-      [p.tenantId, request.body.endpoint, p.userId, request.body.keys.p256dh, request.body.keys.auth, createdAt]);
-      return reply.code(201).send({ endpoint: request.body.endpoint, createdAt: createdAt.toISOString() });
-    });
+          [p.tenantId, request.body.endpoint, p.userId, request.body.keys.p256dh, request.body.keys.auth, createdAt],
+        );
+        return reply.code(201).send({ endpoint: request.body.endpoint, createdAt: createdAt.toISOString() });
+      },
+    );
 
-    r.delete('/notify/push/subscriptions', {
-      config: { access: 'bearer' },
-      schema: { summary: 'Remove one of the caller\'s push subscriptions', querystring: z.object({ endpoint: z.string().min(1).max(2048) }), response: { 204: z.null() } },
-    }, async (request, reply) => {
-      const p = request.principal!;
-      const { rowCount } = await kernel.db.query('DELETE FROM notify.push_subscriptions WHERE tenant_id = $1 AND endpoint = $2 AND user_id = $3', [p.tenantId, request.query.endpoint, p.userId]);
-      if (!rowCount) throw commonErrors.notFound('The caller has no push subscription with this endpoint.');
-      return reply.code(204).send(null);
-    });
+    r.delete(
+      '/notify/push/subscriptions',
+      {
+        config: { access: 'bearer' },
+        schema: {
+          summary: "Remove one of the caller's push subscriptions",
+          querystring: z.object({ endpoint: z.string().min(1).max(2048) }),
+          response: { 204: z.null() },
+        },
+      },
+      async (request, reply) => {
+        const p = request.principal!;
+        const { rowCount } = await kernel.db.query(
+          'DELETE FROM notify.push_subscriptions WHERE tenant_id = $1 AND endpoint = $2 AND user_id = $3',
+          [p.tenantId, request.query.endpoint, p.userId],
+        );
+        if (!rowCount) throw commonErrors.notFound('The caller has no push subscription with this endpoint.');
+        return reply.code(204).send(null);
+      },
+    );
   },
 });

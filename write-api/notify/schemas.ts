@@ -8,40 +8,56 @@ import type { SendRequest } from '../../commands/notify/compose';
 export const BATCH_MAX = 500;
 
 const VariableValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
-export const Variables = z.record(z.string().regex(VARIABLE_NAME, 'variable names are identifiers such as firstName'), VariableValue)
+export const Variables = z
+  .record(z.string().regex(VARIABLE_NAME, 'variable names are identifiers such as firstName'), VariableValue)
   .refine((v) => Object.keys(v).length <= 100, 'at most 100 variables');
-export const Recipient = z.object({
-  userId: z.string().min(1).max(128).optional(),
-  address: z.string().min(1).max(320).optional(),
-}).strict().refine((r) => (r.userId === undefined) !== (r.address === undefined), 'give exactly one of userId and address');
-export const Meta = z.record(z.string(), z.unknown()).refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON');
+export const Recipient = z
+  .object({
+    userId: z.string().min(1).max(128).optional(),
+    address: z.string().min(1).max(320).optional(),
+  })
+  .strict()
+  .refine((r) => (r.userId === undefined) !== (r.address === undefined), 'give exactly one of userId and address');
+export const Meta = z
+  .record(z.string(), z.unknown())
+  .refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON');
 const Subject = z.string().max(998);
 const Body = z.string().max(65_536);
 
-export const SendBody = z.object({
-  channel: z.string().min(1).max(100).describe('email, websocket, push, or the name or id of a registered channel'),
-  recipient: Recipient.describe('{userId} (an active member of the tenant) or {address}'),
-  subject: Subject.optional(),
-  body: Body.optional().describe('required unless templateId is given'),
-  format: TemplateFormat.default('text').describe('html: the body is HTML (mail sends a text alternative)'),
-  priority: Priority.default('normal'),
-  templateId: z.string().min(1).max(64).optional(),
-  variables: Variables.default({}),
-  meta: Meta.default({}),
-}).refine((b) => b.body !== undefined || b.templateId !== undefined, { message: 'body is required unless templateId is given', path: ['body'] });
+export const SendBody = z
+  .object({
+    channel: z.string().min(1).max(100).describe('email, websocket, push, or the name or id of a registered channel'),
+    recipient: Recipient.describe('{userId} (an active member of the tenant) or {address}'),
+    subject: Subject.optional(),
+    body: Body.optional().describe('required unless templateId is given'),
+    format: TemplateFormat.default('text').describe('html: the body is HTML (mail sends a text alternative)'),
+    priority: Priority.default('normal'),
+    templateId: z.string().min(1).max(64).optional(),
+    variables: Variables.default({}),
+    meta: Meta.default({}),
+  })
+  .refine((b) => b.body !== undefined || b.templateId !== undefined, {
+    message: 'body is required unless templateId is given',
+    path: ['body'],
+  });
 export type SendBody = z.infer<typeof SendBody>;
 
-export const BatchBody = z.object({
-  channel: z.string().min(1).max(100),
-  recipients: z.array(Recipient.and(z.object({ variables: Variables.optional() }))).min(1, 'at least one recipient'),
-  subject: Subject.optional(),
-  body: Body.optional(),
-  format: TemplateFormat.default('text'),
-  priority: Priority.default('normal'),
-  templateId: z.string().min(1).max(64).optional(),
-  variables: Variables.default({}).describe('for every recipient; a recipient\'s own variables override them'),
-  meta: Meta.default({}),
-}).refine((b) => b.body !== undefined || b.templateId !== undefined, { message: 'body is required unless templateId is given', path: ['body'] });
+export const BatchBody = z
+  .object({
+    channel: z.string().min(1).max(100),
+    recipients: z.array(Recipient.and(z.object({ variables: Variables.optional() }))).min(1, 'at least one recipient'),
+    subject: Subject.optional(),
+    body: Body.optional(),
+    format: TemplateFormat.default('text'),
+    priority: Priority.default('normal'),
+    templateId: z.string().min(1).max(64).optional(),
+    variables: Variables.default({}).describe("for every recipient; a recipient's own variables override them"),
+    meta: Meta.default({}),
+  })
+  .refine((b) => b.body !== undefined || b.templateId !== undefined, {
+    message: 'body is required unless templateId is given',
+    path: ['body'],
+  });
 export type BatchBody = z.infer<typeof BatchBody>;
 
 export const TemplateBody = z.object({
@@ -50,27 +66,54 @@ export const TemplateBody = z.object({
   subject: Subject.default(''),
   body: Body,
   format: TemplateFormat.default('text'),
-  variables: z.array(z.string().regex(VARIABLE_NAME, 'variable names are identifiers such as firstName')).max(100).optional()
+  variables: z
+    .array(z.string().regex(VARIABLE_NAME, 'variable names are identifiers such as firstName'))
+    .max(100)
+    .optional()
     .describe('declared variables; default: the {{placeholders}} of subject and body'),
 });
 
 export const ChannelBody = z.object({
-  name: z.string().min(1).max(100).regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore and dash'),
+  name: z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore and dash'),
   type: z.string().min(1).max(64).describe('an installed adapter type: email, websocket, push, or one a module added'),
   iconUrl: z.string().url().max(2048).nullable().default(null),
-  config: z.record(z.string(), z.unknown()).default({}).describe('the adapter\'s settings; secrets in it are sealed and redacted on read'),
+  config: z
+    .record(z.string(), z.unknown())
+    .default({})
+    .describe("the adapter's settings; secrets in it are sealed and redacted on read"),
 });
 
-const base64url = (bytes: number, what: string) => z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, `${what} in base64url`)
-  .refine((v) => Buffer.from(v, 'base64url').length === bytes, `${what}: ${bytes} bytes in base64url`);
+const base64url = (bytes: number, what: string) =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+={0,2}$/, `${what} in base64url`)
+    .refine((v) => Buffer.from(v, 'base64url').length === bytes, `${what}: ${bytes} bytes in base64url`);
 export const PushSubscriptionBody = z.object({
-  endpoint: z.string().max(2048).refine((v) => URL.canParse(v) && new URL(v).protocol === 'https:', 'the push service endpoint, an https URL'),
+  endpoint: z
+    .string()
+    .max(2048)
+    .refine((v) => URL.canParse(v) && new URL(v).protocol === 'https:', 'the push service endpoint, an https URL'),
   expirationTime: z.number().nullable().optional(),
   keys: z.object({ p256dh: base64url(65, 'the P-256 public key'), auth: base64url(16, 'the auth secret') }),
 });
 
 /** a request of the HTTP API as the service's send request (no module: a caller's module is not known yet) */
-export const sendRequestOf = (b: Omit<SendBody, 'recipient'> & { recipient: { userId?: string; address?: string } }): SendRequest => ({
-  channel: b.channel, recipient: b.recipient, format: b.format, priority: b.priority, variables: b.variables, meta: b.meta, module: null, purpose: null,
-  ...(b.subject === undefined ? {} : { subject: b.subject }), ...(b.body === undefined ? {} : { body: b.body }), ...(b.templateId === undefined ? {} : { templateId: b.templateId }),
+export const sendRequestOf = (
+  b: Omit<SendBody, 'recipient'> & { recipient: { userId?: string; address?: string } },
+): SendRequest => ({
+  channel: b.channel,
+  recipient: b.recipient,
+  format: b.format,
+  priority: b.priority,
+  variables: b.variables,
+  meta: b.meta,
+  module: null,
+  purpose: null,
+  ...(b.subject === undefined ? {} : { subject: b.subject }),
+  ...(b.body === undefined ? {} : { body: b.body }),
+  ...(b.templateId === undefined ? {} : { templateId: b.templateId }),
 });

@@ -65,5 +65,9 @@ export interface ChannelAdapter {
   close?(): Promise<void>;
 }
 
-export const failure = (error: unknown, permanent: boolean, unknownOutcome = false): DeliveryOutcome =>
-  ({ ok: false, permanent, error: (error instanceof Error ? error.message : String(error)).slice(0, 500), unknownOutcome });
+export const failure = (error: unknown, permanent: boolean, unknownOutcome = false): DeliveryOutcome => ({
+  ok: false,
+  permanent,
+  error: (error instanceof Error ? error.message : String(error)).slice(0, 500),
+  unknownOutcome,
+});

@@ -6,7 +6,8 @@ import type { ChannelAdapter, DeliveryJob } from './adapter';
 import { failure } from './adapter';
 
 /** the Message-ID of a notification's mail: the same on every attempt, so a receiving side can see a duplicate */
-export const messageIdOf = (notificationId: string, rootUrl: string): string => `<${notificationId}@${new URL(rootUrl).hostname || 'platform'}>`;
+export const messageIdOf = (notificationId: string, rootUrl: string): string =>
+  `<${notificationId}@${new URL(rootUrl).hostname || 'platform'}>`;
 
 /** headers every notification mail carries besides the sender's own */
 export const deliveryHeaders = (job: DeliveryJob): Record<string, string> => ({
@@ -36,16 +37,27 @@ const isPermanent = (error: unknown): boolean => {
 /** the guard's problem with the SMTP client's error under it ("smtp failed …: Message failed: 451 …") */
 const describe = (error: unknown): string => {
   const cause = (error as { cause?: unknown }).cause;
-  return cause instanceof Error ? `${(error as Error).message} ${cause.message}` : error instanceof Error ? error.message : String(error);
+  return cause instanceof Error
+    ? `${(error as Error).message} ${cause.message}`
+    : error instanceof Error
+      ? error.message
+      : String(error);
 };
 
 /** the guard's deadline passed (504): the server may have taken the message */
 const outcomeUnknown = (error: unknown): boolean => (error as { status?: unknown }).status === 504;
 
-const SmtpConfig = z.object({
-  smtpUrl: z.string().refine((v) => URL.canParse(v) && /^smtps?:$/.test(new URL(v).protocol), 'an smtp:// or smtps:// URL such as smtps://user:password@mail.example:465'),
-  from: z.string().min(3).max(254),
-}).strict();
+const SmtpConfig = z
+  .object({
+    smtpUrl: z
+      .string()
+      .refine(
+        (v) => URL.canParse(v) && /^smtps?:$/.test(new URL(v).protocol),
+        'an smtp:// or smtps:// URL such as smtps://user:password@mail.example:465',
+      ),
+    from: z.string().min(3).max(254),
+  })
+  .strict();
 
 /**
  * Mail: the kernel's mail port (SMTP with SMTP_URL, .eml files otherwise) for the built-in email
@@ -75,8 +87,12 @@ export const emailAdapter = (kernel: Kernel): ChannelAdapter => {
       if (!m.to) return failure('the notification has no email address', true);
       try {
         await mailerOf(job).send({
-          to: m.to, subject: m.subject, text: m.text, ...(m.html === null ? {} : { html: m.html }),
-          headers: deliveryHeaders(job), messageId: messageIdOf(job.notificationId, kernel.config.rootUrl),
+          to: m.to,
+          subject: m.subject,
+          text: m.text,
+          ...(m.html === null ? {} : { html: m.html }),
+          headers: deliveryHeaders(job),
+          messageId: messageIdOf(job.notificationId, kernel.config.rootUrl),
         });
         return { ok: true };
       } catch (error) {

@@ -10,18 +10,35 @@ import { failure } from './adapter';
 /** RFC 8291 carries at most 4,096 bytes per record; aes128gcm leaves 3,993 for the plaintext after padding and header */
 export const PUSH_PAYLOAD_MAX_BYTES = 3_900;
 
-const URGENCY: Record<Priority, 'low' | 'normal' | 'high'> = { low: 'low', normal: 'normal', high: 'high', critical: 'high' };
+const URGENCY: Record<Priority, 'low' | 'normal' | 'high'> = {
+  low: 'low',
+  normal: 'normal',
+  high: 'high',
+  critical: 'high',
+};
 
 export const pushPayloadOf = (notificationId: string, message: DeliveryMessage, priority: Priority): string =>
-  JSON.stringify({ notification_id: notificationId, title: message.subject, body: message.text, priority, data: message.data });
+  JSON.stringify({
+    notification_id: notificationId,
+    title: message.subject,
+    body: message.text,
+    priority,
+    data: message.data,
+  });
 
-const PushConfig = z.object({
-  vapidPublicKey: z.string().regex(/^[A-Za-z0-9_-]{86,88}$/, 'the uncompressed P-256 public key, base64url'),
-  vapidPrivateKey: z.string().regex(/^[A-Za-z0-9_-]{42,44}$/, 'the 32-byte private key, base64url'),
-  subject: z.string().regex(/^(mailto:|https:\/\/)\S+$/, 'a mailto: or https: URL'),
-}).strict();
+const PushConfig = z
+  .object({
+    vapidPublicKey: z.string().regex(/^[A-Za-z0-9_-]{86,88}$/, 'the uncompressed P-256 public key, base64url'),
+    vapidPrivateKey: z.string().regex(/^[A-Za-z0-9_-]{42,44}$/, 'the 32-byte private key, base64url'),
+    subject: z.string().regex(/^(mailto:|https:\/\/)\S+$/, 'a mailto: or https: URL'),
+  })
+  .strict();
 
-interface Subscription { endpoint: string; p256dh: string; auth: string }
+interface Subscription {
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
 
 export interface PushOptions {
   /** the platform's VAPID keys and subject (a registered push channel brings its own) */
@@ -42,14 +59,21 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
   recipients: ['userId'],
   config: PushConfig,
   secretFields: ['vapidPrivateKey'],
-  check: (message) => (Buffer.byteLength(pushPayloadOf('00000000-0000-0000-0000-000000000000', message, 'normal')) > PUSH_PAYLOAD_MAX_BYTES
-    ? { field: 'body', message: `a push message holds at most ${PUSH_PAYLOAD_MAX_BYTES} bytes of subject, body and meta`, code: 'PUSH_PAYLOAD_TOO_LARGE' }
-    : null),
+  check: (message) =>
+    Buffer.byteLength(pushPayloadOf('00000000-0000-0000-0000-000000000000', message, 'normal')) > PUSH_PAYLOAD_MAX_BYTES
+      ? {
+          field: 'body',
+          message: `a push message holds at most ${PUSH_PAYLOAD_MAX_BYTES} bytes of subject, body and meta`,
+          code: 'PUSH_PAYLOAD_TOO_LARGE',
+        }
+      : null,
   async send(job: DeliveryJob) {
     const userId = job.message.userId;
     if (!userId) return failure('the push channel delivers to a user (recipient.userId)', true);
     const { rows } = await kernel.db.query<Subscription>(
-      'SELECT endpoint, p256dh, auth FROM notify.push_subscriptions WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at', [job.tenantId, userId]);
+      'SELECT endpoint, p256dh, auth FROM notify.push_subscriptions WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at',
+      [job.tenantId, userId],
+    );
     if (rows.length === 0) return failure('the user has no push subscription', true);
     const platform = options.vapid();
     const own = job.channel.id ? PushConfig.parse(job.channel.config) : null;
@@ -58,25 +82,38 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
       : { subject: platform.subject, publicKey: platform.keys.publicKey, privateKey: platform.keys.privateKey };
     const payload = pushPayloadOf(job.notificationId, job.message, job.priority);
     const agent = options.agent?.();
-    const results = await Promise.all(rows.map(async (s) => {
-      try {
-        await webpush.sendNotification({ endpoint: s.endpoint, keys: { p256dh: s.p256dh, auth: s.auth } }, payload, {
-          vapidDetails, TTL: 86_400, urgency: URGENCY[job.priority], contentEncoding: 'aes128gcm', timeout: options.attemptTimeoutMs(),
-          headers: { 'X-Notification-Id': job.notificationId }, ...(agent ? { agent } : {}),
-        });
-        return 'sent' as const;
-      } catch (error) {
-        const status = (error as { statusCode?: number }).statusCode;
-        if (status === 404 || status === 410) {
-          await kernel.db.query('DELETE FROM notify.push_subscriptions WHERE tenant_id = $1 AND endpoint = $2', [job.tenantId, s.endpoint]);
-          return 'gone' as const;
+    const results = await Promise.all(
+      rows.map(async (s) => {
+        try {
+          await webpush.sendNotification({ endpoint: s.endpoint, keys: { p256dh: s.p256dh, auth: s.auth } }, payload, {
+            vapidDetails,
+            TTL: 86_400,
+            urgency: URGENCY[job.priority],
+            contentEncoding: 'aes128gcm',
+            timeout: options.attemptTimeoutMs(),
+            headers: { 'X-Notification-Id': job.notificationId },
+            ...(agent ? { agent } : {}),
+          });
+          return 'sent' as const;
+        } catch (error) {
+          const status = (error as { statusCode?: number }).statusCode;
+          if (status === 404 || status === 410) {
+            await kernel.db.query('DELETE FROM notify.push_subscriptions WHERE tenant_id = $1 AND endpoint = $2', [
+              job.tenantId,
+              s.endpoint,
+            ]);
+            return 'gone' as const;
+          }
+          return error instanceof Error ? error : new Error(String(error));
         }
-        return error instanceof Error ? error : new Error(String(error));
-      }
-    }));
+      }),
+    );
     if (results.includes('sent')) return { ok: true };
     const errors = results.filter((r): r is Error => r instanceof Error);
     if (errors.length === 0) return failure('every push subscription of the user has expired', true);
-    return failure(`push service: ${errors[0]!.message}${(errors[0] as { statusCode?: number }).statusCode ? ` (${(errors[0] as { statusCode?: number }).statusCode})` : ''}`, false);
+    return failure(
+      `push service: ${errors[0]!.message}${(errors[0] as { statusCode?: number }).statusCode ? ` (${(errors[0] as { statusCode?: number }).statusCode})` : ''}`,
+      false,
+    );
   },
 });

@@ -6,8 +6,14 @@ import type { ChannelAdapter, DeliveryJob } from './adapter';
 import { failure } from './adapter';
 
 export const socketPayloadOf = (job: DeliveryJob): SocketPayload => ({
-  type: 'notification', notification_id: job.notificationId, subject: job.message.subject, body: job.message.text, format: job.message.format,
-  priority: job.priority, data: job.message.data, created_at: job.createdAt,
+  type: 'notification',
+  notification_id: job.notificationId,
+  subject: job.message.subject,
+  body: job.message.text,
+  format: job.message.format,
+  priority: job.priority,
+  data: job.message.data,
+  created_at: job.createdAt,
 });
 
 /**
@@ -29,8 +35,15 @@ export const websocketAdapter = (kernel: Kernel): ChannelAdapter => ({
       const { rows } = await kernel.db.query<{ seq: string }>(
         `INSERT INTO notify.socket_buffer (queued_seq, tenant_id, user_id, notification_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (tenant_id, notification_id) DO UPDATE SET payload = notify.socket_buffer.payload RETURNING seq`,
-        [job.queuedSeq, job.tenantId, userId, job.notificationId, JSON.stringify(payload), kernel.clock.now()]);
-      await socketBus(kernel).publish({ tenantId: job.tenantId, userId, seq: Number(rows[0]!.seq), notificationId: job.notificationId, payload });
+        [job.queuedSeq, job.tenantId, userId, job.notificationId, JSON.stringify(payload), kernel.clock.now()],
+      );
+      await socketBus(kernel).publish({
+        tenantId: job.tenantId,
+        userId,
+        seq: Number(rows[0]!.seq),
+        notificationId: job.notificationId,
+        payload,
+      });
       return { ok: true };
     } catch (error) {
       return failure(error, false);

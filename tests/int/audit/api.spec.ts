@@ -22,10 +22,20 @@ beforeAll(async () => {
 });
 afterAll(async () => platform?.close());
 
-const record = (over: Record<string, unknown> = {}) => ({ action: 'invoice.payment.captured', entityType: 'invoice', entityId: `inv-${randomUUID()}`, after: { amount: 100 }, ...over });
+const record = (over: Record<string, unknown> = {}) => ({
+  action: 'invoice.payment.captured',
+  entityType: 'invoice',
+  entityId: `inv-${randomUUID()}`,
+  after: { amount: 100 },
+  ...over,
+});
 
 /** posts a record and waits until GET /audit/:id finds it */
-const stored = async (client: AuditClient, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Body> => {
+const stored = async (
+  client: AuditClient,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Body> => {
   const posted = await client.call('POST', '/audit', body, headers);
   expect(posted.status).toBe(202);
   return eventually(async () => {
@@ -42,17 +52,39 @@ const list = async (client: AuditClient, query: string): Promise<Body[]> => {
 
 describe('POST /audit', () => {
   it('answers 202 queued with the id and time, and stores the actor fields of the request, not of the body', async () => {
-    const forged = { actorId: 'someone-else', actorIp: '6.6.6.6', actorUserAgent: 'forged', tenantId: tenantB, timestamp: '2001-01-01T00:00:00.000Z', traceId: 'forged-trace' };
-    const posted = await a.call('POST', '/audit', record({ entityId: 'inv-actor', ...forged }), { 'user-agent': 'billing-module/2.1' });
+    const forged = {
+      actorId: 'someone-else',
+      actorIp: '6.6.6.6',
+      actorUserAgent: 'forged',
+      tenantId: tenantB,
+      timestamp: '2001-01-01T00:00:00.000Z',
+      traceId: 'forged-trace',
+    };
+    const posted = await a.call('POST', '/audit', record({ entityId: 'inv-actor', ...forged }), {
+      'user-agent': 'billing-module/2.1',
+    });
     expect(posted.status).toBe(202);
-    expect(posted.body).toEqual({ auditId: expect.stringMatching(/^[0-9a-f-]{36}$/), status: 'queued', createdAt: expect.any(String) });
+    expect(posted.body).toEqual({
+      auditId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      status: 'queued',
+      createdAt: expect.any(String),
+    });
     const got = await eventually(async () => {
       const r = await a.call('GET', `/audit/${posted.body.auditId}`);
       return r.status === 200 ? r.body : null;
     });
     expect(got).toMatchObject({
-      id: posted.body.auditId, action: 'invoice.payment.captured', entityType: 'invoice', entityId: 'inv-actor', after: { amount: 100 }, before: null,
-      actorId: 'user-a', actorIp: '127.0.0.1', actorUserAgent: 'billing-module/2.1', tenantId: tenantA, timestamp: posted.body.createdAt,
+      id: posted.body.auditId,
+      action: 'invoice.payment.captured',
+      entityType: 'invoice',
+      entityId: 'inv-actor',
+      after: { amount: 100 },
+      before: null,
+      actorId: 'user-a',
+      actorIp: '127.0.0.1',
+      actorUserAgent: 'billing-module/2.1',
+      tenantId: tenantA,
+      timestamp: posted.body.createdAt,
     });
     expect(got.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(got.traceId).not.toBe('forged-trace');
@@ -78,7 +110,9 @@ describe('POST /audit', () => {
 describe('POST /audit/batch', () => {
   it('refuses 501 records with 400 batch-limit-exceeded and queues nothing', async () => {
     const entityId = `batch-${randomUUID()}`;
-    const res = await a.call('POST', '/audit/batch', { records: Array.from({ length: 501 }, () => record({ entityId })) });
+    const res = await a.call('POST', '/audit/batch', {
+      records: Array.from({ length: 501 }, () => record({ entityId })),
+    });
     expect(res.status).toBe(400);
     expect(res.body.type).toMatch(/\/batch-limit-exceeded$/);
     await new Promise((r) => setTimeout(r, 500));
@@ -87,18 +121,32 @@ describe('POST /audit/batch', () => {
 
   it('queues 500 records: 202 with one result per record', async () => {
     const entityId = `batch-${randomUUID()}`;
-    const res = await a.call('POST', '/audit/batch', { records: Array.from({ length: 500 }, (_, i) => record({ entityId, after: { i } })) });
+    const res = await a.call('POST', '/audit/batch', {
+      records: Array.from({ length: 500 }, (_, i) => record({ entityId, after: { i } })),
+    });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ succeeded: 500, failed: 0 });
-    expect(res.body.results[499]).toMatchObject({ index: 499, status: 202, data: { auditId: expect.any(String), status: 'queued' } });
-    await eventually(async () => (await a.call('GET', `/audit/entity-history?entityType=invoice&entityId=${entityId}&page_size=100`)).body.data.length === 100);
+    expect(res.body.results[499]).toMatchObject({
+      index: 499,
+      status: 202,
+      data: { auditId: expect.any(String), status: 'queued' },
+    });
+    await eventually(
+      async () =>
+        (await a.call('GET', `/audit/entity-history?entityType=invoice&entityId=${entityId}&page_size=100`)).body.data
+          .length === 100,
+    );
   });
 
   it('answers 207 when some records are invalid, queuing the valid ones', async () => {
     const res = await a.call('POST', '/audit/batch', { records: [record(), { action: 'x' }, record()] });
     expect(res.status).toBe(207);
     expect(res.body).toMatchObject({ succeeded: 2, failed: 1 });
-    expect(res.body.results[1]).toMatchObject({ index: 1, status: 400, problem: { type: expect.stringMatching(/\/validation-error$/), instance: '/v1/audit/batch#/items/1' } });
+    expect(res.body.results[1]).toMatchObject({
+      index: 1,
+      status: 400,
+      problem: { type: expect.stringMatching(/\/validation-error$/), instance: '/v1/audit/batch#/items/1' },
+    });
   });
 });
 
@@ -114,18 +162,30 @@ describe('GET /audit filters', () => {
   });
 
   it('matches an action exactly', async () => {
-    expect((await list(a, `entityId=${entity}&action=shop.order.placed`)).map((r) => r.action)).toEqual(['shop.order.placed']);
+    expect((await list(a, `entityId=${entity}&action=shop.order.placed`)).map((r) => r.action)).toEqual([
+      'shop.order.placed',
+    ]);
   });
 
   it('matches an action prefix, newest first', async () => {
-    expect((await list(a, `entityId=${entity}&action=shop.*`)).map((r) => r.action)).toEqual(['shop.refund.issued', 'shop.order.shipped', 'shop.order.placed']);
-    expect((await list(a, `entityId=${entity}&action=shop.order.*`)).map((r) => r.action)).toEqual(['shop.order.shipped', 'shop.order.placed']);
+    expect((await list(a, `entityId=${entity}&action=shop.*`)).map((r) => r.action)).toEqual([
+      'shop.refund.issued',
+      'shop.order.shipped',
+      'shop.order.placed',
+    ]);
+    expect((await list(a, `entityId=${entity}&action=shop.order.*`)).map((r) => r.action)).toEqual([
+      'shop.order.shipped',
+      'shop.order.placed',
+    ]);
   });
 
   it('takes since as inclusive and until as exclusive', async () => {
     const since = posted[1].timestamp;
     const until = posted[3].timestamp;
-    const rows = await list(a, `entityId=${entity}&since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`);
+    const rows = await list(
+      a,
+      `entityId=${entity}&since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`,
+    );
     expect(rows.map((r) => r.action)).toEqual(['shop.refund.issued', 'shop.order.shipped']);
   });
 
@@ -136,7 +196,12 @@ describe('GET /audit filters', () => {
 
   it('gives the entity history oldest first', async () => {
     const res = await a.call('GET', `/audit/entity-history?entityType=order&entityId=${entity}`);
-    expect(res.body.data.map((r: Body) => r.action)).toEqual(['shop.order.placed', 'shop.order.shipped', 'shop.refund.issued', 'stock.item.moved']);
+    expect(res.body.data.map((r: Body) => r.action)).toEqual([
+      'shop.order.placed',
+      'shop.order.shipped',
+      'shop.refund.issued',
+      'stock.item.moved',
+    ]);
   });
 
   it('refuses a malformed action filter and page token', async () => {
@@ -148,7 +213,9 @@ describe('GET /audit filters', () => {
 describe('paging', () => {
   it('is stable while records keep arriving: every record that existed is seen once', async () => {
     const entityType = `paging-${randomUUID().slice(0, 8)}`;
-    const first = await a.call('POST', '/audit/batch', { records: Array.from({ length: 45 }, (_, i) => record({ entityType, entityId: `e-${i}` })) });
+    const first = await a.call('POST', '/audit/batch', {
+      records: Array.from({ length: 45 }, (_, i) => record({ entityType, entityId: `e-${i}` })),
+    });
     const existing = new Set<string>(first.body.results.map((r: Body) => r.data.auditId));
     await eventually(async () => (await list(a, `entityType=${entityType}&page_size=100`)).length === 45);
     let stop = false;
@@ -162,7 +229,10 @@ describe('paging', () => {
     let token: string | undefined;
     try {
       do {
-        const res = await a.call('GET', `/audit?entityType=${entityType}&page_size=10${token ? `&page_token=${token}` : ''}`);
+        const res = await a.call(
+          'GET',
+          `/audit?entityType=${entityType}&page_size=10${token ? `&page_token=${token}` : ''}`,
+        );
         expect(res.status).toBe(200);
         seen.push(...res.body.data.map((r: Body) => r.id));
         token = res.body.next_page_token;
@@ -185,7 +255,11 @@ describe('GET /audit/export', () => {
   beforeAll(async () => {
     since = new Date(Date.now() - 60_000).toISOString();
     const tricky = { note: 'comma, "quote" and\nnewline', nested: { list: [1, 'two'] } };
-    await a.call('POST', '/audit/batch', { records: Array.from({ length: 30 }, (_, i) => record({ entityType, entityId: `x-${i}`, before: i % 2 ? tricky : undefined, meta: { i } })) });
+    await a.call('POST', '/audit/batch', {
+      records: Array.from({ length: 30 }, (_, i) =>
+        record({ entityType, entityId: `x-${i}`, before: i % 2 ? tricky : undefined, meta: { i } }),
+      ),
+    });
     await eventually(async () => (await list(a, `entityType=${entityType}&page_size=100`)).length === 30);
     // a closed range: the exports' own API-call records fall after it, and what came before has landed
     until = new Date().toISOString();
@@ -193,7 +267,10 @@ describe('GET /audit/export', () => {
   });
 
   const exported = async (client: AuditClient, format: 'json' | 'csv') => {
-    const res = await client.call('GET', `/audit/export?format=${format}&since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`);
+    const res = await client.call(
+      'GET',
+      `/audit/export?format=${format}&since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`,
+    );
     expect(res.status).toBe(200);
     return res;
   };
@@ -215,11 +292,15 @@ describe('GET /audit/export', () => {
     const [header, ...rows] = parseCsv(csv.text);
     const objects = new Set(['before', 'after', 'meta']);
     const nullable = new Set(['actorIp', 'actorUserAgent', 'traceId']);
-    const fromCsv = rows.map((cells) => Object.fromEntries(header!.map((name, i) => {
-      const cell = cells[i] ?? '';
-      if (objects.has(name)) return [name, cell === '' ? null : JSON.parse(cell)];
-      return [name, cell === '' && nullable.has(name) ? null : cell];
-    })));
+    const fromCsv = rows.map((cells) =>
+      Object.fromEntries(
+        header!.map((name, i) => {
+          const cell = cells[i] ?? '';
+          if (objects.has(name)) return [name, cell === '' ? null : JSON.parse(cell)];
+          return [name, cell === '' && nullable.has(name) ? null : cell];
+        }),
+      ),
+    );
     expect(fromCsv).toEqual(json.map((r) => Object.fromEntries(header!.map((name) => [name, r[name]]))));
     expect(fromCsv.filter((r) => r.entityType === entityType)).toHaveLength(30);
   });
@@ -234,7 +315,10 @@ describe('GET /audit/export', () => {
 
   it('answers a range reaching into cold storage with 202 and a job whose status and file are readable', async () => {
     const from = new Date(Date.now() - 200 * 86_400_000).toISOString();
-    const res = await a.call('GET', `/audit/export?format=json&since=${encodeURIComponent(from)}&until=${encodeURIComponent(until)}`);
+    const res = await a.call(
+      'GET',
+      `/audit/export?format=json&since=${encodeURIComponent(from)}&until=${encodeURIComponent(until)}`,
+    );
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ jobId: expect.any(String), status: 'queued', code: 'cold-export-initiated' });
     expect(res.headers.get('location')).toBe(`/v1/audit/export/jobs/${res.body.jobId}`);
@@ -253,7 +337,10 @@ describe('GET /audit/export', () => {
 
   it('requires audit.export', async () => {
     const reader = auditClient(platform.url, tenantA, 'reader', ['audit.read']);
-    expect((await reader.call('GET', `/audit/export?since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`)).status).toBe(403);
+    expect(
+      (await reader.call('GET', `/audit/export?since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`))
+        .status,
+    ).toBe(403);
   });
 });
 
@@ -296,9 +383,18 @@ describe('tenant isolation', () => {
 
 describe('the OpenAPI namespace audit', () => {
   it('documents the audit endpoints', async () => {
-    const doc = (await (await platform.http('/api/v1/audit/openapi.json')).json()) as { paths: Record<string, unknown> };
+    const doc = (await (await platform.http('/api/v1/audit/openapi.json')).json()) as {
+      paths: Record<string, unknown>;
+    };
     expect(Object.keys(doc.paths).sort()).toEqual([
-      '/v1/audit', '/v1/audit/anonymize', '/v1/audit/batch', '/v1/audit/entity-history', '/v1/audit/export', '/v1/audit/export/jobs/{jobId}', '/v1/audit/export/jobs/{jobId}/file', '/v1/audit/{id}',
+      '/v1/audit',
+      '/v1/audit/anonymize',
+      '/v1/audit/batch',
+      '/v1/audit/entity-history',
+      '/v1/audit/export',
+      '/v1/audit/export/jobs/{jobId}',
+      '/v1/audit/export/jobs/{jobId}/file',
+      '/v1/audit/{id}',
     ]);
   });
 });

@@ -32,7 +32,10 @@ const logger = silentLogger();
 
 beforeAll(async () => {
   database = await createTestDatabase('aud');
-  ch = await openEmbeddedClickHouse({ dataDir: join(tmpdir(), `platform-test-${process.pid}`), database: new URL(database.url).pathname.slice(1) });
+  ch = await openEmbeddedClickHouse({
+    dataDir: join(tmpdir(), `platform-test-${process.pid}`),
+    database: new URL(database.url).pathname.slice(1),
+  });
   await migrateAnalytics(ch, database.db);
 });
 afterAll(async () => {
@@ -43,21 +46,44 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const counts = async (tenantId: string) => {
-  const [row] = await ch.query<{ n: string; ids: string }>(`SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`, { t: tenantId });
+  const [row] = await ch.query<{ n: string; ids: string }>(
+    `SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`,
+    { t: tenantId },
+  );
   return { rows: Number(row!.n), ids: Number(row!.ids) };
 };
 
-const aRecord = (tenantId: string, i: number) => auditRecord({
-  action: 'test.item.recorded', entityType: 'item', entityId: `item-${i % 97}`, tenantId, actorId: 'tester', after: { i }, timestamp: new Date().toISOString(),
-}, uuidV7Ids.next());
+const aRecord = (tenantId: string, i: number) =>
+  auditRecord(
+    {
+      action: 'test.item.recorded',
+      entityType: 'item',
+      entityId: `item-${i % 97}`,
+      tenantId,
+      actorId: 'tester',
+      after: { i },
+      timestamp: new Date().toISOString(),
+    },
+    uuidV7Ids.next(),
+  );
 
 /** the audit consumer's step, in a subscription of the test's own */
-const consume = (log: LogPort, o: { groupId: string; topic?: string; maxBatch?: number; before?: () => unknown; afterStore?: () => void }): Promise<Subscription> =>
+const consume = (
+  log: LogPort,
+  o: { groupId: string; topic?: string; maxBatch?: number; before?: () => unknown; afterStore?: () => void },
+): Promise<Subscription> =>
   log.subscribe({
-    groupId: o.groupId, topics: [o.topic ?? AUDIT_TOPIC], maxBatch: o.maxBatch ?? 500,
+    groupId: o.groupId,
+    topics: [o.topic ?? AUDIT_TOPIC],
+    maxBatch: o.maxBatch ?? 500,
     eachBatch: async (records) => {
       await o.before?.();
-      await ingestAuditRecords(database.db, ch, records.map((r) => r.value), new Date());
+      await ingestAuditRecords(
+        database.db,
+        ch,
+        records.map((r) => r.value),
+        new Date(),
+      );
       o.afterStore?.();
     },
   });
@@ -84,7 +110,12 @@ describe('the log unreachable in the middle of a stream of 10,000 records', () =
     const recordingLog = new PgLog(logDb, { logger });
     await reachable.ensureTopics([{ name: AUDIT_TOPIC, partitions: 3, retentionMs: 720 * 3600_000 }]);
     const kernel = { db: database.db, log: recordingLog, logger, ids: uuidV7Ids };
-    const recorder = new AuditRecorder(kernel, { publishTimeoutMs: 1000, logDownMs: 300, flushEveryMs: 20, batchSize: 200 });
+    const recorder = new AuditRecorder(kernel, {
+      publishTimeoutMs: 1000,
+      logDownMs: 300,
+      flushEveryMs: 20,
+      batchSize: 200,
+    });
     const consumer = await consume(reachable, { groupId: `audit.store.${randomUUID()}`, maxBatch: 2000 });
     try {
       for (let i = 0; i < 10_000; i += 1) {
@@ -93,15 +124,23 @@ describe('the log unreachable in the middle of a stream of 10,000 records', () =
         if (i % 250 === 0) await sleep(5);
       }
       await recorder.flush();
-      const parked = Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n);
+      const parked = Number(
+        (await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n,
+      );
       expect(parked).toBeGreaterThan(0);
       expect((await counts(tenantId)).ids).toBeLessThan(10_000);
 
       await proxy.restore();
-      await eventually(async () => {
-        await replayAuditFallback(kernel, 500, 2000).catch(() => 0);
-        return Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n) === 0;
-      }, 60_000, 100);
+      await eventually(
+        async () => {
+          await replayAuditFallback(kernel, 500, 2000).catch(() => 0);
+          return (
+            Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n) === 0
+          );
+        },
+        60_000,
+        100,
+      );
       await eventually(async () => (await counts(tenantId)).ids === 10_000, 60_000, 200);
       await sleep(500); // anything still in flight would land twice now
       expect(await counts(tenantId)).toEqual({ rows: 10_000, ids: 10_000 });
@@ -121,11 +160,22 @@ describe('the consumer killed and restarted mid-batch', () => {
     const log = new PgLog(database.db, { logger });
     const topic = `audit-crash-${randomUUID()}`;
     await log.ensureTopics([{ name: topic, partitions: 3, retentionMs: 3600_000 }]);
-    await log.publish(topic, Array.from({ length: 3000 }, (_, i) => aRecord(tenantId, i)));
+    await log.publish(
+      topic,
+      Array.from({ length: 3000 }, (_, i) => aRecord(tenantId, i)),
+    );
     const groupId = `audit.store.${randomUUID()}`;
     let batches = 0;
     // killed after storing its second batch, before the offsets are committed; restarted by the log's retry
-    const first = await consume(log, { groupId, topic, maxBatch: 400, afterStore: () => { batches += 1; if (batches === 2) throw new Error('killed before the commit'); } });
+    const first = await consume(log, {
+      groupId,
+      topic,
+      maxBatch: 400,
+      afterStore: () => {
+        batches += 1;
+        if (batches === 2) throw new Error('killed before the commit');
+      },
+    });
     await eventually(async () => batches >= 4, 30_000);
     await first.stop(); // stopped mid-stream, then a new process takes over the group
     const second = await consume(log, { groupId, topic, maxBatch: 400 });
@@ -145,8 +195,16 @@ describe('the consumer killed and restarted mid-batch', () => {
     const first = Array.from({ length: 50 }, (_, i) => aRecord(tenantId, i).value);
     await ingestAuditRecords(database.db, ch, first, new Date());
     // the process died between the ClickHouse insert and the head update
-    await database.db.query('UPDATE audit.chain_heads SET seq = 10, hash = $2 WHERE tenant_id = $1', [tenantId, 'f'.repeat(64)]);
-    const again = await ingestAuditRecords(database.db, ch, [...first.slice(40), ...Array.from({ length: 20 }, (_, i) => aRecord(tenantId, 100 + i).value)], new Date());
+    await database.db.query('UPDATE audit.chain_heads SET seq = 10, hash = $2 WHERE tenant_id = $1', [
+      tenantId,
+      'f'.repeat(64),
+    ]);
+    const again = await ingestAuditRecords(
+      database.db,
+      ch,
+      [...first.slice(40), ...Array.from({ length: 20 }, (_, i) => aRecord(tenantId, 100 + i).value)],
+      new Date(),
+    );
     expect(again).toMatchObject({ stored: 20, duplicates: 10 });
     expect(await counts(tenantId)).toEqual({ rows: 70, ids: 70 });
     const report = await verifyChains(ch, { tenantId });
@@ -157,12 +215,20 @@ describe('the consumer killed and restarted mid-batch', () => {
 describe('consumers of one group on Kafka, rebalancing and restarting', () => {
   it('store every record once', async () => {
     const { KafkaLog } = await import('../../../infra/log/kafka-log');
-    const open = () => new KafkaLog({ brokers: requireEnv('TEST_KAFKA_BROKERS').split(','), clientId: `audit-test-${process.pid}`, logger });
+    const open = () =>
+      new KafkaLog({
+        brokers: requireEnv('TEST_KAFKA_BROKERS').split(','),
+        clientId: `audit-test-${process.pid}`,
+        logger,
+      });
     const admin = open();
     const topic = `audit-rebalance-${randomUUID()}`;
     const tenants = [`k1-${randomUUID()}`, `k2-${randomUUID()}`];
     await admin.ensureTopics([{ name: topic, partitions: 3, retentionMs: 3600_000 }]);
-    await admin.publish(topic, Array.from({ length: 3000 }, (_, i) => aRecord(tenants[i % 2]!, i)));
+    await admin.publish(
+      topic,
+      Array.from({ length: 3000 }, (_, i) => aRecord(tenants[i % 2]!, i)),
+    );
     const groupId = `audit.store.${randomUUID()}`;
     const logs = [open(), open(), open()];
     const total = async () => (await counts(tenants[0]!)).ids + (await counts(tenants[1]!)).ids;
@@ -188,8 +254,16 @@ describe('consumers of one group on Kafka, rebalancing and restarting', () => {
 
 describe('the verifier', () => {
   const seed = async (tenantId: string, n: number) => {
-    await ingestAuditRecords(database.db, ch, Array.from({ length: n }, (_, i) => aRecord(tenantId, i).value), new Date());
-    return ch.query<{ id: string; seq: string }>(`SELECT id, seq FROM ${ch.database}.audit_records WHERE tenant_id = {t:String} ORDER BY seq`, { t: tenantId });
+    await ingestAuditRecords(
+      database.db,
+      ch,
+      Array.from({ length: n }, (_, i) => aRecord(tenantId, i).value),
+      new Date(),
+    );
+    return ch.query<{ id: string; seq: string }>(
+      `SELECT id, seq FROM ${ch.database}.audit_records WHERE tenant_id = {t:String} ORDER BY seq`,
+      { t: tenantId },
+    );
   };
 
   it('finds a record altered in storage', async () => {
@@ -197,7 +271,9 @@ describe('the verifier', () => {
     const rows = await seed(tenantId, 40);
     expect((await verifyChains(ch, { tenantId })).breaks).toEqual([]);
     const victim = rows[17]!;
-    await ch.command(`ALTER TABLE ${ch.database}.audit_records UPDATE after = '{"i":999999}' WHERE tenant_id = '${tenantId}' AND id = '${victim.id}' SETTINGS mutations_sync = 2`);
+    await ch.command(
+      `ALTER TABLE ${ch.database}.audit_records UPDATE after = '{"i":999999}' WHERE tenant_id = '${tenantId}' AND id = '${victim.id}' SETTINGS mutations_sync = 2`,
+    );
     const progress: number[] = [];
     const report = await verifyChains(ch, { tenantId, onProgress: (done) => progress.push(done) });
     expect(report.breaks).toEqual([{ chain: 'log', tenantId, seq: victim.seq, id: victim.id, reason: 'altered' }]);
@@ -207,7 +283,9 @@ describe('the verifier', () => {
   it('finds a record removed from storage', async () => {
     const tenantId = `gap-${randomUUID()}`;
     const rows = await seed(tenantId, 30);
-    await ch.command(`ALTER TABLE ${ch.database}.audit_records DELETE WHERE tenant_id = '${tenantId}' AND id = '${rows[9]!.id}' SETTINGS mutations_sync = 2`);
+    await ch.command(
+      `ALTER TABLE ${ch.database}.audit_records DELETE WHERE tenant_id = '${tenantId}' AND id = '${rows[9]!.id}' SETTINGS mutations_sync = 2`,
+    );
     const report = await verifyChains(ch, { tenantId });
     expect(report.breaks).toEqual([{ chain: 'log', tenantId, seq: rows[10]!.seq, id: rows[10]!.id, reason: 'gap' }]);
   });
@@ -217,9 +295,15 @@ describe('the fallback table', () => {
   it('keeps records 7 days: older ones are dropped, younger ones stay for the replay', async () => {
     const id = () => randomUUID();
     const [young, old] = [id(), id()];
-    await database.db.query(`INSERT INTO gateway.api_audit_fallback (event_id, record, created_at) VALUES ($1, '{}', now() - interval '6 days 23 hours'), ($2, '{}', now() - interval '7 days 1 hour')`, [young, old]);
+    await database.db.query(
+      `INSERT INTO gateway.api_audit_fallback (event_id, record, created_at) VALUES ($1, '{}', now() - interval '6 days 23 hours'), ($2, '{}', now() - interval '7 days 1 hour')`,
+      [young, old],
+    );
     expect(await purgeFallback({ db: database.db, logger })).toBe(1);
-    const { rows } = await database.db.query('SELECT event_id FROM gateway.api_audit_fallback WHERE event_id = ANY($1::uuid[])', [[young, old]]);
+    const { rows } = await database.db.query(
+      'SELECT event_id FROM gateway.api_audit_fallback WHERE event_id = ANY($1::uuid[])',
+      [[young, old]],
+    );
     expect(rows.map((r) => r.event_id)).toEqual([young]);
     await database.db.query('DELETE FROM gateway.api_audit_fallback WHERE event_id = $1', [young]);
   });

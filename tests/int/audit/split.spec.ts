@@ -27,7 +27,12 @@ beforeAll(async () => {
   const writeApi = await startTestPlatform({ role: 'write-api', env, modules, database });
   const readApi = await startTestPlatform({ role: 'read-api', env, modules, database });
   const workers = await startTestPlatform({ role: 'workers', env, modules, database });
-  gateway = await startTestPlatform({ role: 'gateway', env: { ...env, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url }, modules, database });
+  gateway = await startTestPlatform({
+    role: 'gateway',
+    env: { ...env, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url },
+    modules,
+    database,
+  });
   roles.push(gateway, writeApi, readApi, workers);
 });
 afterAll(async () => {
@@ -41,14 +46,25 @@ describe('the audit API through the gateway to write-api and read-api', () => {
     const client = auditClient(gateway.url, tenant, 'u-split');
     // from another loopback address than the one the gateway uses towards write-api
     const posted = await new Promise<{ status: number; body: { auditId: string } }>((resolve, reject) => {
-      const req = request(`${gateway.url}/v1/audit`, {
-        method: 'POST', localAddress: '127.0.0.3',
-        headers: { authorization: `Bearer ${testToken(tenant, 'u-split', ['audit.read'])}`, 'content-type': 'application/json', 'user-agent': 'split-client/1' },
-      }, (res) => {
-        let text = '';
-        res.on('data', (c) => { text += c; });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-      });
+      const req = request(
+        `${gateway.url}/v1/audit`,
+        {
+          method: 'POST',
+          localAddress: '127.0.0.3',
+          headers: {
+            authorization: `Bearer ${testToken(tenant, 'u-split', ['audit.read'])}`,
+            'content-type': 'application/json',
+            'user-agent': 'split-client/1',
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => {
+            text += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+        },
+      );
       req.on('error', reject);
       req.end(JSON.stringify({ action: 'shop.order.placed', entityType: 'order', entityId: 'o-1' }));
     });
@@ -57,8 +73,16 @@ describe('the audit API through the gateway to write-api and read-api', () => {
       const res = await client.call('GET', `/audit/${posted.body.auditId}`);
       return res.status === 200 ? res.body : null;
     }, 15_000);
-    expect(got).toMatchObject({ actorId: 'u-split', actorIp: '127.0.0.3', actorUserAgent: 'split-client/1', entityId: 'o-1' });
-    const exported = await client.call('GET', `/audit/export?since=${encodeURIComponent(new Date(Date.now() - 60_000).toISOString())}&until=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`);
+    expect(got).toMatchObject({
+      actorId: 'u-split',
+      actorIp: '127.0.0.3',
+      actorUserAgent: 'split-client/1',
+      entityId: 'o-1',
+    });
+    const exported = await client.call(
+      'GET',
+      `/audit/export?since=${encodeURIComponent(new Date(Date.now() - 60_000).toISOString())}&until=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`,
+    );
     expect(exported.status).toBe(200);
     expect(exported.headers.get('content-disposition')).toMatch(/^attachment/);
     expect(exported.body.map((r: { id: string }) => r.id)).toContain(posted.body.auditId);

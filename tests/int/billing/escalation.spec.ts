@@ -27,14 +27,25 @@ const purposeOf = (m: (typeof p.smtp.messages)[number]): string => {
   const value = m.parsed.headers.get('x-platform-purpose');
   return typeof value === 'string' ? value : '';
 };
-const noticesTo = (email: string): string[] => p.smtp.messages
-  .filter((m) => m.envelope.to.includes(email) && purposeOf(m).startsWith('billing.'))
-  .map((m) => purposeOf(m).slice('billing.'.length));
+const noticesTo = (email: string): string[] =>
+  p.smtp.messages
+    .filter((m) => m.envelope.to.includes(email) && purposeOf(m).startsWith('billing.'))
+    .map((m) => purposeOf(m).slice('billing.'.length));
 
 const waitForNotice = (email: string, kind: string, count = 1) =>
-  eventually(async () => noticesTo(email).filter((k) => k === kind).length, (n) => n >= count, 10_000, `${count} ${kind} notice(s) to ${email}`);
+  eventually(
+    async () => noticesTo(email).filter((k) => k === kind).length,
+    (n) => n >= count,
+    10_000,
+    `${count} ${kind} notice(s) to ${email}`,
+  );
 
-interface Tenant { user: Registered; token: string; subscriptionId: string; walletId: string }
+interface Tenant {
+  user: Registered;
+  token: string;
+  subscriptionId: string;
+  walletId: string;
+}
 
 const tenantOnPaidPlan = async (planId: string): Promise<Tenant> => {
   const user = await registerUser(p);
@@ -45,7 +56,10 @@ const tenantOnPaidPlan = async (planId: string): Promise<Tenant> => {
   expect(changed.body).toMatchObject({ planId, version: 2, status: 'trialing', pendingChange: null });
   const wallet = await call('POST', '/wallets', user.accessToken, { userId: user.userId, currency: 'USD' });
   expect(wallet.status, JSON.stringify(wallet.body)).toBe(201);
-  expect((await call('POST', `/wallets/${wallet.body.id}/credit`, user.accessToken, { amount: 10_000, currency: 'USD' })).status).toBe(200);
+  expect(
+    (await call('POST', `/wallets/${wallet.body.id}/credit`, user.accessToken, { amount: 10_000, currency: 'USD' }))
+      .status,
+  ).toBe(200);
   return { user, token: user.accessToken, subscriptionId: sub.id, walletId: wallet.body.id };
 };
 
@@ -63,11 +77,16 @@ const advanceTo = async (ms: number, ...expected: [Tenant, string][]) => {
 };
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'billing', 'money'], env: { BILLING_TRIAL_DAYS: '14', BILLING_ESCALATION_INTERVAL_SEC: '3600' } });
+  p = await startIdentityPlatform({
+    modules: ['identity', 'billing', 'money'],
+    env: { BILLING_TRIAL_DAYS: '14', BILLING_ESCALATION_INTERVAL_SEC: '3600' },
+  });
   owner = uniqueEmail('platform-owner');
   await createPlatformOwner(p.kernel, { email: owner, password: PASSWORD });
 });
-afterAll(async () => { await p?.close(); });
+afterAll(async () => {
+  await p?.close();
+});
 
 describe('an unpaid subscription on a paid plan', () => {
   it('escalates trial end → past_due → suspended → terminated → completed with notices, and the platform owner recovers a tenant before completion', async () => {
@@ -83,7 +102,9 @@ describe('an unpaid subscription on a paid plan', () => {
     await advanceTo(3 * DAY, [a, 'past_due'], [b, 'past_due']);
     await waitForNotice(a.user.email, 'past_due');
     expect((await call('GET', '/users', a.token)).status).toBe(200);
-    expect((await call('POST', `/wallets/${a.walletId}/credit`, a.token, { amount: 1, currency: 'USD' })).status).toBe(200);
+    expect((await call('POST', `/wallets/${a.walletId}/credit`, a.token, { amount: 1, currency: 'USD' })).status).toBe(
+      200,
+    );
 
     // reminders in the grace, then suspension on day 8: read-only, except money's debit and friends
     await advanceTo(3 * DAY, [a, 'past_due']);
@@ -92,12 +113,19 @@ describe('an unpaid subscription on a paid plan', () => {
     await advanceTo(2 * DAY, [a, 'suspended'], [b, 'suspended']);
     await waitForNotice(a.user.email, 'suspended');
     a.token = await login(p, a.user.email);
-    const invite = await eventually(() => call('POST', '/users', a.token, { email: uniqueEmail('blocked') }), (r) => r.status === 402, 5_000, 'POST /users refused');
+    const invite = await eventually(
+      () => call('POST', '/users', a.token, { email: uniqueEmail('blocked') }),
+      (r) => r.status === 402,
+      5_000,
+      'POST /users refused',
+    );
     expect(invite.body.type).toMatch(/\/subscription-suspended$/);
     expect((await call('GET', '/users', a.token)).status).toBe(200);
     const debit = await call('POST', `/wallets/${a.walletId}/debit`, a.token, { amount: 100, currency: 'USD' });
     expect(debit.status, JSON.stringify(debit.body)).toBe(200);
-    expect((await call('POST', `/wallets/${a.walletId}/credit`, a.token, { amount: 1, currency: 'USD' })).status).toBe(402);
+    expect((await call('POST', `/wallets/${a.walletId}/credit`, a.token, { amount: 1, currency: 'USD' })).status).toBe(
+      402,
+    );
 
     // warnings before termination; on day 38 terminated: 402 on every request
     await advanceTo(23 * DAY, [a, 'suspended']);
@@ -107,25 +135,51 @@ describe('an unpaid subscription on a paid plan', () => {
     await waitForNotice(a.user.email, 'terminated');
     const before = noticesTo(a.user.email);
     expect(before.slice(0, before.indexOf('terminated')).length).toBeGreaterThanOrEqual(5);
-    expect(before).toEqual(['trial_ending', 'past_due', 'payment_reminder', 'payment_reminder', 'suspended', 'termination_warning', 'termination_warning', 'terminated']);
+    expect(before).toEqual([
+      'trial_ending',
+      'past_due',
+      'payment_reminder',
+      'payment_reminder',
+      'suspended',
+      'termination_warning',
+      'termination_warning',
+      'terminated',
+    ]);
     a.token = await login(p, a.user.email);
-    const blocked = await eventually(() => call('GET', '/users', a.token), (r) => r.status === 402, 5_000, 'GET /users refused');
+    const blocked = await eventually(
+      () => call('GET', '/users', a.token),
+      (r) => r.status === 402,
+      5_000,
+      'GET /users refused',
+    );
     expect(blocked.body.type).toMatch(/\/subscription-terminated$/);
-    expect((await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, a.token)).body)
-      .toMatchObject({ tenantId: a.user.tenantId, status: 'terminated', phase: 'deleting_records' });
+    expect((await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, a.token)).body).toMatchObject({
+      tenantId: a.user.tenantId,
+      status: 'terminated',
+      phase: 'deleting_records',
+    });
 
     // phases: deleting_files after 24 h; the platform owner recovers b then; a runs to completion
     await advanceTo(24 * HOUR + 60_000);
     const ownerToken = await login(p, owner);
     a.token = await login(p, a.user.email);
-    expect((await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, ownerToken)).body.phase).toBe('deleting_files');
+    expect((await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, ownerToken)).body.phase).toBe(
+      'deleting_files',
+    );
     expect((await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, a.token)).status).toBe(403);
     const recovered = await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, ownerToken);
     expect(recovered.status, JSON.stringify(recovered.body)).toBe(200);
     expect(recovered.body).toMatchObject({ status: 'active', phase: null });
     b.token = await login(p, b.user.email);
-    await eventually(() => call('GET', '/users', b.token), (r) => r.status === 200, 5_000, 'access restored');
-    expect((await call('POST', `/wallets/${b.walletId}/credit`, b.token, { amount: 1, currency: 'USD' })).status).toBe(200);
+    await eventually(
+      () => call('GET', '/users', b.token),
+      (r) => r.status === 200,
+      5_000,
+      'access restored',
+    );
+    expect((await call('POST', `/wallets/${b.walletId}/credit`, b.token, { amount: 1, currency: 'USD' })).status).toBe(
+      200,
+    );
 
     await advanceTo(24 * HOUR);
     const ownerAgain = await login(p, owner);

@@ -22,10 +22,20 @@ const DAY = 86_400_000;
 const clock = offsetClock();
 let p: TestPlatform;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
-const http = async (method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any }> => {
+const http = async (
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; body: any }> => {
   const res = await p.http(`/v1${path}`, {
-    method, headers: { authorization: `Bearer ${token}`, 'idempotency-key': randomUUID(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      'idempotency-key': randomUUID(),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -34,19 +44,36 @@ const http = async (method: string, path: string, token: string, body?: unknown)
 
 const tenantWithTrial = async (planId = FREE_PLAN_ID) => {
   const { tenantId } = await seedTenant(p.kernel.db);
-  const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) => createSubscription(uow, billingContext(p.kernel), { tenantId, planId, externalId: null }));
-  const token = testToken(tenantId, 'u-admin', [...BILLING_PERMISSIONS, ...MONEY_PERMISSIONS, 'users.create', 'users.list']);
+  const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+    createSubscription(uow, billingContext(p.kernel), { tenantId, planId, externalId: null }),
+  );
+  const token = testToken(tenantId, 'u-admin', [
+    ...BILLING_PERMISSIONS,
+    ...MONEY_PERMISSIONS,
+    'users.create',
+    'users.list',
+  ]);
   return { tenantId, subscriptionId: s.id, token };
 };
 
 /** the provider reports a failed payment: past_due from now (as webhook processing applies it) */
-const paymentFailed = (tenantId: string) => p.kernel.commands.run(systemMeta(tenantId), (uow) =>
-  applyProviderCommands(uow, billingContext(p.kernel), tenantId, [{ type: 'RecordPaymentFailure', now: clock.now().toISOString() }]));
+const paymentFailed = (tenantId: string) =>
+  p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+    applyProviderCommands(uow, billingContext(p.kernel), tenantId, [
+      { type: 'RecordPaymentFailure', now: clock.now().toISOString() },
+    ]),
+  );
 
 beforeAll(async () => {
-  p = await startTestPlatform({ modules: ['identity', 'billing', 'money'], clock, env: { BILLING_ESCALATION_INTERVAL_SEC: '3600' } });
+  p = await startTestPlatform({
+    modules: ['identity', 'billing', 'money'],
+    clock,
+    env: { BILLING_ESCALATION_INTERVAL_SEC: '3600' },
+  });
 });
-afterAll(async () => { await p?.close(); });
+afterAll(async () => {
+  await p?.close();
+});
 
 describe('a suspended tenant', () => {
   it('gets 402 subscription-suspended on POST /v1/users while its money debit passes; reads pass', async () => {
@@ -58,8 +85,18 @@ describe('a suspended tenant', () => {
     try {
       clock.advance(8 * DAY + 60_000);
       await escalate(p.kernel);
-      await eventually(() => http('GET', `/billing/subscriptions/${t.subscriptionId}`, t.token), (r) => r.body.status === 'suspended', 5_000, 'suspended');
-      const refused = await eventually(() => http('POST', '/users', t.token, { email: `${randomUUID()}@example.test` }), (r) => r.status === 402, 5_000, 'POST /users refused');
+      await eventually(
+        () => http('GET', `/billing/subscriptions/${t.subscriptionId}`, t.token),
+        (r) => r.body.status === 'suspended',
+        5_000,
+        'suspended',
+      );
+      const refused = await eventually(
+        () => http('POST', '/users', t.token, { email: `${randomUUID()}@example.test` }),
+        (r) => r.status === 402,
+        5_000,
+        'POST /users refused',
+      );
       expect(refused.body.type).toMatch(/\/subscription-suspended$/);
       expect((await money.post(`/wallets/${walletId}/debit`, { amount: 100, currency: 'USD' })).status).toBe(200);
       expect((await money.post(`/wallets/${walletId}/credit`, { amount: 100, currency: 'USD' })).status).toBe(402);
@@ -73,13 +110,20 @@ describe('a suspended tenant', () => {
 describe('a canceled or terminated tenant', () => {
   it('gets 402 subscription-terminated on a GET; its billing stays readable', async () => {
     const t = await tenantWithTrial();
-    expect((await http('DELETE', `/billing/subscriptions/${t.subscriptionId}`, t.token)).body.cancelAtPeriodEnd).toBe(true);
+    expect((await http('DELETE', `/billing/subscriptions/${t.subscriptionId}`, t.token)).body.cancelAtPeriodEnd).toBe(
+      true,
+    );
     const money = moneyClient(p.url, t.tenantId, 'u-admin', { members: p.kernel.db });
     expect((await money.get('/wallets')).status).toBe(200);
     try {
       clock.advance(15 * DAY);
       await escalate(p.kernel);
-      const refused = await eventually(() => money.get('/wallets'), (r) => r.status === 402, 5_000, 'GET /wallets refused');
+      const refused = await eventually(
+        () => money.get('/wallets'),
+        (r) => r.status === 402,
+        5_000,
+        'GET /wallets refused',
+      );
       expect(refused.body.type).toMatch(/\/subscription-terminated$/);
       expect(refused.body.status).toBe(402);
       const sub = await http('GET', `/billing/subscriptions/${t.subscriptionId}`, t.token);
@@ -96,32 +140,71 @@ describe('a tenant at its users limit', () => {
     for (let i = 0; i < 5; i += 1) {
       const userId = `member-${i}`;
       await seedMember(p.kernel.db, t.tenantId, userId);
-      await recordServiceEvent(p.kernel, t.tenantId, userId, 'auth.member.added', { userId, tenantId: t.tenantId, roleIds: [], via: 'test' });
+      await recordServiceEvent(p.kernel, t.tenantId, userId, 'auth.member.added', {
+        userId,
+        tenantId: t.tenantId,
+        roleIds: [],
+        via: 'test',
+      });
     }
-    const refused = await eventually(() => http('POST', '/users', t.token, { email: `${randomUUID()}@example.test` }), (r) => r.status === 402, 5_000, 'POST /users refused');
+    const refused = await eventually(
+      () => http('POST', '/users', t.token, { email: `${randomUUID()}@example.test` }),
+      (r) => r.status === 402,
+      5_000,
+      'POST /users refused',
+    );
     expect(refused.body).toMatchObject({ status: 402, currentUsage: 5, limit: 5, resource: 'users' });
     expect(refused.body.type).toMatch(/\/plan-limit-exceeded$/);
     // other routes of the tenant are not counted
     expect((await http('GET', '/billing/usage', t.token)).body.usage.users).toBe(5);
     const bigger = await operatorPlan(p.kernel, { priceCents: 0, limits: { users: 50 } });
-    expect((await http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: bigger.id, version: 1 })).status).toBe(200);
-    const after = await eventually(() => http('POST', '/users', t.token, { email: `${randomUUID()}@example.test` }), (r) => r.status !== 402, 5_000, 'the upgrade seen');
+    expect(
+      (await http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: bigger.id, version: 1 }))
+        .status,
+    ).toBe(200);
+    const after = await eventually(
+      () => http('POST', '/users', t.token, { email: `${randomUUID()}@example.test` }),
+      (r) => r.status !== 402,
+      5_000,
+      'the upgrade seen',
+    );
     expect(after.status).not.toBe(402);
   });
 });
 
 describe('REST and permissions', () => {
-  it('lists plans and the tenant\'s subscription, 403 without billing.view, 404 for another tenant', async () => {
+  it("lists plans and the tenant's subscription, 403 without billing.view, 404 for another tenant", async () => {
     const t = await tenantWithTrial();
     const other = await tenantWithTrial();
     const plans = await http('GET', '/billing/plans', t.token);
     expect(plans.status).toBe(200);
-    expect(plans.body.data.find((x: { id: string }) => x.id === FREE_PLAN_ID)).toMatchObject({ name: 'free', interval: 'monthly', price: 0, limits: { users: 5 } });
+    expect(plans.body.data.find((x: { id: string }) => x.id === FREE_PLAN_ID)).toMatchObject({
+      name: 'free',
+      interval: 'monthly',
+      price: 0,
+      limits: { users: 5 },
+    });
     const subs = await http('GET', `/billing/subscriptions?tenant_id=${t.tenantId}`, t.token);
-    expect(subs.body.data).toEqual([expect.objectContaining({ id: t.subscriptionId, tenantId: t.tenantId, status: 'trialing', version: 1, cancelAtPeriodEnd: false, pendingChange: null })]);
+    expect(subs.body.data).toEqual([
+      expect.objectContaining({
+        id: t.subscriptionId,
+        tenantId: t.tenantId,
+        status: 'trialing',
+        version: 1,
+        cancelAtPeriodEnd: false,
+        pendingChange: null,
+      }),
+    ]);
     expect((await http('GET', `/billing/subscriptions?tenantId=${other.tenantId}`, t.token)).status).toBe(404);
     expect((await http('GET', `/billing/subscriptions/${other.subscriptionId}`, t.token)).status).toBe(404);
-    expect((await http('PATCH', `/billing/subscriptions/${other.subscriptionId}`, t.token, { planId: FREE_PLAN_ID, version: 1 })).status).toBe(404);
+    expect(
+      (
+        await http('PATCH', `/billing/subscriptions/${other.subscriptionId}`, t.token, {
+          planId: FREE_PLAN_ID,
+          version: 1,
+        })
+      ).status,
+    ).toBe(404);
     const noView = testToken(t.tenantId, 'u-x', []);
     const forbidden = await http('GET', '/billing/plans', noView);
     expect(forbidden.status).toBe(403);
@@ -133,7 +216,11 @@ describe('REST and permissions', () => {
   it('concurrent PATCHes with one version: exactly one wins, the rest 409 optimistic-lock-conflict', async () => {
     const t = await tenantWithTrial();
     const plans = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => operatorPlan(p.kernel, { priceCents: i * 100 })));
-    const answers = await Promise.all(plans.map((plan) => http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: plan.id, version: 1 })));
+    const answers = await Promise.all(
+      plans.map((plan) =>
+        http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: plan.id, version: 1 }),
+      ),
+    );
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     const losers = answers.filter((a) => a.status !== 200);
     expect(losers).toHaveLength(5);
@@ -150,14 +237,22 @@ describe('REST and permissions', () => {
     const big = await operatorPlan(p.kernel, { priceCents: 0, limits: { users: 100 } });
     const small = await operatorPlan(p.kernel, { priceCents: 0, limits: { users: 10 } });
     const t = await tenantWithTrial(big.id);
-    const down = await http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: small.id, version: 1 });
+    const down = await http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, {
+      planId: small.id,
+      version: 1,
+    });
     expect(down.body).toMatchObject({ planId: big.id, version: 2, pendingChange: { planId: small.id } });
     // creation is held to the lower plan at once (spec 001 rule 2)
     expect((await http('GET', '/billing/usage', t.token)).body.limits.users).toBe(10);
-    const second = await http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: FREE_PLAN_ID, version: 2 });
+    const second = await http('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, {
+      planId: FREE_PLAN_ID,
+      version: 2,
+    });
     expect(second.status).toBe(409);
     expect(second.body.type).toMatch(/\/plan-change-in-progress$/);
-    const cleared = await http('POST', `/billing/subscriptions/${t.subscriptionId}/cancel-downgrade`, t.token, { reason: 'changed my mind' });
+    const cleared = await http('POST', `/billing/subscriptions/${t.subscriptionId}/cancel-downgrade`, t.token, {
+      reason: 'changed my mind',
+    });
     expect(cleared.body).toMatchObject({ pendingChange: null, version: 3 });
     const again = await http('POST', `/billing/subscriptions/${t.subscriptionId}/cancel-downgrade`, t.token, {});
     expect(again.status).toBe(422);

@@ -25,32 +25,62 @@ beforeAll(async () => {
   p = await startSplitPlatform({ modules: ['identity', 'billing'], auth: 'token' });
   gateways = [p.url, await p.addGateway()];
 }, 180_000);
-afterAll(async () => { await p?.stop(); });
+afterAll(async () => {
+  await p?.stop();
+});
 
-const inviteAt = async (url: string, token: string): Promise<number> => (await fetch(`${url}/v1/users`, {
-  method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ email: `${randomUUID()}@example.test` }),
-})).status;
+const inviteAt = async (url: string, token: string): Promise<number> =>
+  (
+    await fetch(`${url}/v1/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `${randomUUID()}@example.test` }),
+    })
+  ).status;
 
 describe('two gateway processes', () => {
   it.skipIf(!SPLIT)('both see a plan change within 1 s', async () => {
     const { tenantId } = await seedTenant(p.kernel.db);
-    const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) => createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId: null }));
-    for (let i = 0; i < 5; i += 1) await recordServiceEvent(p.kernel, tenantId, `m${i}`, 'auth.member.added', { userId: `m${i}`, tenantId, roleIds: [], via: 'test' });
+    const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+      createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId: null }),
+    );
+    for (let i = 0; i < 5; i += 1)
+      await recordServiceEvent(p.kernel, tenantId, `m${i}`, 'auth.member.added', {
+        userId: `m${i}`,
+        tenantId,
+        roleIds: [],
+        via: 'test',
+      });
     const token = testToken(tenantId, 'u-admin', [...BILLING_PERMISSIONS, 'users.create']);
     // both gateways at the free plan's limit of 5 users, their caches warm
-    for (const url of gateways) await eventually(() => inviteAt(url, token), (status) => status === 402, 10_000, `402 at ${url}`);
+    for (const url of gateways)
+      await eventually(
+        () => inviteAt(url, token),
+        (status) => status === 402,
+        10_000,
+        `402 at ${url}`,
+      );
     for (const url of gateways) expect(await inviteAt(url, token)).toBe(402);
 
     const bigger = await operatorPlan(p.kernel, { priceCents: 0, limits: { users: 100 } });
     const changed = await fetch(`${gateways[0]}/v1/billing/subscriptions/${s.id}`, {
-      method: 'PATCH', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ planId: bigger.id, version: 1 }),
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ planId: bigger.id, version: 1 }),
     });
     expect(changed.status).toBe(200);
     const start = Date.now();
-    const seenAfter = await Promise.all(gateways.map(async (url) => {
-      await eventually(() => inviteAt(url, token), (status) => status !== 402, 5_000, `the change at ${url}`);
-      return Date.now() - start;
-    }));
+    const seenAfter = await Promise.all(
+      gateways.map(async (url) => {
+        await eventually(
+          () => inviteAt(url, token),
+          (status) => status !== 402,
+          5_000,
+          `the change at ${url}`,
+        );
+        return Date.now() - start;
+      }),
+    );
     for (const ms of seenAfter) expect(ms).toBeLessThan(1_000);
   });
 });

@@ -25,20 +25,37 @@ const stripe = new Stripe('sk_test_unused');
 const DAY = 86_400_000;
 
 const newPlan = async (overrides: Record<string, unknown> = {}) =>
-  (await c.call('CreatePlan', { name: `plan-${randomUUID()}`, description: 'a plan', price_cents: 1000, currency: 'USD', limits: LIMITS(), features: ['sso'], ...overrides })).plan as Record<string, unknown>;
+  (
+    await c.call('CreatePlan', {
+      name: `plan-${randomUUID()}`,
+      description: 'a plan',
+      price_cents: 1000,
+      currency: 'USD',
+      limits: LIMITS(),
+      features: ['sso'],
+      ...overrides,
+    })
+  ).plan as Record<string, unknown>;
 
 const newTenant = async () => (await seedTenant(p.database.db)).tenantId;
 
 const subscribe = async (planId = FREE_PLAN_ID, externalId = '') => {
   const tenantId = await newTenant();
-  const s = (await c.call('CreateSubscription', { tenant_id: tenantId, plan_id: planId, external_id: externalId })).subscription as Record<string, unknown>;
+  const s = (await c.call('CreateSubscription', { tenant_id: tenantId, plan_id: planId, external_id: externalId }))
+    .subscription as Record<string, unknown>;
   return { tenantId, s };
 };
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['billing'], clock,
-    env: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET, PADDLE_WEBHOOK_SECRET: 'paddle-secret', BILLING_ESCALATION_INTERVAL_SEC: '3600', BILLING_TRIAL_DAYS: '14' },
+    modules: ['billing'],
+    clock,
+    env: {
+      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+      PADDLE_WEBHOOK_SECRET: 'paddle-secret',
+      BILLING_ESCALATION_INTERVAL_SEC: '3600',
+      BILLING_TRIAL_DAYS: '14',
+    },
   });
   c = billingGrpcClient(`127.0.0.1:${billingGrpcPort(p.kernel)}`);
 });
@@ -50,15 +67,36 @@ afterAll(async () => {
 describe('plans', () => {
   it('CreatePlan answers the plan; a second plan of the same name is ALREADY_EXISTS', async () => {
     const plan = await newPlan({ name: 'Team plan', price_cents: '4900' });
-    expect(plan).toMatchObject({ name: 'Team plan', price_cents: '4900', currency: 'USD', is_active: true, features: ['sso'] });
+    expect(plan).toMatchObject({
+      name: 'Team plan',
+      price_cents: '4900',
+      currency: 'USD',
+      is_active: true,
+      features: ['sso'],
+    });
     expect((plan.limits as Record<string, string>).users).toBe('10');
     expect(plan.id).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await c.fail('CreatePlan', { name: 'team PLAN', description: 'd', price_cents: 1, currency: 'USD', limits: LIMITS() })).code).toBe(grpc.status.ALREADY_EXISTS);
+    expect(
+      (
+        await c.fail('CreatePlan', {
+          name: 'team PLAN',
+          description: 'd',
+          price_cents: 1,
+          currency: 'USD',
+          limits: LIMITS(),
+        })
+      ).code,
+    ).toBe(grpc.status.ALREADY_EXISTS);
   });
 
   it('CreatePlan refuses a missing required field or a bad currency with INVALID_ARGUMENT', async () => {
     const base = { name: `p-${randomUUID()}`, description: 'd', price_cents: 1, currency: 'USD', limits: LIMITS() };
-    for (const request of [{ ...base, name: '' }, { ...base, currency: 'ZZZ' }, { ...base, currency: 'usd' }, { ...base, limits: undefined }]) {
+    for (const request of [
+      { ...base, name: '' },
+      { ...base, currency: 'ZZZ' },
+      { ...base, currency: 'usd' },
+      { ...base, limits: undefined },
+    ]) {
       expect((await c.fail('CreatePlan', request)).code).toBe(grpc.status.INVALID_ARGUMENT);
     }
   });
@@ -89,10 +127,14 @@ describe('plans', () => {
 
   it('UpdatePlan replaces limits and features when given and leaves the rest; NOT_FOUND; FAILED_PRECONDITION to deactivate a plan with subscribers', async () => {
     const plan = await newPlan();
-    const updated = (await c.call('UpdatePlan', { id: plan.id, price_cents: 2000, limits: LIMITS({ users: 3 }) })).plan as Record<string, unknown>;
+    const updated = (await c.call('UpdatePlan', { id: plan.id, price_cents: 2000, limits: LIMITS({ users: 3 }) }))
+      .plan as Record<string, unknown>;
     expect(updated).toMatchObject({ price_cents: '2000', name: plan.name, features: ['sso'] });
     expect((updated.limits as Record<string, string>).users).toBe('3');
-    const cleared = (await c.call('UpdatePlan', { id: plan.id, features: [], replace_features: true })).plan as Record<string, unknown>;
+    const cleared = (await c.call('UpdatePlan', { id: plan.id, features: [], replace_features: true })).plan as Record<
+      string,
+      unknown
+    >;
     expect(cleared.features).toEqual([]);
     expect((await c.fail('UpdatePlan', { id: randomUUID(), price_cents: 1 })).code).toBe(grpc.status.NOT_FOUND);
     await subscribe(String(plan.id));
@@ -103,16 +145,30 @@ describe('plans', () => {
 describe('subscriptions', () => {
   it('CreateSubscription starts a trial; ALREADY_EXISTS for a tenant with one; NOT_FOUND for an unknown tenant or plan', async () => {
     const { tenantId, s } = await subscribe(FREE_PLAN_ID, 'sub_ext_1');
-    expect(s).toMatchObject({ tenant_id: tenantId, plan_id: FREE_PLAN_ID, status: 'SUBSCRIPTION_STATUS_TRIALING', version: 1, external_id: 'sub_ext_1' });
+    expect(s).toMatchObject({
+      tenant_id: tenantId,
+      plan_id: FREE_PLAN_ID,
+      status: 'SUBSCRIPTION_STATUS_TRIALING',
+      version: 1,
+      external_id: 'sub_ext_1',
+    });
     expect(Date.parse(String(s.trial_end)) - Date.parse(String(s.created_at))).toBe(14 * DAY);
-    expect((await c.fail('CreateSubscription', { tenant_id: tenantId, plan_id: FREE_PLAN_ID })).code).toBe(grpc.status.ALREADY_EXISTS);
-    expect((await c.fail('CreateSubscription', { tenant_id: randomUUID(), plan_id: FREE_PLAN_ID })).code).toBe(grpc.status.NOT_FOUND);
-    expect((await c.fail('CreateSubscription', { tenant_id: await newTenant(), plan_id: randomUUID() })).code).toBe(grpc.status.NOT_FOUND);
+    expect((await c.fail('CreateSubscription', { tenant_id: tenantId, plan_id: FREE_PLAN_ID })).code).toBe(
+      grpc.status.ALREADY_EXISTS,
+    );
+    expect((await c.fail('CreateSubscription', { tenant_id: randomUUID(), plan_id: FREE_PLAN_ID })).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    expect((await c.fail('CreateSubscription', { tenant_id: await newTenant(), plan_id: randomUUID() })).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
   });
 
   it('RetrieveSubscription answers it, NOT_FOUND for an unknown id', async () => {
     const { s } = await subscribe();
-    expect(((await c.call('RetrieveSubscription', { id: s.id })).subscription as Record<string, unknown>).id).toBe(s.id);
+    expect(((await c.call('RetrieveSubscription', { id: s.id })).subscription as Record<string, unknown>).id).toBe(
+      s.id,
+    );
     expect((await c.fail('RetrieveSubscription', { id: randomUUID() })).code).toBe(grpc.status.NOT_FOUND);
   });
 
@@ -131,21 +187,38 @@ describe('subscriptions', () => {
   it('UpdateSubscription upgrades at once with the version incremented; ABORTED for a stale version; NOT_FOUND for an unknown subscription or plan', async () => {
     const bigger = await newPlan({ limits: LIMITS({ users: 1000 }) });
     const { s } = await subscribe();
-    const up = (await c.call('UpdateSubscription', { id: s.id, plan_id: bigger.id, version: 1 })).subscription as Record<string, unknown>;
+    const up = (await c.call('UpdateSubscription', { id: s.id, plan_id: bigger.id, version: 1 }))
+      .subscription as Record<string, unknown>;
     expect(up).toMatchObject({ plan_id: bigger.id, version: 2, pending_plan_id: '' });
-    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: FREE_PLAN_ID, version: 1 })).code).toBe(grpc.status.ABORTED);
-    expect((await c.fail('UpdateSubscription', { id: randomUUID(), plan_id: bigger.id, version: 1 })).code).toBe(grpc.status.NOT_FOUND);
-    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: randomUUID(), version: 2 })).code).toBe(grpc.status.NOT_FOUND);
-    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: bigger.id })).code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: FREE_PLAN_ID, version: 1 })).code).toBe(
+      grpc.status.ABORTED,
+    );
+    expect((await c.fail('UpdateSubscription', { id: randomUUID(), plan_id: bigger.id, version: 1 })).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: randomUUID(), version: 2 })).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: bigger.id })).code).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
   });
 
   it('a downgrade waits for the period end (pending_plan_id, downgrade_at); CancelDowngrade clears it, FAILED_PRECONDITION with none pending', async () => {
     const bigger = await newPlan({ limits: LIMITS({ users: 1000 }) });
     const smaller = await newPlan({ limits: LIMITS({ users: 2 }) });
     const { s } = await subscribe(String(bigger.id));
-    const down = (await c.call('UpdateSubscription', { id: s.id, plan_id: smaller.id, version: 1 })).subscription as Record<string, unknown>;
-    expect(down).toMatchObject({ plan_id: bigger.id, pending_plan_id: smaller.id, downgrade_at: s.current_period_end, version: 2 });
-    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: FREE_PLAN_ID, version: 2 })).code).toBe(grpc.status.FAILED_PRECONDITION);
+    const down = (await c.call('UpdateSubscription', { id: s.id, plan_id: smaller.id, version: 1 }))
+      .subscription as Record<string, unknown>;
+    expect(down).toMatchObject({
+      plan_id: bigger.id,
+      pending_plan_id: smaller.id,
+      downgrade_at: s.current_period_end,
+      version: 2,
+    });
+    expect((await c.fail('UpdateSubscription', { id: s.id, plan_id: FREE_PLAN_ID, version: 2 })).code).toBe(
+      grpc.status.FAILED_PRECONDITION,
+    );
     const cleared = (await c.call('CancelDowngrade', { id: s.id })).subscription as Record<string, unknown>;
     expect(cleared).toMatchObject({ pending_plan_id: '', downgrade_at: '', version: 3 });
     expect((await c.fail('CancelDowngrade', { id: s.id })).code).toBe(grpc.status.FAILED_PRECONDITION);
@@ -175,7 +248,11 @@ describe('subscriptions', () => {
       }
       const terminated = (await c.call('RetrieveSubscription', { id: s.id })).subscription as Record<string, unknown>;
       expect(terminated.status).toBe('SUBSCRIPTION_STATUS_TERMINATED');
-      const failure = await c.fail('UpdateSubscription', { id: s.id, plan_id: FREE_PLAN_ID, version: terminated.version });
+      const failure = await c.fail('UpdateSubscription', {
+        id: s.id,
+        plan_id: FREE_PLAN_ID,
+        version: terminated.version,
+      });
       expect(failure.code).toBe(grpc.status.FAILED_PRECONDITION);
       expect(failure.problemType).toBe('invalid-transition');
     } finally {
@@ -187,10 +264,13 @@ describe('subscriptions', () => {
 describe('usage and limits', () => {
   it('RetrieveUsage reports each resource with its limit and percentage; NOT_FOUND for an unknown tenant', async () => {
     const { tenantId } = await subscribe();
-    const { report } = await c.call('RetrieveUsage', { tenant_id: tenantId }) as { report: Record<string, Record<string, unknown>> };
+    const { report } = (await c.call('RetrieveUsage', { tenant_id: tenantId })) as {
+      report: Record<string, Record<string, unknown>>;
+    };
     expect(report.tenant_id).toBe(tenantId);
     expect(report.users).toEqual({ used: '0', limit: '5', percentage: 0 });
-    for (const k of ['records', 'storage', 'events', 'modules', 'feature_flags', 'custom_domains']) expect(report[k]).toHaveProperty('limit');
+    for (const k of ['records', 'storage', 'events', 'modules', 'feature_flags', 'custom_domains'])
+      expect(report[k]).toHaveProperty('limit');
     expect((await c.fail('RetrieveUsage', { tenant_id: randomUUID() })).code).toBe(grpc.status.NOT_FOUND);
   });
 
@@ -198,34 +278,69 @@ describe('usage and limits', () => {
     const plan = await newPlan({ limits: LIMITS({ users: 2, records: 0 }) });
     const { tenantId } = await subscribe(String(plan.id));
     const users = await c.call('CheckLimit', { tenant_id: tenantId, resource: 'RESOURCE_TYPE_USERS' });
-    expect(users).toEqual({ resource: 'RESOURCE_TYPE_USERS', allowed: true, current_usage: '0', limit: '2', remaining: '2' });
-    for (const userId of ['u1', 'u2']) await recordServiceEvent(p.kernel, tenantId, userId, 'auth.member.added', { userId, tenantId, roleIds: [], via: 'test' });
+    expect(users).toEqual({
+      resource: 'RESOURCE_TYPE_USERS',
+      allowed: true,
+      current_usage: '0',
+      limit: '2',
+      remaining: '2',
+    });
+    for (const userId of ['u1', 'u2'])
+      await recordServiceEvent(p.kernel, tenantId, userId, 'auth.member.added', {
+        userId,
+        tenantId,
+        roleIds: [],
+        via: 'test',
+      });
     billingContext(p.kernel).book.drop(tenantId);
     const full = await c.call('CheckLimit', { tenant_id: tenantId, resource: 'RESOURCE_TYPE_USERS' });
     expect(full).toMatchObject({ allowed: false, current_usage: '2', limit: '2', remaining: '0' });
-    expect(await c.call('CheckLimit', { tenant_id: tenantId, resource: 'RESOURCE_TYPE_RECORDS' })).toMatchObject({ allowed: true, limit: '0', remaining: '-1' });
-    expect((await c.fail('CheckLimit', { tenant_id: tenantId, resource: 'RESOURCE_TYPE_UNSPECIFIED' })).code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(await c.call('CheckLimit', { tenant_id: tenantId, resource: 'RESOURCE_TYPE_RECORDS' })).toMatchObject({
+      allowed: true,
+      limit: '0',
+      remaining: '-1',
+    });
+    expect((await c.fail('CheckLimit', { tenant_id: tenantId, resource: 'RESOURCE_TYPE_UNSPECIFIED' })).code).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
   });
 });
 
 describe('HandleWebhook', () => {
-  const body = (id: string, type = 'invoice.payment_failed', subscription = 'sub_unknown') => Buffer.from(JSON.stringify({ id, type, data: { object: { id: 'in_1', subscription } } }));
-  const signed = (raw: Buffer) => ({ 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: raw.toString(), secret: STRIPE_SECRET, timestamp: Math.floor(clock.now().getTime() / 1000) }) });
+  const body = (id: string, type = 'invoice.payment_failed', subscription = 'sub_unknown') =>
+    Buffer.from(JSON.stringify({ id, type, data: { object: { id: 'in_1', subscription } } }));
+  const signed = (raw: Buffer) => ({
+    'stripe-signature': stripe.webhooks.generateTestHeaderString({
+      payload: raw.toString(),
+      secret: STRIPE_SECRET,
+      timestamp: Math.floor(clock.now().getTime() / 1000),
+    }),
+  });
 
   it('verifies and stores an event once: processed true, then false for the replay', async () => {
     const raw = body(`evt_${randomUUID()}`);
     const first = await c.call('HandleWebhook', { provider: 'stripe', raw_body: raw, headers: signed(raw) });
     expect(first).toMatchObject({ processed: true, event_type: 'invoice.payment_failed' });
-    expect((await c.call('HandleWebhook', { provider: 'stripe', raw_body: raw, headers: signed(raw) })).processed).toBe(false);
+    expect((await c.call('HandleWebhook', { provider: 'stripe', raw_body: raw, headers: signed(raw) })).processed).toBe(
+      false,
+    );
   });
 
   it('PERMISSION_DENIED for a bad signature, INVALID_ARGUMENT without the header or with a malformed body, NOT_FOUND for an unknown provider', async () => {
     const raw = body(`evt_${randomUUID()}`);
     const tampered = Buffer.from(raw.toString().replace('payment_failed', 'payment_succeeded'));
-    expect((await c.fail('HandleWebhook', { provider: 'stripe', raw_body: tampered, headers: signed(raw) })).code).toBe(grpc.status.PERMISSION_DENIED);
-    expect((await c.fail('HandleWebhook', { provider: 'stripe', raw_body: raw, headers: {} })).code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await c.fail('HandleWebhook', { provider: 'stripe', raw_body: tampered, headers: signed(raw) })).code).toBe(
+      grpc.status.PERMISSION_DENIED,
+    );
+    expect((await c.fail('HandleWebhook', { provider: 'stripe', raw_body: raw, headers: {} })).code).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
     const junk = Buffer.from('{not json');
-    expect((await c.fail('HandleWebhook', { provider: 'stripe', raw_body: junk, headers: signed(junk) })).code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect((await c.fail('HandleWebhook', { provider: 'braintree', raw_body: raw, headers: signed(raw) })).code).toBe(grpc.status.NOT_FOUND);
+    expect((await c.fail('HandleWebhook', { provider: 'stripe', raw_body: junk, headers: signed(junk) })).code).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
+    expect((await c.fail('HandleWebhook', { provider: 'braintree', raw_body: raw, headers: signed(raw) })).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
   });
 });

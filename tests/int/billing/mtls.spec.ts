@@ -15,7 +15,10 @@ let target: string;
 
 beforeAll(async () => {
   certs = makeTestCertificates();
-  p = await startTestPlatform({ modules: ['billing'], env: { GRPC_TLS_CERT: certs.serverCert, GRPC_TLS_KEY: certs.serverKey, GRPC_TLS_CA: certs.ca } });
+  p = await startTestPlatform({
+    modules: ['billing'],
+    env: { GRPC_TLS_CERT: certs.serverCert, GRPC_TLS_KEY: certs.serverKey, GRPC_TLS_CA: certs.ca },
+  });
   target = `127.0.0.1:${billingGrpcPort(p.kernel)}`;
 });
 afterAll(async () => {
@@ -54,6 +57,8 @@ describe('billing gRPC configuration', () => {
     const { loadConfig } = await import('../../../infra/config');
     expect(() => loadConfig({ GRPC_HOST: '0.0.0.0' })).toThrow(/GRPC_HOST: gRPC without TLS listens on loopback only/);
     expect(() => loadConfig({ GRPC_TLS_CERT: certs.serverCert })).toThrow(/GRPC_TLS_CERT: .*set together/);
-    expect(() => loadConfig({ GRPC_HOST: '0.0.0.0', GRPC_TLS_CERT: 'a', GRPC_TLS_KEY: 'b', GRPC_TLS_CA: 'c' })).not.toThrow();
+    expect(() =>
+      loadConfig({ GRPC_HOST: '0.0.0.0', GRPC_TLS_CERT: 'a', GRPC_TLS_KEY: 'b', GRPC_TLS_CA: 'c' }),
+    ).not.toThrow();
   });
 });

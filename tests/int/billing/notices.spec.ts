@@ -24,7 +24,11 @@ let p: TestPlatform;
 
 beforeAll(async () => {
   smtp = await startSmtpCapture();
-  p = await startTestPlatform({ modules: ['billing', 'notify'], clock, env: { SMTP_URL: smtp.url, BILLING_ESCALATION_INTERVAL_SEC: '3600' } });
+  p = await startTestPlatform({
+    modules: ['billing', 'notify'],
+    clock,
+    env: { SMTP_URL: smtp.url, BILLING_ESCALATION_INTERVAL_SEC: '3600' },
+  });
   configureNotify(p.kernel, { settings: { pollIntervalMs: 20 } });
 });
 afterAll(async () => {
@@ -37,19 +41,33 @@ describe('billing notices with the notification service installed', () => {
     expect(p.kernel.notifications.kind).toBe('notify');
     const { tenantId, email } = await seedTenant(p.kernel.db);
     const ctx = billingContext(p.kernel);
-    await p.kernel.commands.run(systemMeta(tenantId), (uow) => createSubscription(uow, ctx, { tenantId, planId: FREE_PLAN_ID, externalId: null }));
     await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
-      applyProviderCommands(uow, ctx, tenantId, [{ type: 'RecordPaymentFailure', now: clock.now().toISOString() }]));
+      createSubscription(uow, ctx, { tenantId, planId: FREE_PLAN_ID, externalId: null }),
+    );
+    await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+      applyProviderCommands(uow, ctx, tenantId, [{ type: 'RecordPaymentFailure', now: clock.now().toISOString() }]),
+    );
 
     await escalate(p.kernel);
 
-    const notice = await p.kernel.db.query<{ status: string; kind: string }>('SELECT status, kind FROM billing.notices WHERE tenant_id = $1', [tenantId]);
+    const notice = await p.kernel.db.query<{ status: string; kind: string }>(
+      'SELECT status, kind FROM billing.notices WHERE tenant_id = $1',
+      [tenantId],
+    );
     expect(notice.rows).toEqual([{ status: 'sent', kind: 'past_due' }]);
     const queued = await eventually(
-      () => p.kernel.db.query<{ status: string; module: string; purpose: string; priority: string }>(
-        'SELECT status, module, purpose, priority FROM rm.notify_notifications WHERE tenant_id = $1', [tenantId]),
-      (r) => r.rows[0]?.status === 'delivered', 15_000, 'the notice delivered by the notification service');
-    expect(queued.rows).toEqual([{ status: 'delivered', module: 'billing', purpose: 'billing.past_due', priority: 'high' }]);
+      () =>
+        p.kernel.db.query<{ status: string; module: string; purpose: string; priority: string }>(
+          'SELECT status, module, purpose, priority FROM rm.notify_notifications WHERE tenant_id = $1',
+          [tenantId],
+        ),
+      (r) => r.rows[0]?.status === 'delivered',
+      15_000,
+      'the notice delivered by the notification service',
+    );
+    expect(queued.rows).toEqual([
+      { status: 'delivered', module: 'billing', purpose: 'billing.past_due', priority: 'high' },
+    ]);
     const mail = await smtp.waitFor((m) => m.envelope.to.includes(email));
     expect(mail.parsed.headers.get('x-platform-purpose')).toBe('billing.past_due');
     expect(mail.parsed.headers.get('x-platform-tenant')).toBe(tenantId);

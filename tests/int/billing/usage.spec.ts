@@ -22,30 +22,52 @@ const call = (method: string, path: string, token: string, body?: unknown): Prom
 beforeAll(async () => {
   p = await startIdentityPlatform({ modules: ['identity', 'billing', 'money'] });
 });
-afterAll(async () => { await p?.close(); });
+afterAll(async () => {
+  await p?.close();
+});
 
 describe('usage', () => {
-  it('counts the tenant\'s members as identity adds and deletes them, and a file\'s bytes until it is permanently deleted', async () => {
+  it("counts the tenant's members as identity adds and deletes them, and a file's bytes until it is permanently deleted", async () => {
     const owner = await registerUser(p);
     await currentSubscriptionOf(p, owner.accessToken);
     const usage = async () => (await call('GET', '/billing/usage', owner.accessToken)).body;
     expect((await usage()).usage.users).toBe(1);
     const member = await addMember(p, owner);
     expect((await usage()).usage.users).toBe(2);
-    const deleted = await call("DELETE", `/users/${member.userId}`, owner.accessToken);
+    const deleted = await call('DELETE', `/users/${member.userId}`, owner.accessToken);
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
-    expect((await usage())).toMatchObject({ tenantId: owner.tenantId, usage: { users: 1 }, limits: { users: 5 }, percentage: { users: 20 } });
+    expect(await usage()).toMatchObject({
+      tenantId: owner.tenantId,
+      usage: { users: 1 },
+      limits: { users: 5 },
+      percentage: { users: 20 },
+    });
 
     await recordServiceEvent(p.kernel, owner.tenantId, 'f1', 'files.file.uploaded', { fileId: 'f1', sizeBytes: 5000 });
     await recordServiceEvent(p.kernel, owner.tenantId, 'f2', 'files.file.uploaded', { fileId: 'f2', sizeBytes: 700 });
     await recordServiceEvent(p.kernel, owner.tenantId, 'f1', 'files.file.deleted', { fileId: 'f1' });
     expect((await usage()).usage.storageBytes).toBe(5700);
-    await recordServiceEvent(p.kernel, owner.tenantId, 'f1', 'files.file.permanent_deleted', { fileId: 'f1', sizeBytes: 5000 });
+    await recordServiceEvent(p.kernel, owner.tenantId, 'f1', 'files.file.permanent_deleted', {
+      fileId: 'f1',
+      sizeBytes: 5000,
+    });
     expect((await usage()).usage.storageBytes).toBe(700);
     // the read model rebuilt from the log (each event applied again into a new generation) counts the same
-    const before = (await p.kernel.db.query('SELECT resource, used::int AS used FROM rm.billing_usage WHERE tenant_id = $1 ORDER BY resource', [owner.tenantId])).rows;
+    const before = (
+      await p.kernel.db.query(
+        'SELECT resource, used::int AS used FROM rm.billing_usage WHERE tenant_id = $1 ORDER BY resource',
+        [owner.tenantId],
+      )
+    ).rows;
     await p.kernel.projections.rebuild('billing.usage');
-    expect((await p.kernel.db.query('SELECT resource, used::int AS used FROM rm.billing_usage WHERE tenant_id = $1 ORDER BY resource', [owner.tenantId])).rows).toEqual(before);
+    expect(
+      (
+        await p.kernel.db.query(
+          'SELECT resource, used::int AS used FROM rm.billing_usage WHERE tenant_id = $1 ORDER BY resource',
+          [owner.tenantId],
+        )
+      ).rows,
+    ).toEqual(before);
     // another tenant's usage is not found
     const stranger = await registerUser(p);
     expect((await call('GET', `/billing/usage?tenant_id=${stranger.tenantId}`, owner.accessToken)).status).toBe(404);
@@ -63,8 +85,17 @@ describe('usage', () => {
       const token = await login(p, owner.email);
       const first = await call('GET', '/billing/usage/history?page_size=1', token);
       expect(first.status, JSON.stringify(first.body)).toBe(200);
-      expect(first.body.data).toEqual([expect.objectContaining({ day: p.clock.now().toISOString().slice(0, 10), usage: expect.objectContaining({ users: 1 }) })]);
-      const second = await call('GET', `/billing/usage/history?page_size=1&page_token=${first.body.next_page_token}`, token);
+      expect(first.body.data).toEqual([
+        expect.objectContaining({
+          day: p.clock.now().toISOString().slice(0, 10),
+          usage: expect.objectContaining({ users: 1 }),
+        }),
+      ]);
+      const second = await call(
+        'GET',
+        `/billing/usage/history?page_size=1&page_token=${first.body.next_page_token}`,
+        token,
+      );
       expect(second.body.data[0].day < first.body.data[0].day).toBe(true);
       expect(second.body.next_page_token).toBeUndefined();
     } finally {
@@ -76,25 +107,55 @@ describe('usage', () => {
 describe('tenants and subscriptions', () => {
   it('a tenant that existed before billing gets its trial from the backfill', async () => {
     const { tenantId } = await seedTenant(p.kernel.db);
-    expect((await p.kernel.db.query('SELECT 1 FROM rm.billing_subscriptions WHERE tenant_id = $1', [tenantId])).rowCount).toBe(0);
+    expect(
+      (await p.kernel.db.query('SELECT 1 FROM rm.billing_subscriptions WHERE tenant_id = $1', [tenantId])).rowCount,
+    ).toBe(0);
     await backfillSubscriptions(p.kernel, billingContext(p.kernel));
-    const { rows } = await p.kernel.db.query('SELECT status, plan_id FROM rm.billing_subscriptions WHERE tenant_id = $1', [tenantId]);
+    const { rows } = await p.kernel.db.query(
+      'SELECT status, plan_id FROM rm.billing_subscriptions WHERE tenant_id = $1',
+      [tenantId],
+    );
     expect(rows).toEqual([{ status: 'trialing', plan_id: '01900000-0000-7000-8000-000000000001' }]);
   });
 });
 
-describe('money\'s plan limits', () => {
-  it('come from the tenant\'s plan, written by billing when the plan changes', async () => {
+describe("money's plan limits", () => {
+  it("come from the tenant's plan, written by billing when the plan changes", async () => {
     const owner = await registerUser(p);
     const sub = await currentSubscriptionOf(p, owner.accessToken);
     const wallet = await call('POST', '/wallets', owner.accessToken, { userId: owner.userId, currency: 'USD' });
-    const big = await call('POST', `/wallets/${wallet.body.id}/credit`, owner.accessToken, { amount: 20_000_000, currency: 'USD' });
+    const big = await call('POST', `/wallets/${wallet.body.id}/credit`, owner.accessToken, {
+      amount: 20_000_000,
+      currency: 'USD',
+    });
     expect(big.status).toBe(402);
     expect(big.body.type).toMatch(/\/plan-limit-exceeded$/);
-    const plan = await operatorPlan(p.kernel, { priceCents: 0, limits: { moneyMaxTransaction: 50_000_000, moneyMaxBalance: 500_000_000 } });
-    expect((await call('PATCH', `/billing/subscriptions/${sub.id}`, owner.accessToken, { planId: plan.id, version: sub.version })).status).toBe(200);
-    const cached = await eventually(() => p.kernel.engines.cache.get(planLimitsKey(owner.tenantId)), (v) => v !== null && JSON.parse(v).maxTxAmount === '50000000', 5_000, 'the cache key');
+    const plan = await operatorPlan(p.kernel, {
+      priceCents: 0,
+      limits: { moneyMaxTransaction: 50_000_000, moneyMaxBalance: 500_000_000 },
+    });
+    expect(
+      (
+        await call('PATCH', `/billing/subscriptions/${sub.id}`, owner.accessToken, {
+          planId: plan.id,
+          version: sub.version,
+        })
+      ).status,
+    ).toBe(200);
+    const cached = await eventually(
+      () => p.kernel.engines.cache.get(planLimitsKey(owner.tenantId)),
+      (v) => v !== null && JSON.parse(v).maxTxAmount === '50000000',
+      5_000,
+      'the cache key',
+    );
     expect(JSON.parse(cached!)).toMatchObject({ maxTxAmount: '50000000', maxBalance: '500000000' });
-    expect((await call('POST', `/wallets/${wallet.body.id}/credit`, owner.accessToken, { amount: 20_000_000, currency: 'USD' })).status).toBe(200);
+    expect(
+      (
+        await call('POST', `/wallets/${wallet.body.id}/credit`, owner.accessToken, {
+          amount: 20_000_000,
+          currency: 'USD',
+        })
+      ).status,
+    ).toBe(200);
   });
 });

@@ -25,43 +25,80 @@ const stripe = new Stripe('sk_test_unused');
 let p: TestPlatform;
 
 const post = async (provider: string, raw: string, headers: Record<string, string>) => {
-  const res = await p.http(`/v1/billing/webhooks/${provider}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw });
+  const res = await p.http(`/v1/billing/webhooks/${provider}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: raw,
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
 };
 
 const nowSec = () => Math.floor(clock.now().getTime() / 1000);
-const stripeHeader = (raw: string, timestamp = nowSec(), secret = STRIPE_SECRET) =>
-  ({ 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: raw, secret, timestamp }) });
+const stripeHeader = (raw: string, timestamp = nowSec(), secret = STRIPE_SECRET) => ({
+  'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: raw, secret, timestamp }),
+});
 /** Paddle Billing: Paddle-Signature: ts=<unix>;h1=<hex HMAC-SHA256 of "<ts>:<raw body>">, keyed with the notification secret */
-const paddleHeader = (raw: string, ts = nowSec(), secret = PADDLE_SECRET) =>
-  ({ 'paddle-signature': `ts=${ts};h1=${createHmac('sha256', secret).update(`${ts}:${raw}`).digest('hex')}` });
+const paddleHeader = (raw: string, ts = nowSec(), secret = PADDLE_SECRET) => ({
+  'paddle-signature': `ts=${ts};h1=${createHmac('sha256', secret).update(`${ts}:${raw}`).digest('hex')}`,
+});
 
 const stripeEvent = (type: string, subscription: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ id: `evt_${randomUUID().replace(/-/g, '')}`, object: 'event', type, data: { object: { id: `in_${randomUUID().slice(0, 8)}`, object: 'invoice', subscription, ...extra } } });
+  JSON.stringify({
+    id: `evt_${randomUUID().replace(/-/g, '')}`,
+    object: 'event',
+    type,
+    data: { object: { id: `in_${randomUUID().slice(0, 8)}`, object: 'invoice', subscription, ...extra } },
+  });
 
 const subscriptionWithExternalId = async (externalId: string) => {
   const { tenantId } = await seedTenant(p.kernel.db);
-  const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) => createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId }));
+  const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+    createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId }),
+  );
   return { tenantId, id: s.id };
 };
 
 const statusOf = async (tenantId: string) =>
-  (await p.kernel.db.query<{ status: string; version: number }>('SELECT status, version FROM rm.billing_subscriptions WHERE tenant_id = $1', [tenantId])).rows[0]!;
+  (
+    await p.kernel.db.query<{ status: string; version: number }>(
+      'SELECT status, version FROM rm.billing_subscriptions WHERE tenant_id = $1',
+      [tenantId],
+    )
+  ).rows[0]!;
 
 beforeAll(async () => {
-  p = await startTestPlatform({ modules: ['billing'], clock, env: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET, PADDLE_WEBHOOK_SECRET: PADDLE_SECRET, RATE_LIMIT_ANONYMOUS_PER_MIN: '100000' } });
+  p = await startTestPlatform({
+    modules: ['billing'],
+    clock,
+    env: {
+      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+      PADDLE_WEBHOOK_SECRET: PADDLE_SECRET,
+      RATE_LIMIT_ANONYMOUS_PER_MIN: '100000',
+    },
+  });
 });
-afterAll(async () => { await p?.close(); });
+afterAll(async () => {
+  await p?.close();
+});
 
 describe('stripe', () => {
   it('accepts an event signed with the official package, answers processed true, applies it asynchronously', async () => {
     const sub = await subscriptionWithExternalId(`sub_${randomUUID()}`);
-    const raw = stripeEvent('invoice.payment_succeeded', (await p.kernel.db.query('SELECT external_id FROM rm.billing_subscriptions WHERE id = $1', [sub.id])).rows[0].external_id);
+    const raw = stripeEvent(
+      'invoice.payment_succeeded',
+      (await p.kernel.db.query('SELECT external_id FROM rm.billing_subscriptions WHERE id = $1', [sub.id])).rows[0]
+        .external_id,
+    );
     const res = await post('stripe', raw, stripeHeader(raw));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({ processed: true, eventId: JSON.parse(raw).id, eventType: 'invoice.payment_succeeded' });
-    await eventually(() => statusOf(sub.tenantId), (s) => s.status === 'active', 10_000, 'the payment applied');
+    await eventually(
+      () => statusOf(sub.tenantId),
+      (s) => s.status === 'active',
+      10_000,
+      'the payment applied',
+    );
   });
 
   it('refuses a tampered body, a stale timestamp, a wrong secret and a missing header with 401 webhook-signature-invalid, storing nothing', async () => {
@@ -83,7 +120,9 @@ describe('stripe', () => {
       expect(res.body.type).toMatch(/\/webhook-signature-invalid$/);
       expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
     }
-    const stored = await p.kernel.db.query('SELECT 1 FROM billing.webhook_events WHERE event_id = $1', [JSON.parse(raw).id]);
+    const stored = await p.kernel.db.query('SELECT 1 FROM billing.webhook_events WHERE event_id = $1', [
+      JSON.parse(raw).id,
+    ]);
     expect(stored.rowCount).toBe(0);
     // within the tolerance it is accepted
     expect((await post('stripe', raw, stripeHeader(raw, nowSec() - 280))).status).toBe(200);
@@ -103,30 +142,65 @@ describe('paddle', () => {
   it('accepts its documented scheme and both vocabularies (subscription.canceled, transaction.completed); refuses a bad one', async () => {
     const externalId = `sub_${randomUUID()}`;
     const sub = await subscriptionWithExternalId(externalId);
-    const canceled = JSON.stringify({ event_id: `evt_${randomUUID()}`, event_type: 'subscription.canceled', occurred_at: clock.now().toISOString(), data: { id: externalId, status: 'canceled' } });
+    const canceled = JSON.stringify({
+      event_id: `evt_${randomUUID()}`,
+      event_type: 'subscription.canceled',
+      occurred_at: clock.now().toISOString(),
+      data: { id: externalId, status: 'canceled' },
+    });
     const res = await post('paddle', canceled, paddleHeader(canceled));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ processed: true, eventType: 'subscription.canceled' });
-    await eventually(async () => (await p.kernel.db.query('SELECT cancel_at_period_end FROM rm.billing_subscriptions WHERE id = $1', [sub.id])).rows[0].cancel_at_period_end,
-      (v) => v === true, 10_000, 'the cancellation applied');
-    for (const headers of [paddleHeader(canceled, nowSec() - 400), paddleHeader(`${canceled}x`), {}, { 'paddle-signature': `ts=${nowSec()}` }]) {
+    await eventually(
+      async () =>
+        (await p.kernel.db.query('SELECT cancel_at_period_end FROM rm.billing_subscriptions WHERE id = $1', [sub.id]))
+          .rows[0].cancel_at_period_end,
+      (v) => v === true,
+      10_000,
+      'the cancellation applied',
+    );
+    for (const headers of [
+      paddleHeader(canceled, nowSec() - 400),
+      paddleHeader(`${canceled}x`),
+      {},
+      { 'paddle-signature': `ts=${nowSec()}` },
+    ]) {
       expect((await post('paddle', canceled, headers)).status).toBe(401);
     }
     const payingId = `sub_${randomUUID()}`;
     const paying = await subscriptionWithExternalId(payingId);
-    const completed = JSON.stringify({ event_id: `evt_${randomUUID()}`, event_type: 'transaction.completed', data: { id: 'txn_1', subscription_id: payingId } });
+    const completed = JSON.stringify({
+      event_id: `evt_${randomUUID()}`,
+      event_type: 'transaction.completed',
+      data: { id: 'txn_1', subscription_id: payingId },
+    });
     expect((await post('paddle', completed, paddleHeader(completed))).body).toMatchObject({ processed: true });
-    await eventually(() => statusOf(paying.tenantId), (s) => s.status === 'active', 10_000, 'the payment applied');
+    await eventually(
+      () => statusOf(paying.tenantId),
+      (s) => s.status === 'active',
+      10_000,
+      'the payment applied',
+    );
   });
 });
 
 describe('redeliveries', () => {
   it('1,000 deliveries of 100 distinct events in random order and multiplicity produce exactly 100 effects', async () => {
-    const subs = await Promise.all(Array.from({ length: 100 }, (_, i) => subscriptionWithExternalId(`sub_storm_${i}_${randomUUID()}`)));
-    const externals = (await p.kernel.db.query<{ id: string; external_id: string }>('SELECT id, external_id FROM rm.billing_subscriptions WHERE id = ANY($1)', [subs.map((s) => s.id)])).rows;
+    const subs = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => subscriptionWithExternalId(`sub_storm_${i}_${randomUUID()}`)),
+    );
+    const externals = (
+      await p.kernel.db.query<{ id: string; external_id: string }>(
+        'SELECT id, external_id FROM rm.billing_subscriptions WHERE id = ANY($1)',
+        [subs.map((s) => s.id)],
+      )
+    ).rows;
     const events = externals.map((row) => stripeEvent('invoice.payment_failed', row.external_id));
     // every event at least once, then 900 more picked at random; the whole list shuffled
-    const deliveries = [...events, ...Array.from({ length: 900 }, () => events[Math.floor(Math.random() * events.length)]!)];
+    const deliveries = [
+      ...events,
+      ...Array.from({ length: 900 }, () => events[Math.floor(Math.random() * events.length)]!),
+    ];
     for (let i = deliveries.length - 1; i > 0; i -= 1) {
       const j = Math.floor(Math.random() * (i + 1));
       [deliveries[i], deliveries[j]] = [deliveries[j]!, deliveries[i]!];
@@ -134,8 +208,18 @@ describe('redeliveries', () => {
     // first a trial subscription must be active for a failed payment to move it: pay them all once
     const paid = externals.map((row) => stripeEvent('invoice.paid', row.external_id));
     for (const raw of paid) expect((await post('stripe', raw, stripeHeader(raw))).status).toBe(200);
-    await eventually(async () => (await p.kernel.db.query(`SELECT count(*)::int AS n FROM rm.billing_subscriptions WHERE id = ANY($1) AND status = 'active'`, [subs.map((s) => s.id)])).rows[0].n,
-      (n) => n === 100, 20_000, '100 active');
+    await eventually(
+      async () =>
+        (
+          await p.kernel.db.query(
+            `SELECT count(*)::int AS n FROM rm.billing_subscriptions WHERE id = ANY($1) AND status = 'active'`,
+            [subs.map((s) => s.id)],
+          )
+        ).rows[0].n,
+      (n) => n === 100,
+      20_000,
+      '100 active',
+    );
 
     const answers: boolean[] = [];
     for (let i = 0; i < deliveries.length; i += 20) {
@@ -148,10 +232,22 @@ describe('redeliveries', () => {
       if (i % 200 === 0) await processWebhooks(p.kernel, billingContext(p.kernel));
     }
     expect(answers.filter(Boolean)).toHaveLength(100);
-    await eventually(async () => (await p.kernel.db.query(`SELECT count(*)::int AS n FROM billing.webhook_events WHERE event_id = ANY($1) AND status = 'pending'`, [events.map((e) => JSON.parse(e).id)])).rows[0].n,
-      (n) => n === 0, 20_000, 'every stored event processed');
+    await eventually(
+      async () =>
+        (
+          await p.kernel.db.query(
+            `SELECT count(*)::int AS n FROM billing.webhook_events WHERE event_id = ANY($1) AND status = 'pending'`,
+            [events.map((e) => JSON.parse(e).id)],
+          )
+        ).rows[0].n,
+      (n) => n === 0,
+      20_000,
+      'every stored event processed',
+    );
     const effects = await p.kernel.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM es.events WHERE type = 'billing.subscription.changed' AND data->>'change' = 'past_due' AND data->>'subscriptionId' = ANY($1)`, [subs.map((s) => s.id)]);
+      `SELECT count(*)::int AS n FROM es.events WHERE type = 'billing.subscription.changed' AND data->>'change' = 'past_due' AND data->>'subscriptionId' = ANY($1)`,
+      [subs.map((s) => s.id)],
+    );
     expect(effects.rows[0]!.n).toBe(100);
     for (const s of subs) expect(await statusOf(s.tenantId)).toEqual({ status: 'past_due', version: 3 });
   });

@@ -70,7 +70,9 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
     describe('setIfAbsent on one key', () => {
       it('lets exactly one of many concurrent callers store', async () => {
         const k = key('lock');
-        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => cache.setIfAbsent(k, `owner-${i}`, 10_000)));
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => cache.setIfAbsent(k, `owner-${i}`, 10_000)),
+        );
         expect(results.filter(Boolean)).toHaveLength(1);
         expect(await cache.get(k)).toBe(`owner-${results.indexOf(true)}`);
       });

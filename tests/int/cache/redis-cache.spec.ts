@@ -27,7 +27,9 @@ describe('a Redis cache whose connection drops', () => {
       expect(Date.now() - started).toBeLessThan(1_500);
 
       await proxy.restore();
-      await expect.poll(() => cache.get(key).catch(() => 'still down'), { timeout: 10_000, interval: 200 }).toBe('before');
+      await expect
+        .poll(() => cache.get(key).catch(() => 'still down'), { timeout: 10_000, interval: 200 })
+        .toBe('before');
     } finally {
       await cache.close();
       await proxy.close();
@@ -47,7 +49,9 @@ const closedPort = async (): Promise<number> => {
 describe('a Redis that cannot be reached', () => {
   it('fails to open quickly instead of waiting for it', async () => {
     const started = Date.now();
-    await expect(openRedisCache({ url: `redis://127.0.0.1:${await closedPort()}`, connectTimeoutMs: 500 })).rejects.toThrow();
+    await expect(
+      openRedisCache({ url: `redis://127.0.0.1:${await closedPort()}`, connectTimeoutMs: 500 }),
+    ).rejects.toThrow();
     expect(Date.now() - started).toBeLessThan(3_000);
   });
 });

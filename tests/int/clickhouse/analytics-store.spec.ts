@@ -52,7 +52,11 @@ const contract = (name: string, open: () => Promise<AnalyticsStore>) => {
         { tenant: 't-1', from: '2024-05-01 00:00:00.000' },
       );
       expect(rows.map((r) => r.type)).toEqual(['money.wallet.credited', 'money.wallet.debited']);
-      expect(rows[0]).toMatchObject({ event_id: row('t-1', 1).event_id, amount: '9007199254740994', occurred_at: '2024-05-01 10:00:00.123' });
+      expect(rows[0]).toMatchObject({
+        event_id: row('t-1', 1).event_id,
+        amount: '9007199254740994',
+        occurred_at: '2024-05-01 10:00:00.123',
+      });
     });
 
     it('treats a parameter as a value, never as SQL', async () => {
@@ -112,4 +116,7 @@ describe('embedded chdb: a table written before the store was closed', () => {
 // No ClickHouse server is part of the test infrastructure; the HTTP adapter runs the same suite when one is given.
 const serverUrl = process.env.TEST_CLICKHOUSE_URL || process.env.CLICKHOUSE_URL;
 if (serverUrl) contract('ClickHouse server over HTTP', async () => openClickHouseHttp({ url: serverUrl }));
-else describe.skip('ClickHouse server over HTTP (set TEST_CLICKHOUSE_URL to run)', () => { it('is not configured', () => {}); });
+else
+  describe.skip('ClickHouse server over HTTP (set TEST_CLICKHOUSE_URL to run)', () => {
+    it('is not configured', () => {});
+  });

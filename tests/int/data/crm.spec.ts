@@ -9,7 +9,14 @@ import { startTestPlatform } from '../../support/platform';
 
 const TENANT_A = 'tenant-crm-a';
 const TENANT_B = 'tenant-crm-b';
-const CRM = ['crm.contacts.read', 'crm.contacts.write', 'crm.contacts.delete', 'crm.notes.read', 'crm.notes.write', 'crm.notes.delete'];
+const CRM = [
+  'crm.contacts.read',
+  'crm.contacts.write',
+  'crm.contacts.delete',
+  'crm.notes.read',
+  'crm.notes.write',
+  'crm.notes.delete',
+];
 
 describe('the sample module crm: registry, generated CRUD, introspection, tenant isolation', () => {
   let p: TestPlatform;
@@ -35,13 +42,18 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
 
   it('installs for two tenants: both migrations run, the module is active, its events recorded', async () => {
     const [ia, ib] = await Promise.all([
-      owner.call('POST', '/modules/crm/installations', { tenantId: TENANT_A }), owner.call('POST', '/modules/crm/installations', { tenantId: TENANT_B }),
+      owner.call('POST', '/modules/crm/installations', { tenantId: TENANT_A }),
+      owner.call('POST', '/modules/crm/installations', { tenantId: TENANT_B }),
     ]);
     expect([ia.status, ib.status]).toEqual([201, 201]);
     expect(ia.body).toMatchObject({ slug: 'crm', tenantId: TENANT_A, status: 'active', schemaVersion: 2 });
     const shown = await owner.call('GET', '/modules/crm');
     expect(shown.body).toMatchObject({ status: 'registered', schemaVersion: 2, migrationError: null });
-    const types = (await p.kernel.db.query<{ type: string }>(`SELECT type FROM es.events WHERE type LIKE 'module.registry.%' ORDER BY position`)).rows.map((r) => r.type);
+    const types = (
+      await p.kernel.db.query<{ type: string }>(
+        `SELECT type FROM es.events WHERE type LIKE 'module.registry.%' ORDER BY position`,
+      )
+    ).rows.map((r) => r.type);
     expect(types).toEqual(['module.registry.registered', 'module.registry.activated', 'module.registry.activated']);
   });
 
@@ -71,7 +83,13 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
   });
 
   it('refuses invalid bodies with field errors: a required field missing, an unknown field, a wrong type, tenant_id or id in the body', async () => {
-    for (const body of [{ email: 'x@example.com' }, { name: 'A', nickname: 'x' }, { name: 42 }, { name: 'A', tenant_id: TENANT_B }, { name: 'A', id: '0190a0a0-0000-7000-8000-000000000000' }]) {
+    for (const body of [
+      { email: 'x@example.com' },
+      { name: 'A', nickname: 'x' },
+      { name: 42 },
+      { name: 'A', tenant_id: TENANT_B },
+      { name: 'A', id: '0190a0a0-0000-7000-8000-000000000000' },
+    ]) {
       const res = await a.call('POST', '/data/crm/contacts', body);
       expect(res.status).toBe(400);
       expect(res.body.type).toMatch(/validation-error$/);
@@ -80,10 +98,16 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
   });
 
   it('lists with filters, sort and pages', async () => {
-    for (const name of ['Bea', 'Cid', 'Dan']) expect((await a.call('POST', '/data/crm/contacts', { name, email: `${name.toLowerCase()}@example.com` })).status).toBe(201);
+    for (const name of ['Bea', 'Cid', 'Dan'])
+      expect(
+        (await a.call('POST', '/data/crm/contacts', { name, email: `${name.toLowerCase()}@example.com` })).status,
+      ).toBe(201);
     const first = await a.call('GET', '/data/crm/contacts?sort=-name&page_size=2');
     expect(first.body.data.map((c: { name: string }) => c.name)).toEqual(['Dan', 'Cid']);
-    const second = await a.call('GET', `/data/crm/contacts?sort=-name&page_size=2&page_token=${first.body.next_page_token}`);
+    const second = await a.call(
+      'GET',
+      `/data/crm/contacts?sort=-name&page_size=2&page_token=${first.body.next_page_token}`,
+    );
     expect(second.body.data.map((c: { name: string }) => c.name)).toEqual(['Bea', 'Ada']);
     expect(second.body.next_page_token).toBeUndefined();
     const forged = Buffer.from(JSON.stringify({ v: 'Cid', id: 'not-a-uuid' })).toString('base64url');
@@ -112,7 +136,11 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
       await seen.query(`SELECT set_config('app.tenant_id', $1, true)`, [TENANT_B]);
       await seen.query('SET LOCAL ROLE platform_module_data');
       expect((await seen.query('SELECT count(*)::int AS n FROM module_crm.contacts')).rows[0].n).toBe(0);
-      await expect(seen.query(`INSERT INTO module_crm.contacts (tenant_id, id, name) VALUES ($1, gen_random_uuid(), 'x')`, [TENANT_A])).rejects.toThrow(/row-level security/);
+      await expect(
+        seen.query(`INSERT INTO module_crm.contacts (tenant_id, id, name) VALUES ($1, gen_random_uuid(), 'x')`, [
+          TENANT_A,
+        ]),
+      ).rejects.toThrow(/row-level security/);
     } finally {
       await seen.query('ROLLBACK');
       seen.release();
@@ -128,14 +156,19 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
     ]);
     const notes = await a.call('GET', '/data/crm/models/notes');
     expect(notes.body).toEqual({
-      name: 'notes', table: 'module_crm.notes', autoApi: true,
+      name: 'notes',
+      table: 'module_crm.notes',
+      autoApi: true,
       columns: [
         { name: 'tenant_id', type: 'text', nullable: false },
         { name: 'id', type: 'uuid', nullable: false, pk: true },
         { name: 'contact_id', type: 'uuid', nullable: true },
         { name: 'body', type: 'text', nullable: true },
       ],
-      indexes: [{ name: 'notes_by_contact', columns: ['tenant_id', 'contact_id'] }, { name: 'notes_pkey', columns: ['id'] }],
+      indexes: [
+        { name: 'notes_by_contact', columns: ['tenant_id', 'contact_id'] },
+        { name: 'notes_pkey', columns: ['id'] },
+      ],
       relations: [{ name: 'contact', fk: 'contact_id', references: 'contacts.id' }],
     });
     const stranger = apiClient(p.url, testToken(TENANT_A, 'stranger', ['money.wallets.read']));
@@ -155,11 +188,15 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
     expect((await a.call('GET', '/data/crm/notes?expand=nothing')).status).toBe(400);
   });
 
-  it('reports usage for billing: the tenant\'s active modules and its records', async () => {
+  it("reports usage for billing: the tenant's active modules and its records", async () => {
     const contacts = (await a.call('GET', '/data/crm/contacts?page_size=100')).body.data.length as number;
     const usage = await a.call('GET', '/data/usage');
     expect(usage.body).toEqual({ modules: 1, records: contacts, byModule: [{ slug: 'crm', records: contacts }] });
-    expect((await apiClient(p.url, testToken('tenant-crm-none', 'u', [])).call('GET', '/data/usage')).body).toEqual({ modules: 0, records: 0, byModule: [] });
+    expect((await apiClient(p.url, testToken('tenant-crm-none', 'u', [])).call('GET', '/data/usage')).body).toEqual({
+      modules: 0,
+      records: 0,
+      byModule: [],
+    });
   });
 
   it('a deactivated module answers 404 module-not-found and keeps its rows; activated again, they are back', async () => {

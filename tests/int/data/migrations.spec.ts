@@ -12,10 +12,21 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 
 const TENANT = 'tenant-mig-a';
-const CRM = ['crm.contacts.read', 'crm.contacts.write', 'crm.contacts.delete', 'crm.notes.read', 'crm.notes.write', 'crm.notes.delete'];
+const CRM = [
+  'crm.contacts.read',
+  'crm.contacts.write',
+  'crm.contacts.delete',
+  'crm.notes.read',
+  'crm.notes.write',
+  'crm.notes.delete',
+];
 
 const manifestOf = (slug: string, version: string, sqls: string[], models: Manifest['models'] = []): Manifest => ({
-  slug, version, events: { publishes: [], subscribes: [] }, models, migrations: sqls.map((sql, i) => ({ version: i + 1, name: `m${i + 1}`, sql })),
+  slug,
+  version,
+  events: { publishes: [], subscribes: [] },
+  models,
+  migrations: sqls.map((sql, i) => ({ version: i + 1, name: `m${i + 1}`, sql })),
 });
 
 describe('module migrations: the tenant_id rule, failures and recovery, one run under concurrency, permission reconciliation, the log', () => {
@@ -31,7 +42,18 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
   afterAll(async () => p?.close());
 
   it('refuses a migration that creates a table without tenant_id: status error with migrationError, nothing of it kept', async () => {
-    expect((await owner.call('POST', '/modules', manifestOf('bare', '1.0.0', ['CREATE TABLE ok (tenant_id text, id uuid PRIMARY KEY)', 'CREATE TABLE loose (id uuid PRIMARY KEY)']))).status).toBe(201);
+    expect(
+      (
+        await owner.call(
+          'POST',
+          '/modules',
+          manifestOf('bare', '1.0.0', [
+            'CREATE TABLE ok (tenant_id text, id uuid PRIMARY KEY)',
+            'CREATE TABLE loose (id uuid PRIMARY KEY)',
+          ]),
+        )
+      ).status,
+    ).toBe(201);
     const install = await owner.call('POST', '/modules/bare/installations', { tenantId: TENANT });
     expect(install.status).toBe(422);
     expect(install.body.type).toMatch(/migration-failed$/);
@@ -39,7 +61,11 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     const shown = await owner.call('GET', '/modules/bare');
     expect(shown.body).toMatchObject({ status: 'error', schemaVersion: 1 });
     expect(shown.body.migrationError).toMatch(/migration 2/);
-    const tables = (await p.kernel.db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'module_bare' ORDER BY 1`)).rows;
+    const tables = (
+      await p.kernel.db.query(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'module_bare' ORDER BY 1`,
+      )
+    ).rows;
     expect(tables).toEqual([{ table_name: 'ok' }]);
     // a retry alone fails the same way; force-version declares the schema repaired and clears the error
     expect((await owner.call('POST', '/modules/bare/retry')).body.status).toBe('error');
@@ -48,9 +74,14 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
   });
 
   it('runs each migration once when two installs race (the second waits for the lock and finds the work done)', async () => {
-    const sqls = [`CREATE TABLE runs (tenant_id text NOT NULL, n int NOT NULL); INSERT INTO runs VALUES ('x', 1); SELECT pg_sleep(0.2)`, `INSERT INTO runs VALUES ('x', 2)`];
+    const sqls = [
+      `CREATE TABLE runs (tenant_id text NOT NULL, n int NOT NULL); INSERT INTO runs VALUES ('x', 1); SELECT pg_sleep(0.2)`,
+      `INSERT INTO runs VALUES ('x', 2)`,
+    ];
     expect((await owner.call('POST', '/modules', manifestOf('racing', '1.0.0', sqls))).status).toBe(201);
-    const answers = await Promise.all(['t1', 't2', 't3'].map((tenantId) => owner.call('POST', '/modules/racing/installations', { tenantId })));
+    const answers = await Promise.all(
+      ['t1', 't2', 't3'].map((tenantId) => owner.call('POST', '/modules/racing/installations', { tenantId })),
+    );
     expect(answers.map((r) => r.status)).toEqual([201, 201, 201]);
     expect((await p.kernel.db.query('SELECT n FROM module_racing.runs ORDER BY n')).rows).toEqual([{ n: 1 }, { n: 2 }]);
   });
@@ -61,7 +92,18 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     expect((await owner.call('POST', '/modules/crm/installations', { tenantId: TENANT })).status).toBe(201);
     const ada = (await user.call('POST', '/data/crm/contacts', { name: 'Ada' })).body.id as string;
 
-    const broken = { ...crm, version: '1.1.0', migrations: [...crm.migrations, { version: 3, name: 'phone', sql: 'ALTER TABLE contacts ADD COLUMN phone text; ALTER TABLE nowhere ADD COLUMN x int' }] };
+    const broken = {
+      ...crm,
+      version: '1.1.0',
+      migrations: [
+        ...crm.migrations,
+        {
+          version: 3,
+          name: 'phone',
+          sql: 'ALTER TABLE contacts ADD COLUMN phone text; ALTER TABLE nowhere ADD COLUMN x int',
+        },
+      ],
+    };
     const patched = await owner.call('PATCH', '/modules/crm', broken);
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ status: 'error', version: '1.1.0', schemaVersion: 2 });
@@ -71,17 +113,47 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     expect(unavailable.body.migrationError).toMatch(/nowhere/);
     expect((await p.kernel.db.query('SELECT count(*)::int AS n FROM module_crm.contacts')).rows[0].n).toBe(1);
 
-    const changedApplied = { ...crm, version: '1.1.1', migrations: [{ ...crm.migrations[0]!, sql: 'SELECT 1' }, ...crm.migrations.slice(1)] };
+    const changedApplied = {
+      ...crm,
+      version: '1.1.1',
+      migrations: [{ ...crm.migrations[0]!, sql: 'SELECT 1' }, ...crm.migrations.slice(1)],
+    };
     expect((await owner.call('PATCH', '/modules/crm', changedApplied)).status).toBe(400);
     expect((await owner.call('PATCH', '/modules/crm', { ...crm, version: '1.0.5' })).status).toBe(409);
 
-    const fixed = { ...crm, version: '1.2.0', migrations: [...crm.migrations, { version: 3, name: 'phone', sql: 'ALTER TABLE contacts ADD COLUMN phone text; ALTER TABLE contacts ADD COLUMN attributes jsonb' }] };
+    const fixed = {
+      ...crm,
+      version: '1.2.0',
+      migrations: [
+        ...crm.migrations,
+        {
+          version: 3,
+          name: 'phone',
+          sql: 'ALTER TABLE contacts ADD COLUMN phone text; ALTER TABLE contacts ADD COLUMN attributes jsonb',
+        },
+      ],
+    };
     const recovered = await owner.call('PATCH', '/modules/crm', fixed);
-    expect(recovered.body).toMatchObject({ status: 'registered', version: '1.2.0', schemaVersion: 3, migrationError: null });
-    const withPhone = await user.call('PATCH', `/data/crm/contacts/${ada}`, { phone: '+33 1 23 45 67 89', attributes: { vip: true } });
+    expect(recovered.body).toMatchObject({
+      status: 'registered',
+      version: '1.2.0',
+      schemaVersion: 3,
+      migrationError: null,
+    });
+    const withPhone = await user.call('PATCH', `/data/crm/contacts/${ada}`, {
+      phone: '+33 1 23 45 67 89',
+      attributes: { vip: true },
+    });
     expect(withPhone.status).toBe(200);
-    expect(withPhone.body).toMatchObject({ id: ada, name: 'Ada', phone: '+33 1 23 45 67 89', attributes: { vip: true } });
-    const huge = await user.call('PATCH', `/data/crm/contacts/${ada}`, { attributes: { blob: 'x'.repeat(300 * 1024) } });
+    expect(withPhone.body).toMatchObject({
+      id: ada,
+      name: 'Ada',
+      phone: '+33 1 23 45 67 89',
+      attributes: { vip: true },
+    });
+    const huge = await user.call('PATCH', `/data/crm/contacts/${ada}`, {
+      attributes: { blob: 'x'.repeat(300 * 1024) },
+    });
     expect(huge.status).toBe(400);
     expect(huge.body.errors[0].field).toBe('attributes');
   });
@@ -92,13 +164,23 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     const gone = (await user.call('POST', '/data/crm/contacts', { name: 'Gone' })).body.id as string;
     await user.call('DELETE', `/data/crm/contacts/${gone}`);
 
-    const stored = (await p.kernel.db.query<{ data: { after: unknown; before: unknown } }>(`SELECT data FROM es.events WHERE type = 'data.crm.contacts.created' AND data->>'id' = $1`, [created.body.id])).rows;
+    const stored = (
+      await p.kernel.db.query<{ data: { after: unknown; before: unknown } }>(
+        `SELECT data FROM es.events WHERE type = 'data.crm.contacts.created' AND data->>'id' = $1`,
+        [created.body.id],
+      )
+    ).rows;
     expect(stored[0]!.data).toMatchObject({ before: null, after: { name: 'Bob', email: 'bob@example.com' } });
     const onTopic = async () => {
       const partitions = await p.kernel.log.partitionsOf('platform.data.events').catch(() => 0);
       for (let part = 0; part < partitions; part += 1) {
         const records = await p.kernel.log.read('platform.data.events', part, 0, 1000);
-        if (records.some((r) => String(r.value).includes(created.body.id) && String(r.value).includes('data.crm.contacts.created'))) return true;
+        if (
+          records.some(
+            (r) => String(r.value).includes(created.body.id) && String(r.value).includes('data.crm.contacts.created'),
+          )
+        )
+          return true;
       }
       return false;
     };
@@ -117,13 +199,24 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     expect((await noteReader.call('GET', '/data/crm/models')).status).toBe(200);
     const crm = await crmManifest();
     const current = (await owner.call('GET', '/modules/crm')).body.manifest as Manifest;
-    const withoutNotes = { ...crm, version: '2.0.0', models: crm.models.filter((m) => m.name !== 'notes'), migrations: [...current.migrations, { version: 4, name: 'drop_notes', sql: 'DROP TABLE notes' }] };
+    const withoutNotes = {
+      ...crm,
+      version: '2.0.0',
+      models: crm.models.filter((m) => m.name !== 'notes'),
+      migrations: [...current.migrations, { version: 4, name: 'drop_notes', sql: 'DROP TABLE notes' }],
+    };
     const res = await owner.call('PATCH', '/modules/crm', withoutNotes);
     expect(res.body).toMatchObject({ status: 'registered', schemaVersion: 4 });
-    const statuses = (await p.kernel.db.query(`SELECT key, status FROM modules.permissions WHERE key LIKE 'crm.%' ORDER BY key`)).rows;
+    const statuses = (
+      await p.kernel.db.query(`SELECT key, status FROM modules.permissions WHERE key LIKE 'crm.%' ORDER BY key`)
+    ).rows;
     expect(statuses).toEqual([
-      { key: 'crm.contacts.delete', status: 'active' }, { key: 'crm.contacts.read', status: 'active' }, { key: 'crm.contacts.write', status: 'active' },
-      { key: 'crm.notes.delete', status: 'archived' }, { key: 'crm.notes.read', status: 'archived' }, { key: 'crm.notes.write', status: 'archived' },
+      { key: 'crm.contacts.delete', status: 'active' },
+      { key: 'crm.contacts.read', status: 'active' },
+      { key: 'crm.contacts.write', status: 'active' },
+      { key: 'crm.notes.delete', status: 'archived' },
+      { key: 'crm.notes.read', status: 'archived' },
+      { key: 'crm.notes.write', status: 'archived' },
     ]);
     expect(p.kernel.permissions.has('crm.notes.read')).toBe(false);
     expect(p.kernel.permissions.has('crm.contacts.read')).toBe(true);
@@ -137,6 +230,8 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     const res = await user.call('GET', '/data/crm/contacts');
     expect(res.status).toBe(404);
     expect(res.body.type).toMatch(/module-not-found$/);
-    expect((await p.kernel.db.query('SELECT count(*)::int AS n FROM module_crm.contacts')).rows[0].n).toBeGreaterThan(0);
+    expect((await p.kernel.db.query('SELECT count(*)::int AS n FROM module_crm.contacts')).rows[0].n).toBeGreaterThan(
+      0,
+    );
   });
 });

@@ -9,7 +9,14 @@ import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import { requireEnv } from '../../support/env';
 import type { ApiClient, Body, Receiver, RegisteredModule } from '../../support/events';
-import { EVENTS_TEST_ENV, eventually, moduleClient, registerModule, startReceiver, uniqueSlug } from '../../support/events';
+import {
+  EVENTS_TEST_ENV,
+  eventually,
+  moduleClient,
+  registerModule,
+  startReceiver,
+  uniqueSlug,
+} from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { TcpProxy } from '../../support/tcp-proxy';
@@ -44,9 +51,29 @@ describe('a batch publish while the log is down', () => {
     configureEvents(platform.kernel, { settings: { brokerTimeoutMs: 300 } });
     receiver = await startReceiver();
     const slug = uniqueSlug('brk');
-    crm = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [`${slug}.order.placed`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url } }, [tenantId]);
+    crm = await registerModule(
+      platform,
+      {
+        slug,
+        version: '1.0.0',
+        events: {
+          publishes: [`${slug}.order.placed`],
+          subscribes: [`platform.${slug}.events`],
+          endpoint: receiver.url,
+        },
+      },
+      [tenantId],
+    );
     client = moduleClient(platform, crm, tenantId);
-    expect((await client.call('POST', '/events/subscriptions', { topic: `platform.${slug}.events`, consumerGroup: `${slug}.orders`, handlerName: 'orders' })).status).toBe(201);
+    expect(
+      (
+        await client.call('POST', '/events/subscriptions', {
+          topic: `platform.${slug}.events`,
+          consumerGroup: `${slug}.orders`,
+          handlerName: 'orders',
+        })
+      ).status,
+    ).toBe(201);
   });
   afterAll(async () => {
     await platform?.close();
@@ -58,8 +85,19 @@ describe('a batch publish while the log is down', () => {
 
   it('answers 503 events.broker.unavailable and delivers nothing of it; once the log is back, a retry delivers every event once', async () => {
     const topic = `platform.${crm.slug}.events`;
-    const batch = { topic, events: Array.from({ length: 50 }, (_, i) => ({ type: `${crm.slug}.order.placed`, payload: { i }, entityId: `order-${i % 7}` })) };
-    const warmup = await client.call('POST', '/events/publish', { topic, type: `${crm.slug}.order.placed`, payload: { warmup: true } });
+    const batch = {
+      topic,
+      events: Array.from({ length: 50 }, (_, i) => ({
+        type: `${crm.slug}.order.placed`,
+        payload: { i },
+        entityId: `order-${i % 7}`,
+      })),
+    };
+    const warmup = await client.call('POST', '/events/publish', {
+      topic,
+      type: `${crm.slug}.order.placed`,
+      payload: { warmup: true },
+    });
     await eventually(async () => receiver.received.some((d: Body) => d.event.eventId === warmup.body.eventId));
 
     await proxy.cut();

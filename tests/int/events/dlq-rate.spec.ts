@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIT_TOPIC } from '../../../infra/audit';
 import type { ApiClient, Body, Receiver, RegisteredModule } from '../../support/events';
-import { EVENTS_TEST_ENV, eventually, moduleClient, registerModule, startReceiver, uniqueSlug } from '../../support/events';
+import {
+  EVENTS_TEST_ENV,
+  eventually,
+  moduleClient,
+  registerModule,
+  startReceiver,
+  uniqueSlug,
+} from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 
@@ -11,7 +18,10 @@ import { startTestPlatform } from '../../support/platform';
  * receiving end: redeliveries spread over at least (n - 1) / 50 seconds and no second holds more
  * than 50 of them. Resolved dead letters are skipped and counted.
  */
-describe.each([{ name: 'the embedded log', kafka: false }, { name: 'Kafka', kafka: true }])('POST /events/dlq/replay-all on $name', ({ kafka }) => {
+describe.each([
+  { name: 'the embedded log', kafka: false },
+  { name: 'Kafka', kafka: true },
+])('POST /events/dlq/replay-all on $name', ({ kafka }) => {
   let platform: TestPlatform;
   let receiver: Receiver;
   let crm: RegisteredModule;
@@ -22,9 +32,25 @@ describe.each([{ name: 'the embedded log', kafka: false }, { name: 'Kafka', kafk
     platform = await startTestPlatform({ role: 'all', modules: ['events'], kafka, env: EVENTS_TEST_ENV });
     receiver = await startReceiver();
     const slug = uniqueSlug('rate');
-    crm = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [`${slug}.job.failed`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url } }, [tenantId]);
+    crm = await registerModule(
+      platform,
+      {
+        slug,
+        version: '1.0.0',
+        events: { publishes: [`${slug}.job.failed`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url },
+      },
+      [tenantId],
+    );
     client = moduleClient(platform, crm, tenantId);
-    expect((await client.call('POST', '/events/subscriptions', { topic: `platform.${slug}.events`, consumerGroup: `${slug}.jobs`, handlerName: 'jobs' })).status).toBe(201);
+    expect(
+      (
+        await client.call('POST', '/events/subscriptions', {
+          topic: `platform.${slug}.events`,
+          consumerGroup: `${slug}.jobs`,
+          handlerName: 'jobs',
+        })
+      ).status,
+    ).toBe(201);
   });
   afterAll(async () => {
     await platform?.close();
@@ -52,13 +78,22 @@ describe.each([{ name: 'the embedded log', kafka: false }, { name: 'Kafka', kafk
     const count = 80;
     const topic = `platform.${crm.slug}.events`;
     const batch = await client.call('POST', '/events/publish/batch', {
-      topic, events: Array.from({ length: count }, (_, i) => ({ type: `${crm.slug}.job.failed`, payload: { fail: true, i }, entityId: `job-${i}` })),
+      topic,
+      events: Array.from({ length: count }, (_, i) => ({
+        type: `${crm.slug}.job.failed`,
+        payload: { fail: true, i },
+        entityId: `job-${i}`,
+      })),
     });
     expect(batch.status).toBe(202);
-    const entries = await eventually(async () => {
-      const res = await client.call('GET', '/events/dlq?status=pending&page_size=100');
-      return res.body.data.length === count ? (res.body.data as Body[]) : null;
-    }, 60_000, 200);
+    const entries = await eventually(
+      async () => {
+        const res = await client.call('GET', '/events/dlq?status=pending&page_size=100');
+        return res.body.data.length === count ? (res.body.data as Body[]) : null;
+      },
+      60_000,
+      200,
+    );
     for (const e of entries.slice(0, 5)) expect((await client.call('DELETE', `/events/dlq/${e.id}`)).status).toBe(200);
 
     receiver.failMarked = false;
@@ -66,10 +101,14 @@ describe.each([{ name: 'the embedded log', kafka: false }, { name: 'Kafka', kafk
     expect(replay.status).toBe(202);
     expect(replay.body).toEqual({ replayed: count - 5, skipped_already_resolved: 5 });
 
-    const arrivals = await eventually(async () => {
-      const got = receiver.received.filter((d: Body) => d.event.payload.fail === true);
-      return got.length >= count - 5 ? got : null;
-    }, 30_000, 100);
+    const arrivals = await eventually(
+      async () => {
+        const got = receiver.received.filter((d: Body) => d.event.payload.fail === true);
+        return got.length >= count - 5 ? got : null;
+      },
+      30_000,
+      100,
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.received.filter((d: Body) => d.event.payload.fail === true)).toHaveLength(count - 5);
     const times = arrivals.map((d: Body) => d.at as number).sort((a, b) => a - b);

@@ -18,12 +18,25 @@ describe('the module registry', () => {
 
   it('refuses a manifest publishing outside its domain, a platform slug, a taken slug; only the platform owner registers', async () => {
     const slug = uniqueSlug('reg');
-    const foreign = await ownerClient(platform).call('POST', '/modules', { slug, version: '1.0.0', events: { publishes: ['money.wallet.credited'] } });
+    const foreign = await ownerClient(platform).call('POST', '/modules', {
+      slug,
+      version: '1.0.0',
+      events: { publishes: ['money.wallet.credited'] },
+    });
     expect(foreign.status).toBe(400);
     expect(foreign.body.errors.map((e: Body) => e.code)).toContain('FOREIGN_DOMAIN');
-    expect((await ownerClient(platform).call('POST', '/modules', { slug: 'billing', version: '1.0.0' })).status).toBe(400);
-    expect((await userClient(platform, tenantA, ['events.manage']).call('POST', '/modules', { slug, version: '1.0.0' })).status).toBe(403);
-    const registered = await ownerClient(platform).call('POST', '/modules', { slug, version: '1.0.0', events: { publishes: [`${slug}.thing.made`] } });
+    expect((await ownerClient(platform).call('POST', '/modules', { slug: 'billing', version: '1.0.0' })).status).toBe(
+      400,
+    );
+    expect(
+      (await userClient(platform, tenantA, ['events.manage']).call('POST', '/modules', { slug, version: '1.0.0' }))
+        .status,
+    ).toBe(403);
+    const registered = await ownerClient(platform).call('POST', '/modules', {
+      slug,
+      version: '1.0.0',
+      events: { publishes: [`${slug}.thing.made`] },
+    });
     expect(registered.status).toBe(201);
     expect(registered.body.credentials.key).toMatch(/^pmk_[0-9a-f]{32}\.[A-Za-z0-9_-]{43}$/);
     expect((await ownerClient(platform).call('POST', '/modules', { slug, version: '2.0.0' })).status).toBe(409);
@@ -34,15 +47,23 @@ describe('the module registry', () => {
 
   it('a key acts only for a tenant the module is installed for; a wrong or revoked key is 401', async () => {
     const slug = uniqueSlug('key');
-    const mod = await registerModule(platform, { slug, version: '1.0.0', events: { publishes: [`${slug}.thing.made`] } }, [tenantA]);
+    const mod = await registerModule(
+      platform,
+      { slug, version: '1.0.0', events: { publishes: [`${slug}.thing.made`] } },
+      [tenantA],
+    );
     const publish = { topic: `platform.${slug}.events`, type: `${slug}.thing.made`, payload: {} };
     expect((await moduleClient(platform, mod, tenantA).call('POST', '/events/publish', publish)).status).toBe(202);
     expect((await apiClient(platform.url, mod.key).call('POST', '/events/publish', publish)).status).toBe(202);
     expect((await moduleClient(platform, mod, tenantB).call('POST', '/events/publish', publish)).status).toBe(404);
     const [prefix] = mod.key.split('.');
-    expect((await apiClient(platform.url, `${prefix}.${'A'.repeat(43)}`).call('POST', '/events/publish', publish)).status).toBe(401);
+    expect(
+      (await apiClient(platform.url, `${prefix}.${'A'.repeat(43)}`).call('POST', '/events/publish', publish)).status,
+    ).toBe(401);
     const keys = await ownerClient(platform).call('GET', `/modules/${mod.id}/keys`);
-    expect((await ownerClient(platform).call('DELETE', `/modules/${mod.id}/keys/${keys.body.data[0].keyId}`)).status).toBe(204);
+    expect(
+      (await ownerClient(platform).call('DELETE', `/modules/${mod.id}/keys/${keys.body.data[0].keyId}`)).status,
+    ).toBe(204);
     expect((await moduleClient(platform, mod, tenantA).call('POST', '/events/publish', publish)).status).toBe(401);
   });
 });

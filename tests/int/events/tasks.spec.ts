@@ -27,18 +27,35 @@ describe('the task queue', () => {
   });
   afterAll(async () => platform?.close());
 
-  const meta = (tenantId: string) => ({ tenantId, actorId: 'tester', traceId: randomUUID().replace(/-/g, ''), correlationId: null, causationId: null });
+  const meta = (tenantId: string) => ({
+    tenantId,
+    actorId: 'tester',
+    traceId: randomUUID().replace(/-/g, ''),
+    correlationId: null,
+    causationId: null,
+  });
 
   it('runs a task queued in a committed command, retrying after a failure, and lists it for its tenant only', async () => {
-    const id = await platform.kernel.commands.run(meta(tenantA), async (uow) => uow.enqueueTask({ type: 'test.greeting.send', payload: { to: 'ada' } }));
+    const id = await platform.kernel.commands.run(meta(tenantA), async (uow) =>
+      uow.enqueueTask({ type: 'test.greeting.send', payload: { to: 'ada' } }),
+    );
     const done = await eventually(async () => {
       const res = await userClient(platform, tenantA).call('GET', `/events/tasks/${id}`);
-      return res.status === 200 && res.body.status === 'done' ? (res.body) : null;
+      return res.status === 200 && res.body.status === 'done' ? res.body : null;
     });
-    expect(done).toMatchObject({ id, type: 'test.greeting.send', payload: { to: 'ada' }, attempts: 2, lastError: null, completedAt: expect.any(String) });
+    expect(done).toMatchObject({
+      id,
+      type: 'test.greeting.send',
+      payload: { to: 'ada' },
+      attempts: 2,
+      lastError: null,
+      completedAt: expect.any(String),
+    });
     expect(runs.filter((r) => r.id === id).map((r) => r.attempt)).toEqual([1, 2]);
     expect(runs.find((r) => r.id === id)?.tenantId).toBe(tenantA);
-    expect((await userClient(platform, tenantA).call('GET', '/events/tasks')).body.data.map((t: Body) => t.id)).toContain(id);
+    expect(
+      (await userClient(platform, tenantA).call('GET', '/events/tasks')).body.data.map((t: Body) => t.id),
+    ).toContain(id);
     expect((await userClient(platform, tenantB).call('GET', `/events/tasks/${id}`)).status).toBe(404);
     expect((await userClient(platform, tenantB).call('GET', '/events/tasks')).body.data).toEqual([]);
   });
@@ -50,7 +67,10 @@ describe('the task queue', () => {
     });
     await expect(failing).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 300));
-    const { rows } = await platform.kernel.db.query<{ n: string }>(`SELECT count(*) AS n FROM events.tasks WHERE tenant_id = $1`, [tenantB]);
+    const { rows } = await platform.kernel.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM events.tasks WHERE tenant_id = $1`,
+      [tenantB],
+    );
     expect(Number(rows[0]!.n)).toBe(0);
     expect(runs.some((r) => r.payload.to === 'nobody')).toBe(false);
   });

@@ -20,7 +20,19 @@ beforeAll(async () => {
 afterAll(async () => t.drop());
 
 const append = (streamId: string, expectedVersion: number | 'any', n = 1) =>
-  inTransaction(t.db, (tx) => store.append(tx, [{ streamId, expectedVersion, events: Array.from({ length: n }, (_, i) => ({ type: 'tally.counter.incremented', data: { i } })) }], meta));
+  inTransaction(t.db, (tx) =>
+    store.append(
+      tx,
+      [
+        {
+          streamId,
+          expectedVersion,
+          events: Array.from({ length: n }, (_, i) => ({ type: 'tally.counter.incremented', data: { i } })),
+        },
+      ],
+      meta,
+    ),
+  );
 
 describe('a new stream', () => {
   it('takes events at expected version 0 and numbers them from 1, with the full envelope', async () => {
@@ -28,8 +40,16 @@ describe('a new stream', () => {
     expect(stored.map((e) => e.streamVersion)).toEqual([1, 2, 3]);
     const [first] = await store.readStream(t.db, 's:tenant-a:one');
     expect(first).toMatchObject({
-      type: 'tally.counter.incremented', schemaVersion: 1, tenantId: 'tenant-a', actorId: 'u1', traceId: 'trace-1',
-      correlationId: 'corr-1', causationId: null, streamId: 's:tenant-a:one', streamVersion: 1, data: { i: 0 },
+      type: 'tally.counter.incremented',
+      schemaVersion: 1,
+      tenantId: 'tenant-a',
+      actorId: 'u1',
+      traceId: 'trace-1',
+      correlationId: 'corr-1',
+      causationId: null,
+      streamId: 's:tenant-a:one',
+      streamVersion: 1,
+      data: { i: 0 },
     });
     expect(first!.eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-/);
     expect(Date.parse(first!.occurredAt)).not.toBeNaN();
@@ -42,7 +62,12 @@ describe('a new stream', () => {
 
 describe('a stream at version 3', () => {
   it('refuses a stale expected version with a typed conflict', async () => {
-    await expect(append('s:tenant-a:one', 2)).rejects.toMatchObject({ name: 'StreamVersionConflict', status: 409, expected: 2, actual: 3 });
+    await expect(append('s:tenant-a:one', 2)).rejects.toMatchObject({
+      name: 'StreamVersionConflict',
+      status: 409,
+      expected: 2,
+      actual: 3,
+    });
   });
 
   it('lets exactly one of many concurrent appends at the same expected version win', async () => {
@@ -51,7 +76,7 @@ describe('a stream at version 3', () => {
     const lost = results.filter((r) => r.status === 'rejected');
     expect(won).toHaveLength(1);
     expect(lost).toHaveLength(19);
-    for (const r of lost) expect((r).reason).toBeInstanceOf(StreamVersionConflict);
+    for (const r of lost) expect(r.reason).toBeInstanceOf(StreamVersionConflict);
     expect((await store.head(t.db, 's:tenant-a:one'))?.version).toBe(4);
   });
 });
@@ -71,12 +96,15 @@ describe('an aggregate with a long history', () => {
   it('loads from its stored state, not by folding its events', async () => {
     const runner = new CommandRunner(t.db, store, null);
     await runner.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: 'long', name: 'long' }));
-    for (let i = 0; i < 50; i += 1) await runner.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'long', by: 2 }));
+    for (let i = 0; i < 50; i += 1)
+      await runner.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'long', by: 2 }));
     const streamId = streamIdOf('tally.counter', 'tenant-a', 'long');
     const head = await store.head(t.db, streamId);
     expect(head).toMatchObject({ version: 51, stateSchema: 'counter.v1', state: { status: 'open', value: 100 } });
     // corrupt the events: a load that folded them would notice; a load from state does not read them
-    await t.db.query(`UPDATE es.events SET data = '{"counterId":"long","by":0,"value":-1}' WHERE stream_id = $1`, [streamId]);
+    await t.db.query(`UPDATE es.events SET data = '{"counterId":"long","by":0,"value":-1}' WHERE stream_id = $1`, [
+      streamId,
+    ]);
     const loaded = await runner.run(meta, (uow) => uow.load(Counter, streamId));
     expect(loaded).toMatchObject({ version: 51, state: { value: 100 } });
   });
@@ -86,7 +114,10 @@ describe('an aggregate with a long history', () => {
     await runner.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: 'old', name: 'old' }));
     await runner.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'old', by: 5 }));
     const streamId = streamIdOf('tally.counter', 'tenant-a', 'old');
-    await t.db.query(`UPDATE es.streams SET state_schema = 'counter.v0', state = '{"bogus":true}' WHERE stream_id = $1`, [streamId]);
+    await t.db.query(
+      `UPDATE es.streams SET state_schema = 'counter.v0', state = '{"bogus":true}' WHERE stream_id = $1`,
+      [streamId],
+    );
     const loaded = await runner.run(meta, (uow) => uow.load(Counter, streamId));
     expect(loaded).toMatchObject({ version: 2, state: { status: 'open', value: 5 } });
   });

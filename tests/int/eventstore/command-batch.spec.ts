@@ -30,7 +30,12 @@ type AccountCommand = { type: 'Add'; by: number };
 type AccountEvent = { type: 'test.account.changed'; data: { by: number; value: number } };
 
 const accountErrors = defineErrors({
-  belowZero: (value: number, by: number) => ({ status: 422, suffix: 'below-zero', title: 'Below zero', detail: `${value} + ${by} would go below zero.` }),
+  belowZero: (value: number, by: number) => ({
+    status: 422,
+    suffix: 'below-zero',
+    title: 'Below zero',
+    detail: `${value} + ${by} would go below zero.`,
+  }),
 });
 
 const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
@@ -45,11 +50,25 @@ const Account = defineAggregate({ name: 'test.account', decider: accountDecider,
 
 /** inline, so that the batch's projection statements are checked too (evolve only: statementsFor's default path) */
 const accounts: Projection<'test_accounts'> = {
-  name: 'test.accounts', version: 1, mode: 'inline', handles: ['test.account.changed'],
-  tables: { test_accounts: (t) => [`CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, value bigint NOT NULL, version int NOT NULL, PRIMARY KEY (tenant_id, id))`] },
-  evolve: (e, t) => [sql(`INSERT INTO ${t.test_accounts} (tenant_id, id, value, version) VALUES ($1, $2, $3, $4)
+  name: 'test.accounts',
+  version: 1,
+  mode: 'inline',
+  handles: ['test.account.changed'],
+  tables: {
+    test_accounts: (t) => [
+      `CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, value bigint NOT NULL, version int NOT NULL, PRIMARY KEY (tenant_id, id))`,
+    ],
+  },
+  evolve: (e, t) => [
+    sql(
+      `INSERT INTO ${t.test_accounts} (tenant_id, id, value, version) VALUES ($1, $2, $3, $4)
       ON CONFLICT (tenant_id, id) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version WHERE ${t.test_accounts}.version < EXCLUDED.version`,
-  e.tenantId, entityIdOf(e.streamId), (e.data as { value: number }).value, e.streamVersion)],
+      e.tenantId,
+      entityIdOf(e.streamId),
+      (e.data as { value: number }).value,
+      e.streamVersion,
+    ),
+  ],
 };
 
 const TENANT = 'tenant-a';
@@ -70,12 +89,18 @@ afterAll(async () => t?.drop());
 const streamOf = (account: string) => streamIdOf('test.account', TENANT, account);
 
 const idem = (key: string, requestHash = 'same-request'): IdempotencyRequest => ({
-  key, requestHash,
+  key,
+  requestHash,
   render: (result) => ({ status: 200, contentType: 'application/json', body: Buffer.from(JSON.stringify(result)) }),
   // as the HTTP edge does: deterministic 4xx refusals are remembered, 409 and 429 are not
-  renderError: (e) => (e.status >= 400 && e.status < 500 && e.status !== 409 && e.status !== 429
-    ? { status: e.status, contentType: 'application/problem+json', body: Buffer.from(JSON.stringify({ suffix: e.suffix, detail: e.detail })) }
-    : null),
+  renderError: (e) =>
+    e.status >= 400 && e.status < 500 && e.status !== 409 && e.status !== 429
+      ? {
+          status: e.status,
+          contentType: 'application/problem+json',
+          body: Buffer.from(JSON.stringify({ suffix: e.suffix, detail: e.detail })),
+        }
+      : null,
 });
 
 const addTo = async (uow: UnitOfWork, account: string, by: number) => {
@@ -84,11 +109,19 @@ const addTo = async (uow: UnitOfWork, account: string, by: number) => {
   return { account, value: state.value };
 };
 
-interface AddOptions { key?: string; hash?: string; runs?: { n: number }; fail?: Error }
+interface AddOptions {
+  key?: string;
+  hash?: string;
+  runs?: { n: number };
+  fail?: Error;
+}
 const add = (account: string, by: number, o: AddOptions = {}): BatchableCommand & { key: string } => {
   const key = o.key ?? randomUUID();
   return {
-    key, meta, idem: idem(key, o.hash), locks: [streamOf(account)],
+    key,
+    meta,
+    idem: idem(key, o.hash),
+    locks: [streamOf(account)],
     fn: async (uow) => {
       if (o.runs) o.runs.n += 1;
       if (o.fail) throw o.fail;
@@ -105,11 +138,22 @@ const bodyOf = (a: CommandAnswer) => JSON.parse(a.body.toString()) as Record<str
  */
 const submitBatch = async (commands: BatchableCommand[]): Promise<PromiseSettledResult<CommandAnswer>[]> => {
   let open!: () => void;
-  const gate = new Promise<void>((r) => { open = r; });
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
   let started!: () => void;
-  const running = new Promise<void>((r) => { started = r; });
+  const running = new Promise<void>((r) => {
+    started = r;
+  });
   const gateAccount = `gate-${randomUUID()}`;
-  const blocker = runner.runBatched({ ...add(gateAccount, 1), fn: async (uow) => { started(); await gate; return addTo(uow, gateAccount, 1); } });
+  const blocker = runner.runBatched({
+    ...add(gateAccount, 1),
+    fn: async (uow) => {
+      started();
+      await gate;
+      return addTo(uow, gateAccount, 1);
+    },
+  });
   await running;
   const settled = Promise.allSettled(commands.map((c) => runner.runBatched(c)));
   open();
@@ -118,7 +162,8 @@ const submitBatch = async (commands: BatchableCommand[]): Promise<PromiseSettled
 };
 
 const fulfilled = (r: PromiseSettledResult<CommandAnswer> | undefined): CommandAnswer => {
-  if (r?.status !== 'fulfilled') throw new Error(`expected an answer, got ${r?.status === 'rejected' ? String(r.reason) : 'nothing'}`);
+  if (r?.status !== 'fulfilled')
+    throw new Error(`expected an answer, got ${r?.status === 'rejected' ? String(r.reason) : 'nothing'}`);
   return r.value;
 };
 const rejected = (r: PromiseSettledResult<CommandAnswer> | undefined): unknown => {
@@ -127,13 +172,26 @@ const rejected = (r: PromiseSettledResult<CommandAnswer> | undefined): unknown =
 };
 
 const eventsOf = async (account: string) =>
-  (await t.db.query<{ stream_version: number; tx: string; data: { by: number; value: number } }>(
-    'SELECT stream_version, transaction_id::text AS tx, data FROM es.events WHERE stream_id = $1 ORDER BY stream_version', [streamOf(account)])).rows;
+  (
+    await t.db.query<{ stream_version: number; tx: string; data: { by: number; value: number } }>(
+      'SELECT stream_version, transaction_id::text AS tx, data FROM es.events WHERE stream_id = $1 ORDER BY stream_version',
+      [streamOf(account)],
+    )
+  ).rows;
 const recordOf = async (key: string) =>
-  (await t.db.query<{ request_hash: string; response_status: number; response_body: Buffer }>(
-    'SELECT request_hash, response_status, response_body FROM es.idempotency WHERE tenant_id = $1 AND idempotency_key = $2', [TENANT, key])).rows[0];
+  (
+    await t.db.query<{ request_hash: string; response_status: number; response_body: Buffer }>(
+      'SELECT request_hash, response_status, response_body FROM es.idempotency WHERE tenant_id = $1 AND idempotency_key = $2',
+      [TENANT, key],
+    )
+  ).rows[0];
 const projected = async (account: string) =>
-  (await t.db.query<{ value: string; version: number }>('SELECT value, version FROM rm.test_accounts WHERE tenant_id = $1 AND id = $2', [TENANT, account])).rows[0];
+  (
+    await t.db.query<{ value: string; version: number }>(
+      'SELECT value, version FROM rm.test_accounts WHERE tenant_id = $1 AND id = $2',
+      [TENANT, account],
+    )
+  ).rows[0];
 
 describe('given concurrency 1 and 20 commands on one stream submitted at once', () => {
   it('when they run, then they share two transactions, each sees the ones before it, and every event is there once at consecutive versions', async () => {
@@ -151,7 +209,11 @@ describe('given concurrency 1 and 20 commands on one stream submitted at once', 
     expect(events.map((e) => e.stream_version)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     expect(events.map((e) => e.data)).toEqual(totals.map((value, i) => ({ by: i + 1, value })));
 
-    expect(await store.head(t.db, streamOf('a'))).toMatchObject({ version: 20, stateSchema: 'account.v1', state: { value: 210 } });
+    expect(await store.head(t.db, streamOf('a'))).toMatchObject({
+      version: 20,
+      stateSchema: 'account.v1',
+      state: { value: 210 },
+    });
     expect(await projected('a')).toEqual({ value: '210', version: 20 });
     for (const [i, c] of commands.entries()) {
       const record = await recordOf(c.key);
@@ -161,7 +223,10 @@ describe('given concurrency 1 and 20 commands on one stream submitted at once', 
   });
 
   it('when the batches are at most 4 commands, then 10 commands take 1 + 4 + 4 + 1 transactions', async () => {
-    const small = new CommandRunner(t.db, store, null, { ...defaultRunnerOptions, batch: { maxSize: 4, concurrency: 1 } });
+    const small = new CommandRunner(t.db, store, null, {
+      ...defaultRunnerOptions,
+      batch: { maxSize: 4, concurrency: 1 },
+    });
     const answers = await Promise.all(Array.from({ length: 10 }, () => small.runBatched(add('small', 1))));
     expect(answers.map((a) => bodyOf(a).value)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     const events = await eventsOf('small');
@@ -178,7 +243,12 @@ describe('given a batch with a refused command in the middle', () => {
     const results = await submitBatch(commands);
 
     const answers = results.map(fulfilled);
-    expect(answers.map((a) => [a.status, a.replayed])).toEqual([[200, false], [422, false], [200, false], [200, false]]);
+    expect(answers.map((a) => [a.status, a.replayed])).toEqual([
+      [200, false],
+      [422, false],
+      [200, false],
+      [200, false],
+    ]);
     expect(bodyOf(answers[0]!).value).toBe(2);
     expect(bodyOf(answers[1]!)).toMatchObject({ suffix: 'below-zero', detail: '2 + -10 would go below zero.' });
     // -6 is only possible on the +4 decided before it in the same batch
@@ -186,7 +256,12 @@ describe('given a batch with a refused command in the middle', () => {
     expect(bodyOf(answers[3]!).value).toBe(0);
 
     const events = await eventsOf('b');
-    expect(events.map((e) => [e.stream_version, e.data.by, e.data.value])).toEqual([[1, 5, 5], [2, -3, 2], [3, 4, 6], [4, -6, 0]]);
+    expect(events.map((e) => [e.stream_version, e.data.by, e.data.value])).toEqual([
+      [1, 5, 5],
+      [2, -3, 2],
+      [3, 4, 6],
+      [4, -6, 0],
+    ]);
     expect(new Set(events.slice(1).map((e) => e.tx)).size).toBe(1);
     expect(await projected('b')).toEqual({ value: '0', version: 4 });
 
@@ -214,7 +289,11 @@ describe('given one idempotency key twice in one batch', () => {
     expect(first).toMatchObject({ status: 200, replayed: false });
     const duplicate = rejected(results[1]);
     expect(duplicate).toBeInstanceOf(DomainError);
-    expect(duplicate).toMatchObject({ status: 409, suffix: 'idempotency-conflict', extensions: { reason: 'in_progress' } });
+    expect(duplicate).toMatchObject({
+      status: 409,
+      suffix: 'idempotency-conflict',
+      extensions: { reason: 'in_progress' },
+    });
     expect(runs.n).toBe(1);
     expect(await eventsOf('c')).toHaveLength(1);
 
@@ -252,7 +331,10 @@ describe('given a key already used', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7))', [`${TENANT}:${key}`]);
-      await expect(runner.runBatched(add('d2', 1, { key, runs }))).rejects.toMatchObject({ status: 409, extensions: { reason: 'in_progress' } });
+      await expect(runner.runBatched(add('d2', 1, { key, runs }))).rejects.toMatchObject({
+        status: 409,
+        extensions: { reason: 'in_progress' },
+      });
       expect(runs.n).toBe(0);
       expect(await recordOf(key)).toBeUndefined();
     } finally {
@@ -298,12 +380,30 @@ describe('given a batch in which something unexpected fails', () => {
     try {
       // another writer creates the stream and has not committed yet: the batch's lock of it finds no row
       await other.query('BEGIN');
-      await store.append(other, [{ streamId: created, expectedVersion: 0, events: [{ type: 'test.account.changed', data: { by: 7, value: 7 } }], state: { value: { value: 7 }, schema: 'account.v1' } }], meta);
+      await store.append(
+        other,
+        [
+          {
+            streamId: created,
+            expectedVersion: 0,
+            events: [{ type: 'test.account.changed', data: { by: 7, value: 7 } }],
+            state: { value: { value: 7 }, schema: 'account.v1' },
+          },
+        ],
+        meta,
+      );
       const batch = submitBatch([add('f-other', 1), add('f-new', 1)]);
       // the batch's second round trip waits on the uncommitted stream row; then the writer commits
       const deadline = Date.now() + 10_000;
-      while (Number((await t.db.query<{ n: string }>(
-        "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0]!.n) === 0) {
+      while (
+        Number(
+          (
+            await t.db.query<{ n: string }>(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+          ).rows[0]!.n,
+        ) === 0
+      ) {
         if (Date.now() > deadline) throw new Error('the batch never waited on the new stream');
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -318,27 +418,39 @@ describe('given a batch in which something unexpected fails', () => {
     // alone, the command loads the stream as the other writer left it
     expect(bodyOf(fulfilled(results[1])).value).toBe(8);
     const events = await eventsOf('f-new');
-    expect(events.map((e) => [e.stream_version, e.data.value])).toEqual([[1, 7], [2, 8]]);
+    expect(events.map((e) => [e.stream_version, e.data.value])).toEqual([
+      [1, 7],
+      [2, 8],
+    ]);
     expect((await eventsOf('f-other')).map((e) => e.data.value)).toEqual([1]);
     expect(events[1]!.tx).not.toBe((await eventsOf('f-other'))[0]!.tx);
   });
 });
 
 describe('EventStore.prepareAppends', () => {
-  const changed = (...values: number[]) => values.map((value) => ({ type: 'test.account.changed', data: { by: 0, value } }));
-  const request = (account: string, expectedVersion: number, values: number[]): AppendRequest =>
-    ({ streamId: streamOf(account), expectedVersion, events: changed(...values), state: { value: { value: values[values.length - 1] }, schema: 'account.v1' } });
+  const changed = (...values: number[]) =>
+    values.map((value) => ({ type: 'test.account.changed', data: { by: 0, value } }));
+  const request = (account: string, expectedVersion: number, values: number[]): AppendRequest => ({
+    streamId: streamOf(account),
+    expectedVersion,
+    events: changed(...values),
+    state: { value: { value: values[values.length - 1] }, schema: 'account.v1' },
+  });
   const streamRow = async (account: string) =>
-    (await t.db.query('SELECT version, state FROM es.streams WHERE stream_id = $1', [streamOf(account)])).rows[0] as { version: number; state: unknown } | undefined;
+    (await t.db.query('SELECT version, state FROM es.streams WHERE stream_id = $1', [streamOf(account)])).rows[0] as
+      { version: number; state: unknown } | undefined;
 
   it('given a stream another append moved past the expected version, when the statement runs, then it fails with a unique violation and writes nothing', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('g', 0, [1])], meta));
     // read at version 1; meanwhile another writer appends
     await inTransaction(t.db, (tx) => store.append(tx, [request('g', 1, [2])], meta));
-    const { sql: statement } = store.prepareAppends([
-      { request: request('g-fresh', 0, [10]), meta },
-      { request: request('g', 1, [3, 4]), meta },
-    ], new Date());
+    const { sql: statement } = store.prepareAppends(
+      [
+        { request: request('g-fresh', 0, [10]), meta },
+        { request: request('g', 1, [3, 4]), meta },
+      ],
+      new Date(),
+    );
     await expect(t.db.query(statement)).rejects.toMatchObject({ code: '23505' });
 
     expect(await streamRow('g')).toEqual({ version: 2, state: { value: 2 } });
@@ -358,46 +470,90 @@ describe('EventStore.prepareAppends', () => {
   it('given appends at their versions, when the statement runs, then the events are stored as returned, whose position and transaction id throw until then', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('i', 0, [1])], meta));
     const at = new Date('2030-01-02T03:04:05.678Z');
-    const { sql: statement, events } = store.prepareAppends([
-      { request: request('i', 1, [2, 3]), meta },
-      { request: request('i-new', 0, [9]), meta: { ...meta, actorId: 'u2' } },
-      { request: request('i', 3, [4]), meta },
-    ], at);
+    const { sql: statement, events } = store.prepareAppends(
+      [
+        { request: request('i', 1, [2, 3]), meta },
+        { request: request('i-new', 0, [9]), meta: { ...meta, actorId: 'u2' } },
+        { request: request('i', 3, [4]), meta },
+      ],
+      at,
+    );
     expect(() => events[0]!.position).toThrow(/assigned by PostgreSQL/);
     expect(() => events[0]!.transactionId).toThrow(/assigned by PostgreSQL/);
     await t.db.query(statement);
 
     expect(await streamRow('i')).toEqual({ version: 4, state: { value: 4 } });
     expect(await streamRow('i-new')).toEqual({ version: 1, state: { value: 9 } });
-    const stored = [...(await store.readStream(t.db, streamOf('i'), 2)), ...(await store.readStream(t.db, streamOf('i-new')))];
+    const stored = [
+      ...(await store.readStream(t.db, streamOf('i'), 2)),
+      ...(await store.readStream(t.db, streamOf('i-new'))),
+    ];
     const fields = (e: (typeof events)[number]) => ({
-      eventId: e.eventId, type: e.type, schemaVersion: e.schemaVersion, tenantId: e.tenantId, actorId: e.actorId, traceId: e.traceId,
-      causationId: e.causationId, correlationId: e.correlationId, occurredAt: e.occurredAt, streamId: e.streamId, streamVersion: e.streamVersion, data: e.data,
+      eventId: e.eventId,
+      type: e.type,
+      schemaVersion: e.schemaVersion,
+      tenantId: e.tenantId,
+      actorId: e.actorId,
+      traceId: e.traceId,
+      causationId: e.causationId,
+      correlationId: e.correlationId,
+      occurredAt: e.occurredAt,
+      streamId: e.streamId,
+      streamVersion: e.streamVersion,
+      data: e.data,
     });
     const byId = new Map(stored.map((e) => [e.eventId, e]));
     expect(events.map((e) => fields(byId.get(e.eventId)!))).toEqual(events.map(fields));
-    expect(events.map((e) => [entityIdOf(e.streamId), e.streamVersion, e.actorId, e.occurredAt]))
-      .toEqual([['i', 2, 'u1', at.toISOString()], ['i', 3, 'u1', at.toISOString()], ['i-new', 1, 'u2', at.toISOString()], ['i', 4, 'u1', at.toISOString()]]);
+    expect(events.map((e) => [entityIdOf(e.streamId), e.streamVersion, e.actorId, e.occurredAt])).toEqual([
+      ['i', 2, 'u1', at.toISOString()],
+      ['i', 3, 'u1', at.toISOString()],
+      ['i-new', 1, 'u2', at.toISOString()],
+      ['i', 4, 'u1', at.toISOString()],
+    ]);
     // one statement, so one transaction
     expect(new Set(stored.map((e) => e.transactionId)).size).toBe(1);
   });
 
   it('given appends to one stream that do not follow each other, or an unknown expected version, then it refuses to prepare them', () => {
-    expect(() => store.prepareAppends([{ request: request('j', 1, [1]), meta }, { request: request('j', 3, [2]), meta }], new Date())).toThrow(/do not follow each other/);
-    expect(() => store.prepareAppends([{ request: { ...request('j', 1, [1]), expectedVersion: 'any' }, meta }], new Date())).toThrow(/expected versions/);
+    expect(() =>
+      store.prepareAppends(
+        [
+          { request: request('j', 1, [1]), meta },
+          { request: request('j', 3, [2]), meta },
+        ],
+        new Date(),
+      ),
+    ).toThrow(/do not follow each other/);
+    expect(() =>
+      store.prepareAppends([{ request: { ...request('j', 1, [1]), expectedVersion: 'any' }, meta }], new Date()),
+    ).toThrow(/expected versions/);
   });
 });
 
 describe('given two batches in flight at once (concurrency 2)', () => {
   it('when a command waits for a stream an in-flight batch holds, then a later command on its other stream waits behind it (arrival order per stream)', async () => {
-    const two = new CommandRunner(t.db, store, null, { ...defaultRunnerOptions, batch: { maxSize: 64, concurrency: 2 } });
+    const two = new CommandRunner(t.db, store, null, {
+      ...defaultRunnerOptions,
+      batch: { maxSize: 64, concurrency: 2 },
+    });
     const held = `held-${randomUUID()}`;
     const shared = `shared-${randomUUID()}`;
     let open!: () => void;
-    const gate = new Promise<void>((r) => { open = r; });
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
     let started!: () => void;
-    const running = new Promise<void>((r) => { started = r; });
-    const blocker = two.runBatched({ ...add(held, 1), fn: async (uow) => { started(); await gate; return addTo(uow, held, 1); } });
+    const running = new Promise<void>((r) => {
+      started = r;
+    });
+    const blocker = two.runBatched({
+      ...add(held, 1),
+      fn: async (uow) => {
+        started();
+        await gate;
+        return addTo(uow, held, 1);
+      },
+    });
     await running;
     // given X needs the held stream and the shared one, and Y (arriving after X) only the shared one
     const x = two.runBatched({ ...add(shared, 1), locks: [streamOf(shared), streamOf(held)] });
@@ -414,9 +570,18 @@ describe('given two batches in flight at once (concurrency 2)', () => {
 describe('a step after the commit (UnitOfWork.afterCommit)', () => {
   /** what another connection sees of the account when the step runs: proof the commit came first */
   const committedValue = async (account: string) =>
-    Number((await t.db.query<{ value: string }>('SELECT value FROM rm.test_accounts WHERE tenant_id = $1 AND id = $2', [TENANT, account])).rows[0]?.value ?? -1);
+    Number(
+      (
+        await t.db.query<{ value: string }>('SELECT value FROM rm.test_accounts WHERE tenant_id = $1 AND id = $2', [
+          TENANT,
+          account,
+        ])
+      ).rows[0]?.value ?? -1,
+    );
   const withStep = (account: string, by: number, seen: number[]) => async (uow: UnitOfWork) => {
-    uow.afterCommit(async () => { seen.push(await committedValue(account)); });
+    uow.afterCommit(async () => {
+      seen.push(await committedValue(account));
+    });
     return addTo(uow, account, by);
   };
 
@@ -442,10 +607,15 @@ describe('a step after the commit (UnitOfWork.afterCommit)', () => {
 
   it('is reported when it fails, and the committed command still answers', async () => {
     const failures: unknown[] = [];
-    const reporting = new CommandRunner(t.db, store, null, { ...defaultRunnerOptions, onAfterCommitFailure: (e) => failures.push(e) });
+    const reporting = new CommandRunner(t.db, store, null, {
+      ...defaultRunnerOptions,
+      onAfterCommitFailure: (e) => failures.push(e),
+    });
     const account = `failing-${randomUUID()}`;
     const answer = await reporting.run(meta, async (uow) => {
-      uow.afterCommit(async () => { throw new Error('shared cache down'); });
+      uow.afterCommit(async () => {
+        throw new Error('shared cache down');
+      });
       return addTo(uow, account, 3);
     });
     expect(answer).toEqual({ account, value: 3 });

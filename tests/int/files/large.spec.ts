@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { FilesClient } from '../../support/files';
-import { clamdEnv, digestOf, filesClient, peakGrowth, streamUpload, testBucket, uniqueTenant, waitForStatus } from '../../support/files';
+import {
+  clamdEnv,
+  digestOf,
+  filesClient,
+  peakGrowth,
+  streamUpload,
+  testBucket,
+  uniqueTenant,
+  waitForStatus,
+} from '../../support/files';
 
 /**
  * A 40 MB document end to end with the default limits: streamed in (chunked, through the gateway
@@ -16,7 +25,10 @@ const bucket = testBucket();
 let c: FilesClient;
 
 beforeAll(async () => {
-  p = await startTestPlatform({ modules: ['files'], env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' } });
+  p = await startTestPlatform({
+    modules: ['files'],
+    env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
+  });
   c = filesClient(p.url, uniqueTenant('large'));
   // The same path walked first with 8 MB: modules, pools and the heap's working size are in place,
   // so what the 40 MB file adds on top is what a process holds because of the file's size.
@@ -43,7 +55,9 @@ describe('a 40 MB file', () => {
     const { result, growth } = await peakGrowth(p.pids, () => roundTrip(40 * MB));
     expect(result.received).toEqual({ sha256: result.sent, size: 40 * MB });
     expect(result.meta).toMatchObject({ scanStatus: 'clean', size: 40 * MB });
-    const grown = Object.entries(growth).map(([role, bytes]) => `${role} ${(bytes / MB).toFixed(1)} MB`).join(', ');
+    const grown = Object.entries(growth)
+      .map(([role, bytes]) => `${role} ${(bytes / MB).toFixed(1)} MB`)
+      .join(', ');
     // Split: each server role is a process of its own, measured alone. All-in-one: the one process is
     // also the client that generates, sends, receives and hashes the 40 MB, so twice the streams run in it.
     const bound = p.topology === 'split' ? 32 * MB : 80 * MB;

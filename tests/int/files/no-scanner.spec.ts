@@ -14,7 +14,11 @@ import { filesClient, uniqueTenant, waitForStatus } from '../../support/files';
  * are the process's, and both platforms run side by side.
  */
 const health = async (p: TestPlatform) =>
-  (await (await fetch(`${p.url}/health`, { headers: { authorization: `Bearer ${testToken('ops', 'admin', ['platform.*'])}` } })).json()) as {
+  (await (
+    await fetch(`${p.url}/health`, {
+      headers: { authorization: `Bearer ${testToken('ops', 'admin', ['platform.*'])}` },
+    })
+  ).json()) as {
     components: Record<string, { status: string; error?: string; detail?: string }>;
   };
 
@@ -33,8 +37,13 @@ describe('without CLAMD_HOST', () => {
     const upload = await c.upload(randomBytes(2048), { originalName: 'waits.bin' });
     expect(upload.body).toMatchObject({ status: 'pending_scan', url: null });
     await new Promise((resolve) => setTimeout(resolve, 1000)); // twenty worker polls
-    expect((await c.get(`/files/${upload.body.id}`)).body).toMatchObject({ status: 404, type: expect.stringMatching(/\/file-not-found$/) });
-    expect((await c.get('/files?status=pending_scan')).body.data.map((f: { id: string }) => f.id)).toEqual([upload.body.id]);
+    expect((await c.get(`/files/${upload.body.id}`)).body).toMatchObject({
+      status: 404,
+      type: expect.stringMatching(/\/file-not-found$/),
+    });
+    expect((await c.get('/files?status=pending_scan')).body.data.map((f: { id: string }) => f.id)).toEqual([
+      upload.body.id,
+    ]);
   });
 
   it('says in /health that the scanner is missing, and warned at start', async () => {
@@ -47,7 +56,11 @@ describe('with FILES_SCAN=skip in development', () => {
   let p: TestPlatform;
   let c: FilesClient;
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: ['files'], env: { FILES_WORKER_POLL_MS: '50', FILES_SCAN: 'skip', PLATFORM_ENV: 'development' }, captureLogs: true });
+    p = await startTestPlatform({
+      modules: ['files'],
+      env: { FILES_WORKER_POLL_MS: '50', FILES_SCAN: 'skip', PLATFORM_ENV: 'development' },
+      captureLogs: true,
+    });
     c = filesClient(p.url, uniqueTenant('skipped'));
   });
   afterAll(async () => {
@@ -58,9 +71,14 @@ describe('with FILES_SCAN=skip in development', () => {
     const bytes = randomBytes(4096);
     const upload = await c.upload(bytes, { originalName: 'unscanned.bin' });
     await waitForStatus(c, upload.body.id, 'available');
-    expect((await c.get(`/files/${upload.body.id}?meta=1`)).body).toMatchObject({ status: 'available', scanStatus: 'skipped' });
+    expect((await c.get(`/files/${upload.body.id}?meta=1`)).body).toMatchObject({
+      status: 'available',
+      scanStatus: 'skipped',
+    });
     const content = await fetch(`${p.url}/v1/files/${upload.body.id}?download=1`, { headers: c.auth });
     expect(Buffer.from(await content.arrayBuffer()).equals(bytes)).toBe(true);
-    expect(p.logLines().some((l) => /FILES_SCAN=skip: uploaded files are released WITHOUT a virus scan/.test(l.msg))).toBe(true);
+    expect(
+      p.logLines().some((l) => /FILES_SCAN=skip: uploaded files are released WITHOUT a virus scan/.test(l.msg)),
+    ).toBe(true);
   });
 });

@@ -5,7 +5,17 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
-import { clamdEnv, EICAR, eventually, filesClient, filesModules, seedOwner, testBucket, uniqueTenant, waitForStatus } from '../../support/files';
+import {
+  clamdEnv,
+  EICAR,
+  eventually,
+  filesClient,
+  filesModules,
+  seedOwner,
+  testBucket,
+  uniqueTenant,
+  waitForStatus,
+} from '../../support/files';
 import { notifyModules } from '../../support/notify';
 
 /**
@@ -21,8 +31,10 @@ beforeAll(async () => {
   smtp = await startSmtpCapture();
   p = await startTestPlatform({
     modules: mergeModules({
-      write: [...filesModules.write, ...notifyModules.write], read: [...filesModules.read, ...notifyModules.read],
-      projections: [...new Set([...filesModules.projections, ...notifyModules.projections])], workers: [...filesModules.workers, ...notifyModules.workers],
+      write: [...filesModules.write, ...notifyModules.write],
+      read: [...filesModules.read, ...notifyModules.read],
+      projections: [...new Set([...filesModules.projections, ...notifyModules.projections])],
+      workers: [...filesModules.workers, ...notifyModules.workers],
     }),
     env: { ...bucket.env, ...clamdEnv(), SMTP_URL: smtp.url, FILES_WORKER_POLL_MS: '50' },
   });
@@ -47,9 +59,26 @@ describe('an infected upload, with the notification service', () => {
     expect(mail.parsed.text).toContain(answer.body.id as string);
     const notificationId = mail.parsed.headers.get('x-notification-id');
     expect(notificationId).toEqual(expect.any(String));
-    const row = await eventually(async () => (await p.kernel.db.query<{ status: string; module: string; purpose: string; priority: string; recipient_user_id: string }>(
-      'SELECT status, module, purpose, priority, recipient_user_id FROM rm.notify_notifications WHERE tenant_id = $1 AND id = $2', [tenant, notificationId])).rows
-      .find((r) => r.status === 'delivered'));
-    expect(row).toEqual({ status: 'delivered', module: 'files', purpose: 'file-infected', priority: 'high', recipient_user_id: `u-owner-${tenant}` });
+    const row = await eventually(async () =>
+      (
+        await p.kernel.db.query<{
+          status: string;
+          module: string;
+          purpose: string;
+          priority: string;
+          recipient_user_id: string;
+        }>(
+          'SELECT status, module, purpose, priority, recipient_user_id FROM rm.notify_notifications WHERE tenant_id = $1 AND id = $2',
+          [tenant, notificationId],
+        )
+      ).rows.find((r) => r.status === 'delivered'),
+    );
+    expect(row).toEqual({
+      status: 'delivered',
+      module: 'files',
+      purpose: 'file-infected',
+      priority: 'high',
+      recipient_user_id: `u-owner-${tenant}`,
+    });
   });
 });

@@ -19,7 +19,11 @@ let c: FilesClient;
 
 beforeAll(async () => {
   clock = offsetClock();
-  p = await startTestPlatform({ modules: ['files'], clock, env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' } });
+  p = await startTestPlatform({
+    modules: ['files'],
+    clock,
+    env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
+  });
   c = filesClient(p.url, uniqueTenant('presign'));
 });
 afterAll(async () => {
@@ -36,19 +40,26 @@ const send = async (presigned: Body, bytes: Buffer, type: string) => {
   return { status: res.status, text: await res.text() };
 };
 
-const presign = (body: Record<string, unknown>) => c.post('/files/presign', { bucket: 'assets', originalName: 'photo.png', mimeType: 'image/png', ...body });
+const presign = (body: Record<string, unknown>) =>
+  c.post('/files/presign', { bucket: 'assets', originalName: 'photo.png', mimeType: 'image/png', ...body });
 
 describe('a presigned upload of a picture', () => {
   let png: Buffer;
   let answer: { status: number; body: Body };
   beforeAll(async () => {
-    png = await sharp({ create: { width: 400, height: 300, channels: 3, background: '#3a6' } }).png().toBuffer();
+    png = await sharp({ create: { width: 400, height: 300, channels: 3, background: '#3a6' } })
+      .png()
+      .toBuffer();
     answer = await presign({ sizeBytes: png.length });
   });
 
   it('answers 200 with an upload form valid 15 minutes, the file waiting in staging', async () => {
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ uploadUrl: `${bucket.env.S3_ENDPOINT}/${bucket.name}`, fileId: expect.any(String), fields: expect.objectContaining({ 'Content-Type': 'image/png' }) });
+    expect(answer.body).toMatchObject({
+      uploadUrl: `${bucket.env.S3_ENDPOINT}/${bucket.name}`,
+      fileId: expect.any(String),
+      fields: expect.objectContaining({ 'Content-Type': 'image/png' }),
+    });
     const minutes = (Date.parse(answer.body.expiresAt) - clock.now().getTime()) / 60_000;
     expect(minutes).toBeGreaterThan(14.9);
     expect(minutes).toBeLessThanOrEqual(15);
@@ -59,7 +70,12 @@ describe('a presigned upload of a picture', () => {
     expect((await send(answer.body, png, 'image/png')).status).toBe(204);
     await waitForStatus(c, answer.body.fileId, 'available');
     const file = (await c.get(`/files/${answer.body.fileId}?meta=1`)).body;
-    expect(file).toMatchObject({ mimeType: 'image/png', size: png.length, scanStatus: 'clean', originalName: 'photo.png' });
+    expect(file).toMatchObject({
+      mimeType: 'image/png',
+      size: png.length,
+      scanStatus: 'clean',
+      originalName: 'photo.png',
+    });
     // made right after the release
     const thumbnails = await eventually(async () => {
       const made = Object.keys((await c.get(`/files/${answer.body.fileId}?meta=1`)).body.thumbnails).sort();
@@ -79,7 +95,9 @@ describe('a presigned form used wrongly', () => {
 
   it('is refused by S3 itself with a tampered signature', async () => {
     const form = await presign({ sizeBytes: 1000 });
-    form.body.fields['x-amz-signature'] = (form.body.fields['x-amz-signature'] as string).replace(/^./, (ch) => (ch === '0' ? '1' : '0'));
+    form.body.fields['x-amz-signature'] = (form.body.fields['x-amz-signature'] as string).replace(/^./, (ch) =>
+      ch === '0' ? '1' : '0',
+    );
     expect((await send(form.body, randomBytes(500), 'image/png')).status).toBe(403);
   });
 
@@ -111,15 +129,30 @@ describe('the bytes behind a presigned form', () => {
   });
 
   it('are scanned like any upload: EICAR is rejected', async () => {
-    const form = await presign({ sizeBytes: EICAR.length, mimeType: 'application/octet-stream', originalName: 'tool.exe', bucket: 'documents' });
+    const form = await presign({
+      sizeBytes: EICAR.length,
+      mimeType: 'application/octet-stream',
+      originalName: 'tool.exe',
+      bucket: 'documents',
+    });
     expect((await send(form.body, EICAR, 'application/octet-stream')).status).toBe(204);
     await waitForStatus(c, form.body.fileId, 'rejected');
     expect((await c.get(`/files/${form.body.fileId}`)).body).toMatchObject({ status: 422, reason: 'infected' });
   });
 
   it('over the limit of their detected type are rejected (too-large): a picture presigned as a PDF is held to the image limit', async () => {
-    const picture = Buffer.concat([await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer(), randomBytes(10 * 1_048_576)]);
-    const form = await presign({ sizeBytes: picture.length, mimeType: 'application/pdf', originalName: 'report.pdf', bucket: 'documents' });
+    const picture = Buffer.concat([
+      await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
+        .png()
+        .toBuffer(),
+      randomBytes(10 * 1_048_576),
+    ]);
+    const form = await presign({
+      sizeBytes: picture.length,
+      mimeType: 'application/pdf',
+      originalName: 'report.pdf',
+      bucket: 'documents',
+    });
     expect(form.status).toBe(200);
     expect((await send(form.body, picture, 'application/pdf')).status).toBe(204);
     await waitForStatus(c, form.body.fileId, 'rejected', 60_000);

@@ -26,7 +26,8 @@ beforeAll(async () => {
   proxy = await startTcpProxy({ host: requireEnv('TEST_CLAMD_HOST'), port: Number(requireEnv('TEST_CLAMD_PORT')) });
   clock = offsetClock();
   p = await startTestPlatform({
-    modules: ['files'], clock,
+    modules: ['files'],
+    clock,
     env: { ...bucket.env, ...clamdEnv(proxy.port), FILES_WORKER_POLL_MS: '50', FILES_STAGING_MAX_PER_TENANT: '3' },
   });
 });
@@ -37,11 +38,18 @@ afterAll(async () => {
 });
 
 /** the scan task of a file has been tried and failed at least once */
-const scanFailed = (fileId: string) => eventually(async () => {
-  const { rows } = await p.kernel.db.query<{ attempts: number; last_error: string | null }>(
-    `SELECT attempts, last_error FROM files.tasks WHERE kind = 'scan' AND file_id = $1`, [fileId]);
-  return rows[0] && rows[0].attempts >= 1 && rows[0].last_error ? rows[0] : undefined;
-}, 20_000, 'a failed scan attempt');
+const scanFailed = (fileId: string) =>
+  eventually(
+    async () => {
+      const { rows } = await p.kernel.db.query<{ attempts: number; last_error: string | null }>(
+        `SELECT attempts, last_error FROM files.tasks WHERE kind = 'scan' AND file_id = $1`,
+        [fileId],
+      );
+      return rows[0] && rows[0].attempts >= 1 && rows[0].last_error ? rows[0] : undefined;
+    },
+    20_000,
+    'a failed scan attempt',
+  );
 
 /**
  * clamd is back: each waiting scan is retried once its wait (moved past by the clock, a minute at a
@@ -52,7 +60,9 @@ const releasedAfterRestore = async (ids: string[]) => {
   const deadline = Date.now() + 60_000;
   for (;;) {
     clock.advance(60_000);
-    const statuses = await Promise.all(ids.map(async (id) => (await c.get(`/files/${id}?meta=1`)).body.status as string | undefined));
+    const statuses = await Promise.all(
+      ids.map(async (id) => (await c.get(`/files/${id}?meta=1`)).body.status as string | undefined),
+    );
     if (statuses.every((s) => s === 'available')) return;
     if (Date.now() > deadline) throw new Error(`not released: ${statuses.join(', ')}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -71,9 +81,15 @@ describe('clamd unreachable', () => {
     await scanFailed(upload.body.id);
     expect((await c.get(`/files/${upload.body.id}`)).status).toBe(404);
     expect((await c.get(`/files/${upload.body.id}`)).body.type).toMatch(/\/file-not-found$/);
-    expect((await c.get('/files?status=pending_scan')).body.data.map((f: { id: string }) => f.id)).toContain(upload.body.id);
-    const health = await fetch(`${p.url}/health`, { headers: { authorization: `Bearer ${testToken('ops', 'admin', ['platform.*'])}` } });
-    expect(((await health.json()) as { components: Record<string, { status: string }> }).components.clamav?.status).toBe('unhealthy');
+    expect((await c.get('/files?status=pending_scan')).body.data.map((f: { id: string }) => f.id)).toContain(
+      upload.body.id,
+    );
+    const health = await fetch(`${p.url}/health`, {
+      headers: { authorization: `Bearer ${testToken('ops', 'admin', ['platform.*'])}` },
+    });
+    expect(
+      ((await health.json()) as { components: Record<string, { status: string }> }).components.clamav?.status,
+    ).toBe('unhealthy');
 
     // clamd back: the retry scans and releases it
     await releasedAfterRestore([upload.body.id]);
@@ -84,7 +100,8 @@ describe('clamd unreachable', () => {
   it('refuses a 4th staged file with 503 staging-limit-exceeded (limit 3 here), and takes uploads again once they are released', async () => {
     await proxy.cut();
     const staged = [];
-    for (let i = 0; i < 3; i += 1) staged.push((await c.upload(randomBytes(1000), { originalName: `s${i}.bin` })).body.id as string);
+    for (let i = 0; i < 3; i += 1)
+      staged.push((await c.upload(randomBytes(1000), { originalName: `s${i}.bin` })).body.id as string);
     const refused = await c.upload(randomBytes(1000), { originalName: 'one-too-many.bin' });
     expect(refused.status).toBe(503);
     expect(refused.body.type).toMatch(/\/staging-limit-exceeded$/);

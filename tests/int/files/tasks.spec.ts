@@ -22,7 +22,8 @@ afterAll(async () => {
 });
 
 const enqueueScans = async (tenantId: string, count: number) => {
-  for (let i = 0; i < count; i += 1) await enqueueTask(database.db, { kind: 'scan', tenantId, fileId: `f-${String(i).padStart(5, '0')}`, at: at(i) });
+  for (let i = 0; i < count; i += 1)
+    await enqueueTask(database.db, { kind: 'scan', tenantId, fileId: `f-${String(i).padStart(5, '0')}`, at: at(i) });
 };
 const clear = () => database.db.query('DELETE FROM files.tasks');
 
@@ -46,7 +47,9 @@ describe('scans waiting', () => {
     await enqueueScans('t-b', 1);
     const [task] = await claimTasks(database.db, 'scan', now, 10, options);
     expect(await claimTasks(database.db, 'scan', new Date(now.getTime() + 59_000), 10, options)).toEqual([]);
-    expect(await claimTasks(database.db, 'scan', new Date(now.getTime() + 60_000), 10, options)).toMatchObject([{ fileId: 'f-00000', attempts: 2 }]);
+    expect(await claimTasks(database.db, 'scan', new Date(now.getTime() + 60_000), 10, options)).toMatchObject([
+      { fileId: 'f-00000', attempts: 2 },
+    ]);
     await finishTask(database.db, task!);
     expect(await claimTasks(database.db, 'scan', new Date(now.getTime() + 200_000), 10, options)).toEqual([]);
   });

@@ -9,7 +9,18 @@ import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
 import type { Answer, FilesClient } from '../../support/files';
 import {
-  chunked, clamdEnv, EICAR, eventually, fetchLink, filesClient, multipartBody, seedOwner, testBucket, topicEvents, uniqueTenant, waitForStatus,
+  chunked,
+  clamdEnv,
+  EICAR,
+  eventually,
+  fetchLink,
+  filesClient,
+  multipartBody,
+  seedOwner,
+  testBucket,
+  topicEvents,
+  uniqueTenant,
+  waitForStatus,
 } from '../../support/files';
 
 /**
@@ -28,7 +39,14 @@ beforeAll(async () => {
   smtp = await startSmtpCapture();
   p = await startTestPlatform({
     modules: ['files'],
-    env: { ...bucket.env, ...clamdEnv(), SMTP_URL: smtp.url, FILES_WORKER_POLL_MS: '50', FILES_MAX_IMAGE_SIZE_MB: '0.5', FILES_MAX_DOCUMENT_SIZE_MB: '2' },
+    env: {
+      ...bucket.env,
+      ...clamdEnv(),
+      SMTP_URL: smtp.url,
+      FILES_WORKER_POLL_MS: '50',
+      FILES_MAX_IMAGE_SIZE_MB: '0.5',
+      FILES_MAX_DOCUMENT_SIZE_MB: '2',
+    },
   });
   c = filesClient(p.url, tenant);
 });
@@ -39,7 +57,10 @@ afterAll(async () => {
 });
 
 const problem = (answer: Answer, status: number, suffix: string) => {
-  expect({ status: answer.status, type: answer.body?.type }).toEqual({ status, type: expect.stringMatching(new RegExp(`/${suffix}$`)) });
+  expect({ status: answer.status, type: answer.body?.type }).toEqual({
+    status,
+    type: expect.stringMatching(new RegExp(`/${suffix}$`)),
+  });
   expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
 };
 
@@ -62,26 +83,49 @@ describe('a clean file uploaded to documents', () => {
   it('answers 201 with the file pending_scan and no url', () => {
     expect(answer.status).toBe(201);
     expect(answer.body).toMatchObject({
-      originalName: 'data.bin', mimeType: 'application/octet-stream', size: 300_000, bucket: 'documents', status: 'pending_scan', url: null, thumbnails: {},
-      uploadedBy: 'u-uploader', tenantId: tenant, deletedAt: null, scanStatus: null, meta: { project: 'apollo', n: 1 },
+      originalName: 'data.bin',
+      mimeType: 'application/octet-stream',
+      size: 300_000,
+      bucket: 'documents',
+      status: 'pending_scan',
+      url: null,
+      thumbnails: {},
+      uploadedBy: 'u-uploader',
+      tenantId: tenant,
+      deletedAt: null,
+      scanStatus: null,
+      meta: { project: 'apollo', n: 1 },
     });
   });
 
   it('becomes available after its scan, and downloads byte-identical as an attachment', async () => {
     await waitForStatus(c, id, 'available');
     const meta = await c.get(`/files/${id}?meta=1`);
-    expect(meta.body).toMatchObject({ status: 'available', scanStatus: 'clean', url: expect.stringContaining(`/v1/files/${id}/content?`) });
+    expect(meta.body).toMatchObject({
+      status: 'available',
+      scanStatus: 'clean',
+      url: expect.stringContaining(`/v1/files/${id}/content?`),
+    });
     const download = await fetch(`${p.url}/v1/files/${id}?download=1`, { headers: c.auth });
     expect(download.status).toBe(200);
-    expect(download.headers.get('content-disposition')).toBe(`attachment; filename="data.bin"; filename*=UTF-8''data.bin`);
+    expect(download.headers.get('content-disposition')).toBe(
+      `attachment; filename="data.bin"; filename*=UTF-8''data.bin`,
+    );
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(download.headers.get('content-type')).toBe('application/octet-stream');
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
   it('publishes files.file.uploaded with its size, for billing', async () => {
-    const uploaded = await eventually(async () => (await topicEvents(p.kernel, 'platform.files.events', startedAt)).find((e) => e.type === 'files.file.uploaded' && e.data.fileId === id));
-    expect(uploaded).toMatchObject({ tenantId: tenant, data: { sizeBytes: 300_000, tenantId: tenant, bucket: 'documents', scanStatus: 'clean' } });
+    const uploaded = await eventually(async () =>
+      (await topicEvents(p.kernel, 'platform.files.events', startedAt)).find(
+        (e) => e.type === 'files.file.uploaded' && e.data.fileId === id,
+      ),
+    );
+    expect(uploaded).toMatchObject({
+      tenantId: tenant,
+      data: { sizeBytes: 300_000, tenantId: tenant, bucket: 'documents', scanStatus: 'clean' },
+    });
   });
 
   it('redirects GET /files/:id to a short-lived signed link that needs no token', async () => {
@@ -130,17 +174,29 @@ describe('the list of files', () => {
     const alice = filesClient(p.url, tenant, 'u-alice');
     const bob = filesClient(p.url, tenant, 'u-bob');
     const ids: string[] = [];
-    for (const [who, bucket] of [[alice, 'assets'], [bob, 'assets'], [alice, 'documents'], [alice, 'assets']] as const) {
-      const up = await who.upload(Buffer.from(`list ${ids.length}`), { bucket, originalName: `n${ids.length}.txt`, mimeType: 'text/plain' });
+    for (const [who, bucket] of [
+      [alice, 'assets'],
+      [bob, 'assets'],
+      [alice, 'documents'],
+      [alice, 'assets'],
+    ] as const) {
+      const up = await who.upload(Buffer.from(`list ${ids.length}`), {
+        bucket,
+        originalName: `n${ids.length}.txt`,
+        mimeType: 'text/plain',
+      });
       ids.push(up.body.id as string);
       await waitForStatus(who, up.body.id, 'available');
     }
-    const listed = async (query: string) => ((await alice.get(`/files?${query}`)).body.data as { id: string }[]).map((f) => f.id);
+    const listed = async (query: string) =>
+      ((await alice.get(`/files?${query}`)).body.data as { id: string }[]).map((f) => f.id);
     expect(await listed('bucket=assets')).toEqual([ids[3], ids[1], ids[0]]);
     expect(await listed('uploadedBy=u-alice&bucket=assets')).toEqual([ids[3], ids[0]]);
     const first = await alice.get('/files?page_size=3');
     expect(first.body.data.map((f: { id: string }) => f.id)).toEqual([ids[3], ids[2], ids[1]]);
-    const rest = await alice.get(`/files?page_size=3&page_token=${encodeURIComponent(first.body.next_page_token as string)}`);
+    const rest = await alice.get(
+      `/files?page_size=3&page_token=${encodeURIComponent(first.body.next_page_token as string)}`,
+    );
     expect(rest.body.data.map((f: { id: string }) => f.id)).toEqual([ids[0]]);
     problem(await alice.get('/files?bucket=photos'), 400, 'validation-error');
   });
@@ -166,15 +222,27 @@ describe('the EICAR test file', () => {
     expect((await bucket.keys()).filter((k) => k.includes(id))).toEqual([]);
   });
 
-  it('is reported to the tenant\'s Owners by mail', async () => {
-    const mail = await smtp.waitFor((m) => m.envelope.to.includes('owner@uploads.test') && (m.parsed.text ?? '').includes(id), 20_000);
+  it("is reported to the tenant's Owners by mail", async () => {
+    const mail = await smtp.waitFor(
+      (m) => m.envelope.to.includes('owner@uploads.test') && (m.parsed.text ?? '').includes(id),
+      20_000,
+    );
     expect(mail.parsed.subject).toMatch(/malware/i);
     expect(mail.parsed.text).toMatch(/Eicar/i);
   });
 
   it('is audited as files.file.rejected with the signature', async () => {
-    const record = await eventually(async () => (await topicEvents(p.kernel, AUDIT_TOPIC, startedAt)).find((e) => e.data?.entityId === id && e.data.action === 'files.file.rejected'));
-    expect(record.data).toMatchObject({ entityType: 'file', tenantId: tenant, actorId: 'system', after: { status: 'rejected', reason: 'infected', signature: expect.stringMatching(/eicar/i) } });
+    const record = await eventually(async () =>
+      (await topicEvents(p.kernel, AUDIT_TOPIC, startedAt)).find(
+        (e) => e.data?.entityId === id && e.data.action === 'files.file.rejected',
+      ),
+    );
+    expect(record.data).toMatchObject({
+      entityType: 'file',
+      tenantId: tenant,
+      actorId: 'system',
+      after: { status: 'rejected', reason: 'infected', signature: expect.stringMatching(/eicar/i) },
+    });
   });
 });
 
@@ -192,8 +260,16 @@ const zipEntry = (name: string, data: Buffer, flags: number): Buffer => {
 
 describe('content a scanner cannot see into', () => {
   it.each([
-    ['a ZIP with an encrypted entry', Buffer.concat([zipEntry('readme.txt', Buffer.from('hello'), 0), zipEntry('secret.bin', randomBytes(2000), 1)]), 'bundle.zip'],
-    ['a PDF with an /Encrypt dictionary', Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R /Encrypt 2 0 R >>\n%%EOF\n'), 'locked.pdf'],
+    [
+      'a ZIP with an encrypted entry',
+      Buffer.concat([zipEntry('readme.txt', Buffer.from('hello'), 0), zipEntry('secret.bin', randomBytes(2000), 1)]),
+      'bundle.zip',
+    ],
+    [
+      'a PDF with an /Encrypt dictionary',
+      Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R /Encrypt 2 0 R >>\n%%EOF\n'),
+      'locked.pdf',
+    ],
   ])('is not passed as clean: %s is rejected (encrypted) and removed', async (_label, bytes, name) => {
     const answer = await c.upload(bytes, { originalName: name });
     expect(answer.status).toBe(201);
@@ -205,13 +281,18 @@ describe('content a scanner cannot see into', () => {
 
 describe('the type of an upload', () => {
   it('comes from its bytes, never from the client: PNG bytes named and typed as a PDF are image/png', async () => {
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#08f' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#08f' } })
+      .png()
+      .toBuffer();
     const answer = await c.upload(png, { originalName: 'report.pdf', mimeType: 'application/pdf', bucket: 'assets' });
     expect(answer.body).toMatchObject({ mimeType: 'image/png', originalName: 'report.pdf' });
   });
 
   it('is text/plain for HTML sent as text/html: content is never served as a page', async () => {
-    const id = await uploadAvailable(Buffer.from('<html><script>alert(document.cookie)</script></html>'), { originalName: 'page.html', mimeType: 'text/html' });
+    const id = await uploadAvailable(Buffer.from('<html><script>alert(document.cookie)</script></html>'), {
+      originalName: 'page.html',
+      mimeType: 'text/html',
+    });
     const content = await fetchLink(p.url, (await c.get(`/files/${id}/url`)).body.url);
     expect(content.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(content.headers.get('x-content-type-options')).toBe('nosniff');
@@ -221,33 +302,60 @@ describe('the type of an upload', () => {
 describe('size limits (here: images 0.5 MB, documents 2 MB)', () => {
   const streamed = async (bytes: Buffer, fields: Record<string, string>) => {
     const { body, contentType } = multipartBody(fields, bytes);
-    const res = await fetch(`${p.url}/v1/files/upload`, { method: 'POST', headers: { ...c.auth, 'content-type': contentType }, body: chunked(body), duplex: 'half' });
+    const res = await fetch(`${p.url}/v1/files/upload`, {
+      method: 'POST',
+      headers: { ...c.auth, 'content-type': contentType },
+      body: chunked(body),
+      duplex: 'half',
+    });
     return { status: res.status, body: await res.json() };
   };
 
   it('refuses an image over its limit with 413, measured while it streams (no Content-Length)', async () => {
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#f80' } }).png().toBuffer();
-    const answer = await streamed(Buffer.concat([png, randomBytes(600_000)]), { bucket: 'assets', originalName: 'big.png' });
-    expect(answer).toMatchObject({ status: 413, body: { type: expect.stringMatching(/\/payload-too-large$/), kind: 'image', maxBytes: 524_288 } });
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#f80' } })
+      .png()
+      .toBuffer();
+    const answer = await streamed(Buffer.concat([png, randomBytes(600_000)]), {
+      bucket: 'assets',
+      originalName: 'big.png',
+    });
+    expect(answer).toMatchObject({
+      status: 413,
+      body: { type: expect.stringMatching(/\/payload-too-large$/), kind: 'image', maxBytes: 524_288 },
+    });
   });
 
   it('refuses a document over its limit with 413 while it streams, and keeps none of it', async () => {
     const answer = await streamed(randomBytes(2_200_000), { bucket: 'documents', originalName: 'big.bin' });
     expect(answer).toMatchObject({ status: 413, body: { kind: 'document', maxBytes: 2_097_152 } });
-    await eventually(async () => ((await bucket.keys()).some((k) => k.startsWith('_staging/')) ? undefined : true), 10_000, 'staging to be empty');
+    await eventually(
+      async () => ((await bucket.keys()).some((k) => k.startsWith('_staging/')) ? undefined : true),
+      10_000,
+      'staging to be empty',
+    );
   });
 
   it('refuses a body whose Content-Length is over the limit before reading it', async () => {
     // node:http rather than fetch: the refusal closes the connection while the body is still being
     // written, and fetch reports the broken write (EPIPE) instead of the answer that came first
-    const { body, contentType } = multipartBody({ bucket: 'documents', originalName: 'declared.bin' }, randomBytes(2_300_000));
+    const { body, contentType } = multipartBody(
+      { bucket: 'documents', originalName: 'declared.bin' },
+      randomBytes(2_300_000),
+    );
     const answer = await new Promise<{ status: number; type: unknown }>((resolve, reject) => {
-      const req = httpRequest(`${p.url}/v1/files/upload`, { method: 'POST', headers: { ...c.auth, 'content-type': contentType, 'content-length': String(body.length) } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d: string) => { text += d; });
-        const done = () => resolve({ status: res.statusCode ?? 0, type: (JSON.parse(text || '{}') as { type?: unknown }).type });
-        res.on('end', done).on('error', done);
-      });
+      const req = httpRequest(
+        `${p.url}/v1/files/upload`,
+        { method: 'POST', headers: { ...c.auth, 'content-type': contentType, 'content-length': String(body.length) } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (d: string) => {
+            text += d;
+          });
+          const done = () =>
+            resolve({ status: res.statusCode ?? 0, type: (JSON.parse(text || '{}') as { type?: unknown }).type });
+          res.on('end', done).on('error', done);
+        },
+      );
       req.on('error', (error) => setTimeout(() => reject(error), 2000)); // the answer may still arrive after a cut write
       req.end(body);
     });
@@ -267,13 +375,23 @@ describe('an upload that is not right', () => {
     problem(await c.upload(bytes, { meta: '[1,2]' }), 400, 'validation-error');
     problem(await c.upload(bytes, { bucket: 'photos' }), 400, 'bucket-invalid');
     const noName = multipartBody({ bucket: 'documents' }, bytes);
-    const unnamed = await fetch(`${p.url}/v1/files/upload`, { method: 'POST', headers: { ...c.auth, 'content-type': noName.contentType }, body: noName.body });
-    expect([unnamed.status, ((await unnamed.json()) as { errors: unknown }).errors]).toEqual([400, [expect.objectContaining({ field: 'originalName', code: 'REQUIRED' })]]);
+    const unnamed = await fetch(`${p.url}/v1/files/upload`, {
+      method: 'POST',
+      headers: { ...c.auth, 'content-type': noName.contentType },
+      body: noName.body,
+    });
+    expect([unnamed.status, ((await unnamed.json()) as { errors: unknown }).errors]).toEqual([
+      400,
+      [expect.objectContaining({ field: 'originalName', code: 'REQUIRED' })],
+    ]);
     const noFile = new FormData();
     noFile.append('bucket', 'documents');
     noFile.append('originalName', 'nothing.txt');
     const res = await fetch(`${p.url}/v1/files/upload`, { method: 'POST', headers: c.auth, body: noFile });
-    expect([res.status, ((await res.json()) as { errors: unknown }).errors]).toEqual([400, [expect.objectContaining({ field: 'file' })]]);
+    expect([res.status, ((await res.json()) as { errors: unknown }).errors]).toEqual([
+      400,
+      [expect.objectContaining({ field: 'file' })],
+    ]);
   });
 
   it('refuses a JSON body with 415, no token with 401, and a token without files.write with 403', async () => {

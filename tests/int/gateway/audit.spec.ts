@@ -9,10 +9,16 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform, tallyModules } from '../../support/platform';
 
 let platform: TestPlatform;
-const headers = { authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}`, 'user-agent': 'audit-test/1' };
+const headers = {
+  authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}`,
+  'user-agent': 'audit-test/1',
+};
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: mergeModules(tallyModules, { workers: [gatewayWorkers] }), env: { AUDIT_REPLAY_INTERVAL_MS: '300' } });
+  platform = await startTestPlatform({
+    modules: mergeModules(tallyModules, { workers: [gatewayWorkers] }),
+    env: { AUDIT_REPLAY_INTERVAL_MS: '300' },
+  });
 });
 afterAll(async () => platform?.close());
 
@@ -21,7 +27,15 @@ const traced = () => {
   return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
 };
 
-type AuditEvent = { eventId: string; type: string; tenantId: string | null; actorId: string | null; traceId: string; occurredAt: string; data: Record<string, unknown> };
+type AuditEvent = {
+  eventId: string;
+  type: string;
+  tenantId: string | null;
+  actorId: string | null;
+  traceId: string;
+  occurredAt: string;
+  data: Record<string, unknown>;
+};
 
 const findAudit = async (traceId: string): Promise<AuditEvent | null> => {
   const log = platform.kernel.log;
@@ -50,7 +64,12 @@ const eventually = async <T>(probe: () => Promise<T | null | undefined | false>,
 };
 
 const fallbackRows = async (traceId: string) =>
-  (await platform.kernel.db.query("SELECT 1 FROM gateway.api_audit_fallback WHERE record->'headers'->>'traceId' = $1", [traceId])).rowCount ?? 0;
+  (
+    await platform.kernel.db.query(
+      "SELECT 1 FROM gateway.api_audit_fallback WHERE record->'headers'->>'traceId' = $1",
+      [traceId],
+    )
+  ).rowCount ?? 0;
 
 describe('the API-call audit', () => {
   it('records every request as audit.api.called on platform.audit.events', async () => {
@@ -59,8 +78,17 @@ describe('the API-call audit', () => {
     expect(res.status).toBe(200);
     const event = await eventually(() => findAudit(traceId));
     expect(event).toMatchObject({
-      type: 'audit.api.called', tenantId: 'tenant-a', actorId: 'user-1', traceId,
-      data: { method: 'GET', route: '/v1/tally/counters', status: 200, clientAddress: '127.0.0.1', userAgent: 'audit-test/1' },
+      type: 'audit.api.called',
+      tenantId: 'tenant-a',
+      actorId: 'user-1',
+      traceId,
+      data: {
+        method: 'GET',
+        route: '/v1/tally/counters',
+        status: 200,
+        clientAddress: '127.0.0.1',
+        userAgent: 'audit-test/1',
+      },
     });
     expect(event.data.latencyMs).toEqual(expect.any(Number));
     expect(event.eventId).toMatch(/^[0-9a-f-]{36}$/);
@@ -104,11 +132,14 @@ describe('the API-call audit', () => {
       return new Promise(() => undefined);
     };
     try {
-      await platform.kernel.db.query(`INSERT INTO gateway.api_audit_fallback (event_id, record) VALUES (gen_random_uuid(), '{"key":"k","value":"{}","headers":{}}')`);
+      await platform.kernel.db.query(
+        `INSERT INTO gateway.api_audit_fallback (event_id, record) VALUES (gen_random_uuid(), '{"key":"k","value":"{}","headers":{}}')`,
+      );
       await eventually(async () => hanging.calls > 0);
       await new Promise((r) => setTimeout(r, 500));
       const { rows } = await platform.kernel.db.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND now() - xact_start > interval '400 milliseconds'`);
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND now() - xact_start > interval '400 milliseconds'`,
+      );
       expect(rows[0].n).toBe(0);
     } finally {
       log.publish = publish;
@@ -118,7 +149,8 @@ describe('the API-call audit', () => {
   it('never holds a request up, even when the log hangs', async () => {
     const log = platform.kernel.log as { publish: LogPort['publish'] };
     const publish = log.publish;
-    log.publish = (topic, records) => (topic === AUDIT_TOPIC ? new Promise(() => undefined) : publish.call(platform.kernel.log, topic, records));
+    log.publish = (topic, records) =>
+      topic === AUDIT_TOPIC ? new Promise(() => undefined) : publish.call(platform.kernel.log, topic, records);
     try {
       const started = Date.now();
       for (let i = 0; i < 20; i += 1) expect((await platform.http('/v1/tally/counters', { headers })).status).toBe(200);

@@ -26,15 +26,23 @@ const probe = defineRoutes({
   },
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    r.get('/edge-probe/bad-shape', { schema: { response: { 200: z.object({ n: z.number() }) } } }, async () => ({ n: 'not a number' }) as never);
-    r.post('/edge-probe/batch', { schema: { body: z.object({ items: z.array(z.number()) }) } }, async (request, reply) => {
-      const outcomes = await settleItems(request.body.items, async (n) => {
-        if (n < 0) throw commonErrors.validation([{ field: 'n', message: 'must not be negative', code: 'NEGATIVE' }]);
-        if (n === 0) throw new Error('boom');
-        return { n };
-      });
-      return sendMultiStatus(request, reply, kernel.config.problemsBaseUrl, outcomes);
-    });
+    r.get(
+      '/edge-probe/bad-shape',
+      { schema: { response: { 200: z.object({ n: z.number() }) } } },
+      async () => ({ n: 'not a number' }) as never,
+    );
+    r.post(
+      '/edge-probe/batch',
+      { schema: { body: z.object({ items: z.array(z.number()) }) } },
+      async (request, reply) => {
+        const outcomes = await settleItems(request.body.items, async (n) => {
+          if (n < 0) throw commonErrors.validation([{ field: 'n', message: 'must not be negative', code: 'NEGATIVE' }]);
+          if (n === 0) throw new Error('boom');
+          return { n };
+        });
+        return sendMultiStatus(request, reply, kernel.config.problemsBaseUrl, outcomes);
+      },
+    );
   },
 });
 

@@ -49,11 +49,20 @@ export const startFakeUpstream = async (): Promise<FakeUpstream> => {
       return;
     }
     const answer = () => {
-      if (req.method === 'POST') res.writeHead(201, { 'content-type': 'application/json', 'x-upstream': 'fake' }).end(JSON.stringify({ id: 'c1', name: 'n', value: 0 }));
-      else res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'fake' }).end(JSON.stringify({ data: [] }));
+      if (req.method === 'POST')
+        res
+          .writeHead(201, { 'content-type': 'application/json', 'x-upstream': 'fake' })
+          .end(JSON.stringify({ id: 'c1', name: 'n', value: 0 }));
+      else
+        res
+          .writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'fake' })
+          .end(JSON.stringify({ data: [] }));
     };
     if (behaviour === 'slow') {
-      const t = setTimeout(() => { timers.delete(t); answer(); }, fake.slowMs);
+      const t = setTimeout(() => {
+        timers.delete(t);
+        answer();
+      }, fake.slowMs);
       timers.add(t);
     } else answer();
   };
@@ -66,7 +75,13 @@ export const startFakeUpstream = async (): Promise<FakeUpstream> => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   const fake: FakeUpstream = {
-    url: `http://127.0.0.1:${port}`, hits: 0, behaviour: 'ok', tenants: new Map(), failNext: 0, slowMs: 7000, last: null,
+    url: `http://127.0.0.1:${port}`,
+    hits: 0,
+    behaviour: 'ok',
+    tenants: new Map(),
+    failNext: 0,
+    slowMs: 7000,
+    last: null,
     close: async () => {
       for (const t of timers) clearTimeout(t);
       server.closeAllConnections();

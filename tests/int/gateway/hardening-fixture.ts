@@ -4,7 +4,9 @@ import { defineRoutes, mergeModules } from '../../../infra/modules';
 const boom = defineRoutes({
   namespace: 'gateway',
   register(app) {
-    app.get('/test/boom', { config: { access: 'public' } }, async () => { throw new Error('boom'); });
+    app.get('/test/boom', { config: { access: 'public' } }, async () => {
+      throw new Error('boom');
+    });
   },
 });
 

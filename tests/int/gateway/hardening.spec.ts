@@ -9,13 +9,18 @@ beforeAll(async () => {
   p = await startIdentityPlatform({ modules: ['identity', 'tally', 'hardening-fixture'] });
   user = await registerUser(p);
 });
-afterAll(async () => { await p?.close(); });
+afterAll(async () => {
+  await p?.close();
+});
 
 const raw = (path: string, init: RequestInit = {}) => fetch(`${p.url}${path}`, init);
 const expectSecurityHeaders = (headers: Headers, label: string) => {
   expect([label, headers.get('x-content-type-options')]).toEqual([label, 'nosniff']);
   expect([label, headers.get('x-frame-options')]).toEqual([label, 'DENY']);
-  expect([label, headers.get('content-security-policy')]).toEqual([label, expect.stringContaining("frame-ancestors 'none'")]);
+  expect([label, headers.get('content-security-policy')]).toEqual([
+    label,
+    expect.stringContaining("frame-ancestors 'none'"),
+  ]);
   expect([label, headers.get('referrer-policy')]).toEqual([label, 'no-referrer']);
 };
 
@@ -25,7 +30,12 @@ describe('security headers', () => {
     const missing = await raw('/v1/no/such/route');
     const failed = await raw('/v1/test/boom');
     expect([ok.status, missing.status, failed.status]).toEqual([200, 404, 500]);
-    for (const [label, res] of [['200', ok], ['404', missing], ['500', failed]] as const) expectSecurityHeaders(res.headers, label);
+    for (const [label, res] of [
+      ['200', ok],
+      ['404', missing],
+      ['500', failed],
+    ] as const)
+      expectSecurityHeaders(res.headers, label);
   });
 
   it('every answer that carries tokens or secrets says Cache-Control: no-store', async () => {
@@ -34,8 +44,17 @@ describe('security headers', () => {
     const login = await p.api('/auth/login', { body: { email, password: PASSWORD } });
     const refresh = await p.api('/auth/refresh', { body: { refreshToken: login.body.refreshToken } });
     const mfa = await p.api('/auth/mfa/enable', { token: login.body.accessToken, body: {} });
-    const switched = await p.api('/auth/switch-tenant', { token: refresh.body.accessToken, body: { tenantId: register.body.tenant.id } });
-    for (const [label, res] of [['register', register], ['login', login], ['refresh', refresh], ['mfa enable', mfa], ['switch-tenant', switched]] as const) {
+    const switched = await p.api('/auth/switch-tenant', {
+      token: refresh.body.accessToken,
+      body: { tenantId: register.body.tenant.id },
+    });
+    for (const [label, res] of [
+      ['register', register],
+      ['login', login],
+      ['refresh', refresh],
+      ['mfa enable', mfa],
+      ['switch-tenant', switched],
+    ] as const) {
       expect([label, res.status < 300, res.headers.get('cache-control')]).toEqual([label, true, 'no-store']);
     }
   });
@@ -51,29 +70,49 @@ describe('security headers', () => {
     const secure = await startIdentityPlatform({ env: { ROOT_URL: 'https://api.example.test' } });
     try {
       expect((await fetch(`${secure.url}/live`)).headers.get('strict-transport-security')).toMatch(/max-age=\d+/);
-    } finally { await secure.close(); }
+    } finally {
+      await secure.close();
+    }
   });
 });
 
 /** sends bytes on a fresh connection and returns the raw answer */
-const rawHttp = (bytes: string) => new Promise<string>((resolve, reject) => {
-  const url = new URL(p.url);
-  const socket = connect(Number(url.port), url.hostname);
-  let answer = '';
-  socket.on('data', (d) => { answer += d.toString('latin1'); });
-  socket.on('end', () => resolve(answer));
-  socket.on('error', reject);
-  socket.write(bytes);
-});
+const rawHttp = (bytes: string) =>
+  new Promise<string>((resolve, reject) => {
+    const url = new URL(p.url);
+    const socket = connect(Number(url.port), url.hostname);
+    let answer = '';
+    socket.on('data', (d) => {
+      answer += d.toString('latin1');
+    });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+    socket.write(bytes);
+  });
 
 describe('a corpus of bad edges, before authentication', () => {
   const deep = (n: number) => `{"email":${'['.repeat(n)}${']'.repeat(n)},"password":"x"}`;
   const corpus: [string, string, RequestInit, number][] = [
     ['NUL in a path', '/v1/users/a%00b', {}, 400],
     ['NUL in a query', '/v1/users?page_token=%00', {}, 400],
-    ['NUL in JSON', '/v1/auth/login', { method: 'POST', body: JSON.stringify({ email: 'a\u0000b@x.test', password: 'x' }) }, 400],
-    ['a lone surrogate in JSON', '/v1/auth/login', { method: 'POST', body: '{"email":"\\ud800@x.test","password":"x"}' }, 400],
-    ['a lone low surrogate in a key', '/v1/auth/login', { method: 'POST', body: '{"\\udc00":"x","email":"a@x.test","password":"x"}' }, 400],
+    [
+      'NUL in JSON',
+      '/v1/auth/login',
+      { method: 'POST', body: JSON.stringify({ email: 'a\u0000b@x.test', password: 'x' }) },
+      400,
+    ],
+    [
+      'a lone surrogate in JSON',
+      '/v1/auth/login',
+      { method: 'POST', body: '{"email":"\\ud800@x.test","password":"x"}' },
+      400,
+    ],
+    [
+      'a lone low surrogate in a key',
+      '/v1/auth/login',
+      { method: 'POST', body: '{"\\udc00":"x","email":"a@x.test","password":"x"}' },
+      400,
+    ],
     ['100,000-deep JSON', '/v1/auth/login', { method: 'POST', body: deep(100_000) }, 400],
     ['JSON just over the depth bound', '/v1/auth/login', { method: 'POST', body: deep(65) }, 400],
     ['a path parameter over its length', `/v1/users/${'x'.repeat(500)}`, {}, 400],
@@ -83,7 +122,10 @@ describe('a corpus of bad edges, before authentication', () => {
   ];
   for (const [label, path, init, status] of corpus) {
     it(`${label}: ${status}, a problem that does not echo the input`, async () => {
-      const res = await raw(path, { ...init, headers: { 'content-type': 'application/json', ...(init.headers ?? {}) } });
+      const res = await raw(path, {
+        ...init,
+        headers: { 'content-type': 'application/json', ...(init.headers ?? {}) },
+      });
       const text = await res.text();
       expect([label, res.status]).toEqual([label, status]);
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -116,7 +158,11 @@ describe('a corpus of bad edges, before authentication', () => {
 
 describe('a body-less endpoint', () => {
   it('accepts an empty body sent with Content-Type application/json', async () => {
-    const res = await raw('/v1/auth/request-verify-email', { method: 'POST', headers: { authorization: `Bearer ${user.accessToken}`, 'content-type': 'application/json' }, body: '' });
+    const res = await raw('/v1/auth/request-verify-email', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.accessToken}`, 'content-type': 'application/json' },
+      body: '',
+    });
     expect(res.status).toBe(202);
   });
 });

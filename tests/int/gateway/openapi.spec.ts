@@ -49,9 +49,11 @@ afterAll(async () => {
 });
 
 const operations = function* (doc: Document) {
-  for (const [path, ops] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(ops)) yield { path, method, op };
+  for (const [path, ops] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(ops)) yield { path, method, op };
 };
-const problemRef = (op: Operation, status: number) => op.responses[String(status)]?.content?.['application/problem+json']?.schema.$ref;
+const problemRef = (op: Operation, status: number) =>
+  op.responses[String(status)]?.content?.['application/problem+json']?.schema.$ref;
 
 describe('the OpenAPI documents', () => {
   it('exist for the namespaces the installed services serve', () => {
@@ -62,7 +64,9 @@ describe('the OpenAPI documents', () => {
     for (const [namespace, doc] of documents) {
       const file = join(dir, `${namespace}.json`);
       await writeFile(file, JSON.stringify(doc));
-      const result = await run(validator, [file]).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: `${error.stdout ?? ''}${error.stderr ?? ''}` }));
+      const result = await run(validator, [file]).catch((error: { stdout?: string; stderr?: string }) => ({
+        stdout: `${error.stdout ?? ''}${error.stderr ?? ''}`,
+      }));
       expect(result.stdout, namespace).toContain(': OK');
     }
   });
@@ -72,8 +76,11 @@ describe('the OpenAPI documents', () => {
       expect(doc.components.schemas.Problem, namespace).toBeDefined();
       for (const { path, method, op } of operations(doc)) {
         const at = `${namespace} ${method} ${path}`;
-        for (const status of [400, 500]) expect(problemRef(op, status), `${at} ${status}`).toBe('#/components/schemas/Problem');
-        if (op.security?.length) for (const status of [401, 403]) expect(problemRef(op, status), `${at} ${status}`).toBe('#/components/schemas/Problem');
+        for (const status of [400, 500])
+          expect(problemRef(op, status), `${at} ${status}`).toBe('#/components/schemas/Problem');
+        if (op.security?.length)
+          for (const status of [401, 403])
+            expect(problemRef(op, status), `${at} ${status}`).toBe('#/components/schemas/Problem');
         if (path.includes('{')) expect(problemRef(op, 404), `${at} 404`).toBe('#/components/schemas/Problem');
         for (const p of op.parameters ?? []) expect(typeof p.schema, `${at} parameter ${p.name}`).toBe('object');
       }
@@ -84,7 +91,10 @@ describe('the OpenAPI documents', () => {
     const money = documents.get('money')!;
     for (const { path, method, op } of operations(money)) {
       if (method === 'get') continue;
-      expect(op.parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')?.required, `${method} ${path}`).toBe(true);
+      expect(
+        op.parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')?.required,
+        `${method} ${path}`,
+      ).toBe(true);
       expect(problemRef(op, 409), `${method} ${path}`).toBeDefined();
     }
     const credit = money.paths['/v1/wallets/{id}/credit']!.post!;
@@ -97,28 +107,51 @@ describe('the OpenAPI documents', () => {
     expect(pageSize.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
   });
 
-  it('document iam: real success codes, password bounds as enforced, the invite\'s role requirement, optional Idempotency-Keys and its own problems', () => {
+  it("document iam: real success codes, password bounds as enforced, the invite's role requirement, optional Idempotency-Keys and its own problems", () => {
     const iam = documents.get('iam')!;
     const op = (method: string, path: string) => iam.paths[path]![method]!;
-    const codes = (method: string, path: string) => Object.keys(op(method, path).responses).filter((s) => s.startsWith('2'));
+    const codes = (method: string, path: string) =>
+      Object.keys(op(method, path).responses).filter((s) => s.startsWith('2'));
     expect(codes('post', '/v1/auth/logout')).toEqual(['204']);
     expect(codes('delete', '/v1/rbac/roles/{id}')).toEqual(['204']);
-    for (const path of ['/v1/auth/invite', '/v1/users', '/v1/auth/request-reset', '/v1/auth/request-verify-email']) expect(codes('post', path), path).toEqual(['202']);
-    const body = (method: string, path: string) => op(method, path).requestBody!.content['application/json']!.schema as { properties?: Record<string, Schema & { minLength?: number; maxLength?: number }>; anyOf?: unknown[] };
+    for (const path of ['/v1/auth/invite', '/v1/users', '/v1/auth/request-reset', '/v1/auth/request-verify-email'])
+      expect(codes('post', path), path).toEqual(['202']);
+    const body = (method: string, path: string) =>
+      op(method, path).requestBody!.content['application/json']!.schema as {
+        properties?: Record<string, Schema & { minLength?: number; maxLength?: number }>;
+        anyOf?: unknown[];
+      };
     for (const path of ['/v1/auth/register', '/v1/auth/reset-password', '/v1/auth/accept-invite']) {
-      expect(body('post', path).properties!.password, path).toMatchObject({ type: 'string', minLength: 12, maxLength: 128 });
+      expect(body('post', path).properties!.password, path).toMatchObject({
+        type: 'string',
+        minLength: 12,
+        maxLength: 128,
+      });
     }
     expect(body('post', '/v1/auth/login').properties!.password).toMatchObject({ minLength: 1, maxLength: 1024 });
-    expect(body('post', '/v1/auth/invite').anyOf).toEqual([{ required: ['role_id'] }, { required: ['roles'], properties: { roles: { minItems: 1 } } }]);
-    for (const [method, path] of [['patch', '/v1/users/{id}'], ['delete', '/v1/users/{id}'], ['post', '/v1/rbac/roles'], ['post', '/v1/rbac/roles/{id}/assign']] as const) {
-      expect(op(method, path).parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')?.required, `${method} ${path}`).toBe(false);
+    expect(body('post', '/v1/auth/invite').anyOf).toEqual([
+      { required: ['role_id'] },
+      { required: ['roles'], properties: { roles: { minItems: 1 } } },
+    ]);
+    for (const [method, path] of [
+      ['patch', '/v1/users/{id}'],
+      ['delete', '/v1/users/{id}'],
+      ['post', '/v1/rbac/roles'],
+      ['post', '/v1/rbac/roles/{id}/assign'],
+    ] as const) {
+      expect(
+        op(method, path).parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')?.required,
+        `${method} ${path}`,
+      ).toBe(false);
       expect(problemRef(op(method, path), 409), `${method} ${path}`).toBeDefined();
     }
     expect(problemRef(op('post', '/v1/auth/register'), 409)).toBeDefined();
     for (const status of [401, 403]) expect(problemRef(op('post', '/v1/auth/login'), status)).toBeDefined();
   });
 
-  it('document the gateway\'s /live, /ready and /health', () => {
-    expect(Object.keys(documents.get('gateway')!.paths)).toEqual(expect.arrayContaining(['/live', '/ready', '/health']));
+  it("document the gateway's /live, /ready and /health", () => {
+    expect(Object.keys(documents.get('gateway')!.paths)).toEqual(
+      expect.arrayContaining(['/live', '/ready', '/health']),
+    );
   });
 });

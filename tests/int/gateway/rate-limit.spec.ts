@@ -10,14 +10,25 @@ import { startTcpProxy } from '../../support/tcp-proxy';
 import { captureLogger } from '../../support/log-capture';
 
 const redisUrl = requireEnv('TEST_REDIS_URL');
-const auth = (tenant: string, user: string, permissions = ['tally.*']) => ({ authorization: `Bearer ${testToken(tenant, user, permissions)}` });
+const auth = (tenant: string, user: string, permissions = ['tally.*']) => ({
+  authorization: `Bearer ${testToken(tenant, user, permissions)}`,
+});
 
 /** sends n requests, `concurrency` at a time, alternating between the platforms; returns the statuses */
-const flood = async (platforms: TestPlatform[], n: number, headers: Record<string, string>, concurrency = 40): Promise<number[]> => {
+const flood = async (
+  platforms: TestPlatform[],
+  n: number,
+  headers: Record<string, string>,
+  concurrency = 40,
+): Promise<number[]> => {
   const statuses: number[] = [];
   for (let sent = 0; sent < n; sent += concurrency) {
-    const batch = Array.from({ length: Math.min(concurrency, n - sent) }, (_, i) => platforms[(sent + i) % platforms.length]!
-      .http('/v1/tally/counters', { headers }).then(async (res) => { await res.arrayBuffer(); return res.status; }));
+    const batch = Array.from({ length: Math.min(concurrency, n - sent) }, (_, i) =>
+      platforms[(sent + i) % platforms.length]!.http('/v1/tally/counters', { headers }).then(async (res) => {
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
     statuses.push(...(await Promise.all(batch)));
   }
   return statuses;
@@ -74,13 +85,19 @@ describe('two gateway instances sharing Redis', () => {
     expect(first.headers.get('x-ratelimit-remaining')).toBe('999');
     expect(second.status).toBe(404);
     expect(second.headers.get('x-ratelimit-limit')).toBe('1000'); // no route, but a valid token: counted against the user
-    const problem = await one.http('/v1/tally/counters', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{}' });
+    const problem = await one.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(problem.status).toBe(400);
     expect(problem.headers.get('x-ratelimit-remaining')).toBe('997'); // the 404 counted too
   });
 
   it('give an admin 5,000 a minute', async () => {
-    const res = await one.http('/v1/tally/counters', { headers: auth(`t-${randomUUID()}`, `u-${randomUUID()}`, ['platform.*']) });
+    const res = await one.http('/v1/tally/counters', {
+      headers: auth(`t-${randomUUID()}`, `u-${randomUUID()}`, ['platform.*']),
+    });
     expect(res.headers.get('x-ratelimit-limit')).toBe('5000');
   });
 
@@ -105,10 +122,14 @@ describe('two gateway instances sharing Redis', () => {
 
 describe('an authenticated caller refused by the route', () => {
   let platform: TestPlatform;
-  beforeAll(async () => { platform = await startTestPlatform({ env: { RATE_LIMIT_ANONYMOUS_PER_MIN: '5' } }); });
-  afterAll(async () => { await platform?.close(); });
+  beforeAll(async () => {
+    platform = await startTestPlatform({ env: { RATE_LIMIT_ANONYMOUS_PER_MIN: '5' } });
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
 
-  it('counts 403s and 404s against the user\'s key, never draining the client address\'s bucket', async () => {
+  it("counts 403s and 404s against the user's key, never draining the client address's bucket", async () => {
     const headers = auth(`t-${randomUUID()}`, `u-${randomUUID()}`, ['billing.read']);
     for (let i = 0; i < 10; i += 1) {
       const refused = await platform.http('/v1/tally/counters', { headers });
@@ -135,7 +156,10 @@ describe('a gateway whose Redis is unreachable', () => {
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
     const viaProxy = new URL(redisUrl);
     viaProxy.port = String(proxy.port);
-    platform = await startTestPlatform({ env: { REDIS_URL: viaProxy.toString(), RATE_LIMIT_USER_PER_MIN: '20' }, logger: capture.logger });
+    platform = await startTestPlatform({
+      env: { REDIS_URL: viaProxy.toString(), RATE_LIMIT_USER_PER_MIN: '20' },
+      logger: capture.logger,
+    });
   });
   afterAll(async () => {
     await proxy?.restore().catch(() => undefined);
@@ -157,7 +181,9 @@ describe('a gateway whose Redis is unreachable', () => {
     expect(capture.lines.some((l) => l.level === 40 && l.msg.includes('rate-limit store unreachable'))).toBe(true);
     const health = await platform.http('/health', { headers: auth('t', 'admin', ['platform.*']) });
     expect(health.status).toBe(503);
-    expect(((await health.json()) as { components: Record<string, { status: string }> }).components.valkey?.status).toBe('unhealthy');
+    expect(
+      ((await health.json()) as { components: Record<string, { status: string }> }).components.valkey?.status,
+    ).toBe('unhealthy');
   });
 
   it('goes back to the shared counters when Redis returns', async () => {

@@ -10,15 +10,28 @@ import { startFakeUpstream } from './fake-upstream';
 let upstream: FakeUpstream;
 let gateway: TestPlatform;
 const clock = fixedClock(new Date());
-const bearer = (tenant: string, user = 'user-1') => ({ authorization: `Bearer ${testToken(tenant, user, ['tally.*'])}` });
+const bearer = (tenant: string, user = 'user-1') => ({
+  authorization: `Bearer ${testToken(tenant, user, ['tally.*'])}`,
+});
 const post = (tenant: string, body: unknown = { id: 'c1', name: 'n' }, headers: Record<string, string> = {}) =>
-  gateway.http('/v1/tally/counters', { method: 'POST', headers: { ...bearer(tenant), 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  gateway.http('/v1/tally/counters', {
+    method: 'POST',
+    headers: { ...bearer(tenant), 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 const get = (tenant: string, path = '/v1/tally/counters') => gateway.http(path, { headers: bearer(tenant) });
-const suffix = async (res: Response) => String(((await res.json()) as { type: string }).type).split('/').pop();
+const suffix = async (res: Response) =>
+  String(((await res.json()) as { type: string }).type)
+    .split('/')
+    .pop();
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  gateway = await startTestPlatform({ role: 'gateway', clock, env: { WRITE_API_URL: upstream.url, READ_API_URL: upstream.url } });
+  gateway = await startTestPlatform({
+    role: 'gateway',
+    clock,
+    env: { WRITE_API_URL: upstream.url, READ_API_URL: upstream.url },
+  });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -144,30 +157,43 @@ describe('retries and deadlines', () => {
 
 describe('the edge in front of the upstreams', () => {
   it('forwards the verified tenant and drops a tenant smuggled in header, query and body', async () => {
-    const res = await post('tenant-a', { id: 'c1', name: 'n', tenantId: 'tenant-evil' }, { 'x-tenant-id': 'tenant-evil' });
+    const res = await post(
+      'tenant-a',
+      { id: 'c1', name: 'n', tenantId: 'tenant-evil' },
+      { 'x-tenant-id': 'tenant-evil' },
+    );
     expect(res.status).toBe(201);
     expect(res.headers.get('x-upstream')).toBe('fake');
     expect(res.headers.get('x-ratelimit-limit')).toBe('1000');
     const seen = upstream.last!;
     expect(seen.headers['x-tenant-id']).toBeUndefined();
     expect(seen.headers.authorization).toBeUndefined();
-    const principal = JSON.parse(Buffer.from(String(seen.headers['x-platform-principal']), 'base64url').toString()) as { t: string; u: string };
+    const principal = JSON.parse(Buffer.from(String(seen.headers['x-platform-principal']), 'base64url').toString()) as {
+      t: string;
+      u: string;
+    };
     expect(principal).toMatchObject({ t: 'tenant-a', u: 'user-1' });
     const q = await get('tenant-a', '/v1/tally/counters?tenantId=tenant-evil');
     expect(q.status).toBe(200); // an unknown query member is ignored; the tenant stays the token's
-    expect(JSON.parse(Buffer.from(String(upstream.last!.headers['x-platform-principal']), 'base64url').toString())).toMatchObject({ t: 'tenant-a' });
+    expect(
+      JSON.parse(Buffer.from(String(upstream.last!.headers['x-platform-principal']), 'base64url').toString()),
+    ).toMatchObject({ t: 'tenant-a' });
   });
 
   it('refuses an invalid body, a missing permission and a missing token without a downstream call', async () => {
     expect((await post('tenant-a', { id: 42 })).status).toBe(400);
-    const noPermission = await gateway.http('/v1/tally/counters', { headers: { authorization: `Bearer ${testToken('tenant-a', 'u', [])}` } });
+    const noPermission = await gateway.http('/v1/tally/counters', {
+      headers: { authorization: `Bearer ${testToken('tenant-a', 'u', [])}` },
+    });
     expect(noPermission.status).toBe(403);
     expect((await gateway.http('/v1/tally/counters')).status).toBe(401);
     expect(upstream.hits).toBe(0);
   });
 
   it('answers 404 module-not-found for a module the tenant has not installed, before any downstream call', async () => {
-    setGatewayPorts(gateway.kernel, { installedModules: async (tenant) => (tenant === 'tenant-small' ? new Set(['money']) : 'all') });
+    setGatewayPorts(gateway.kernel, {
+      installedModules: async (tenant) => (tenant === 'tenant-small' ? new Set(['money']) : 'all'),
+    });
     try {
       const res = await get('tenant-small');
       expect(res.status).toBe(404);

@@ -50,20 +50,30 @@ describe('a request the platform cannot route', () => {
 
   it('keeps the trace id of a W3C traceparent in the problem', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const res = await platform.http('/v1/nope', { headers: { ...auth, traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
+    const res = await platform.http('/v1/nope', {
+      headers: { ...auth, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
     expect((await problem(res)).traceId).toBe(traceId);
   });
 });
 
 describe('a body the platform cannot accept', () => {
   it('answers a body over the limit with 413', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: json, body: JSON.stringify({ id: 'x', name: 'n'.repeat(5000) }) });
+    const res = await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ id: 'x', name: 'n'.repeat(5000) }),
+    });
     expect(res.status).toBe(413);
     expect(suffix(await problem(res))).toBe('payload-too-large');
   });
 
   it('answers a non-JSON content type with 415 naming the type received', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: { ...auth, 'content-type': 'text/plain; charset=utf-8' }, body: 'id=x' });
+    const res = await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'text/plain; charset=utf-8' },
+      body: 'id=x',
+    });
     expect(res.status).toBe(415);
     const body = await problem(res);
     expect(suffix(body)).toBe('unsupported-media-type');
@@ -71,7 +81,11 @@ describe('a body the platform cannot accept', () => {
   });
 
   it('answers a body without a content type with 415', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: auth, body: new Blob(['{"id":"x","name":"y"}']) });
+    const res = await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: auth,
+      body: new Blob(['{"id":"x","name":"y"}']),
+    });
     expect(res.status).toBe(415);
     const body = await problem(res);
     expect(suffix(body)).toBe('unsupported-media-type');
@@ -87,7 +101,11 @@ describe('a body the platform cannot accept', () => {
   });
 
   it('answers wrong types with 400 and one error per field', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: json, body: JSON.stringify({ id: 42, name: ['x'] }) });
+    const res = await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ id: 42, name: ['x'] }),
+    });
     expect(res.status).toBe(400);
     const body = await problem(res);
     expect(suffix(body)).toBe('validation-error');
@@ -96,7 +114,11 @@ describe('a body the platform cannot accept', () => {
   });
 
   it('answers a missing field with 400 naming the field', async () => {
-    const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: json, body: JSON.stringify({ id: 'x' }) });
+    const res = await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ id: 'x' }),
+    });
     expect(res.status).toBe(400);
     expect((await problem(res)).errors).toEqual([expect.objectContaining({ field: 'name' })]);
   });
@@ -119,13 +141,19 @@ describe('a list endpoint', () => {
 
   it('pages through every item once with opaque tokens', async () => {
     for (let i = 0; i < 5; i += 1) {
-      const res = await platform.http('/v1/tally/counters', { method: 'POST', headers: json, body: JSON.stringify({ id: `c${i}`, name: `counter ${i}` }) });
+      const res = await platform.http('/v1/tally/counters', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ id: `c${i}`, name: `counter ${i}` }),
+      });
       expect(res.status).toBe(201);
     }
     const seen: string[] = [];
     let token: string | undefined;
     do {
-      const res = await platform.http(`/v1/tally/counters?page_size=2${token ? `&page_token=${token}` : ''}`, { headers: auth });
+      const res = await platform.http(`/v1/tally/counters?page_size=2${token ? `&page_token=${token}` : ''}`, {
+        headers: auth,
+      });
       const page = (await res.json()) as { data: { id: string }[]; next_page_token?: string };
       expect(page.data.length).toBeLessThanOrEqual(2);
       seen.push(...page.data.map((c) => c.id));
@@ -143,13 +171,19 @@ describe('authentication and permissions', () => {
   });
 
   it('answers a token without the permission with 403', async () => {
-    const res = await platform.http('/v1/tally/counters', { headers: { authorization: `Bearer ${testToken('tenant-a', 'u2', ['billing.*'])}` } });
+    const res = await platform.http('/v1/tally/counters', {
+      headers: { authorization: `Bearer ${testToken('tenant-a', 'u2', ['billing.*'])}` },
+    });
     expect(res.status).toBe(403);
     expect(suffix(await problem(res))).toBe('forbidden');
   });
 
-  it('answers another tenant\'s counter with 404', async () => {
-    await platform.http('/v1/tally/counters', { method: 'POST', headers: json, body: JSON.stringify({ id: 'mine', name: 'a' }) });
+  it("answers another tenant's counter with 404", async () => {
+    await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ id: 'mine', name: 'a' }),
+    });
     const other = { authorization: `Bearer ${testToken('tenant-b', 'u9', ['tally.*'])}` };
     expect((await platform.http('/v1/tally/counters/mine', { headers: other })).status).toBe(404);
     expect((await platform.http('/v1/tally/counters/mine', { headers: auth })).status).toBe(200);
@@ -165,15 +199,23 @@ describe('operational endpoints', () => {
   it('requires an admin for /health and reports configured components', async () => {
     expect((await platform.http('/health')).status).toBe(401);
     expect((await platform.http('/health', { headers: auth })).status).toBe(403);
-    const res = await platform.http('/health', { headers: { authorization: `Bearer ${testToken('t', 'owner', ['platform.*'])}` } });
+    const res = await platform.http('/health', {
+      headers: { authorization: `Bearer ${testToken('t', 'owner', ['platform.*'])}` },
+    });
     expect(res.status).toBe(200);
-    const report = (await res.json()) as { status: string; components: Record<string, { status: string; latencyMs: number }> };
+    const report = (await res.json()) as {
+      status: string;
+      components: Record<string, { status: string; latencyMs: number }>;
+    };
     expect(report.status).toBe('healthy');
     expect(report.components.postgresql).toMatchObject({ status: 'healthy', latencyMs: expect.any(Number) });
   });
 
   it('serves an OpenAPI 3.1 document per namespace and its reference page', async () => {
-    const doc = (await (await platform.http('/api/v1/data/openapi.json')).json()) as { openapi: string; paths: Record<string, unknown> };
+    const doc = (await (await platform.http('/api/v1/data/openapi.json')).json()) as {
+      openapi: string;
+      paths: Record<string, unknown>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/tally/counters', '/v1/tally/counters/{id}']));
     // a namespace no installed service serves has no document: 404, a problem
@@ -187,7 +229,9 @@ describe('operational endpoints', () => {
     expect(html).toContain('/api/v1/data/openapi.json');
     // every asset the page names is served (styled: swagger-ui.css)
     const assets = [...html.matchAll(/(?:href|src)="(\/api-docs\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(assets).toEqual(expect.arrayContaining(['/api-docs/assets/swagger-ui.css', '/api-docs/assets/swagger-ui-bundle.js']));
+    expect(assets).toEqual(
+      expect.arrayContaining(['/api-docs/assets/swagger-ui.css', '/api-docs/assets/swagger-ui-bundle.js']),
+    );
     for (const asset of assets) expect((await platform.http(asset)).status, asset).toBe(200);
     expect((await platform.http('/api-docs/nope')).status).toBe(404);
   });

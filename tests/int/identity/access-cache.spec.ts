@@ -27,7 +27,10 @@ import { startTcpProxy } from '../../support/tcp-proxy';
 const api = async (url: string, path: string, init: { method?: string; token?: string; body?: unknown } = {}) => {
   const res = await fetch(`${url}/v1${path}`, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
   const text = await res.text();
@@ -47,11 +50,25 @@ const ownerAndMember = async (url: string, smtp: SmtpCapture) => {
   const role = await api(url, '/rbac/roles', { token: owner, body: { name: 'Lister', permissions: ['users.list'] } });
   const memberEmail = uniqueEmail('member');
   const before = smtp.messages.length;
-  expect((await api(url, '/users', { token: owner, body: { email: memberEmail, role_ids: [role.body.id] } })).status).toBe(202);
-  const invite = await smtp.waitFor((m) => smtp.messages.indexOf(m) >= before && m.envelope.to.includes(memberEmail) && m.parsed.headers.get('x-platform-purpose') === 'invite');
-  const accepted = await api(url, '/auth/accept-invite', { body: { token: invite.parsed.headers.get('x-platform-token') as string, name: 'Member', password: PASSWORD } });
+  expect(
+    (await api(url, '/users', { token: owner, body: { email: memberEmail, role_ids: [role.body.id] } })).status,
+  ).toBe(202);
+  const invite = await smtp.waitFor(
+    (m) =>
+      smtp.messages.indexOf(m) >= before &&
+      m.envelope.to.includes(memberEmail) &&
+      m.parsed.headers.get('x-platform-purpose') === 'invite',
+  );
+  const accepted = await api(url, '/auth/accept-invite', {
+    body: { token: invite.parsed.headers.get('x-platform-token') as string, name: 'Member', password: PASSWORD },
+  });
   expect(accepted.status).toBe(201);
-  return { owner, roleId: role.body.id as string, memberId: accepted.body.user.id as string, member: accepted.body.access_token as string };
+  return {
+    owner,
+    roleId: role.body.id as string,
+    memberId: accepted.body.user.id as string,
+    member: accepted.body.access_token as string,
+  };
 };
 
 describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => {
@@ -63,11 +80,24 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
     database = await createTestDatabase('acl');
     smtp = await startSmtpCapture();
     const env = {
-      PORT: '0', PLATFORM_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
-      KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'), ROOT_URL: 'http://platform.test',
-      RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000', SMTP_URL: smtp.url,
+      PORT: '0',
+      PLATFORM_ENV: 'test',
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: database.url,
+      DATA_DIR: join(tmpdir(), `platform-test-${process.pid}`),
+      KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
+      PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+      ROOT_URL: 'http://platform.test',
+      RATE_LIMIT_ANONYMOUS_PER_MIN: '1000000',
+      SMTP_URL: smtp.url,
     };
-    const start = async (role: Role) => startPlatform({ role, config: loadConfig(env), logger: captureLogger().logger, modules: await loadTestModules(['identity']) });
+    const start = async (role: Role) =>
+      startPlatform({
+        role,
+        config: loadConfig(env),
+        logger: captureLogger().logger,
+        modules: await loadTestModules(['identity']),
+      });
     one = await start('all'); // runs the relay
     two = await start('gateway'); // serves the same routes in-process, no relay
   });
@@ -84,7 +114,9 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
     identity(two.kernel).accessCacheMs = 60_000;
     // a new Kafka group resolves "latest" at its first fetch: wait until process two hears auth events at all
     let hearing = false;
-    two.kernel.invalidations.on(['auth.user.created'], () => { hearing = true; });
+    two.kernel.invalidations.on(['auth.user.created'], () => {
+      hearing = true;
+    });
     await two.kernel.invalidations.ready();
     for (let i = 0; !hearing && i < 100; i += 1) {
       await api(urlOf(one), '/auth/register', { body: { email: uniqueEmail('ping'), password: PASSWORD } });
@@ -92,8 +124,12 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
     }
     expect(hearing).toBe(true);
     expect((await api(urlOf(two), '/users', { token: member })).status).toBe(200);
-    expect((await api(urlOf(one), `/rbac/roles/${roleId}/revoke`, { token: owner, body: { user_id: memberId } })).status).toBe(200);
-    await expect.poll(async () => (await api(urlOf(two), '/users', { token: member })).status, { timeout: 20_000, interval: 100 }).toBe(403);
+    expect(
+      (await api(urlOf(one), `/rbac/roles/${roleId}/revoke`, { token: owner, body: { user_id: memberId } })).status,
+    ).toBe(200);
+    await expect
+      .poll(async () => (await api(urlOf(two), '/users', { token: member })).status, { timeout: 20_000, interval: 100 })
+      .toBe(403);
   });
 });
 
@@ -104,7 +140,9 @@ describe('a process whose shared cache (Redis) is unreachable', () => {
     const redis = new URL(requireEnv('TEST_REDIS_URL'));
     proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });
     redis.port = String(proxy.port);
-    p = await startIdentityPlatform({ env: { REDIS_URL: redis.toString(), REDIS_KEY_PREFIX: `access-cache-${randomBytes(4).toString('hex')}:` } });
+    p = await startIdentityPlatform({
+      env: { REDIS_URL: redis.toString(), REDIS_KEY_PREFIX: `access-cache-${randomBytes(4).toString('hex')}:` },
+    });
   });
   afterAll(async () => {
     await proxy?.restore().catch(() => undefined);
@@ -113,7 +151,8 @@ describe('a process whose shared cache (Redis) is unreachable', () => {
   });
 
   /** a change made behind the platform's back: no epoch bump, no event (what a lost bump looks like to the others) */
-  const revokeQuietly = (userId: string) => p.kernel.db.query('UPDATE rm.iam_members SET role_ids = $2 WHERE user_id = $1', [userId, []]);
+  const revokeQuietly = (userId: string) =>
+    p.kernel.db.query('UPDATE rm.iam_members SET role_ids = $2 WHERE user_id = $1', [userId, []]);
 
   it('serves access from its cache while the epochs are readable (the quiet change is not seen yet)', async () => {
     const { memberId, member } = await ownerAndMember(p.url, p.smtp);
@@ -137,7 +176,10 @@ describe('a process whose shared cache (Redis) is unreachable', () => {
     expect((await p.api('/users', { token: member })).status).toBe(403);
     // an access change made through the API still answers: its commit stands, the failed bump is logged
     const other = await ownerAndMember(p.url, p.smtp);
-    expect((await p.api(`/rbac/roles/${other.roleId}/revoke`, { token: other.owner, body: { user_id: other.memberId } })).status).toBe(200);
+    expect(
+      (await p.api(`/rbac/roles/${other.roleId}/revoke`, { token: other.owner, body: { user_id: other.memberId } }))
+        .status,
+    ).toBe(200);
     expect((await p.api('/users', { token: other.member })).status).toBe(403);
   });
 });

@@ -3,16 +3,31 @@ import type { IdentityPlatform, Registered } from '../../support/identity';
 import { addMember, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
 
 let p: IdentityPlatform;
-beforeAll(async () => { p = await startIdentityPlatform(); });
-afterAll(async () => { await p?.close(); });
+beforeAll(async () => {
+  p = await startIdentityPlatform();
+});
+afterAll(async () => {
+  await p?.close();
+});
 
 describe('registration', () => {
   it('creates a user, a tenant and its Owner role, and answers 201 with a session', async () => {
     const email = uniqueEmail();
     const res = await p.api('/auth/register', { body: { email, password: PASSWORD, firstName: 'Ada' } });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ accessToken: expect.any(String), refreshToken: expect.any(String), expiresAt: expect.any(String) });
-    expect(res.body.user).toMatchObject({ email, roles: ['Owner'], status: 'active', emailVerified: false, mfaEnabled: false, tenantId: res.body.tenant.id });
+    expect(res.body).toMatchObject({
+      accessToken: expect.any(String),
+      refreshToken: expect.any(String),
+      expiresAt: expect.any(String),
+    });
+    expect(res.body.user).toMatchObject({
+      email,
+      roles: ['Owner'],
+      status: 'active',
+      emailVerified: false,
+      mfaEnabled: false,
+      tenantId: res.body.tenant.id,
+    });
     const me = await p.api('/auth/me', { token: res.body.accessToken });
     expect(me.status).toBe(200);
     expect(me.body.permissions).toEqual(expect.arrayContaining(['users.create', 'roles.assign']));
@@ -37,14 +52,21 @@ describe('registration', () => {
 
   it('publishes auth.user.created and auth.user.logged_in to platform.auth.events', async () => {
     const { userId } = await registerUser(p);
-    const { rows } = await p.kernel.db.query<{ type: string }>("SELECT type FROM es.events WHERE data->>'userId' = $1 ORDER BY position", [userId]);
-    expect(rows.map((r) => r.type)).toEqual(expect.arrayContaining(['auth.user.created', 'auth.user.logged_in', 'auth.member.added']));
+    const { rows } = await p.kernel.db.query<{ type: string }>(
+      "SELECT type FROM es.events WHERE data->>'userId' = $1 ORDER BY position",
+      [userId],
+    );
+    expect(rows.map((r) => r.type)).toEqual(
+      expect.arrayContaining(['auth.user.created', 'auth.user.logged_in', 'auth.member.added']),
+    );
   });
 });
 
 describe('login', () => {
   let user: Registered;
-  beforeAll(async () => { user = await registerUser(p); });
+  beforeAll(async () => {
+    user = await registerUser(p);
+  });
 
   it('answers a camelCase pair for the right password', async () => {
     const res = await p.api('/auth/login', { body: { email: user.email, password: PASSWORD } });
@@ -62,9 +84,18 @@ describe('login', () => {
   });
 
   it('issues ES256 tokens with the spec claims and a kid published in the JWKS', async () => {
-    const [header, payload] = user.accessToken.split('.').slice(0, 2).map((x) => JSON.parse(Buffer.from(x, 'base64url').toString()));
+    const [header, payload] = user.accessToken
+      .split('.')
+      .slice(0, 2)
+      .map((x) => JSON.parse(Buffer.from(x, 'base64url').toString()));
     expect(header).toMatchObject({ alg: 'ES256', typ: 'JWT' });
-    expect(payload).toMatchObject({ sub: user.userId, email: user.email, tenantId: user.tenantId, roles: ['Owner'], aud: 'platform' });
+    expect(payload).toMatchObject({
+      sub: user.userId,
+      email: user.email,
+      tenantId: user.tenantId,
+      roles: ['Owner'],
+      aud: 'platform',
+    });
     expect(payload.exp - payload.iat).toBe(900);
     const jwks = await p.api('/.well-known/jwks.json');
     expect(jwks.status).toBe(200);
@@ -91,12 +122,16 @@ describe('refresh tokens', () => {
       // the family is gone: the newest token no longer works either
       const next = await p.api('/auth/refresh', { body: { refreshToken: first.body.refreshToken } });
       expect(next.status).toBe(401);
-    } finally { p.clock.reset(); }
+    } finally {
+      p.clock.reset();
+    }
   });
 
   it('give the same new pair to concurrent refreshes inside the grace window', async () => {
     const user = await registerUser(p);
-    const answers = await Promise.all(Array.from({ length: 5 }, () => p.api('/auth/refresh', { body: { refreshToken: user.refreshToken } })));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => p.api('/auth/refresh', { body: { refreshToken: user.refreshToken } })),
+    );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     expect(new Set(answers.map((a) => a.body.refreshToken)).size).toBe(1);
     expect(new Set(answers.map((a) => a.body.accessToken)).size).toBe(1);
@@ -111,7 +146,9 @@ describe('refresh tokens', () => {
       const res = await p.api('/auth/refresh', { body: { refreshToken: user.refreshToken } });
       expect(res.status).toBe(401);
       expect(res.body.type).toMatch(/\/token-expired$/);
-    } finally { p.clock.reset(); }
+    } finally {
+      p.clock.reset();
+    }
   });
 
   it('are revoked by logout', async () => {
@@ -136,14 +173,19 @@ describe('access tokens', () => {
       const res = await p.api('/auth/me', { token: user.accessToken });
       expect(res.status).toBe(401);
       expect(res.body.type).toMatch(/\/token-expired$/);
-    } finally { p.clock.reset(); }
+    } finally {
+      p.clock.reset();
+    }
   });
 
   it('are required: none or a bad one is 401, a missing permission 403', async () => {
     expect((await p.api('/auth/me')).status).toBe(401);
     expect((await p.api('/auth/me', { token: 'abc.def.ghi' })).status).toBe(401);
     const user = await registerUser(p);
-    const role = await p.api('/rbac/roles', { token: user.accessToken, body: { name: 'Reader', permissions: ['users.list'] } });
+    const role = await p.api('/rbac/roles', {
+      token: user.accessToken,
+      body: { name: 'Reader', permissions: ['users.list'] },
+    });
     const created = await addMember(p, user, { role_ids: [role.body.id] });
     const login = await p.api('/auth/login', { body: { email: created.email, password: PASSWORD } });
     expect((await p.api('/users', { token: login.body.accessToken })).status).toBe(200);

@@ -9,8 +9,12 @@ import { PASSWORD, registerUser, startIdentityPlatform } from '../../support/ide
  * 10 s and got 500. A small pool makes the old behaviour fail at once.
  */
 let p: IdentityPlatform;
-beforeAll(async () => { p = await startIdentityPlatform({ env: { DATABASE_POOL_SIZE: '4', DATABASE_POOL_WAIT_MS: '3000' } }); });
-afterAll(async () => { await p?.close(); });
+beforeAll(async () => {
+  p = await startIdentityPlatform({ env: { DATABASE_POOL_SIZE: '4', DATABASE_POOL_WAIT_MS: '3000' } });
+});
+afterAll(async () => {
+  await p?.close();
+});
 
 const now = () => Math.floor(p.clock.now().getTime() / 1000);
 const timed = async <T>(call: () => Promise<T>) => {
@@ -26,20 +30,31 @@ describe('one user bursting 40 parallel argon2-heavy calls', () => {
     burster = { ...(await registerUser(p)), secret: '' };
     const enable = await p.api('/auth/mfa/enable', { token: burster.accessToken, body: {} });
     burster.secret = enable.body.secret;
-    expect((await p.api('/auth/mfa/verify', { token: burster.accessToken, body: { code: totpCode(burster.secret, now()) } })).status).toBe(200);
+    expect(
+      (await p.api('/auth/mfa/verify', { token: burster.accessToken, body: { code: totpCode(burster.secret, now()) } }))
+        .status,
+    ).toBe(200);
     bystander = await registerUser(p);
   });
 
-  it('another tenant\'s requests keep answering within their normal latency, and nobody gets a 500', async () => {
+  it("another tenant's requests keep answering within their normal latency, and nobody gets a 500", async () => {
     const normal = [];
-    for (let i = 0; i < 10; i += 1) normal.push((await timed(() => p.api('/auth/me', { token: bystander.accessToken }))).ms);
+    for (let i = 0; i < 10; i += 1)
+      normal.push((await timed(() => p.api('/auth/me', { token: bystander.accessToken }))).ms);
     const baseline = Math.max(...normal);
 
     p.clock.advance(30_000);
     const code = totpCode(burster.secret, now());
     const burst = Promise.all([
-      ...Array.from({ length: 20 }, () => p.api('/auth/recovery-codes/regenerate', { token: burster.accessToken, body: { password: PASSWORD, code } })),
-      ...Array.from({ length: 20 }, () => p.api('/auth/mfa/disable', { token: burster.accessToken, body: { password: 'a wrong password, argon2 all the same', code } })),
+      ...Array.from({ length: 20 }, () =>
+        p.api('/auth/recovery-codes/regenerate', { token: burster.accessToken, body: { password: PASSWORD, code } }),
+      ),
+      ...Array.from({ length: 20 }, () =>
+        p.api('/auth/mfa/disable', {
+          token: burster.accessToken,
+          body: { password: 'a wrong password, argon2 all the same', code },
+        }),
+      ),
     ]);
     const during = [];
     for (let i = 0; i < 10; i += 1) during.push(await timed(() => p.api('/auth/me', { token: bystander.accessToken })));

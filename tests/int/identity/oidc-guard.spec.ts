@@ -16,10 +16,15 @@ let connections = 0;
 
 beforeAll(async () => {
   // a provider that accepts connections and drops them at once
-  server = createServer((socket) => { connections += 1; socket.destroy(); });
+  server = createServer((socket) => {
+    connections += 1;
+    socket.destroy();
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  p = await startIdentityPlatform({ env: { OIDC_PROVIDERS: JSON.stringify([{ id: 'down-idp', issuer, clientId: 'c', clientSecret: 's' }]) } });
+  p = await startIdentityPlatform({
+    env: { OIDC_PROVIDERS: JSON.stringify([{ id: 'down-idp', issuer, clientId: 'c', clientSecret: 's' }]) },
+  });
 });
 afterAll(async () => {
   await p?.close();

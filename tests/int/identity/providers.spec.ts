@@ -14,7 +14,18 @@ let idp: TestIdp;
 beforeAll(async () => {
   idp = await reserveTestIdp();
   p = await startIdentityPlatform({
-    env: { ROOT_URL: ROOT, OIDC_PROVIDERS: JSON.stringify([{ id: 'test-idp', name: 'Test IdP', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }]) },
+    env: {
+      ROOT_URL: ROOT,
+      OIDC_PROVIDERS: JSON.stringify([
+        {
+          id: 'test-idp',
+          name: 'Test IdP',
+          issuer: idp.issuer,
+          clientId: idp.clientId,
+          clientSecret: idp.clientSecret,
+        },
+      ]),
+    },
   });
   await idp.start(`${ROOT}/v1/auth/callback/test-idp`);
 });
@@ -71,8 +82,14 @@ describe('OpenID Connect login', () => {
     const url = new URL(res.body.redirectUrl);
     expect(url.origin).toBe(idp.issuer);
     expect(Object.fromEntries(url.searchParams)).toMatchObject({
-      response_type: 'code', client_id: idp.clientId, redirect_uri: `${ROOT}/v1/auth/callback/test-idp`, state: res.body.state,
-      code_challenge_method: 'S256', code_challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), nonce: expect.any(String), scope: 'openid email profile',
+      response_type: 'code',
+      client_id: idp.clientId,
+      redirect_uri: `${ROOT}/v1/auth/callback/test-idp`,
+      state: res.body.state,
+      code_challenge_method: 'S256',
+      code_challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      nonce: expect.any(String),
+      scope: 'openid email profile',
     });
   });
 
@@ -83,11 +100,25 @@ describe('OpenID Connect login', () => {
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['accessToken', 'expiresAt', 'refreshToken']);
     const me = await p.api('/auth/me', { token: res.body.accessToken });
-    expect(me.body).toMatchObject({ email, emailVerified: true, firstName: 'Grace', lastName: 'Hopper', roles: ['Owner'] });
+    expect(me.body).toMatchObject({
+      email,
+      emailVerified: true,
+      firstName: 'Grace',
+      lastName: 'Hopper',
+      roles: ['Owner'],
+    });
     const links = await p.api(`/users/${me.body.id}/providers`, { token: res.body.accessToken });
-    expect(links.body.data).toEqual([{
-      id: expect.any(String), providerId: 'test-idp', providerType: 'oidc', externalId: sub, email, displayName: 'Grace Hopper', linkedAt: expect.any(String),
-    }]);
+    expect(links.body.data).toEqual([
+      {
+        id: expect.any(String),
+        providerId: 'test-idp',
+        providerType: 'oidc',
+        externalId: sub,
+        email,
+        displayName: 'Grace Hopper',
+        linkedAt: expect.any(String),
+      },
+    ]);
     // the second sign-in finds the same account through the link
     const again = await oidcLogin(sub);
     expect(claims(again.body.accessToken).sub).toBe(me.body.id);
@@ -154,19 +185,29 @@ describe('linking and unlinking', () => {
     const login = await oidcLogin(sub);
     expect(claims(login.body.accessToken).sub).toBe(user.userId);
     // a second link to the same provider is a conflict
-    const again = await oidcLogin(idpAccount(), (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'POST', token: user.accessToken })).body, user.accessToken);
+    const again = await oidcLogin(
+      idpAccount(),
+      (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'POST', token: user.accessToken })).body,
+      user.accessToken,
+    );
     expect(again.status).toBe(409);
     // with a password the link can go
-    const unlink = await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'DELETE', token: user.accessToken });
+    const unlink = await p.api(`/users/${user.userId}/providers/test-idp`, {
+      method: 'DELETE',
+      token: user.accessToken,
+    });
     expect(unlink.status).toBe(204);
     expect((await p.api(`/users/${user.userId}/providers`, { token: user.accessToken })).body.data).toEqual([]);
-    expect((await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'DELETE', token: user.accessToken })).status).toBe(404);
+    expect(
+      (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'DELETE', token: user.accessToken })).status,
+    ).toBe(404);
   });
 
-  it('given a link started by one user, completing it without their token or with another user\'s answers 401 and links nothing', async () => {
+  it("given a link started by one user, completing it without their token or with another user's answers 401 and links nothing", async () => {
     const user = await registerUser(p);
     const stranger = await registerUser(p);
-    const start = async () => (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'POST', token: user.accessToken })).body;
+    const start = async () =>
+      (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'POST', token: user.accessToken })).body;
     expect((await oidcLogin(idpAccount(), await start())).status).toBe(401);
     expect((await oidcLogin(idpAccount(), await start(), stranger.accessToken)).status).toBe(401);
     expect((await p.api(`/users/${user.userId}/providers`, { token: user.accessToken })).body.data).toEqual([]);
@@ -176,7 +217,8 @@ describe('linking and unlinking', () => {
     const sub = idpAccount({ email: uniqueEmail('taken') });
     expect((await oidcLogin(sub)).status).toBe(200);
     const user = await registerUser(p);
-    const start = (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'POST', token: user.accessToken })).body;
+    const start = (await p.api(`/users/${user.userId}/providers/test-idp`, { method: 'POST', token: user.accessToken }))
+      .body;
     const res = await oidcLogin(sub, start, user.accessToken);
     expect(res.status).toBe(409);
     expect(res.body.type).toMatch(/\/provider-already-linked$/);
@@ -190,14 +232,20 @@ describe('linking and unlinking', () => {
     expect(res.body.type).toMatch(/\/last-provider$/);
   });
 
-  it('keeps tenants apart: another tenant\'s user is 404 on every provider route, and nobody links for someone else (403)', async () => {
+  it("keeps tenants apart: another tenant's user is 404 on every provider route, and nobody links for someone else (403)", async () => {
     const a = await registerUser(p);
     const b = await registerUser(p);
     expect((await p.api(`/users/${b.userId}/providers`, { token: a.accessToken })).status).toBe(404);
-    expect((await p.api(`/users/${b.userId}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status).toBe(404);
-    expect((await p.api(`/users/${b.userId}/providers/test-idp`, { method: 'DELETE', token: a.accessToken })).status).toBe(404);
+    expect(
+      (await p.api(`/users/${b.userId}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status,
+    ).toBe(404);
+    expect(
+      (await p.api(`/users/${b.userId}/providers/test-idp`, { method: 'DELETE', token: a.accessToken })).status,
+    ).toBe(404);
     const member = await addMember(p, a);
-    expect((await p.api(`/users/${member.userId}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status).toBe(403);
+    expect(
+      (await p.api(`/users/${member.userId}/providers/test-idp`, { method: 'POST', token: a.accessToken })).status,
+    ).toBe(403);
     expect((await p.api(`/users/${a.userId}/providers/test-idp`, { method: 'POST' })).status).toBe(401);
   });
 });
@@ -208,16 +256,31 @@ describe('Sign-In with Ethereum', () => {
   const signed = async (account = wallet(), override: Record<string, unknown> = {}, signer = account) => {
     const s = await start();
     const message = createSiweMessage({
-      address: account.address, chainId: s.chainId, domain: s.domain, nonce: s.nonce, uri: s.uri, version: '1',
-      statement: s.statement, issuedAt: new Date(s.issuedAt), expirationTime: new Date(s.expirationTime), ...override,
+      address: account.address,
+      chainId: s.chainId,
+      domain: s.domain,
+      nonce: s.nonce,
+      uri: s.uri,
+      version: '1',
+      statement: s.statement,
+      issuedAt: new Date(s.issuedAt),
+      expirationTime: new Date(s.expirationTime),
+      ...override,
     });
     return { account, message, signature: await signer.signMessage({ message }) };
   };
-  const verify = (body: { message: string; signature: string }) => p.api('/auth/callback/siwe', { body: { message: body.message, signature: body.signature } });
+  const verify = (body: { message: string; signature: string }) =>
+    p.api('/auth/callback/siwe', { body: { message: body.message, signature: body.signature } });
 
   it('given a login start, answers a nonce and the message parameters', async () => {
     const s = await start();
-    expect(s).toMatchObject({ nonce: expect.stringMatching(/^[a-f0-9]{32}$/), domain: 'app.example.test', uri: ROOT, version: '1', chainId: 1 });
+    expect(s).toMatchObject({
+      nonce: expect.stringMatching(/^[a-f0-9]{32}$/),
+      domain: 'app.example.test',
+      uri: ROOT,
+      version: '1',
+      chainId: 1,
+    });
   });
 
   it('given a valid signed message, answers a camelCase pair; the same wallet signs in to the same account', async () => {
@@ -227,10 +290,16 @@ describe('Sign-In with Ethereum', () => {
     expect(Object.keys(res.body).sort()).toEqual(['accessToken', 'expiresAt', 'refreshToken']);
     const me = await p.api('/auth/me', { token: res.body.accessToken });
     const links = await p.api(`/users/${me.body.id}/providers`, { token: res.body.accessToken });
-    expect(links.body.data[0]).toMatchObject({ providerId: 'siwe', providerType: 'wallet', externalId: first.account.address });
+    expect(links.body.data[0]).toMatchObject({
+      providerId: 'siwe',
+      providerType: 'wallet',
+      externalId: first.account.address,
+    });
     // also through GET with the query parameters
     const second = await signed(first.account);
-    const viaGet = await p.api(`/auth/callback/siwe?${new URLSearchParams({ message: second.message, signature: second.signature }).toString()}`);
+    const viaGet = await p.api(
+      `/auth/callback/siwe?${new URLSearchParams({ message: second.message, signature: second.signature }).toString()}`,
+    );
     expect(viaGet.status).toBe(200);
     expect(claims(viaGet.body.accessToken).sub).toBe(me.body.id);
   });
@@ -247,7 +316,7 @@ describe('Sign-In with Ethereum', () => {
     expect(answers.map((a) => a.status).sort()).toEqual([200, 401, 401, 401, 401, 401, 401, 401, 401, 401]);
   });
 
-  it('given a wrong domain, a wrong chain, an expired message, a stale nonce, a tampered message or another key\'s signature, answers 401', async () => {
+  it("given a wrong domain, a wrong chain, an expired message, a stale nonce, a tampered message or another key's signature, answers 401", async () => {
     const cases: Record<string, { message: string; signature: string }> = {
       'wrong domain': await signed(wallet(), { domain: 'evil.example' }),
       'wrong uri': await signed(wallet(), { uri: 'https://evil.example' }),
@@ -258,25 +327,38 @@ describe('Sign-In with Ethereum', () => {
       'another key': await signed(wallet(), {}, wallet()),
     };
     const honest = await signed();
-    cases.tampered = { message: honest.message.replace('Sign in to the platform.', 'Sign in to the platform!'), signature: honest.signature };
+    cases.tampered = {
+      message: honest.message.replace('Sign in to the platform.', 'Sign in to the platform!'),
+      signature: honest.signature,
+    };
     cases['garbage signature'] = { message: honest.message, signature: `0x${'11'.repeat(65)}` };
     for (const [name, body] of Object.entries(cases)) expect([name, (await verify(body)).status]).toEqual([name, 401]);
     // the honest message still works: refusals did not burn its nonce
     expect((await verify(honest)).status).toBe(200);
     const late = await signed();
     p.clock.advance(11 * 60_000);
-    try { expect((await verify(late)).status).toBe(401); } finally { p.clock.reset(); }
+    try {
+      expect((await verify(late)).status).toBe(401);
+    } finally {
+      p.clock.reset();
+    }
   });
 
   it('given a signed-in user, links a wallet (201), refuses it for another user (409 provider-already-linked), and keeps the last provider of a wallet account (400)', async () => {
     const user = await registerUser(p);
     const body = await signed();
-    const link = await p.api(`/users/${user.userId}/providers/siwe`, { token: user.accessToken, body: { message: body.message, signature: body.signature } });
+    const link = await p.api(`/users/${user.userId}/providers/siwe`, {
+      token: user.accessToken,
+      body: { message: body.message, signature: body.signature },
+    });
     expect(link.status).toBe(201);
     expect(link.body).toMatchObject({ providerId: 'siwe', providerType: 'wallet', externalId: body.account.address });
     const other = await registerUser(p);
     const again = await signed(body.account);
-    const taken = await p.api(`/users/${other.userId}/providers/siwe`, { token: other.accessToken, body: { message: again.message, signature: again.signature } });
+    const taken = await p.api(`/users/${other.userId}/providers/siwe`, {
+      token: other.accessToken,
+      body: { message: again.message, signature: again.signature },
+    });
     expect(taken.status).toBe(409);
     expect(taken.body.type).toMatch(/\/provider-already-linked$/);
     const walletOnly = await verify(await signed());
@@ -289,18 +371,36 @@ describe('Sign-In with Ethereum', () => {
   it('given an account with MFA on, a wallet sign-in answers the mfa-required challenge and the TOTP step completes it', async () => {
     const user = await registerUser(p);
     const body = await signed();
-    expect((await p.api(`/users/${user.userId}/providers/siwe`, { token: user.accessToken, body: { message: body.message, signature: body.signature } })).status).toBe(201);
+    expect(
+      (
+        await p.api(`/users/${user.userId}/providers/siwe`, {
+          token: user.accessToken,
+          body: { message: body.message, signature: body.signature },
+        })
+      ).status,
+    ).toBe(201);
     const now = () => Math.floor(p.clock.now().getTime() / 1000);
     const enable = await p.api('/auth/mfa/enable', { token: user.accessToken, body: {} });
-    expect((await p.api('/auth/mfa/verify', { token: user.accessToken, body: { code: totpCode(enable.body.secret, now()) } })).status).toBe(200);
+    expect(
+      (
+        await p.api('/auth/mfa/verify', {
+          token: user.accessToken,
+          body: { code: totpCode(enable.body.secret, now()) },
+        })
+      ).status,
+    ).toBe(200);
     const challenge = await verify(await signed(body.account));
     expect(challenge.status).toBe(401);
     expect(challenge.body).toMatchObject({ mfa_required: true, mfa_type: 'totp', mfa_token: expect.any(String) });
     p.clock.advance(30_000);
     try {
-      const done = await p.api('/auth/mfa/verify', { body: { mfa_token: challenge.body.mfa_token, code: totpCode(enable.body.secret, now()) } });
+      const done = await p.api('/auth/mfa/verify', {
+        body: { mfa_token: challenge.body.mfa_token, code: totpCode(enable.body.secret, now()) },
+      });
       expect(done.status).toBe(200);
       expect(done.body.user.id).toBe(user.userId);
-    } finally { p.clock.reset(); }
+    } finally {
+      p.clock.reset();
+    }
   });
 });

@@ -5,8 +5,13 @@ import { registerUser, startIdentityPlatform, uniqueEmail } from '../../support/
 
 let p: IdentityPlatform;
 let user: Registered;
-beforeAll(async () => { p = await startIdentityPlatform(); user = await registerUser(p); });
-afterAll(async () => { await p?.close(); });
+beforeAll(async () => {
+  p = await startIdentityPlatform();
+  user = await registerUser(p);
+});
+afterAll(async () => {
+  await p?.close();
+});
 
 const b64 = (x: unknown) => Buffer.from(typeof x === 'string' ? x : JSON.stringify(x)).toString('base64url');
 
@@ -44,7 +49,7 @@ describe('a corpus of forged access tokens', () => {
       'tampered payload': `${h}.${b64({ ...claims, tenantId: 'another-tenant' })}.${sig}`,
       'tampered roles': `${h}.${b64({ ...claims, roles: ['Owner', 'admin'] })}.${sig}`,
       'signature stripped': `${h}.${pl}.`,
-      'garbage': 'a.b.c',
+      garbage: 'a.b.c',
       'two parts': `${h}.${pl}`,
     };
     for (const [name, token] of Object.entries(corpus)) {
@@ -57,8 +62,15 @@ describe('a corpus of forged access tokens', () => {
 
   it('refuses a genuine token re-signed for another issuer or audience by our own ring', async () => {
     const { KeyRing } = await import('../../../infra/security/jwt');
-    const other = await KeyRing.generate({ issuer: 'https://evil.example', audience: 'platform', maxTokenLifetimeSeconds: 3600 });
-    const token = await other.sign({ sub: user.userId, email: user.email, tenantId: user.tenantId, roles: ['Owner'] }, { expiresInSeconds: 600 });
+    const other = await KeyRing.generate({
+      issuer: 'https://evil.example',
+      audience: 'platform',
+      maxTokenLifetimeSeconds: 3600,
+    });
+    const token = await other.sign(
+      { sub: user.userId, email: user.email, tenantId: user.tenantId, roles: ['Owner'] },
+      { expiresInSeconds: 600 },
+    );
     expect((await p.api('/auth/me', { token })).status).toBe(401);
   });
 });
@@ -96,8 +108,12 @@ describe('anti-enumeration', () => {
     const unknown: number[] = [];
     const shape = (body: unknown) => Object.keys(body as object).sort();
     for (let i = 0; i < 200; i += 1) {
-      const k = await timed(() => p.api('/auth/invite', { token: user.accessToken, body: { email: registered.email, role_id: roleId } }));
-      const u = await timed(() => p.api('/auth/invite', { token: user.accessToken, body: { email: uniqueEmail('nobody'), role_id: roleId } }));
+      const k = await timed(() =>
+        p.api('/auth/invite', { token: user.accessToken, body: { email: registered.email, role_id: roleId } }),
+      );
+      const u = await timed(() =>
+        p.api('/auth/invite', { token: user.accessToken, body: { email: uniqueEmail('nobody'), role_id: roleId } }),
+      );
       expect(k.res.status).toBe(202);
       expect(u.res.status).toBe(202);
       expect(shape(k.res.body)).toEqual(shape(u.res.body));

@@ -6,7 +6,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionForKey } from '../../../infra/log/murmur2';
 import type { LogPort, LogRecord } from '../../../infra/log/port';
 import {
-  RETENTION_WEEK, event, expectedPlacement, id, join, logEnds, newTopic, oneEachFor, readAll, seqOf, sleep, uniqueName, waitFor,
+  RETENTION_WEEK,
+  event,
+  expectedPlacement,
+  id,
+  join,
+  logEnds,
+  newTopic,
+  oneEachFor,
+  readAll,
+  seqOf,
+  sleep,
+  uniqueName,
+  waitFor,
 } from './harness';
 
 export const describeLogContract = (name: string, makeLog: () => Promise<LogPort>): void => {
@@ -40,8 +52,12 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
       });
 
       it('cannot be created with an invalid spec', async () => {
-        await expect(log.ensureTopics([{ name: 'has space', partitions: 1, retentionMs: 1000 }])).rejects.toThrow(/topic name/);
-        await expect(log.ensureTopics([{ name: uniqueName('zero'), partitions: 0, retentionMs: 1000 }])).rejects.toThrow(/partitions/);
+        await expect(log.ensureTopics([{ name: 'has space', partitions: 1, retentionMs: 1000 }])).rejects.toThrow(
+          /topic name/,
+        );
+        await expect(
+          log.ensureTopics([{ name: uniqueName('zero'), partitions: 0, retentionMs: 1000 }]),
+        ).rejects.toThrow(/partitions/);
       });
     });
 
@@ -49,14 +65,25 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
       it('reads them back from an offset with key, value, headers and timestamp as published', async () => {
         const topic = await newTopic(log, 3);
         const base = 1_700_000_000_123;
-        await log.publish(topic, [0, 1, 2, 3, 4].map((seq) => event('order-1', seq, { headers: { trace: `t${seq}` }, timestamp: base + seq })));
+        await log.publish(
+          topic,
+          [0, 1, 2, 3, 4].map((seq) => event('order-1', seq, { headers: { trace: `t${seq}` }, timestamp: base + seq })),
+        );
         const partition = partitionForKey('order-1', 3);
 
         const records = await log.read(topic, partition, 2, 10);
 
-        expect(records).toEqual([2, 3, 4].map((seq) => ({
-          topic, partition, offset: seq, key: 'order-1', value: JSON.stringify({ key: 'order-1', seq }), headers: { trace: `t${seq}` }, timestamp: base + seq,
-        })));
+        expect(records).toEqual(
+          [2, 3, 4].map((seq) => ({
+            topic,
+            partition,
+            offset: seq,
+            key: 'order-1',
+            value: JSON.stringify({ key: 'order-1', seq }),
+            headers: { trace: `t${seq}` },
+            timestamp: base + seq,
+          })),
+        );
       });
 
       it('keeps the value byte for byte', async () => {
@@ -69,7 +96,10 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
 
       it('reads at most maxRecords, and nothing past the log end', async () => {
         const topic = await newTopic(log, 1);
-        await log.publish(topic, [0, 1, 2, 3].map((seq) => event('k', seq)));
+        await log.publish(
+          topic,
+          [0, 1, 2, 3].map((seq) => event('k', seq)),
+        );
 
         expect((await log.read(topic, 0, 0, 2)).map((r) => r.offset)).toEqual([0, 1]);
         expect(await log.read(topic, 0, 4, 10)).toEqual([]);
@@ -107,25 +137,42 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
       it("keeps each key's records in publish order, on dense offsets", async () => {
         const topic = await newTopic(log, 3);
         const keys = Array.from({ length: 8 }, (_, i) => `account-${i}`);
-        for (let seq = 0; seq < 15; seq++) await log.publish(topic, keys.map((k) => event(k, seq)));
-        await log.publish(topic, keys.flatMap((k) => [15, 16, 17].map((seq) => event(k, seq))));
+        for (let seq = 0; seq < 15; seq++)
+          await log.publish(
+            topic,
+            keys.map((k) => event(k, seq)),
+          );
+        await log.publish(
+          topic,
+          keys.flatMap((k) => [15, 16, 17].map((seq) => event(k, seq))),
+        );
 
         const stored = await readAll(log, topic);
         for (let p = 0; p < 3; p++) {
           const offsets = stored.filter((r) => r.partition === p).map((r) => r.offset);
           expect(offsets).toEqual(offsets.map((_, i) => i));
         }
-        for (const k of keys) expect(stored.filter((r) => r.key === k).map(seqOf)).toEqual(Array.from({ length: 18 }, (_, i) => i));
+        for (const k of keys)
+          expect(stored.filter((r) => r.key === k).map(seqOf)).toEqual(Array.from({ length: 18 }, (_, i) => i));
       });
 
       it('keeps offsets dense and each publisher in order when publishers race on one partition', async () => {
         const topic = await newTopic(log, 1);
-        await Promise.all(Array.from({ length: 6 }, (_, w) =>
-          log.publish(topic, Array.from({ length: 25 }, (_, seq) => event(`writer-${w}`, seq)))));
+        await Promise.all(
+          Array.from({ length: 6 }, (_, w) =>
+            log.publish(
+              topic,
+              Array.from({ length: 25 }, (_, seq) => event(`writer-${w}`, seq)),
+            ),
+          ),
+        );
 
         const stored = await log.read(topic, 0, 0, 1000);
         expect(stored.map((r) => r.offset)).toEqual(Array.from({ length: 150 }, (_, i) => i));
-        for (let w = 0; w < 6; w++) expect(stored.filter((r) => r.key === `writer-${w}`).map(seqOf)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+        for (let w = 0; w < 6; w++)
+          expect(stored.filter((r) => r.key === `writer-${w}`).map(seqOf)).toEqual(
+            Array.from({ length: 25 }, (_, i) => i),
+          );
       });
     });
 
@@ -142,12 +189,17 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
 
         expect(member.ids().sort()).toEqual(expectedPlacement(published, 3).sort());
         const ends = logEnds(published, 3);
-        expect(await log.positions(group, topic)).toEqual(ends.map((end, partition) => ({ partition, currentOffset: end, logEndOffset: end, lag: 0 })));
+        expect(await log.positions(group, topic)).toEqual(
+          ends.map((end, partition) => ({ partition, currentOffset: end, logEndOffset: end, lag: 0 })),
+        );
       });
 
       it('hands over batches of one partition, in offset order, no larger than maxBatch', async () => {
         const topic = await newTopic(log, 3);
-        await log.publish(topic, Array.from({ length: 40 }, (_, i) => event(`k-${i % 5}`, i)));
+        await log.publish(
+          topic,
+          Array.from({ length: 40 }, (_, i) => event(`k-${i % 5}`, i)),
+        );
 
         const member = await join(log, uniqueName('group'), [topic], { maxBatch: 4 });
         await member.until(40);
@@ -186,7 +238,10 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
 
       it('commits the batch in flight when stopped, so the next member neither repeats nor loses it', async () => {
         const topic = await newTopic(log, 1);
-        await log.publish(topic, Array.from({ length: 20 }, (_, seq) => event('k', seq)));
+        await log.publish(
+          topic,
+          Array.from({ length: 20 }, (_, seq) => event('k', seq)),
+        );
         const group = uniqueName('group');
         let inFlight = false;
         const first = await join(log, group, [topic], {
@@ -206,12 +261,17 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         const next = await join(log, group, [topic]);
         await next.until(20 - handled);
         await next.stop();
-        expect([...first.records, ...next.records].map((r) => r.offset)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+        expect([...first.records, ...next.records].map((r) => r.offset)).toEqual(
+          Array.from({ length: 20 }, (_, i) => i),
+        );
       });
 
       it('redelivers a batch whose handler failed, and moves on once it succeeds', async () => {
         const topic = await newTopic(log, 1);
-        await log.publish(topic, Array.from({ length: 6 }, (_, seq) => event('k', seq)));
+        await log.publish(
+          topic,
+          Array.from({ length: 6 }, (_, seq) => event('k', seq)),
+        );
         const group = uniqueName('group');
         const attempts: number[][] = [];
 
@@ -233,9 +293,14 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         const topic = await newTopic(log, 1);
         const member = await join(log, uniqueName('group'), [topic]);
 
-        await Promise.all(Array.from({ length: 5 }, (_, w) => (async () => {
-          for (let seq = 0; seq < 8; seq++) await log.publish(topic, [event(`w${w}`, seq * 2), event(`w${w}`, seq * 2 + 1)]);
-        })()));
+        await Promise.all(
+          Array.from({ length: 5 }, (_, w) =>
+            (async () => {
+              for (let seq = 0; seq < 8; seq++)
+                await log.publish(topic, [event(`w${w}`, seq * 2), event(`w${w}`, seq * 2 + 1)]);
+            })(),
+          ),
+        );
         await member.until(80);
         await member.stop();
 
@@ -276,14 +341,18 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
 
         const positions = await log.positions(uniqueName('idle'), topic);
 
-        expect(positions).toEqual(logEnds(published, 3).map((end, partition) => ({ partition, currentOffset: 0, logEndOffset: end, lag: end })));
+        expect(positions).toEqual(
+          logEnds(published, 3).map((end, partition) => ({ partition, currentOffset: 0, logEndOffset: end, lag: end })),
+        );
       });
     });
 
     describe('a group that consumed everything', () => {
       const consumedTopic = async (partitions: number, count: number, timestampOf?: (i: number) => number) => {
         const topic = await newTopic(log, partitions);
-        const published = Array.from({ length: count }, (_, i) => event(`entity-${i}`, i, timestampOf ? { timestamp: timestampOf(i) } : {}));
+        const published = Array.from({ length: count }, (_, i) =>
+          event(`entity-${i}`, i, timestampOf ? { timestamp: timestampOf(i) } : {}),
+        );
         // One publish per record, so each record's timestamp follows the one before it in its partition.
         for (const record of published) await log.publish(topic, [record]);
         const group = uniqueName('group');
@@ -299,7 +368,9 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         await log.seek(group, topic, { offset: 2 });
         const again = await join(log, group, [topic]);
         const ends = logEnds(published, 3);
-        const expected = ends.flatMap((end, p) => Array.from({ length: Math.max(0, end - 2) }, (_, i) => `${p}:${i + 2}`));
+        const expected = ends.flatMap((end, p) =>
+          Array.from({ length: Math.max(0, end - 2) }, (_, i) => `${p}:${i + 2}`),
+        );
         await again.until(expected.length);
         await again.stop();
 
@@ -312,7 +383,10 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         const placed = expectedPlacement(published, 3);
         const expected = placed.filter((_, i) => i >= 7);
         const firstExpected = (p: number) =>
-          Math.min(...placed.filter((at, i) => i >= 7 && at.startsWith(`${p}:`)).map((at) => Number(at.split(':')[1])), logEnds(published, 3)[p]!);
+          Math.min(
+            ...placed.filter((at, i) => i >= 7 && at.startsWith(`${p}:`)).map((at) => Number(at.split(':')[1])),
+            logEnds(published, 3)[p]!,
+          );
 
         await log.seek(group, topic, { timestamp: t0 + 6_500 });
         expect((await log.positions(group, topic)).map((p) => p.currentOffset)).toEqual([0, 1, 2].map(firstExpected));
@@ -354,7 +428,10 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
       it('answers per partition the first offset at or after a time, or the log end when there is none', async () => {
         const topic = await newTopic(log, 1);
         const t0 = Date.now() - 60_000;
-        await log.publish(topic, [0, 1, 2, 3].map((i) => event('k', i, { timestamp: t0 + i * 1000 })));
+        await log.publish(
+          topic,
+          [0, 1, 2, 3].map((i) => event('k', i, { timestamp: t0 + i * 1000 })),
+        );
 
         expect(await log.offsetsForTime(topic, t0 - 1)).toEqual({ 0: 0 });
         expect(await log.offsetsForTime(topic, t0 + 1000)).toEqual({ 0: 1 });
@@ -374,7 +451,10 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         const member = await join(log, uniqueName('latest'), [topic], { start: 'latest' });
         // The first fetch may still be resolving "latest"; keep publishing until something arrives.
         for (let round = 1; member.records.length === 0 && round < 100; round++) {
-          await log.publish(topic, oneEachFor(4).map((r) => ({ ...r, value: JSON.stringify({ round }) })));
+          await log.publish(
+            topic,
+            oneEachFor(4).map((r) => ({ ...r, value: JSON.stringify({ round }) })),
+          );
           await sleep(100);
         }
         await member.stop();

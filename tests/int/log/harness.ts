@@ -34,7 +34,8 @@ export const event = (key: string, seq: number, extra: Partial<OutgoingRecord> =
 export const seqOf = (record: LogRecord): number => (JSON.parse(record.value) as { seq: number }).seq;
 
 /** keys entity-0 … entity-(n-1), one record each */
-export const oneEachFor = (keys: number): OutgoingRecord[] => Array.from({ length: keys }, (_, i) => event(`entity-${i}`, 0));
+export const oneEachFor = (keys: number): OutgoingRecord[] =>
+  Array.from({ length: keys }, (_, i) => event(`entity-${i}`, 0));
 
 export const id = (r: Pick<LogRecord, 'partition' | 'offset'>): string => `${r.partition}:${r.offset}`;
 
@@ -78,7 +79,12 @@ type MemberOptions = Partial<Omit<SubscribeOptions, 'eachBatch'>> & {
 };
 
 /** Subscribes and keeps every batch it is handed. */
-export const join = async (log: LogPort, groupId: string, topics: string[], options: MemberOptions = {}): Promise<Member> => {
+export const join = async (
+  log: LogPort,
+  groupId: string,
+  topics: string[],
+  options: MemberOptions = {},
+): Promise<Member> => {
   const batches: LogRecord[][] = [];
   const records: LogRecord[] = [];
   const { onBatch, ...subscribeOptions } = options;

@@ -12,17 +12,33 @@ import { RETENTION_WEEK, waitFor } from './harness';
 
 const logger = createLogger({ name: 'invalidations-test', level: process.env.LOG_LEVEL ?? 'silent' });
 let database: TestDatabase | undefined;
-afterAll(async () => { await database?.drop(); });
+afterAll(async () => {
+  await database?.drop();
+});
 
 /** a domain of its own per test, so its topic holds only this test's events */
 const domain = () => `inv${randomBytes(4).toString('hex')}`;
 const published = (type: string, data: Record<string, unknown> = {}) => ({
-  key: 'entity-1', value: JSON.stringify({ eventId: randomBytes(8).toString('hex'), type, tenantId: 't1', data }), headers: { type },
+  key: 'entity-1',
+  value: JSON.stringify({ eventId: randomBytes(8).toString('hex'), type, tenantId: 't1', data }),
+  headers: { type },
 });
 
 const adapters: [string, () => Promise<LogPort>][] = [
-  ['postgres', async () => new PgLog((database ??= await createTestDatabase('inv')).db, { pollIntervalMs: 50, rebalanceIntervalMs: 250, logger })],
-  ['kafka', async () => new KafkaLog({ brokers: requireEnv('TEST_KAFKA_BROKERS').split(','), clientId: 'invalidations-test', logger })],
+  [
+    'postgres',
+    async () =>
+      new PgLog((database ??= await createTestDatabase('inv')).db, {
+        pollIntervalMs: 50,
+        rebalanceIntervalMs: 250,
+        logger,
+      }),
+  ],
+  [
+    'kafka',
+    async () =>
+      new KafkaLog({ brokers: requireEnv('TEST_KAFKA_BROKERS').split(','), clientId: 'invalidations-test', logger }),
+  ],
 ];
 
 describe.each(adapters)('cache invalidation through the %s log', (_name, open) => {
@@ -36,13 +52,21 @@ describe.each(adapters)('cache invalidation through the %s log', (_name, open) =
     const one = new Invalidations(log, logger);
     const two = new Invalidations(log, logger);
     try {
-      one.on([`${d}.plan.changed`], (e) => { seen.push(['one', e]); });
-      two.on([`${d}.plan.changed`, `${d}.limit.changed`], (e) => { seen.push(['two', e]); });
+      one.on([`${d}.plan.changed`], (e) => {
+        seen.push(['one', e]);
+      });
+      two.on([`${d}.plan.changed`, `${d}.limit.changed`], (e) => {
+        seen.push(['two', e]);
+      });
       await Promise.all([one.ready(), two.ready()]);
       // a new group's first fetch may still be resolving "latest" (log contract): publish until both hear
       const heard = (who: string) => seen.some(([w]) => w === who);
       for (let round = 1; !(heard('one') && heard('two')) && round < 100; round += 1) {
-        await log.publish(topic, [published(`${d}.plan.changed`, { n: round }), published(`${d}.other.happened`, { n: round }), published(`${d}.limit.changed`, { n: round })]);
+        await log.publish(topic, [
+          published(`${d}.plan.changed`, { n: round }),
+          published(`${d}.other.happened`, { n: round }),
+          published(`${d}.limit.changed`, { n: round }),
+        ]);
         await waitFor(() => heard('one') && heard('two'), 'both processes', 300).catch(() => undefined);
       }
       const kinds = (who: string) => new Set(seen.filter(([w]) => w === who).map(([, e]) => e.type.split('.')[1]));
@@ -72,11 +96,20 @@ describe.each(adapters)('cache invalidation through the %s log', (_name, open) =
       });
       await invalidations.ready();
       for (let round = 1; seen.length === 0 && round < 100; round += 1) {
-        await log.publish(topic, [published(`${d}.plan.changed`, { n: 1 }), { key: 'entity-1', value: 'not json', headers: { type: `${d}.plan.changed` } }, published(`${d}.plan.changed`, { n: 2 })]);
+        await log.publish(topic, [
+          published(`${d}.plan.changed`, { n: 1 }),
+          { key: 'entity-1', value: 'not json', headers: { type: `${d}.plan.changed` } },
+          published(`${d}.plan.changed`, { n: 2 }),
+        ]);
         await waitFor(() => seen.length > 0, 'the event after the failures', 300).catch(() => undefined);
       }
       expect(new Set(seen)).toEqual(new Set([2]));
-      expect(capture.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['cache invalidation handler failed', 'an event on the log is not JSON; no invalidation']));
+      expect(capture.lines.map((l) => l.msg)).toEqual(
+        expect.arrayContaining([
+          'cache invalidation handler failed',
+          'an event on the log is not JSON; no invalidation',
+        ]),
+      );
     } finally {
       await invalidations.close();
       await log.close();

@@ -13,19 +13,38 @@ const logger = createLogger({ name: 'kafka-log-test', level: process.env.LOG_LEV
 const brokers = () => requireEnv('TEST_KAFKA_BROKERS').split(',');
 
 describeLogContract('kafka', async () => new KafkaLog({ brokers: brokers(), clientId: 'log-contract', logger }));
-describeLogContract('kafka under a namespace', async () => namespacedLog(new KafkaLog({ brokers: brokers(), clientId: 'log-contract-ns', logger }), `${uniqueName('ns')}.`));
+describeLogContract('kafka under a namespace', async () =>
+  namespacedLog(new KafkaLog({ brokers: brokers(), clientId: 'log-contract-ns', logger }), `${uniqueName('ns')}.`),
+);
 
 describe('two platforms sharing one Kafka under their own namespaces', () => {
   it('publish to and consume the same topic names without seeing each other, and get their own names back', async () => {
-    const [a, b] = ['a', 'b'].map((side) => namespacedLog(new KafkaLog({ brokers: brokers(), clientId: `ns-${side}`, logger }), `${uniqueName(side)}.`)) as [ReturnType<typeof namespacedLog>, ReturnType<typeof namespacedLog>];
+    const [a, b] = ['a', 'b'].map((side) =>
+      namespacedLog(new KafkaLog({ brokers: brokers(), clientId: `ns-${side}`, logger }), `${uniqueName(side)}.`),
+    ) as [ReturnType<typeof namespacedLog>, ReturnType<typeof namespacedLog>];
     try {
       const topic = 'platform.shared.events';
       for (const log of [a, b]) await log.ensureTopics([{ name: topic, partitions: 1, retentionMs: 3_600_000 }]);
       await a.publish(topic, [event('k', 1)]);
       await b.publish(topic, [event('k', 2), event('k', 3)]);
       const seen: Record<string, LogRecord[]> = { a: [], b: [] };
-      const subs = await Promise.all(([['a', a], ['b', b]] as const).map(([side, log]) =>
-        log.subscribe({ groupId: 'same.group', topics: [topic], start: 'earliest', eachBatch: async (records) => { seen[side]!.push(...records); } })));
+      const subs = await Promise.all(
+        (
+          [
+            ['a', a],
+            ['b', b],
+          ] as const
+        ).map(([side, log]) =>
+          log.subscribe({
+            groupId: 'same.group',
+            topics: [topic],
+            start: 'earliest',
+            eachBatch: async (records) => {
+              seen[side]!.push(...records);
+            },
+          }),
+        ),
+      );
       await waitFor(() => seen.a!.length === 1 && seen.b!.length === 2, 'each side reads its own records');
       expect(seen.a!.map((r) => r.topic)).toEqual([topic]);
       expect((await a.read(topic, 0, 0, 10)).map((r) => r.topic)).toEqual([topic]);

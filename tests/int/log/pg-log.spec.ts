@@ -58,7 +58,10 @@ describe('the postgres log, beyond the contract', () => {
   describe('a partition held by a member whose process died', () => {
     it('is taken over by another member, from the last committed offset', async () => {
       const topic = await newTopic(log, 1);
-      await log.publish(topic, [0, 1, 2, 3, 4, 5].map((seq) => event('k', seq)));
+      await log.publish(
+        topic,
+        [0, 1, 2, 3, 4, 5].map((seq) => event('k', seq)),
+      );
       const group = uniqueName('group');
       await log.seek(group, topic, { offset: 3 });
       // The dead member: a bare connection holding the partition's lock, as a member's session does.
@@ -88,7 +91,10 @@ describe('the postgres log, beyond the contract', () => {
       const topic = await newTopic(resilient, 1);
       const group = uniqueName('group');
       const member = await join(resilient, group, [topic]);
-      await resilient.publish(topic, [0, 1, 2].map((seq) => event('k', seq)));
+      await resilient.publish(
+        topic,
+        [0, 1, 2].map((seq) => event('k', seq)),
+      );
       await member.until(3);
       await waitFor(async () => (await resilient.positions(group, topic))[0]?.currentOffset === 3);
 
@@ -96,7 +102,10 @@ describe('the postgres log, beyond the contract', () => {
         `select pg_terminate_backend(pid) from pg_stat_activity
           where datname = current_database() and application_name like '%/log-member'`,
       );
-      await resilient.publish(topic, [3, 4, 5].map((seq) => event('k', seq)));
+      await resilient.publish(
+        topic,
+        [3, 4, 5].map((seq) => event('k', seq)),
+      );
       await member.until(6);
       await resilient.close();
 
@@ -113,7 +122,10 @@ describe('the postgres log, beyond the contract', () => {
       const b = await join(log, group, [topic]);
       await sleep(1_000); // a few rebalance intervals: the first member hands over its surplus
 
-      await log.publish(topic, Array.from({ length: 40 }, (_, i) => event(`entity-${i}`, i)));
+      await log.publish(
+        topic,
+        Array.from({ length: 40 }, (_, i) => event(`entity-${i}`, i)),
+      );
       const seen = () => a.records.length + b.records.length;
       while (seen() < 40) await sleep(20);
       await Promise.all([a.stop(), b.stop()]);
@@ -170,7 +182,13 @@ describe('the postgres log, beyond the contract', () => {
 
   describe('an unreachable database', () => {
     it('fails the ping within its timeout', async () => {
-      const nowhere = new pg.Pool({ host: '127.0.0.1', port: 1, user: 'x', database: 'x', connectionTimeoutMillis: 500 });
+      const nowhere = new pg.Pool({
+        host: '127.0.0.1',
+        port: 1,
+        user: 'x',
+        database: 'x',
+        connectionTimeoutMillis: 500,
+      });
       const unreachable = new PgLog(nowhere, { pingTimeoutMs: 1_000 });
 
       await expect(unreachable.ping()).rejects.toThrow();

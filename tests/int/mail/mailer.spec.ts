@@ -78,7 +78,12 @@ describe('a file mailer on an empty data folder', () => {
   });
 
   it('writes each message as a parsable .eml named by time and message id', async () => {
-    const first = await mailer.send({ to: 'ada@example.test', subject: 'First', text: 'one', headers: { 'X-Trace': 't-1' } });
+    const first = await mailer.send({
+      to: 'ada@example.test',
+      subject: 'First',
+      text: 'one',
+      headers: { 'X-Trace': 't-1' },
+    });
     clock.advance(1_000);
     const second = await mailer.send({ to: 'bob@example.test', subject: 'Second', text: 'two', html: '<i>two</i>' });
 

@@ -11,8 +11,15 @@ const WALLETS = 20;
 
 describe(`${WORKERS} workers transferring among ${WALLETS} wallets for ${SECONDS} s through HTTP`, () => {
   let platform: TestPlatform;
-  beforeAll(async () => { platform = await startTestPlatform({ modules: moneyModules, env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000' } }); });
-  afterAll(async () => { await platform?.close(); });
+  beforeAll(async () => {
+    platform = await startTestPlatform({
+      modules: moneyModules,
+      env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000' },
+    });
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
 
   it('keeps the total, never goes negative, and maps every 2xx to exactly one transaction', async () => {
     const c = moneyClient(platform.url, 'stress', 'u-admin', { members: platform.kernel.db });
@@ -33,7 +40,11 @@ describe(`${WORKERS} workers transferring among ${WALLETS} wallets for ${SECONDS
         let to = wallets[Math.floor(Math.random() * WALLETS)]!;
         if (to === from) to = wallets[(wallets.indexOf(from) + 1) % WALLETS]!;
         const key = randomUUID();
-        const res = await c.post('/transfers', { fromWalletId: from, toWalletId: to, amount: 1 + Math.floor(Math.random() * 3000), currency: 'USD' }, key);
+        const res = await c.post(
+          '/transfers',
+          { fromWalletId: from, toWalletId: to, amount: 1 + Math.floor(Math.random() * 3000), currency: 'USD' },
+          key,
+        );
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 200) {
           expect(answered.has(res.body.id)).toBe(false);
@@ -46,20 +57,29 @@ describe(`${WORKERS} workers transferring among ${WALLETS} wallets for ${SECONDS
     };
     const watcher = async () => {
       while (Date.now() < deadline) {
-        const { rows } = await platform.kernel.db.query<{ n: string; s: string }>("SELECT count(*) FILTER (WHERE available < 0) AS n, sum(available + frozen)::text AS s FROM rm.money_wallets WHERE tenant_id = 'stress'");
+        const { rows } = await platform.kernel.db.query<{ n: string; s: string }>(
+          "SELECT count(*) FILTER (WHERE available < 0) AS n, sum(available + frozen)::text AS s FROM rm.money_wallets WHERE tenant_id = 'stress'",
+        );
         if (Number(rows[0]!.n) > 0) negativeSeen = true;
         expect(rows[0]!.s).toBe(String(total));
         await new Promise((r) => setTimeout(r, 250));
       }
     };
     await Promise.all([...Array.from({ length: WORKERS }, worker), watcher()]);
-    console.warn('stress statuses', Object.fromEntries(statuses), 'transfers/s', Math.round((statuses.get(200) ?? 0) / SECONDS));
+    console.warn(
+      'stress statuses',
+      Object.fromEntries(statuses),
+      'transfers/s',
+      Math.round((statuses.get(200) ?? 0) / SECONDS),
+    );
     expect(negativeSeen).toBe(false);
     expect(answered.size).toBeGreaterThan(SECONDS * 10);
     const recorded = await recordedTransfers(platform.kernel.db, 'stress');
     expect(recorded.size).toBe(answered.size);
     for (const id of answered.keys()) expect(recorded.get(id)).toBe(1);
-    const { rows } = await platform.kernel.db.query<{ s: string }>("SELECT sum(available)::text AS s FROM rm.money_wallets WHERE tenant_id = 'stress'");
+    const { rows } = await platform.kernel.db.query<{ s: string }>(
+      "SELECT sum(available)::text AS s FROM rm.money_wallets WHERE tenant_id = 'stress'",
+    );
     expect(rows[0]!.s).toBe(String(total));
     await checkMoneyInvariants(platform.kernel.db);
   }, 120_000);

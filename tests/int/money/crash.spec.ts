@@ -8,26 +8,38 @@ import { moneyClient } from '../../support/money';
 import { checkMoneyInvariants, recordedTransfers } from '../../support/money-checks';
 
 /** starts tests/support/money-server.ts as a child process on the database; resolves with its URL */
-const startServer = (databaseUrl: string): Promise<{ child: ChildProcess; url: string }> => new Promise((resolve, reject) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/money-server.ts'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60' }, stdio: ['ignore', 'pipe', 'pipe'],
+const startServer = (databaseUrl: string): Promise<{ child: ChildProcess; url: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/money-server.ts'], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 60_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /READY (\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]! });
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (!/READY/.test(out)) reject(new Error(`server exited ${code}: ${err}`));
+    });
   });
-  let out = '';
-  let err = '';
-  const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 60_000);
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-    const m = /READY (\S+)/.exec(out);
-    if (m) { clearTimeout(timer); resolve({ child, url: m[1]! }); }
-  });
-  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString(); });
-  child.on('exit', (code) => { clearTimeout(timer); if (!/READY/.test(out)) reject(new Error(`server exited ${code}: ${err}`)); });
-});
 
 describe('the server killed (SIGKILL) during a transfer storm', () => {
   let database: TestDatabase;
   let server: { child: ChildProcess; url: string } | null = null;
-  beforeAll(async () => { database = await createTestDatabase('crash'); });
+  beforeAll(async () => {
+    database = await createTestDatabase('crash');
+  });
   afterAll(async () => {
     server?.child.kill('SIGKILL');
     await database?.drop();
@@ -50,7 +62,12 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
         const from = wallets[Math.floor(Math.random() * 10)]!;
         const to = wallets[(wallets.indexOf(from) + 1 + Math.floor(Math.random() * 9)) % 10]!;
         const key = randomUUID();
-        const body = { fromWalletId: from, toWalletId: to, amount: 1 + Math.floor(Math.random() * 500), currency: 'USD' };
+        const body = {
+          fromWalletId: from,
+          toWalletId: to,
+          amount: 1 + Math.floor(Math.random() * 500),
+          currency: 'USD',
+        };
         try {
           const res = await c.post('/transfers', body, key);
           if (res.status === 200) answered.set(res.body.id, key);
@@ -71,7 +88,9 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
     await checkMoneyInvariants(database.db);
     const recorded = await recordedTransfers(database.db, 'crash');
     for (const id of answered.keys()) expect(recorded.get(id)).toBe(1);
-    const { rows } = await database.db.query<{ s: string }>("SELECT sum(available)::text AS s FROM rm.money_wallets WHERE tenant_id = 'crash'");
+    const { rows } = await database.db.query<{ s: string }>(
+      "SELECT sum(available)::text AS s FROM rm.money_wallets WHERE tenant_id = 'crash'",
+    );
     expect(rows[0]!.s).toBe(String(10 * 50_000));
 
     // the clients retry what was in flight with the same keys: each executes at most once

@@ -9,9 +9,19 @@ import { addMember, registerUser, startIdentityPlatform } from '../../support/id
  */
 let p: IdentityPlatform;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
-const call = async (method: string, path: string, token: string | null, body?: unknown): Promise<{ status: number; body: any }> =>
-  p.api(path, { method, ...(token ? { token } : {}), ...(body === undefined ? {} : { body }), headers: { 'idempotency-key': randomUUID() } });
+const call = async (
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; body: any }> =>
+  p.api(path, {
+    method,
+    ...(token ? { token } : {}),
+    ...(body === undefined ? {} : { body }),
+    headers: { 'idempotency-key': randomUUID() },
+  });
 
 const register = async () => {
   const user = await registerUser(p);
@@ -21,10 +31,12 @@ const register = async () => {
 beforeAll(async () => {
   p = await startIdentityPlatform({ modules: ['identity', 'money'] });
 });
-afterAll(async () => { await p?.close(); });
+afterAll(async () => {
+  await p?.close();
+});
 
 describe('POST /v1/wallets', () => {
-  it('opens a wallet for an active member of the caller\'s tenant', async () => {
+  it("opens a wallet for an active member of the caller's tenant", async () => {
     const owner = await register();
     const res = await call('POST', '/wallets', owner.token, { userId: owner.userId, currency: 'USD' });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -32,7 +44,7 @@ describe('POST /v1/wallets', () => {
     expect((await call('POST', '/wallets', owner.token, { userId: member.userId, currency: 'EUR' })).status).toBe(201);
   });
 
-  it('answers 404 for an unknown user, another tenant\'s user and a deleted member, and opens nothing', async () => {
+  it("answers 404 for an unknown user, another tenant's user and a deleted member, and opens nothing", async () => {
     const owner = await register();
     const stranger = await register();
     const deleted = await addMember(p, owner);

@@ -42,7 +42,13 @@ const makeHistory = async (c: MoneyClient, prefix: string) => {
   const w = await Promise.all([0, 1, 2, 3].map((i) => c.openWallet(`${prefix}-user-${i}`)));
   const [a, b, d, e] = w as [string, string, string, string];
   // a burst per wallet: the batcher commits them in groups
-  await Promise.all(w.flatMap((id) => [1000, 2000, 3000].map((amount) => ok(c.post(`/wallets/${id}/credit`, { amount, currency: 'USD', meta: { burst: true } })))));
+  await Promise.all(
+    w.flatMap((id) =>
+      [1000, 2000, 3000].map((amount) =>
+        ok(c.post(`/wallets/${id}/credit`, { amount, currency: 'USD', meta: { burst: true } })),
+      ),
+    ),
+  );
   const debit = await ok(c.post(`/wallets/${a}/debit`, { amount: 700, currency: 'USD', reason: 'fee' }));
   const credit = await ok(c.post(`/wallets/${b}/credit`, { amount: 50, currency: 'USD', reason: 'bonus' }));
   const confirmed = await ok(c.post(`/wallets/${a}/hold`, { amount: 300, currency: 'USD', ttl: '2h' }));
@@ -52,8 +58,21 @@ const makeHistory = async (c: MoneyClient, prefix: string) => {
   await ok(c.post(`/holds/${confirmed.body.id}/confirm`, { reason: 'captured' }));
   await ok(c.post(`/holds/${canceled.body.id}/cancel`, {}));
   // concurrent transfers around the ring, in both directions: shared batches, wallets locked in pairs
-  const transfers = await Promise.all(w.flatMap((from, i) => [1, 3].map((step) =>
-    ok(c.post('/transfers', { fromWalletId: from, toWalletId: w[(i + step) % 4], amount: 10 * (i + 1) * step, currency: 'USD', reason: `ring ${i}/${step}` })))));
+  const transfers = await Promise.all(
+    w.flatMap((from, i) =>
+      [1, 3].map((step) =>
+        ok(
+          c.post('/transfers', {
+            fromWalletId: from,
+            toWalletId: w[(i + step) % 4],
+            amount: 10 * (i + 1) * step,
+            currency: 'USD',
+            reason: `ring ${i}/${step}`,
+          }),
+        ),
+      ),
+    ),
+  );
   // some refusals in the middle of bursts: they record nothing
   const burst = await Promise.all([
     c.post(`/wallets/${d}/debit`, { amount: 1_000_000, currency: 'USD' }),
@@ -70,25 +89,41 @@ const makeHistory = async (c: MoneyClient, prefix: string) => {
 };
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: moneyModules, clock, env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000', COMMAND_BATCH_CONCURRENCY: '1' } });
-  await Promise.all([makeHistory(moneyClient(platform.url, 'tenant-a', 'u-admin', { members: platform.kernel.db }), 'a'), makeHistory(moneyClient(platform.url, 'tenant-b', 'u-admin', { members: platform.kernel.db }), 'b')]);
+  platform = await startTestPlatform({
+    modules: moneyModules,
+    clock,
+    env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000', COMMAND_BATCH_CONCURRENCY: '1' },
+  });
+  await Promise.all([
+    makeHistory(moneyClient(platform.url, 'tenant-a', 'u-admin', { members: platform.kernel.db }), 'a'),
+    makeHistory(moneyClient(platform.url, 'tenant-b', 'u-admin', { members: platform.kernel.db }), 'b'),
+  ]);
   clock.advance(2 * 3600_000);
   expect((await expireDueHolds(platform.kernel)).expired).toBe(2);
   events = await platform.kernel.store.readAll(platform.kernel.db, LOG_START, 100_000, { allCommitted: true });
   await platform.kernel.db.query('CREATE SCHEMA pm');
 });
-afterAll(async () => { await platform?.close(); });
+afterAll(async () => {
+  await platform?.close();
+});
 
 const db = () => platform.kernel.db;
 const handled = (p: AnyProjection, list: Events) => list.filter((e) => p.handles.includes(e.type));
-const chunks = <T>(list: T[], size: number): T[][] => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
-const bound = async (statements: Statement[]) => { for (const s of statements) await db().query(s.text, s.values); };
+const chunks = <T>(list: T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
+const bound = async (statements: Statement[]) => {
+  for (const s of statements) await db().query(s.text, s.values);
+};
 
 /** each event alone, through evolve, with bound parameters: the reference */
-const oneByOne: Apply = async (p, list, tables) => { for (const e of handled(p, list)) await bound(p.evolve(e, tables)); };
-const many = (size: number): Apply => async (p, list, tables) => {
-  for (const chunk of chunks(handled(p, list), size)) await bound(p.evolveMany!(chunk, tables));
+const oneByOne: Apply = async (p, list, tables) => {
+  for (const e of handled(p, list)) await bound(p.evolve(e, tables));
 };
+const many =
+  (size: number): Apply =>
+  async (p, list, tables) => {
+    for (const chunk of chunks(handled(p, list), size)) await bound(p.evolveMany!(chunk, tables));
+  };
 /** as the batcher sends them: values written in, every statement in one simple-protocol round trip */
 const manyInlined: Apply = async (p, list, tables) => {
   const statements = p.evolveMany!(handled(p, list), tables);
@@ -109,22 +144,55 @@ const build = async (variant: string, apply: (p: AnyProjection, tables: Record<s
 
 describe('given a realistic money log of two tenants', () => {
   let reference: Record<string, unknown[]>;
-  beforeAll(async () => { reference = await build('one', (p, tables) => oneByOne(p, events, tables)); });
+  beforeAll(async () => {
+    reference = await build('one', (p, tables) => oneByOne(p, events, tables));
+  });
 
   it('then it holds every kind of event, and applying them one by one gives every status a history line can have', () => {
-    expect(new Set(events.map((e) => e.type))).toEqual(new Set([
-      'money.wallet.opened', 'money.wallet.credited', 'money.wallet.debited', 'money.wallet.transfer', 'money.wallet.transfer_received',
-      'money.hold.placed', 'money.hold.confirmed', 'money.hold.canceled', 'money.hold.expired', 'money.wallet.reversal', 'money.transaction.reversed',
-    ]));
+    expect(new Set(events.map((e) => e.type))).toEqual(
+      new Set([
+        'money.wallet.opened',
+        'money.wallet.credited',
+        'money.wallet.debited',
+        'money.wallet.transfer',
+        'money.wallet.transfer_received',
+        'money.hold.placed',
+        'money.hold.confirmed',
+        'money.hold.canceled',
+        'money.hold.expired',
+        'money.wallet.reversal',
+        'money.transaction.reversed',
+      ]),
+    );
     expect(reference.money_wallets).toHaveLength(8);
-    const lines = reference.money_transactions as { status: string; resolution: string | null; reversed: boolean; type: string }[];
-    expect(new Set(lines.map((l) => `${l.type}/${l.status}/${l.resolution ?? '-'}`))).toEqual(new Set([
-      'credit/completed/-', 'credit/reversed/-', 'debit/completed/-', 'debit/reversed/-', 'transfer/completed/-', 'transfer/reversed/-',
-      'hold/held/-', 'hold/canceled/canceled', 'hold/canceled/expired', 'hold/reversed/confirmed', 'confirm/completed/-', 'cancel/completed/-', 'reversal/completed/-',
-    ]));
+    const lines = reference.money_transactions as {
+      status: string;
+      resolution: string | null;
+      reversed: boolean;
+      type: string;
+    }[];
+    expect(new Set(lines.map((l) => `${l.type}/${l.status}/${l.resolution ?? '-'}`))).toEqual(
+      new Set([
+        'credit/completed/-',
+        'credit/reversed/-',
+        'debit/completed/-',
+        'debit/reversed/-',
+        'transfer/completed/-',
+        'transfer/reversed/-',
+        'hold/held/-',
+        'hold/canceled/canceled',
+        'hold/canceled/expired',
+        'hold/reversed/confirmed',
+        'confirm/completed/-',
+        'cancel/completed/-',
+        'reversal/completed/-',
+      ]),
+    );
     // a credit command records one event: a transaction holding several is a batch of the bursts
     const creditsPerTransaction = new Map<bigint, number>();
-    for (const e of events) if (e.type === 'money.wallet.credited') creditsPerTransaction.set(e.transactionId, (creditsPerTransaction.get(e.transactionId) ?? 0) + 1);
+    for (const e of events)
+      if (e.type === 'money.wallet.credited')
+        creditsPerTransaction.set(e.transactionId, (creditsPerTransaction.get(e.transactionId) ?? 0) + 1);
     expect(Math.max(...creditsPerTransaction.values())).toBeGreaterThan(1);
   });
 
@@ -133,16 +201,48 @@ describe('given a realistic money log of two tenants', () => {
     ['evolveMany over chunks of 7', 'c7', many(7)],
     ['evolveMany over all the events at once', 'all', many(100_000)],
     ['evolveMany over all the events, inlined into one round trip', 'inl', manyInlined],
-  ] as const)('when applied with %s, then the rows are those of evolve applied one event at a time', async (_name, variant, apply) => {
-    expect(await build(variant, (p, tables) => apply(p, events, tables))).toEqual(reference);
-  });
+  ] as const)(
+    'when applied with %s, then the rows are those of evolve applied one event at a time',
+    async (_name, variant, apply) => {
+      expect(await build(variant, (p, tables) => apply(p, events, tables))).toEqual(reference);
+    },
+  );
 
   it.each([
-    ['evolve one by one, the log twice in a row', 'r1', async (p: AnyProjection, tables: Record<string, string>) => { await oneByOne(p, events, tables); await oneByOne(p, events, tables); }],
-    ['evolveMany over chunks of 7, the log twice in a row', 'r7', async (p: AnyProjection, tables: Record<string, string>) => { await many(7)(p, events, tables); await many(7)(p, events, tables); }],
-    ['evolveMany over all the events, twice', 'rall', async (p: AnyProjection, tables: Record<string, string>) => { await many(100_000)(p, events, tables); await many(100_000)(p, events, tables); }],
-    ['evolveMany over the log and itself in one call (every event twice in one statement)', 'rdup', (p: AnyProjection, tables: Record<string, string>) => many(100_000)(p, [...events, ...events], tables)],
-    ['evolveMany over the log and itself in chunks of 13', 'rdup13', (p: AnyProjection, tables: Record<string, string>) => many(13)(p, [...events, ...events], tables)],
+    [
+      'evolve one by one, the log twice in a row',
+      'r1',
+      async (p: AnyProjection, tables: Record<string, string>) => {
+        await oneByOne(p, events, tables);
+        await oneByOne(p, events, tables);
+      },
+    ],
+    [
+      'evolveMany over chunks of 7, the log twice in a row',
+      'r7',
+      async (p: AnyProjection, tables: Record<string, string>) => {
+        await many(7)(p, events, tables);
+        await many(7)(p, events, tables);
+      },
+    ],
+    [
+      'evolveMany over all the events, twice',
+      'rall',
+      async (p: AnyProjection, tables: Record<string, string>) => {
+        await many(100_000)(p, events, tables);
+        await many(100_000)(p, events, tables);
+      },
+    ],
+    [
+      'evolveMany over the log and itself in one call (every event twice in one statement)',
+      'rdup',
+      (p: AnyProjection, tables: Record<string, string>) => many(100_000)(p, [...events, ...events], tables),
+    ],
+    [
+      'evolveMany over the log and itself in chunks of 13',
+      'rdup13',
+      (p: AnyProjection, tables: Record<string, string>) => many(13)(p, [...events, ...events], tables),
+    ],
   ] as const)('when replayed with %s, then nothing changes (idempotence)', async (_name, variant, apply) => {
     expect(await build(variant, apply)).toEqual(reference);
   });

@@ -20,7 +20,10 @@ const problem = (res: Answer, status: number, suffix: string) => {
 beforeAll(async () => {
   platformSmtp = await startSmtpCapture();
   tenantSmtp = await startSmtpCapture();
-  platform = await startTestPlatform({ modules: ['notify'], env: { SMTP_URL: platformSmtp.url, NOTIFY_POLL_INTERVAL_MS: '20' } });
+  platform = await startTestPlatform({
+    modules: ['notify'],
+    env: { SMTP_URL: platformSmtp.url, NOTIFY_POLL_INTERVAL_MS: '20' },
+  });
   c = notifyClient(platform.url, 'acme');
   await seedMember(platform.kernel.db, 'acme', 'ann');
 });
@@ -34,46 +37,96 @@ describe('the channels', () => {
   it('lists the built-in channels for a tenant that registered none', async () => {
     const res = await c.get('/notify/channels');
     expect(res.status).toBe(200);
-    expect(res.body.data.map((ch: { name: string; builtIn: boolean; status: string }) => [ch.name, ch.builtIn, ch.status]))
-      .toEqual([['email', true, 'active'], ['websocket', true, 'active'], ['push', true, 'active']]);
+    expect(
+      res.body.data.map((ch: { name: string; builtIn: boolean; status: string }) => [ch.name, ch.builtIn, ch.status]),
+    ).toEqual([
+      ['email', true, 'active'],
+      ['websocket', true, 'active'],
+      ['push', true, 'active'],
+    ]);
   });
 
-  it('registers an email channel with the tenant\'s own SMTP server: the URL sealed, redacted on read, mail sent through it', async () => {
+  it("registers an email channel with the tenant's own SMTP server: the URL sealed, redacted on read, mail sent through it", async () => {
     const smtpUrl = tenantSmtp.url.replace('capture:secret', 'acme:hunter2');
-    const res = await c.post('/notify/channels', { name: 'Acme Mail', type: 'email', config: { smtpUrl, from: 'news@acme.example' } });
+    const res = await c.post('/notify/channels', {
+      name: 'Acme Mail',
+      type: 'email',
+      config: { smtpUrl, from: 'news@acme.example' },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body).toMatchObject({ name: 'Acme Mail', type: 'email', status: 'active', builtIn: false, config: { smtpUrl: '[redacted]', from: 'news@acme.example' } });
+    expect(res.body).toMatchObject({
+      name: 'Acme Mail',
+      type: 'email',
+      status: 'active',
+      builtIn: false,
+      config: { smtpUrl: '[redacted]', from: 'news@acme.example' },
+    });
     const listed = await c.get('/notify/channels');
     expect(listed.body.data.at(-1)).toEqual(res.body);
     const stored = await platform.kernel.db.query<{ sealed: string }>('SELECT sealed FROM notify.channel_secrets');
     expect(stored.rows[0]!.sealed).not.toContain('hunter2');
-    expect(JSON.stringify((await platform.kernel.db.query('SELECT data FROM es.events')).rows)).not.toContain('hunter2');
+    expect(JSON.stringify((await platform.kernel.db.query('SELECT data FROM es.events')).rows)).not.toContain(
+      'hunter2',
+    );
 
-    const sent = await c.post('/notify', { channel: 'acme mail', recipient: { userId: 'ann' }, subject: 'From Acme', body: 'hello' });
+    const sent = await c.post('/notify', {
+      channel: 'acme mail',
+      recipient: { userId: 'ann' },
+      subject: 'From Acme',
+      body: 'hello',
+    });
     expect(sent.status, JSON.stringify(sent.body)).toBe(202);
     expect(sent.body.channel).toBe('Acme Mail');
     const mail = await tenantSmtp.waitFor((m) => m.parsed.subject === 'From Acme');
     expect(mail.authUser).toBe('acme');
     expect(mail.envelope.from).toBe('news@acme.example');
     expect(platformSmtp.messages.filter((m) => m.parsed.subject === 'From Acme')).toEqual([]);
-    await eventually(async () => (await c.get(`/notify/${sent.body.notificationId}`)).body.status === 'delivered', 'delivered');
+    await eventually(
+      async () => (await c.get(`/notify/${sent.body.notificationId}`)).body.status === 'delivered',
+      'delivered',
+    );
     expect((await c.get('/notify?channel=Acme%20Mail')).body.data).toHaveLength(1);
   });
 
   it('refuses an unknown type, a bad config, a taken name and a built-in name; another tenant does not see the channel', async () => {
     problem(await c.post('/notify/channels', { name: 'sms', type: 'sms', config: {} }), 400, 'validation-error');
-    const bad = await c.post('/notify/channels', { name: 'broken', type: 'email', config: { smtpUrl: 'ftp://x', from: 'a@b.c' } });
+    const bad = await c.post('/notify/channels', {
+      name: 'broken',
+      type: 'email',
+      config: { smtpUrl: 'ftp://x', from: 'a@b.c' },
+    });
     problem(bad, 400, 'validation-error');
     expect(bad.body.errors[0].field).toBe('config.smtpUrl');
-    problem(await c.post('/notify/channels', { name: 'ACME MAIL', type: 'email', config: { smtpUrl: tenantSmtp.url, from: 'a@b.c' } }), 409, 'conflict');
-    problem(await c.post('/notify/channels', { name: 'Email', type: 'email', config: { smtpUrl: tenantSmtp.url, from: 'a@b.c' } }), 409, 'conflict');
+    problem(
+      await c.post('/notify/channels', {
+        name: 'ACME MAIL',
+        type: 'email',
+        config: { smtpUrl: tenantSmtp.url, from: 'a@b.c' },
+      }),
+      409,
+      'conflict',
+    );
+    problem(
+      await c.post('/notify/channels', {
+        name: 'Email',
+        type: 'email',
+        config: { smtpUrl: tenantSmtp.url, from: 'a@b.c' },
+      }),
+      409,
+      'conflict',
+    );
     const other = notifyClient(platform.url, 'other-tenant');
     expect((await other.get('/notify/channels')).body.data).toHaveLength(3);
-    problem(await other.post('/notify', { channel: 'Acme Mail', recipient: { address: 'x@example.test' }, body: 'x' }), 404, 'channel-not-found');
+    problem(
+      await other.post('/notify', { channel: 'Acme Mail', recipient: { address: 'x@example.test' }, body: 'x' }),
+      404,
+      'channel-not-found',
+    );
   });
 
   it('pages the registered channels after the built-in ones', async () => {
-    for (const name of ['b-chan', 'c-chan']) expect((await c.post('/notify/channels', { name, type: 'websocket' })).status).toBe(201);
+    for (const name of ['b-chan', 'c-chan'])
+      expect((await c.post('/notify/channels', { name, type: 'websocket' })).status).toBe(201);
     const first = await c.get('/notify/channels?page_size=4');
     expect(first.body.data.map((ch: { name: string }) => ch.name)).toEqual(['email', 'websocket', 'push', 'Acme Mail']);
     const second = await c.get(`/notify/channels?page_size=4&page_token=${first.body.next_page_token}`);
@@ -92,15 +145,46 @@ describe('the channels', () => {
 });
 
 describe('templates', () => {
-  it('are listed and read back; names are unique per tenant; a template\'s channel must exist', async () => {
-    const made = await c.post('/notify/templates', { name: 'Digest', channel: 'email', subject: 'Your {{period}} digest', body: '{{count}} updates' });
+  it("are listed and read back; names are unique per tenant; a template's channel must exist", async () => {
+    const made = await c.post('/notify/templates', {
+      name: 'Digest',
+      channel: 'email',
+      subject: 'Your {{period}} digest',
+      body: '{{count}} updates',
+    });
     expect(made.status).toBe(201);
     problem(await c.post('/notify/templates', { name: 'digest', channel: 'email', body: 'x' }), 409, 'conflict');
-    problem(await c.post('/notify/templates', { name: 'nowhere', channel: 'fax', body: 'x' }), 404, 'channel-not-found');
-    problem(await c.post('/notify/templates', { name: 'undeclared', channel: 'email', body: '{{a}} {{b}}', variables: ['a'] }), 400, 'validation-error');
+    problem(
+      await c.post('/notify/templates', { name: 'nowhere', channel: 'fax', body: 'x' }),
+      404,
+      'channel-not-found',
+    );
+    problem(
+      await c.post('/notify/templates', {
+        name: 'undeclared',
+        channel: 'email',
+        body: '{{a}} {{b}}',
+        variables: ['a'],
+      }),
+      400,
+      'validation-error',
+    );
     expect((await c.get(`/notify/templates/${made.body.id}`)).body).toEqual(made.body);
     expect((await c.get('/notify/templates')).body.data).toEqual([made.body]);
-    problem(await notifyClient(platform.url, 'other-tenant').get(`/notify/templates/${made.body.id}`), 404, 'template-not-found');
-    problem(await c.post('/notify', { channel: 'websocket', recipient: { userId: 'ann' }, templateId: made.body.id, variables: { period: 'weekly', count: 3 } }), 400, 'validation-error');
+    problem(
+      await notifyClient(platform.url, 'other-tenant').get(`/notify/templates/${made.body.id}`),
+      404,
+      'template-not-found',
+    );
+    problem(
+      await c.post('/notify', {
+        channel: 'websocket',
+        recipient: { userId: 'ann' },
+        templateId: made.body.id,
+        variables: { period: 'weekly', count: 3 },
+      }),
+      400,
+      'validation-error',
+    );
   });
 });

@@ -10,7 +10,14 @@ import { freePort, runPlatform, waitFor } from '../../support/process';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
 import { configureNotify } from '../../../commands/notify/context';
-import { eventsOf, eventually, notifyClient, notifyHttpModules, notifyModules, statusCounts } from '../../support/notify';
+import {
+  eventsOf,
+  eventually,
+  notifyClient,
+  notifyHttpModules,
+  notifyModules,
+  statusCounts,
+} from '../../support/notify';
 
 /**
  * At-least-once delivery through a crash: a worker process is killed (SIGKILL) while it waits for
@@ -42,34 +49,68 @@ const idOf = (m: SmtpCapture['messages'][number]) => m.parsed.headers.get('x-not
 describe('a delivery worker killed mid-send and replaced', () => {
   it('delivers every notification; only those it was sending when killed arrive twice, marked as possible duplicates', async () => {
     const port = await freePort();
-    worker = runPlatform(['serve', 'workers'], {
-      DATABASE_URL: database.url, ROOT_URL: 'http://127.0.0.1:0', PLATFORM_ENV: 'test', LOG_LEVEL: 'warn', DATA_DIR: join(tmpdir(), `platform-crash-${process.pid}`),
-      SMTP_URL: smtp.url, NOTIFY_POLL_INTERVAL_MS: '20', NOTIFY_WORKER_BATCH: '5', NOTIFY_WORKER_CONCURRENCY: '1', NOTIFY_RATE_LIMIT_PER_TENANT: '10000',
-    }, port);
+    worker = runPlatform(
+      ['serve', 'workers'],
+      {
+        DATABASE_URL: database.url,
+        ROOT_URL: 'http://127.0.0.1:0',
+        PLATFORM_ENV: 'test',
+        LOG_LEVEL: 'warn',
+        DATA_DIR: join(tmpdir(), `platform-crash-${process.pid}`),
+        SMTP_URL: smtp.url,
+        NOTIFY_POLL_INTERVAL_MS: '20',
+        NOTIFY_WORKER_BATCH: '5',
+        NOTIFY_WORKER_CONCURRENCY: '1',
+        NOTIFY_RATE_LIMIT_PER_TENANT: '10000',
+      },
+      port,
+    );
     await waitFor(`${worker.url}/ready`, 200, 60_000);
 
     // every answer to DATA comes 1.5 s after the message arrived: the worker is mid-send most of the time
     smtp.behaviour.delayMs = 1_500;
     const c = notifyClient(api.url, 'crash');
-    const accepted = await c.post('/notify/batch', { channel: 'email', subject: 'crash test', body: 'x', recipients: Array.from({ length: 30 }, (_, i) => ({ address: `r${i}@example.test` })) });
+    const accepted = await c.post('/notify/batch', {
+      channel: 'email',
+      subject: 'crash test',
+      body: 'x',
+      recipients: Array.from({ length: 30 }, (_, i) => ({ address: `r${i}@example.test` })),
+    });
     expect(accepted.status).toBe(202);
     const ids: string[] = accepted.body.ids;
 
     // two batches answered and recorded, the third one sent and waiting for its answers
-    await eventually(async () => ((await statusCounts(database.db, 'crash')).delivered ?? 0) >= 10, '10 delivered', 60_000);
+    await eventually(
+      async () => ((await statusCounts(database.db, 'crash')).delivered ?? 0) >= 10,
+      '10 delivered',
+      60_000,
+    );
     await eventually(async () => smtp.messages.length >= 15, 'a third batch at the SMTP server', 30_000);
     worker.child.kill('SIGKILL');
     expect(await worker.exited).toBeNull();
     const before = await statusCounts(database.db, 'crash');
-    const deliveredBefore = (await database.db.query<{ id: string }>(`SELECT id FROM rm.notify_notifications WHERE tenant_id = 'crash' AND status = 'delivered'`)).rows.map((r) => r.id);
+    const deliveredBefore = (
+      await database.db.query<{ id: string }>(
+        `SELECT id FROM rm.notify_notifications WHERE tenant_id = 'crash' AND status = 'delivered'`,
+      )
+    ).rows.map((r) => r.id);
     expect(before.sending).toBeGreaterThan(0);
     const receivedBefore = new Set(smtp.messages.map(idOf));
 
     // a new worker (in this process) takes over at once: the dead one's session lock is gone, no lease has to run out
     smtp.behaviour.delayMs = 0;
-    survivor = await startTestPlatform({ role: 'workers', modules: notifyModules, database, env: { SMTP_URL: smtp.url } });
+    survivor = await startTestPlatform({
+      role: 'workers',
+      modules: notifyModules,
+      database,
+      env: { SMTP_URL: smtp.url },
+    });
     configureNotify(survivor.kernel, { settings: { pollIntervalMs: 20, ratePerTenant: 10_000 } });
-    await eventually(async () => (await statusCounts(database.db, 'crash')).delivered === 30, 'all 30 delivered', 30_000);
+    await eventually(
+      async () => (await statusCounts(database.db, 'crash')).delivered === 30,
+      'all 30 delivered',
+      30_000,
+    );
 
     const copies = new Map<string, SmtpCapture['messages'][number][]>();
     for (const m of smtp.messages) copies.set(idOf(m), [...(copies.get(idOf(m)) ?? []), m]);
@@ -91,7 +132,11 @@ describe('a delivery worker killed mid-send and replaced', () => {
     const [interrupted] = twice;
     const events = await eventsOf(database.db, 'crash', interrupted![0]);
     expect(events.map((e) => e.type)).toEqual([
-      'notify.notification.queued', 'notify.notification.sending', 'notify.notification.attempt_failed', 'notify.notification.sending', 'notify.notification.sent',
+      'notify.notification.queued',
+      'notify.notification.sending',
+      'notify.notification.attempt_failed',
+      'notify.notification.sending',
+      'notify.notification.sent',
     ]);
     expect(events[2]!.data).toMatchObject({ interrupted: true, retryInMs: 0 });
     expect(events[4]!.data).toMatchObject({ possibleDuplicate: true, attempt: 2 });

@@ -33,7 +33,11 @@ describe('the retention worker', () => {
     await eventually(async () => (await statusCounts(platform.kernel.db, 'keep')).delivered === 2, 'two delivered');
     smtp.behaviour.refuse = { code: 550, message: 'no such user' };
     const bad = await c.post('/notify', { channel: 'email', recipient: { address: 'bounce@example.test' }, body: 'x' });
-    await eventually(async () => JSON.stringify(await statusCounts(platform.kernel.db, 'keep')) === JSON.stringify({ delivered: 2, failed: 1 }), 'two delivered, one failed');
+    await eventually(
+      async () =>
+        JSON.stringify(await statusCounts(platform.kernel.db, 'keep')) === JSON.stringify({ delivered: 2, failed: 1 }),
+      'two delivered, one failed',
+    );
     smtp.behaviour.refuse = null;
     const ctx = notifyContext(platform.kernel);
 
@@ -50,6 +54,8 @@ describe('the retention worker', () => {
     clock.advance(90 * DAY);
     expect(await purgeExpired(platform.kernel, ctx)).toMatchObject({ history: 0, failed: 1 });
     expect((await c.get(`/notify/${bad.body.notificationId}`)).status).toBe(404);
-    expect((await platform.kernel.db.query(`SELECT 1 FROM notify.deliveries WHERE tenant_id = 'keep'`)).rowCount).toBe(0);
+    expect((await platform.kernel.db.query(`SELECT 1 FROM notify.deliveries WHERE tenant_id = 'keep'`)).rowCount).toBe(
+      0,
+    );
   });
 });

@@ -15,23 +15,40 @@ import { connectSocket, openSession } from '../../support/socket-client';
  * process delivers (fan-out through Redis, or PostgreSQL LISTEN/NOTIFY without it), and after a
  * reconnect — to the other process — gets exactly what it missed, in order, once.
  */
-const fast = (p: TestPlatform) => configureNotify(p.kernel, { settings: { pollIntervalMs: 20, ratePerTenant: 10_000 } });
+const fast = (p: TestPlatform) =>
+  configureNotify(p.kernel, { settings: { pollIntervalMs: 20, ratePerTenant: 10_000 } });
 
-const sendTo = async (via: TestPlatform, tenantId: string, userId: string, subjects: string[], db = via.database.db): Promise<string[]> => {
+const sendTo = async (
+  via: TestPlatform,
+  tenantId: string,
+  userId: string,
+  subjects: string[],
+  db = via.database.db,
+): Promise<string[]> => {
   await seedMember(db, tenantId, userId);
   const c = notifyClient(via.url, tenantId);
   const ids: string[] = [];
   for (const subject of subjects) {
-    const res = await c.post('/notify', { channel: 'websocket', recipient: { userId }, subject, body: `body of ${subject}`, meta: { n: subject } });
+    const res = await c.post('/notify', {
+      channel: 'websocket',
+      recipient: { userId },
+      subject,
+      body: `body of ${subject}`,
+      meta: { n: subject },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     ids.push(res.body.notificationId);
   }
   return ids;
 };
-const delivered = (via: TestPlatform, tenantId: string, ids: string[]) => eventually(async () => {
-  const { rows } = await via.kernel.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM rm.notify_notifications WHERE tenant_id = $1 AND id = ANY($2) AND status = 'delivered'`, [tenantId, ids]);
-  return rows[0]!.n === ids.length;
-}, `${ids.length} delivered`);
+const delivered = (via: TestPlatform, tenantId: string, ids: string[]) =>
+  eventually(async () => {
+    const { rows } = await via.kernel.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM rm.notify_notifications WHERE tenant_id = $1 AND id = ANY($2) AND status = 'delivered'`,
+      [tenantId, ids],
+    );
+    return rows[0]!.n === ids.length;
+  }, `${ids.length} delivered`);
 
 for (const bus of ['redis', 'postgres'] as const) {
   describe(`two server processes sharing one database, fan-out through ${bus}`, () => {
@@ -63,9 +80,18 @@ for (const bus of ['redis', 'postgres'] as const) {
         expect(client.messages).toEqual([{ type: 'ready', user_id: 'u-live', replayed: 0 }]);
         const [id] = await sendTo(deliverer, tenantId, 'u-live', ['hello']);
         await client.waitFor((m) => m.some((x) => x.notification_id === id), 'the live notification');
-        expect(client.notifications()).toEqual([{
-          type: 'notification', notification_id: id, subject: 'hello', body: 'body of hello', format: 'text', priority: 'normal', data: { n: 'hello' }, created_at: expect.any(String),
-        }]);
+        expect(client.notifications()).toEqual([
+          {
+            type: 'notification',
+            notification_id: id,
+            subject: 'hello',
+            body: 'body of hello',
+            format: 'text',
+            priority: 'normal',
+            data: { n: 'hello' },
+            created_at: expect.any(String),
+          },
+        ]);
         // another user of the tenant, and the same user id in another tenant, receive nothing
       } finally {
         await client.close();
@@ -108,7 +134,11 @@ for (const bus of ['redis', 'postgres'] as const) {
       const token = testToken(tenantId, 'u-many', []);
       const c = notifyClient(edge.url, tenantId);
       await seedMember(database.db, tenantId, 'u-many');
-      const batch = await c.post('/notify/batch', { channel: 'websocket', body: 'x', recipients: Array.from({ length: 120 }, () => ({ userId: 'u-many' })) });
+      const batch = await c.post('/notify/batch', {
+        channel: 'websocket',
+        body: 'x',
+        recipients: Array.from({ length: 120 }, () => ({ userId: 'u-many' })),
+      });
       expect(batch.status).toBe(202);
       await delivered(deliverer, tenantId, batch.body.ids);
       const client = await openSession(edge.url, token, '01a20a8c-ac2e-7168-bf68-badd8380b7bc');
@@ -121,10 +151,14 @@ for (const bus of ['redis', 'postgres'] as const) {
   });
 }
 
-describe('the socket\'s door', () => {
+describe("the socket's door", () => {
   let platform: TestPlatform;
-  beforeAll(async () => { platform = await startTestPlatform({ modules: notifyHttpModules }); });
-  afterAll(async () => { await platform?.close(); });
+  beforeAll(async () => {
+    platform = await startTestPlatform({ modules: notifyHttpModules });
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
 
   const closedWith = async (client: SocketClient) => (await client.closed).code;
 
@@ -164,7 +198,11 @@ describe('split deployment: the socket at the gateway', () => {
     writeApi = await startTestPlatform({ role: 'write-api', modules: notifyHttpModules, env: shared });
     const env = { ...shared, DATABASE_URL: writeApi.database.url };
     readApi = await startTestPlatform({ role: 'read-api', modules: notifyHttpModules, env });
-    gateway = await startTestPlatform({ role: 'gateway', modules: notifyHttpModules, env: { ...env, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url } });
+    gateway = await startTestPlatform({
+      role: 'gateway',
+      modules: notifyHttpModules,
+      env: { ...env, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url },
+    });
     workers = await startTestPlatform({ role: 'workers', modules: notifyModules, env });
     fast(workers);
   });
@@ -184,6 +222,11 @@ describe('split deployment: the socket at the gateway', () => {
     expect(again.notifications().map((m) => m.notification_id)).toEqual(missed);
     await again.close();
     const history = await notifyClient(gateway.url, 'split').get('/notify?channel=websocket');
-    expect(history.body.data.map((n: { status: string }) => n.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
+    expect(history.body.data.map((n: { status: string }) => n.status)).toEqual([
+      'delivered',
+      'delivered',
+      'delivered',
+      'delivered',
+    ]);
   });
 });

@@ -48,7 +48,9 @@ export const objectStoreContract = (name: string, open: () => Promise<ObjectStor
       it.each(['../etc/passwd', '/absolute', 'a//b', 'a/./b', 'a/../../b', 'a\\b', 'a~data', 'with space', '', 'a/'])(
         'refuses the key %j before touching anything',
         async (bad) => {
-          await expect(store.put(bad, Buffer.from('x'), { contentType: 'text/plain' })).rejects.toBeInstanceOf(InvalidObjectKeyError);
+          await expect(store.put(bad, Buffer.from('x'), { contentType: 'text/plain' })).rejects.toBeInstanceOf(
+            InvalidObjectKeyError,
+          );
           await expect(store.get(bad)).rejects.toBeInstanceOf(InvalidObjectKeyError);
           await expect(store.presignGet(bad, 60)).rejects.toBeInstanceOf(InvalidObjectKeyError);
         },
@@ -62,7 +64,12 @@ export const objectStoreContract = (name: string, open: () => Promise<ObjectStor
         await store.put(k, body, { contentType: 'application/pdf' });
 
         expect(await buffer(await store.get(k))).toEqual(body);
-        expect(await store.head(k)).toMatchObject({ key: k, size: body.length, contentType: 'application/pdf', etag: expect.stringMatching(/^".+"$/) });
+        expect(await store.head(k)).toMatchObject({
+          key: k,
+          size: body.length,
+          contentType: 'application/pdf',
+          etag: expect.stringMatching(/^".+"$/),
+        });
       });
 
       it('is replaced by a later put under the same key', async () => {
@@ -119,14 +126,17 @@ export const objectStoreContract = (name: string, open: () => Promise<ObjectStor
       });
 
       it('cannot be moved from a key never written', async () => {
-        await expect(store.move(key('moving/missing'), key('moved/missing'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+        await expect(store.move(key('moving/missing'), key('moved/missing'))).rejects.toBeInstanceOf(
+          ObjectNotFoundError,
+        );
       });
     });
 
     describe('objects under a prefix', () => {
       const listed = (page: { objects: { key: string }[] }) => page.objects.map((o) => o.key.slice(prefix.length + 1));
       beforeAll(async () => {
-        for (const name of ['c', 'a', 'b/1', 'b/2']) await store.put(key(`list/${name}`), Buffer.from(name), { contentType: 'text/plain' });
+        for (const name of ['c', 'a', 'b/1', 'b/2'])
+          await store.put(key(`list/${name}`), Buffer.from(name), { contentType: 'text/plain' });
         await store.put(key('listing-not/x'), Buffer.from('x'), { contentType: 'text/plain' });
       });
 

@@ -43,7 +43,9 @@ afterAll(async () => {
 });
 
 // Parts of 5 MiB (S3's minimum), so the 11 MiB stream of the contract goes up as a three-part upload.
-objectStoreContract('S3 object store (S3Proxy)', async () => createS3ObjectStore({ ...connection, bucket, partSize: 5 * 1024 * 1024 }));
+objectStoreContract('S3 object store (S3Proxy)', async () =>
+  createS3ObjectStore({ ...connection, bucket, partSize: 5 * 1024 * 1024 }),
+);
 
 describe('an S3 object store holding one object', () => {
   let store: ObjectStore;
@@ -73,7 +75,10 @@ describe('an S3 object store holding one object', () => {
   it('refuses a GET URL whose signature was changed', async () => {
     const url = new URL(await store.presignGet(key, 60));
     const signature = url.searchParams.get('X-Amz-Signature') ?? '';
-    url.searchParams.set('X-Amz-Signature', signature.replace(/^./, (c) => (c === '0' ? '1' : '0')));
+    url.searchParams.set(
+      'X-Amz-Signature',
+      signature.replace(/^./, (c) => (c === '0' ? '1' : '0')),
+    );
     expect((await fetch(url)).status).toBe(403);
   });
 
@@ -100,7 +105,11 @@ describe('an S3 object store holding one object', () => {
     expect(wrongType.status).toBe(403);
     expect(await store.head(uploadKey)).toBeNull();
 
-    const upload = await fetch(url, { method: 'PUT', body: '{"ok":true}', headers: { 'content-type': 'application/json' } });
+    const upload = await fetch(url, {
+      method: 'PUT',
+      body: '{"ok":true}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(upload.status).toBe(200);
     expect(await text(await store.get(uploadKey))).toBe('{"ok":true}');
     expect(await store.head(uploadKey)).toMatchObject({ contentType: 'application/json' });

@@ -8,7 +8,10 @@ import { startTestPlatform } from '../../support/platform';
 
 const exporter = new InMemorySpanExporter();
 let platform: TestPlatform;
-const headers = { authorization: `Bearer ${testToken('tenant-a', 'u1', ['tally.*'])}`, 'content-type': 'application/json' };
+const headers = {
+  authorization: `Bearer ${testToken('tenant-a', 'u1', ['tally.*'])}`,
+  'content-type': 'application/json',
+};
 
 beforeAll(async () => {
   await startTelemetry({ serviceName: 'test', exporter });
@@ -21,12 +24,23 @@ afterAll(async () => {
 
 describe('a traced platform', () => {
   it('records spans for the HTTP request, the command, the append, the relay batch and the projection batch', async () => {
-    await platform.http('/v1/tally/counters', { method: 'POST', headers, body: JSON.stringify({ id: 'c', name: 'c' }) });
-    await platform.http('/v1/tally/counters/c/increment', { method: 'POST', headers: { ...headers, 'idempotency-key': uuidv7() }, body: JSON.stringify({ by: 1 }) });
+    await platform.http('/v1/tally/counters', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ id: 'c', name: 'c' }),
+    });
+    await platform.http('/v1/tally/counters/c/increment', {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': uuidv7() },
+      body: JSON.stringify({ by: 1 }),
+    });
     const deadline = Date.now() + 10_000;
     const names = () => new Set(exporter.getFinishedSpans().map((s) => s.name));
-    while (!['relay.batch', 'projection.batch'].every((n) => names().has(n)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect([...names()]).toEqual(expect.arrayContaining(['HTTP POST', 'command', 'eventstore.append', 'relay.batch', 'projection.batch']));
+    while (!['relay.batch', 'projection.batch'].every((n) => names().has(n)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect([...names()]).toEqual(
+      expect.arrayContaining(['HTTP POST', 'command', 'eventstore.append', 'relay.batch', 'projection.batch']),
+    );
     const http = exporter.getFinishedSpans().find((s) => s.name === 'HTTP POST')!;
     expect(http.attributes['http.route']).toBe('/v1/tally/counters');
     expect(http.attributes['http.status_code']).toBe(201);

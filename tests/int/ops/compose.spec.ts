@@ -22,13 +22,19 @@ const example = parseDotEnv(readFileSync(file('.env.example'), 'utf8'));
 // what a user's .env holds after following .env.example: the example with a secret filled in
 const dotEnv: Vars = { ...example, PLATFORM_SECRET_KEY: randomBytes(32).toString('base64') };
 
-interface Role { name: string; service: ComposeService; invocation: Invocation; env: Vars }
+interface Role {
+  name: string;
+  service: ComposeService;
+  invocation: Invocation;
+  env: Vars;
+}
 let compose: ComposeFile;
 let roles: Role[];
 let projections: RegisteredProjection[];
 
 /** the services built from this repository's Dockerfile: the platform's roles and jobs */
-const platformServices = (c: ComposeFile) => Object.entries(c.services).filter(([, s]) => s.build !== undefined || s.image === 'platform:local');
+const platformServices = (c: ComposeFile) =>
+  Object.entries(c.services).filter(([, s]) => s.build !== undefined || s.image === 'platform:local');
 const serving = () => roles.filter((r) => r.invocation.command === 'serve');
 const configOf = (r: Role): Config => loadConfig(r.env);
 
@@ -36,7 +42,12 @@ beforeAll(async () => {
   compose = loadCompose(file('docker-compose.yml'), dotEnv);
   roles = platformServices(compose).map(([name, service]) => {
     try {
-      return { name, service, invocation: parseCommandLine(commandOf(service)), env: serviceEnvironment(compose, service, dotEnv) };
+      return {
+        name,
+        service,
+        invocation: parseCommandLine(commandOf(service)),
+        env: serviceEnvironment(compose, service, dotEnv),
+      };
     } catch (error) {
       throw new Error(`service ${name}: ${(error as Error).message}`, { cause: error });
     }
@@ -47,13 +58,18 @@ beforeAll(async () => {
 describe('docker-compose.yml with the .env that .env.example describes', () => {
   it('refuses to start while PLATFORM_SECRET_KEY is unset, saying where to set it', () => {
     expect(example.PLATFORM_SECRET_KEY ?? '').toBe(''); // a secret committed in the example would end up in production
-    expect(() => loadCompose(file('docker-compose.yml'), example)).toThrow(/PLATFORM_SECRET_KEY is missing a value: .*\.env\.example/);
+    expect(() => loadCompose(file('docker-compose.yml'), example)).toThrow(
+      /PLATFORM_SECRET_KEY is missing a value: .*\.env\.example/,
+    );
   });
 
   it('runs commands the platform CLI knows, through the image entrypoint', () => {
     expect(readFileSync(file('Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["node", "bin\/platform.js"\]$/m);
-    expect(roles.map((r) => r.name)).toEqual(expect.arrayContaining(['migrate', 'gateway', 'write-api', 'read-api', 'workers']));
-    for (const r of roles) expect([r.name, r.invocation.command]).toEqual([r.name, expect.stringMatching(/^(serve|migrate)$/)]);
+    expect(roles.map((r) => r.name)).toEqual(
+      expect.arrayContaining(['migrate', 'gateway', 'write-api', 'read-api', 'workers']),
+    );
+    for (const r of roles)
+      expect([r.name, r.invocation.command]).toEqual([r.name, expect.stringMatching(/^(serve|migrate)$/)]);
   });
 
   it('gives every role a configuration its own start-up check accepts', () => {
@@ -81,11 +97,16 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
   });
 
   it('points the gateway at the write-api and read-api services, on the ports they listen on', () => {
-    const gateway = configOf(serving().find((r) => r.invocation.command === 'serve' && r.invocation.role === 'gateway')!);
+    const gateway = configOf(
+      serving().find((r) => r.invocation.command === 'serve' && r.invocation.role === 'gateway')!,
+    );
     const upstream = (url: string | undefined, role: string) => {
       const { hostname, port } = new URL(url ?? 'http://missing');
       const target = roles.find((r) => r.name === hostname);
-      expect(target?.invocation, `${url} names a service running serve ${role}`).toMatchObject({ command: 'serve', role });
+      expect(target?.invocation, `${url} names a service running serve ${role}`).toMatchObject({
+        command: 'serve',
+        role,
+      });
       expect(Number(port || 80)).toBe(configOf(target!).PORT);
     };
     upstream(gateway.WRITE_API_URL, 'write-api');
@@ -96,8 +117,16 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
     const services = Object.keys(compose.services);
     for (const r of roles) {
       const c = configOf(r);
-      const hosts = [c.DATABASE_URL, c.REDIS_URL, c.CLICKHOUSE_URL, c.S3_ENDPOINT, c.SMTP_URL].filter(Boolean).map((u) => new URL(u!).hostname);
-      hosts.push(...(c.KAFKA_BROKERS ?? '').split(',').filter(Boolean).map((b) => b.split(':')[0]!), ...(c.CLAMD_HOST ? [c.CLAMD_HOST] : []));
+      const hosts = [c.DATABASE_URL, c.REDIS_URL, c.CLICKHOUSE_URL, c.S3_ENDPOINT, c.SMTP_URL]
+        .filter(Boolean)
+        .map((u) => new URL(u!).hostname);
+      hosts.push(
+        ...(c.KAFKA_BROKERS ?? '')
+          .split(',')
+          .filter(Boolean)
+          .map((b) => b.split(':')[0]!),
+        ...(c.CLAMD_HOST ? [c.CLAMD_HOST] : []),
+      );
       for (const host of hosts) expect(services, `${r.name} reaches ${host}`).toContain(host);
     }
   });
@@ -108,15 +137,19 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
       const test = [r.service.healthcheck?.test ?? []].flat().join(' ');
       expect(test, `${r.name} health check`).toContain(`127.0.0.1:${config.PORT}/ready`);
       expect(r.service.healthcheck?.disable ?? false).toBe(false);
-      expect(durationMs(r.service.stop_grace_period ?? '10s'), `${r.name} stop_grace_period`).toBeGreaterThan(config.SHUTDOWN_GRACE_MS);
+      expect(durationMs(r.service.stop_grace_period ?? '10s'), `${r.name} stop_grace_period`).toBeGreaterThan(
+        config.SHUTDOWN_GRACE_MS,
+      );
     }
   });
 
   it('starts every role after the migrate job completed', () => {
     const migrate = roles.find((r) => r.invocation.command === 'migrate')!;
     for (const r of serving()) {
-      const after = Array.isArray(r.service.depends_on) ? {} : r.service.depends_on ?? {};
-      expect(after[migrate.name]?.condition, `${r.name} depends_on ${migrate.name}`).toBe('service_completed_successfully');
+      const after = Array.isArray(r.service.depends_on) ? {} : (r.service.depends_on ?? {});
+      expect(after[migrate.name]?.condition, `${r.name} depends_on ${migrate.name}`).toBe(
+        'service_completed_successfully',
+      );
     }
   });
 });

@@ -13,11 +13,16 @@ import { startTestPlatform, tallyModules } from '../../support/platform';
 type Row = { tenant_id: string; event_id: string; counter_id: string; by: number; running: number };
 
 const increments: AnalyticsProjection<'tally_increments', { n: number }> = {
-  name: 'test.increments', version: 1, mode: 'async', target: 'clickhouse',
+  name: 'test.increments',
+  version: 1,
+  mode: 'async',
+  target: 'clickhouse',
   handles: ['tally.counter.incremented'],
   tables: {
-    tally_increments: (t) => [`CREATE TABLE ${t} (tenant_id String, event_id String, counter_id String, by Int64, running UInt64)
-      ENGINE = ReplacingMergeTree ORDER BY (tenant_id, event_id)`],
+    tally_increments: (t) => [
+      `CREATE TABLE ${t} (tenant_id String, event_id String, counter_id String, by Int64, running UInt64)
+      ENGINE = ReplacingMergeTree ORDER BY (tenant_id, event_id)`,
+    ],
   },
   stateKey: (e) => e.tenantId,
   rows(events, state) {
@@ -25,7 +30,13 @@ const increments: AnalyticsProjection<'tally_increments', { n: number }> = {
     const rows = events.map((e) => {
       const n = (next.get(e.tenantId)?.n ?? 0) + 1;
       next.set(e.tenantId, { n });
-      return { tenant_id: e.tenantId, event_id: e.eventId, counter_id: String(e.data.counterId), by: Number(e.data.by), running: n };
+      return {
+        tenant_id: e.tenantId,
+        event_id: e.eventId,
+        counter_id: String(e.data.counterId),
+        by: Number(e.data.by),
+        running: n,
+      };
     });
     return { rows: { tally_increments: rows }, state: next };
   },
@@ -37,9 +48,21 @@ const headers = { authorization: `Bearer ${testToken(tenant, 'u1', ['tally.*'])}
 
 beforeAll(async () => {
   platform = await startTestPlatform({ modules: mergeModules(tallyModules, { projections: [increments] }) });
-  expect((await platform.http('/v1/tally/counters', { method: 'POST', headers, body: JSON.stringify({ id: 'c1', name: 'one' }) })).status).toBe(201);
+  expect(
+    (
+      await platform.http('/v1/tally/counters', {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ id: 'c1', name: 'one' }),
+      })
+    ).status,
+  ).toBe(201);
   for (let i = 1; i <= 5; i += 1) {
-    const res = await platform.http('/v1/tally/counters/c1/increment', { method: 'POST', headers: { ...headers, 'idempotency-key': uuidv7() }, body: JSON.stringify({ by: i }) });
+    const res = await platform.http('/v1/tally/counters/c1/increment', {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': uuidv7() },
+      body: JSON.stringify({ by: i }),
+    });
     expect(res.status).toBe(200);
   }
 });
@@ -47,16 +70,27 @@ afterAll(async () => platform?.close());
 
 const rows = async (): Promise<Row[]> => {
   const ch = await platform.kernel.analytics();
-  return (await ch.query<Row>(`SELECT tenant_id, event_id, counter_id, by, running FROM ${ch.database}.tally_increments WHERE tenant_id = {t:String} ORDER BY running LIMIT 1 BY event_id`, { t: tenant }))
-    .map((r) => ({ ...r, by: Number(r.by), running: Number(r.running) }));
+  return (
+    await ch.query<Row>(
+      `SELECT tenant_id, event_id, counter_id, by, running FROM ${ch.database}.tally_increments WHERE tenant_id = {t:String} ORDER BY running LIMIT 1 BY event_id`,
+      { t: tenant },
+    )
+  ).map((r) => ({ ...r, by: Number(r.by), running: Number(r.running) }));
 };
 const physicalRows = async (): Promise<number> => {
   const ch = await platform.kernel.analytics();
-  const [row] = await ch.query<{ n: string }>(`SELECT count() AS n FROM ${ch.database}.tally_increments WHERE tenant_id = {t:String}`, { t: tenant });
+  const [row] = await ch.query<{ n: string }>(
+    `SELECT count() AS n FROM ${ch.database}.tally_increments WHERE tenant_id = {t:String}`,
+    { t: tenant },
+  );
   return Number(row!.n);
 };
 const activeGeneration = async (): Promise<number> =>
-  (await platform.kernel.db.query<{ g: number }>(`SELECT active_generation AS g FROM es.projections WHERE name = 'test.increments'`)).rows[0]!.g;
+  (
+    await platform.kernel.db.query<{ g: number }>(
+      `SELECT active_generation AS g FROM es.projections WHERE name = 'test.increments'`,
+    )
+  ).rows[0]!.g;
 const settled = async (n: number) => {
   const deadline = Date.now() + 15_000;
   while ((await rows()).length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -66,7 +100,13 @@ const settled = async (n: number) => {
 describe('a ClickHouse projection', () => {
   it('is kept up by the projector, rows following the carried state in log order', async () => {
     const got = await settled(5);
-    expect(got.map((r) => [r.by, r.running])).toEqual([[1, 1], [2, 2], [3, 3], [4, 4], [5, 5]]);
+    expect(got.map((r) => [r.by, r.running])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+      [5, 5],
+    ]);
     const [status] = (await platform.kernel.projections.status()).filter((s) => s.name === 'test.increments');
     expect(status).toMatchObject({ mode: 'async', version: 1, lag: 0 });
   });
@@ -78,7 +118,9 @@ describe('a ClickHouse projection', () => {
     const g = await activeGeneration();
     await ch.command(`SYSTEM STOP MERGES ${ch.database}.tally_increments_g${g}`); // keep the duplicates visible
     // the process died after inserting the rows and before committing checkpoint and state
-    await db.query(`UPDATE es.checkpoints SET transaction_id = '0', position = 0 WHERE name = $1`, [`projection:test.increments:g${g}`]);
+    await db.query(`UPDATE es.checkpoints SET transaction_id = '0', position = 0 WHERE name = $1`, [
+      `projection:test.increments:g${g}`,
+    ]);
     await db.query(`DELETE FROM es.projection_state WHERE projection = 'test.increments'`);
     const deadline = Date.now() + 15_000;
     while ((await physicalRows()) < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -96,11 +138,18 @@ describe('a ClickHouse projection', () => {
     expect(await rows()).toEqual(before);
     expect(progress.length).toBeGreaterThan(0);
     const ch = await platform.kernel.analytics();
-    const tables = (await ch.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = {db:String} AND name LIKE 'tally_increments%' ORDER BY name`, { db: ch.database })).map((t) => t.name);
+    const tables = (
+      await ch.query<{ name: string }>(
+        `SELECT name FROM system.tables WHERE database = {db:String} AND name LIKE 'tally_increments%' ORDER BY name`,
+        { db: ch.database },
+      )
+    ).map((t) => t.name);
     expect(tables).toEqual(['tally_increments', `tally_increments_g${g + 1}`]);
   });
 
   it('refuses a tenant rebuild, pointing to the whole rebuild', async () => {
-    await expect(platform.kernel.projections.rebuildTenant('test.increments', tenant)).rejects.toThrow(/rebuild it whole/);
+    await expect(platform.kernel.projections.rebuildTenant('test.increments', tenant)).rejects.toThrow(
+      /rebuild it whole/,
+    );
   });
 });

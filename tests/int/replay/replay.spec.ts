@@ -14,18 +14,28 @@ const TOPIC = 'platform.tally.events';
 let t: TestDatabase;
 let kernel: Kernel;
 const meta = { tenantId: 'tenant-r', actorId: 'u', traceId: null, correlationId: null, causationId: null };
-const totals = async () => (await kernel.db.query(`SELECT tenant_id, increments, sum FROM rm.tally_totals ORDER BY tenant_id`)).rows;
+const totals = async () =>
+  (await kernel.db.query(`SELECT tenant_id, increments, sum FROM rm.tally_totals ORDER BY tenant_id`)).rows;
 
 beforeAll(async () => {
   t = await createTestDatabase('replay');
-  kernel = await openKernel({ config: loadConfig({ DATABASE_URL: t.url, PLATFORM_ENV: 'test', LOG_LEVEL: 'silent' }), logger: silentLogger(), modules: tallyModules });
+  kernel = await openKernel({
+    config: loadConfig({ DATABASE_URL: t.url, PLATFORM_ENV: 'test', LOG_LEVEL: 'silent' }),
+    logger: silentLogger(),
+    modules: tallyModules,
+  });
   await kernel.projections.prepare();
   await kernel.commands.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: 'c', name: 'c' }));
-  for (let i = 1; i <= 30; i += 1) await kernel.commands.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'c', by: i }));
+  for (let i = 1; i <= 30; i += 1)
+    await kernel.commands.run(meta, (uow) => handleTally(uow, { type: 'Increment', counterId: 'c', by: i }));
   await waitForVisibleLog(kernel.db);
   const relay = new OutboxRelay(kernel.db, kernel.store, kernel.log, silentLogger());
-  while ((await relay.runOnce()) > 0) { /* publish everything */ }
-  while ((await kernel.projections.runBatch('tally.totals')) > 0) { /* catch up */ }
+  while ((await relay.runOnce()) > 0) {
+    /* publish everything */
+  }
+  while ((await kernel.projections.runBatch('tally.totals')) > 0) {
+    /* catch up */
+  }
 });
 afterAll(async () => {
   await kernel.close();
@@ -53,7 +63,13 @@ describe('replay of a topic into a consumer group', () => {
   it('rewinds the group so its consumer re-reads from the offset', async () => {
     const group = 'replay-test-group';
     const seen: number[] = [];
-    const sub = await kernel.log.subscribe({ groupId: group, topics: [TOPIC], eachBatch: async (records) => { seen.push(...records.map((r) => r.offset)); } });
+    const sub = await kernel.log.subscribe({
+      groupId: group,
+      topics: [TOPIC],
+      eachBatch: async (records) => {
+        seen.push(...records.map((r) => r.offset));
+      },
+    });
     const deadline = Date.now() + 10_000;
     while (seen.length < 31 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await sub.stop();
@@ -65,6 +81,8 @@ describe('replay of a topic into a consumer group', () => {
   });
 
   it('refuses --to for a consumer group', async () => {
-    await expect(replay(kernel, { topic: TOPIC, from: { offset: 0 }, to: { offset: 5 }, into: 'some-group' })).rejects.toThrow(/--to applies to replays into a projection/);
+    await expect(
+      replay(kernel, { topic: TOPIC, from: { offset: 0 }, to: { offset: 5 }, into: 'some-group' }),
+    ).rejects.toThrow(/--to applies to replays into a projection/);
   });
 });

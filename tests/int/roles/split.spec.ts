@@ -9,9 +9,18 @@ import { startTestPlatform } from '../../support/platform';
 let database: TestDatabase;
 let gateway: TestPlatform;
 let workers: TestPlatform | null = null;
-const headers = { authorization: `Bearer ${testToken('tenant-a', 'u1', ['tally.*'])}`, 'content-type': 'application/json' };
-const published = async () => Number((await database.db.query(`SELECT count(*) AS n FROM log.records WHERE topic = 'platform.tally.events'`)).rows[0].n);
-const totals = async () => (await database.db.query(`SELECT increments FROM rm.tally_totals WHERE tenant_id = 'tenant-a'`)).rows.map((r) => Number(r.increments));
+const headers = {
+  authorization: `Bearer ${testToken('tenant-a', 'u1', ['tally.*'])}`,
+  'content-type': 'application/json',
+};
+const published = async () =>
+  Number(
+    (await database.db.query(`SELECT count(*) AS n FROM log.records WHERE topic = 'platform.tally.events'`)).rows[0].n,
+  );
+const totals = async () =>
+  (await database.db.query(`SELECT increments FROM rm.tally_totals WHERE tenant_id = 'tenant-a'`)).rows.map((r) =>
+    Number(r.increments),
+  );
 
 beforeAll(async () => {
   database = await createTestDatabase('roles');
@@ -24,10 +33,26 @@ afterAll(async () => {
 
 describe('an HTTP role without workers', () => {
   it('answers writes and read-your-writes queries, and leaves publishing and async projections undone', async () => {
-    expect((await gateway.http('/v1/tally/counters', { method: 'POST', headers, body: JSON.stringify({ id: 'split', name: 'split' }) })).status).toBe(201);
-    const inc = await gateway.http('/v1/tally/counters/split/increment', { method: 'POST', headers: { ...headers, 'idempotency-key': uuidv7() }, body: JSON.stringify({ by: 4 }) });
+    expect(
+      (
+        await gateway.http('/v1/tally/counters', {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ id: 'split', name: 'split' }),
+        })
+      ).status,
+    ).toBe(201);
+    const inc = await gateway.http('/v1/tally/counters/split/increment', {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': uuidv7() },
+      body: JSON.stringify({ by: 4 }),
+    });
     expect(inc.status).toBe(200);
-    expect(await (await gateway.http('/v1/tally/counters/split', { headers })).json()).toEqual({ id: 'split', name: 'split', value: 4 });
+    expect(await (await gateway.http('/v1/tally/counters/split', { headers })).json()).toEqual({
+      id: 'split',
+      name: 'split',
+      value: 4,
+    });
     await new Promise((r) => setTimeout(r, 500));
     expect(await published()).toBe(0);
     expect(await totals()).toEqual([]);

@@ -44,7 +44,9 @@ describe('a clamd that knows the EICAR signature', () => {
 
   it('calls a few megabytes of other bytes, streamed, clean', async () => {
     const big = randomBytes(3 * 1024 * 1024);
-    const pieces = Array.from({ length: Math.ceil(big.length / 100_000) }, (_, i) => big.subarray(i * 100_000, (i + 1) * 100_000));
+    const pieces = Array.from({ length: Math.ceil(big.length / 100_000) }, (_, i) =>
+      big.subarray(i * 100_000, (i + 1) * 100_000),
+    );
     expect(await createClamdScanner({ host, port }).scan(Readable.from(pieces))).toEqual({ clean: true });
   });
 
@@ -84,7 +86,9 @@ describe('a scanner whose clamd accepts connections but never answers', () => {
   });
 
   it('gives up on a ping at its deadline', async () => {
-    await expect(createClamdScanner({ host: '127.0.0.1', port: silentPort, timeoutMs: 300 }).ping()).rejects.toBeInstanceOf(ScanError);
+    await expect(
+      createClamdScanner({ host: '127.0.0.1', port: silentPort, timeoutMs: 300 }).ping(),
+    ).rejects.toBeInstanceOf(ScanError);
   });
 });
 
@@ -117,6 +121,8 @@ describe('a scanner whose clamd is not running', () => {
     const closedPort = (closed.address() as { port: number }).port;
     await new Promise((resolve) => closed.close(resolve));
 
-    await expect(createClamdScanner({ host: '127.0.0.1', port: closedPort }).scan(Buffer.from('x'))).rejects.toBeInstanceOf(ScanError);
+    await expect(
+      createClamdScanner({ host: '127.0.0.1', port: closedPort }).scan(Buffer.from('x')),
+    ).rejects.toBeInstanceOf(ScanError);
   });
 });

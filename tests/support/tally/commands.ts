@@ -4,7 +4,12 @@ import type { UnitOfWork } from '../../../infra/eventstore/unit-of-work';
 import type { TallyCommand } from './domain';
 import { counterDecider, TallyEvent } from './domain';
 
-export const Counter = defineAggregate({ name: 'tally.counter', decider: counterDecider, stateSchema: 'counter.v1', toEvent: (e) => TallyEvent.parse(e) });
+export const Counter = defineAggregate({
+  name: 'tally.counter',
+  decider: counterDecider,
+  stateSchema: 'counter.v1',
+  toEvent: (e) => TallyEvent.parse(e),
+});
 
 /** load, decide, append: the whole of a command handler */
 export const handleTally = async (uow: UnitOfWork, command: TallyCommand) => {

@@ -11,7 +11,17 @@ import { chain, START, verifyPage } from '../../../commands/audit/chain';
 import { rowOf } from '../../../domain/audit/rows';
 
 const digest = (v: string) => createHash('sha256').update(`k:${v}`).digest('hex');
-const unchained = (i: number) => rowOf({ id: `id-${i}`, tenantId: 't', action: 'a.b.c', entityType: 'e', entityId: `x-${i}`, actorId: 'u', after: { i }, timestamp: `2026-01-01T00:00:0${i}.000Z` });
+const unchained = (i: number) =>
+  rowOf({
+    id: `id-${i}`,
+    tenantId: 't',
+    action: 'a.b.c',
+    entityType: 'e',
+    entityId: `x-${i}`,
+    actorId: 'u',
+    after: { i },
+    timestamp: `2026-01-01T00:00:0${i}.000Z`,
+  });
 
 describe('a tenant chain of three records', () => {
   const { rows, head } = chain(START, [1, 2, 3].map(unchained));
@@ -29,7 +39,10 @@ describe('a tenant chain of three records', () => {
   });
 
   it('reports an altered value, a removed record and a rewritten hash', () => {
-    expect(verifyPage(START, [rows[0]!, { ...rows[1]!, after: '{"i":9}' }, rows[2]!]).broken).toMatchObject({ seq: '2', reason: 'altered' });
+    expect(verifyPage(START, [rows[0]!, { ...rows[1]!, after: '{"i":9}' }, rows[2]!]).broken).toMatchObject({
+      seq: '2',
+      reason: 'altered',
+    });
     expect(verifyPage(START, [rows[0]!, rows[2]!]).broken).toMatchObject({ seq: '3', reason: 'gap' });
     const forged = { ...rows[1]!, after: '{"i":9}' };
     const rehashed = chain({ seq: 1, hash: rows[0]!.hash }, [forged]).rows[0]!;
@@ -39,21 +52,41 @@ describe('a tenant chain of three records', () => {
 
 describe('the anonymization overlay', () => {
   const record = (over: Partial<AuditRecordView>): AuditRecordView => ({
-    id: 'r', action: 'auth.user.created', entityType: 'account', entityId: 'u-1', actorId: 'u-1', actorIp: '10.1.2.3', actorUserAgent: 'ua', tenantId: 't',
-    before: null, after: { email: 'Ada@Example.test', firstName: 'Ada', note: 'mail ada@example.test now', other: 'Adam' }, meta: { list: ['Lovelace'] }, traceId: null, timestamp: '2026-01-01T00:00:00.000Z', ...over,
+    id: 'r',
+    action: 'auth.user.created',
+    entityType: 'account',
+    entityId: 'u-1',
+    actorId: 'u-1',
+    actorIp: '10.1.2.3',
+    actorUserAgent: 'ua',
+    tenantId: 't',
+    before: null,
+    after: { email: 'Ada@Example.test', firstName: 'Ada', note: 'mail ada@example.test now', other: 'Adam' },
+    meta: { list: ['Lovelace'] },
+    traceId: null,
+    timestamp: '2026-01-01T00:00:00.000Z',
+    ...over,
   });
   const overlay = overlayOf([ruleFor('u-1', ['ada@example.test', 'Ada', 'Lovelace', 'Ada Lovelace'], digest)], digest);
 
   it('replaces the user values wherever they stand, and the address and agent of records they acted in', () => {
     expect(redact(record({}), overlay)).toMatchObject({
-      actorIp: '0.0.0.0', actorUserAgent: null,
-      after: { email: REDACTED, firstName: REDACTED, note: `mail ${REDACTED} now`, other: 'Adam' }, meta: { list: [REDACTED] },
+      actorIp: '0.0.0.0',
+      actorUserAgent: null,
+      after: { email: REDACTED, firstName: REDACTED, note: `mail ${REDACTED} now`, other: 'Adam' },
+      meta: { list: [REDACTED] },
     });
   });
 
   it('leaves the address of records someone else acted in, and money records entirely', () => {
-    expect(redact(record({ actorId: 'admin' }), overlay)).toMatchObject({ actorIp: '10.1.2.3', actorUserAgent: 'ua', after: { email: REDACTED } });
-    expect(redact(record({ action: 'money.wallet.credited' }), overlay)).toEqual(record({ action: 'money.wallet.credited' }));
+    expect(redact(record({ actorId: 'admin' }), overlay)).toMatchObject({
+      actorIp: '10.1.2.3',
+      actorUserAgent: 'ua',
+      after: { email: REDACTED },
+    });
+    expect(redact(record({ action: 'money.wallet.credited' }), overlay)).toEqual(
+      record({ action: 'money.wallet.credited' }),
+    );
   });
 
   it('covers impersonated actions of the user and keeps no personal value in the rule', () => {
@@ -67,14 +100,40 @@ describe('export plans', () => {
   const day = 86_400_000;
   it('streams a hot range, refuses one over the hot days, and sends one reaching back to cold storage to a job', () => {
     expect(planExport({ since: new Date(now.getTime() - 10 * day), until: now, now, hotDays: 90 })).toBe('hot');
-    expect(() => planExport({ since: new Date(now.getTime() - 10 * day), until: new Date(now.getTime() + 81 * day), now, hotDays: 90 })).toThrow(expect.objectContaining({ suffix: 'export-range-too-large' }));
+    expect(() =>
+      planExport({
+        since: new Date(now.getTime() - 10 * day),
+        until: new Date(now.getTime() + 81 * day),
+        now,
+        hotDays: 90,
+      }),
+    ).toThrow(expect.objectContaining({ suffix: 'export-range-too-large' }));
     expect(planExport({ since: new Date(now.getTime() - 91 * day), until: now, now, hotDays: 90 })).toBe('cold');
-    expect(() => planExport({ since: now, until: now, now, hotDays: 90 })).toThrow(expect.objectContaining({ suffix: 'validation-error' }));
+    expect(() => planExport({ since: now, until: now, now, hotDays: 90 })).toThrow(
+      expect.objectContaining({ suffix: 'validation-error' }),
+    );
   });
 
   it('quotes CSV cells that hold commas, quotes or line breaks', () => {
     const f = exportFormat('csv');
-    const line = f.item({ id: 'a,b', action: 'x', entityType: 'e', entityId: 'i', actorId: 'u', actorIp: null, actorUserAgent: 'say "hi"', tenantId: 't', before: null, after: { k: 'v' }, meta: null, traceId: null, timestamp: 't' }, 0);
+    const line = f.item(
+      {
+        id: 'a,b',
+        action: 'x',
+        entityType: 'e',
+        entityId: 'i',
+        actorId: 'u',
+        actorIp: null,
+        actorUserAgent: 'say "hi"',
+        tenantId: 't',
+        before: null,
+        after: { k: 'v' },
+        meta: null,
+        traceId: null,
+        timestamp: 't',
+      },
+      0,
+    );
     expect(line).toBe('"a,b",t,t,x,e,i,u,,"say ""hi""",,,"{""k"":""v""}",\r\n');
   });
 });
@@ -82,17 +141,63 @@ describe('export plans', () => {
 describe('sources of records', () => {
   it('maps a login of the platform pseudo-tenant to the tenant it names, with the stream as entity', () => {
     const e = {
-      eventId: 'e1', type: 'auth.user.logged_in', schemaVersion: 1, tenantId: '00000000-0000-0000-0000-000000000000', actorId: 'u-1', traceId: 'tr', causationId: null, correlationId: 'tr',
-      occurredAt: '2026-01-01T00:00:00.000Z', streamId: 'identity.account:00000000-0000-0000-0000-000000000000:u-1', streamVersion: 3, position: 1n, transactionId: 1n,
+      eventId: 'e1',
+      type: 'auth.user.logged_in',
+      schemaVersion: 1,
+      tenantId: '00000000-0000-0000-0000-000000000000',
+      actorId: 'u-1',
+      traceId: 'tr',
+      causationId: null,
+      correlationId: 'tr',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      streamId: 'identity.account:00000000-0000-0000-0000-000000000000:u-1',
+      streamVersion: 3,
+      position: 1n,
+      transactionId: 1n,
       data: { userId: 'u-1', tenantId: 'tenant-x', method: 'password' },
     } as StoredEvent<Record<string, unknown>>;
-    expect(recordOfDomainEvent(e)).toMatchObject({ id: 'e1', tenantId: 'tenant-x', action: 'auth.user.logged_in', entityType: 'account', entityId: 'u-1', actorId: 'u-1', after: e.data, before: null });
-    expect(recordOfDomainEvent({ ...e, type: 'auth.user.email_changed', data: { userId: 'u-1', email: 'new@x', previousEmail: 'old@x' } }).before).toEqual({ email: 'old@x' });
+    expect(recordOfDomainEvent(e)).toMatchObject({
+      id: 'e1',
+      tenantId: 'tenant-x',
+      action: 'auth.user.logged_in',
+      entityType: 'account',
+      entityId: 'u-1',
+      actorId: 'u-1',
+      after: e.data,
+      before: null,
+    });
+    expect(
+      recordOfDomainEvent({
+        ...e,
+        type: 'auth.user.email_changed',
+        data: { userId: 'u-1', email: 'new@x', previousEmail: 'old@x' },
+      }).before,
+    ).toEqual({ email: 'old@x' });
   });
 
   it('maps an anonymous API call to the platform tenant and skips what is not a record', () => {
-    const call = JSON.stringify({ eventId: 'c1', type: 'audit.api.called', tenantId: null, actorId: null, traceId: 'tr', occurredAt: '2026-01-01T00:00:00.000Z', data: { method: 'POST', route: '/v1/auth/login', status: 401, latencyMs: 3, clientAddress: '1.2.3.4', userAgent: 'ua' } });
-    expect(recordOfAuditEvent(call)).toMatchObject({ tenantId: '00000000-0000-0000-0000-000000000000', actorId: 'anonymous', entityId: 'POST /v1/auth/login', actorIp: '1.2.3.4' });
+    const call = JSON.stringify({
+      eventId: 'c1',
+      type: 'audit.api.called',
+      tenantId: null,
+      actorId: null,
+      traceId: 'tr',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      data: {
+        method: 'POST',
+        route: '/v1/auth/login',
+        status: 401,
+        latencyMs: 3,
+        clientAddress: '1.2.3.4',
+        userAgent: 'ua',
+      },
+    });
+    expect(recordOfAuditEvent(call)).toMatchObject({
+      tenantId: '00000000-0000-0000-0000-000000000000',
+      actorId: 'anonymous',
+      entityId: 'POST /v1/auth/login',
+      actorIp: '1.2.3.4',
+    });
     expect(recordOfAuditEvent('{"type":"other"}')).toBeNull();
     expect(recordOfAuditEvent('not json')).toBeNull();
   });
@@ -107,7 +212,11 @@ describe('filters and the command line', () => {
 
   it('parses platform audit verify with and without a tenant', () => {
     expect(parseCommandLine(['audit', 'verify'])).toEqual({ command: 'audit', action: 'verify', tenant: undefined });
-    expect(parseCommandLine(['audit', 'verify', '--tenant', 't-1'])).toEqual({ command: 'audit', action: 'verify', tenant: 't-1' });
+    expect(parseCommandLine(['audit', 'verify', '--tenant', 't-1'])).toEqual({
+      command: 'audit',
+      action: 'verify',
+      tenant: 't-1',
+    });
     expect(() => parseCommandLine(['audit', 'check'])).toThrow(/audit needs verify/);
     expect(() => parseCommandLine(['audit', 'verify', '--all'])).toThrow(/Unknown option/);
   });

@@ -10,18 +10,31 @@ import { usageEffectOf } from '../../../domain/billing/usage';
 import { readProviderEvent } from '../../../domain/billing/webhooks';
 
 const limits = (o: Partial<PlanLimits> = {}): PlanLimits => ({
-  users: 5, records: 100, storageBytes: 1000, eventsPerDay: 10, modules: 1, featureFlags: 1, customDomains: 1, includedSubtenants: 0, requestsPerMinute: 0, moneyMaxTransaction: 10, moneyMaxBalance: 100, ...o,
+  users: 5,
+  records: 100,
+  storageBytes: 1000,
+  eventsPerDay: 10,
+  modules: 1,
+  featureFlags: 1,
+  customDomains: 1,
+  includedSubtenants: 0,
+  requestsPerMinute: 0,
+  moneyMaxTransaction: 10,
+  moneyMaxBalance: 100,
+  ...o,
 });
 
 describe('instants without a clock', () => {
   it('round-trip every instant exactly as toISOString and Date.parse do', () => {
-    fc.assert(fc.property(fc.integer({ min: -62_135_596_800_000, max: 253_402_300_799_999 }), (ms) => {
-      const iso = new Date(ms).toISOString();
-      expect(fromMs(ms)).toBe(iso);
-      expect(toMs(iso)).toBe(ms);
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: -62_135_596_800_000, max: 253_402_300_799_999 }), (ms) => {
+        const iso = new Date(ms).toISOString();
+        expect(fromMs(ms)).toBe(iso);
+        expect(toMs(iso)).toBe(ms);
+      }),
+    );
   });
-  it('a month later is the same day, clamped to the month\'s end', () => {
+  it("a month later is the same day, clamped to the month's end", () => {
     expect(plusMonth('2025-01-31T08:00:00.000Z')).toBe('2025-02-28T08:00:00.000Z');
     expect(plusMonth('2024-01-31T08:00:00.000Z')).toBe('2024-02-29T08:00:00.000Z');
     expect(plusMonth('2025-12-15T23:59:59.999Z')).toBe('2026-01-15T23:59:59.999Z');
@@ -30,7 +43,13 @@ describe('instants without a clock', () => {
 
 describe('limits', () => {
   it('0 is unlimited: CheckLimit allows always, remaining -1, percentage -1', () => {
-    expect(checkLimit('records', 10 ** 9, 0)).toEqual({ resource: 'records', allowed: true, currentUsage: 10 ** 9, limit: 0, remaining: -1 });
+    expect(checkLimit('records', 10 ** 9, 0)).toEqual({
+      resource: 'records',
+      allowed: true,
+      currentUsage: 10 ** 9,
+      limit: 0,
+      remaining: -1,
+    });
     expect(percentageOf(3, 0)).toBe(-1);
   });
   it('allowed below the limit, refused at or above it', () => {
@@ -44,18 +63,38 @@ describe('limits', () => {
     expect(isDowngrade(limits(), limits({ users: 4 }))).toBe(true);
     expect(isDowngrade(limits({ records: 0 }), limits({ records: 1_000_000 }))).toBe(true);
     expect(isDowngrade(limits({ records: 100 }), limits({ records: 0 }))).toBe(false);
-    expect(effectiveLimits(limits({ users: 50, records: 0 }), limits({ users: 5, records: 10 }))).toMatchObject({ users: 5, records: 10 });
+    expect(effectiveLimits(limits({ users: 50, records: 0 }), limits({ users: 5, records: 10 }))).toMatchObject({
+      users: 5,
+      records: 10,
+    });
   });
 });
 
 describe('usage sources', () => {
   it('members count one each; a deleted member stops counting; files count their bytes (a processed file its new bytes) until permanently deleted', () => {
-    expect(usageEffectOf('auth.member.added', { userId: 'u1' })).toEqual({ resource: 'users', itemId: 'u1', amount: 1, counted: true });
+    expect(usageEffectOf('auth.member.added', { userId: 'u1' })).toEqual({
+      resource: 'users',
+      itemId: 'u1',
+      amount: 1,
+      counted: true,
+    });
     expect(usageEffectOf('auth.member.deleted', { userId: 'u1' })).toMatchObject({ counted: false });
-    expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: 2048 })).toEqual({ resource: 'storage_bytes', itemId: 'f1', amount: 2048, counted: true });
-    expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: '9007199254740991' })).toMatchObject({ amount: 9_007_199_254_740_991 });
+    expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: 2048 })).toEqual({
+      resource: 'storage_bytes',
+      itemId: 'f1',
+      amount: 2048,
+      counted: true,
+    });
+    expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: '9007199254740991' })).toMatchObject({
+      amount: 9_007_199_254_740_991,
+    });
     expect(usageEffectOf('files.file.deleted', { fileId: 'f1' })).toBeNull();
-    expect(usageEffectOf('files.file.processed', { fileId: 'f1', sizeBytes: 700, previousSizeBytes: 2048 })).toEqual({ resource: 'storage_bytes', itemId: 'f1', amount: 700, counted: true });
+    expect(usageEffectOf('files.file.processed', { fileId: 'f1', sizeBytes: 700, previousSizeBytes: 2048 })).toEqual({
+      resource: 'storage_bytes',
+      itemId: 'f1',
+      amount: 700,
+      counted: true,
+    });
     expect(usageEffectOf('files.file.permanent_deleted', { fileId: 'f1' })).toMatchObject({ counted: false });
     expect(usageEffectOf('files.file.uploaded', { fileId: 'f1', sizeBytes: -1 })).toBeNull();
     expect(usageEffectOf('money.wallet.credited', {})).toBeNull();
@@ -64,29 +103,74 @@ describe('usage sources', () => {
 
 describe('provider events', () => {
   it('stripe: invoice events name the subscription, subscription events are it; metadata carries tenant and plan', () => {
-    expect(readProviderEvent('stripe', { id: 'evt_1', type: 'invoice.paid', data: { object: { id: 'in_1', subscription: 'sub_1' } } }))
-      .toEqual({ eventId: 'evt_1', eventType: 'invoice.paid', action: 'payment_succeeded', externalId: 'sub_1', tenantId: null, planId: null });
-    expect(readProviderEvent('stripe', { id: 'evt_2', type: 'customer.subscription.updated', data: { object: { id: 'sub_2', metadata: { tenant_id: 't', plan_id: 'p' } } } }))
-      .toMatchObject({ action: 'plan_updated', externalId: 'sub_2', tenantId: 't', planId: 'p' });
+    expect(
+      readProviderEvent('stripe', {
+        id: 'evt_1',
+        type: 'invoice.paid',
+        data: { object: { id: 'in_1', subscription: 'sub_1' } },
+      }),
+    ).toEqual({
+      eventId: 'evt_1',
+      eventType: 'invoice.paid',
+      action: 'payment_succeeded',
+      externalId: 'sub_1',
+      tenantId: null,
+      planId: null,
+    });
+    expect(
+      readProviderEvent('stripe', {
+        id: 'evt_2',
+        type: 'customer.subscription.updated',
+        data: { object: { id: 'sub_2', metadata: { tenant_id: 't', plan_id: 'p' } } },
+      }),
+    ).toMatchObject({ action: 'plan_updated', externalId: 'sub_2', tenantId: 't', planId: 'p' });
     expect(readProviderEvent('stripe', { type: 'invoice.paid' })).toBeNull();
   });
   it('paddle: both vocabularies, event_id and event_type', () => {
-    expect(readProviderEvent('paddle', { event_id: 'e', event_type: 'subscription.canceled', data: { id: 'sub_9' } })).toMatchObject({ action: 'canceled', externalId: 'sub_9' });
-    expect(readProviderEvent('paddle', { event_id: 'e', event_type: 'invoice.payment_failed', data: { subscription_id: 'sub_9' } })).toMatchObject({ action: 'payment_failed', externalId: 'sub_9' });
-    expect(readProviderEvent('paddle', { event_id: 'e', event_type: 'customer.created', data: {} })).toMatchObject({ action: 'ignored' });
+    expect(
+      readProviderEvent('paddle', { event_id: 'e', event_type: 'subscription.canceled', data: { id: 'sub_9' } }),
+    ).toMatchObject({ action: 'canceled', externalId: 'sub_9' });
+    expect(
+      readProviderEvent('paddle', {
+        event_id: 'e',
+        event_type: 'invoice.payment_failed',
+        data: { subscription_id: 'sub_9' },
+      }),
+    ).toMatchObject({ action: 'payment_failed', externalId: 'sub_9' });
+    expect(readProviderEvent('paddle', { event_id: 'e', event_type: 'customer.created', data: {} })).toMatchObject({
+      action: 'ignored',
+    });
   });
 });
 
 describe('escalation notices', () => {
   const base: Subscription = {
-    id: 's', tenantId: 't', planId: 'p', status: 'past_due', version: 3, currentPeriodStart: '2026-01-01T00:00:00.000Z', currentPeriodEnd: '2026-01-15T00:00:00.000Z',
-    trialEnd: '2026-01-15T00:00:00.000Z', canceledAt: null, cancelAtPeriodEnd: false, externalId: null, pendingPlanId: null, downgradeAt: null,
-    pastDueSince: '2026-01-15T00:00:00.000Z', downgradedAt: null, termination: null, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-15T00:00:00.000Z',
+    id: 's',
+    tenantId: 't',
+    planId: 'p',
+    status: 'past_due',
+    version: 3,
+    currentPeriodStart: '2026-01-01T00:00:00.000Z',
+    currentPeriodEnd: '2026-01-15T00:00:00.000Z',
+    trialEnd: '2026-01-15T00:00:00.000Z',
+    canceledAt: null,
+    cancelAtPeriodEnd: false,
+    externalId: null,
+    pendingPlanId: null,
+    downgradeAt: null,
+    pastDueSince: '2026-01-15T00:00:00.000Z',
+    downgradedAt: null,
+    termination: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-15T00:00:00.000Z',
   };
-  const kinds = (s: Subscription, day: number) => dueNotices(s, { priceCents: 100 }, plusDays(s.pastDueSince!, day)).map((n) => n.kind);
+  const kinds = (s: Subscription, day: number) =>
+    dueNotices(s, { priceCents: 100 }, plusDays(s.pastDueSince!, day)).map((n) => n.kind);
   it('the trial-ending notice 3 days before a paid trial ends, not for a free plan', () => {
     const trial = { ...base, status: 'trialing' as const, pastDueSince: null };
-    expect(dueNotices(trial, { priceCents: 100 }, '2026-01-12T00:00:01.000Z').map((n) => n.kind)).toEqual(['trial_ending']);
+    expect(dueNotices(trial, { priceCents: 100 }, '2026-01-12T00:00:01.000Z').map((n) => n.kind)).toEqual([
+      'trial_ending',
+    ]);
     expect(dueNotices(trial, { priceCents: 100 }, '2026-01-11T23:59:59.000Z')).toEqual([]);
     expect(dueNotices(trial, { priceCents: 0 }, '2026-01-13T00:00:00.000Z')).toEqual([]);
   });
@@ -95,8 +179,18 @@ describe('escalation notices', () => {
     expect(kinds(base, 7)).toEqual(['past_due', 'payment_reminder', 'payment_reminder']);
     const terminated = { ...base, status: 'terminated' as const };
     const all = kinds(terminated, 38);
-    expect(all).toEqual(['past_due', 'payment_reminder', 'payment_reminder', 'suspended', 'termination_warning', 'termination_warning', 'terminated']);
-    expect(new Set(dueNotices(terminated, { priceCents: 1 }, plusDays(base.pastDueSince!, 38)).map((n) => n.key)).size).toBe(7);
+    expect(all).toEqual([
+      'past_due',
+      'payment_reminder',
+      'payment_reminder',
+      'suspended',
+      'termination_warning',
+      'termination_warning',
+      'terminated',
+    ]);
+    expect(
+      new Set(dueNotices(terminated, { priceCents: 1 }, plusDays(base.pastDueSince!, 38)).map((n) => n.key)).size,
+    ).toBe(7);
     // a suspension notice needs the suspension: a past_due subscription the worker has not moved yet gets none
     expect(kinds(base, 9)).not.toContain('suspended');
   });

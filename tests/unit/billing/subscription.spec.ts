@@ -9,7 +9,17 @@ import { plusDays } from '../../../domain/billing/timeline';
 /** the subscription decider: the spec's transitions table, one rule per test (given events, when command, then events or refusal) */
 const T0 = '2026-01-10T12:00:00.000Z';
 const limits = (users: number): PlanLimits => ({
-  users, records: 100, storageBytes: 100, eventsPerDay: 100, modules: 1, featureFlags: 1, customDomains: 1, includedSubtenants: 0, requestsPerMinute: 0, moneyMaxTransaction: 1, moneyMaxBalance: 1,
+  users,
+  records: 100,
+  storageBytes: 100,
+  eventsPerDay: 100,
+  modules: 1,
+  featureFlags: 1,
+  customDomains: 1,
+  includedSubtenants: 0,
+  requestsPerMinute: 0,
+  moneyMaxTransaction: 1,
+  moneyMaxBalance: 1,
 });
 const free: PlanFacts = { id: 'free', priceCents: 0, isActive: true, limits: limits(5) };
 const paid: PlanFacts = { id: 'paid', priceCents: 4900, isActive: true, limits: limits(50) };
@@ -33,43 +43,104 @@ const given = (...commands: SubscriptionCommand[]) => {
     },
   };
 };
-const sub = (a: Account) => { if (a.status !== 'exists') throw new Error('no subscription'); return a.subscription; };
+const sub = (a: Account) => {
+  if (a.status !== 'exists') throw new Error('no subscription');
+  return a.subscription;
+};
 const after = (events: SubscriptionEvent[]) => events[events.length - 1]!.data.subscription;
 
-const create = (plan = free, now = T0): SubscriptionCommand =>
-  ({ type: 'CreateSubscription', subscriptionId: 's1', tenantId: 't1', plan, externalId: null, trialEnd: plusDays(now, 14), automatic: false, now });
-const change = (plan: PlanFacts, version: number, currentPlan = free): SubscriptionCommand => ({ type: 'ChangePlan', subscriptionId: 's1', version, plan, currentPlan, now: T0 });
-const advance = (days: number, plan = paid, extra: Partial<Extract<SubscriptionCommand, { type: 'Advance' }>> = {}): SubscriptionCommand =>
-  ({ type: 'Advance', now: plusDays(T0, days), plan, pendingPlan: null, overLimit: false, noticesSent: 6, ...extra });
+const create = (plan = free, now = T0): SubscriptionCommand => ({
+  type: 'CreateSubscription',
+  subscriptionId: 's1',
+  tenantId: 't1',
+  plan,
+  externalId: null,
+  trialEnd: plusDays(now, 14),
+  automatic: false,
+  now,
+});
+const change = (plan: PlanFacts, version: number, currentPlan = free): SubscriptionCommand => ({
+  type: 'ChangePlan',
+  subscriptionId: 's1',
+  version,
+  plan,
+  currentPlan,
+  now: T0,
+});
+const advance = (
+  days: number,
+  plan = paid,
+  extra: Partial<Extract<SubscriptionCommand, { type: 'Advance' }>> = {},
+): SubscriptionCommand => ({
+  type: 'Advance',
+  now: plusDays(T0, days),
+  plan,
+  pendingPlan: null,
+  overLimit: false,
+  noticesSent: 6,
+  ...extra,
+});
 
 describe('no subscription yet', () => {
   it('creation starts a trial of BILLING_TRIAL_DAYS at version 1', () => {
     const s = after(given().when(create()));
-    expect(s).toMatchObject({ status: 'trialing', version: 1, trialEnd: plusDays(T0, 14), currentPeriodEnd: plusDays(T0, 14), planId: 'free' });
+    expect(s).toMatchObject({
+      status: 'trialing',
+      version: 1,
+      trialEnd: plusDays(T0, 14),
+      currentPeriodEnd: plusDays(T0, 14),
+      planId: 'free',
+    });
   });
   it('an automatic creation for a tenant that has a subscription does nothing; an explicit one is 409', () => {
     const g = given(create());
     expect(g.when({ ...create(), automatic: true } as SubscriptionCommand)).toEqual([]);
     expect(g.refuses(create())).toBe('409 conflict');
   });
-  it('other commands find no subscription', () => expect(given().refuses({ type: 'CancelSubscription', subscriptionId: 's1', now: T0 })).toBe('404 not-found'));
+  it('other commands find no subscription', () =>
+    expect(given().refuses({ type: 'CancelSubscription', subscriptionId: 's1', now: T0 })).toBe('404 not-found'));
 });
 
 describe('a trialing subscription', () => {
-  it('an upgrade changes the plan at once, version + 1', () => expect(after(given(create()).when(change(paid, 1)))).toMatchObject({ planId: 'paid', version: 2, pendingPlanId: null }));
-  it('a stale version is 409 optimistic-lock-conflict', () => expect(given(create()).refuses(change(paid, 7))).toBe('409 optimistic-lock-conflict'));
+  it('an upgrade changes the plan at once, version + 1', () =>
+    expect(after(given(create()).when(change(paid, 1)))).toMatchObject({
+      planId: 'paid',
+      version: 2,
+      pendingPlanId: null,
+    }));
+  it('a stale version is 409 optimistic-lock-conflict', () =>
+    expect(given(create()).refuses(change(paid, 7))).toBe('409 optimistic-lock-conflict'));
   it('the same plan is no change', () => expect(given(create()).when(change(free, 1))).toEqual([]));
   it('a downgrade waits for the period end; a second change is 409 plan-change-in-progress; cancel-downgrade clears it', () => {
     const g = given(create(paid), change(small, 1, paid));
-    expect(sub(g.state)).toMatchObject({ planId: 'paid', pendingPlanId: 'small', downgradeAt: plusDays(T0, 14), version: 2 });
+    expect(sub(g.state)).toMatchObject({
+      planId: 'paid',
+      pendingPlanId: 'small',
+      downgradeAt: plusDays(T0, 14),
+      version: 2,
+    });
     expect(g.refuses(change(free, 2, paid))).toBe('409 plan-change-in-progress');
-    expect(after(g.when({ type: 'CancelDowngrade', subscriptionId: 's1', now: T0 }))).toMatchObject({ pendingPlanId: null, downgradeAt: null, version: 3 });
+    expect(after(g.when({ type: 'CancelDowngrade', subscriptionId: 's1', now: T0 }))).toMatchObject({
+      pendingPlanId: null,
+      downgradeAt: null,
+      version: 3,
+    });
   });
-  it('payment collected → active', () => expect(after(given(create(paid)).when({ type: 'RecordPayment', now: T0 }))).toMatchObject({ status: 'active', version: 2 }));
+  it('payment collected → active', () =>
+    expect(after(given(create(paid)).when({ type: 'RecordPayment', now: T0 }))).toMatchObject({
+      status: 'active',
+      version: 2,
+    }));
   it('a paid plan at trial end without payment → past_due from the trial end', () =>
-    expect(after(given(create(), change(paid, 1)).when(advance(14)))).toMatchObject({ status: 'past_due', pastDueSince: plusDays(T0, 14) }));
+    expect(after(given(create(), change(paid, 1)).when(advance(14)))).toMatchObject({
+      status: 'past_due',
+      pastDueSince: plusDays(T0, 14),
+    }));
   it('a free plan at trial end → active (nothing to collect)', () =>
-    expect(after(given(create()).when(advance(14, free)))).toMatchObject({ status: 'active', currentPeriodStart: plusDays(T0, 14) }));
+    expect(after(given(create()).when(advance(14, free)))).toMatchObject({
+      status: 'active',
+      currentPeriodStart: plusDays(T0, 14),
+    }));
   it('before trial end nothing happens', () => expect(given(create(), change(paid, 1)).when(advance(13))).toEqual([]));
 });
 
@@ -81,7 +152,10 @@ describe('the unpaid episode', () => {
   });
   it('terminated on day 38 with the deleting_records phase', () => {
     const g = given(create(), change(paid, 1), advance(14), advance(22));
-    expect(after(g.when(advance(14 + 38)))).toMatchObject({ status: 'terminated', termination: { phase: 'deleting_records' } });
+    expect(after(g.when(advance(14 + 38)))).toMatchObject({
+      status: 'terminated',
+      termination: { phase: 'deleting_records' },
+    });
   });
   it('never terminated before five notices were delivered', () => {
     const g = given(create(), change(paid, 1), advance(14), advance(22));
@@ -93,7 +167,10 @@ describe('the unpaid episode', () => {
     expect(after(g.when(advance(54))).termination?.phase).toBe('completed');
   });
   it('payment received → active, data untouched (past_due and suspended alike)', () => {
-    expect(after(pastDue().when({ type: 'RecordPayment', now: plusDays(T0, 16) }))).toMatchObject({ status: 'active', pastDueSince: null });
+    expect(after(pastDue().when({ type: 'RecordPayment', now: plusDays(T0, 16) }))).toMatchObject({
+      status: 'active',
+      pastDueSince: null,
+    });
     const suspended = given(create(), change(paid, 1), advance(14), advance(22));
     expect(after(suspended.when({ type: 'RecordPayment', now: plusDays(T0, 23) })).status).toBe('active');
   });
@@ -102,22 +179,38 @@ describe('the unpaid episode', () => {
     const s = sub(terminated.state);
     expect(terminated.refuses(change(free, s.version, paid))).toBe('422 invalid-transition');
     expect(terminated.when({ type: 'RecordPayment', now: plusDays(T0, 52) })).toEqual([]);
-    expect(after(terminated.when({ type: 'Recover', now: plusDays(T0, 52) }))).toMatchObject({ status: 'active', termination: null });
+    expect(after(terminated.when({ type: 'Recover', now: plusDays(T0, 52) }))).toMatchObject({
+      status: 'active',
+      termination: null,
+    });
     const completed = given(create(), change(paid, 1), advance(14), advance(22), advance(52), advance(53), advance(54));
     expect(completed.refuses({ type: 'Recover', now: plusDays(T0, 55) })).toBe('422 invalid-transition');
   });
   it('an active subscription whose payment fails → past_due', () =>
-    expect(after(given(create(paid), { type: 'RecordPayment', now: T0 }).when({ type: 'RecordPaymentFailure', now: plusDays(T0, 3) }))).toMatchObject({ status: 'past_due', pastDueSince: plusDays(T0, 3) }));
+    expect(
+      after(
+        given(create(paid), { type: 'RecordPayment', now: T0 }).when({
+          type: 'RecordPaymentFailure',
+          now: plusDays(T0, 3),
+        }),
+      ),
+    ).toMatchObject({ status: 'past_due', pastDueSince: plusDays(T0, 3) }));
 });
 
 describe('cancellation', () => {
   it('schedules the end of the period and keeps the status; canceled (6) once the period ends; a second cancel is 422', () => {
-    const g = given(create(paid), { type: 'RecordPayment', now: T0 }, { type: 'CancelSubscription', subscriptionId: 's1', now: plusDays(T0, 2) });
+    const g = given(
+      create(paid),
+      { type: 'RecordPayment', now: T0 },
+      { type: 'CancelSubscription', subscriptionId: 's1', now: plusDays(T0, 2) },
+    );
     expect(sub(g.state)).toMatchObject({ status: 'active', cancelAtPeriodEnd: true, canceledAt: plusDays(T0, 2) });
-    expect(g.refuses({ type: 'CancelSubscription', subscriptionId: 's1', now: plusDays(T0, 3) })).toBe('422 invalid-transition');
+    expect(g.refuses({ type: 'CancelSubscription', subscriptionId: 's1', now: plusDays(T0, 3) })).toBe(
+      '422 invalid-transition',
+    );
     expect(after(g.when(advance(32)))).toMatchObject({ status: 'canceled' });
   });
-  it('the provider\'s cancellation is the same, once', () => {
+  it("the provider's cancellation is the same, once", () => {
     const g = given(create(paid), { type: 'RecordProviderCancellation', now: T0 });
     expect(g.when({ type: 'RecordProviderCancellation', now: T0 })).toEqual([]);
   });
@@ -128,11 +221,24 @@ describe('an active subscription at its period boundary', () => {
     const g = given(create(paid), { type: 'RecordPayment', now: T0 }, change(small, 2, paid));
     const events = g.when(advance(31, paid, { pendingPlan: small }));
     expect(events.map((e) => e.data.change)).toEqual(['downgrade_applied', 'renewed']);
-    expect(after(events)).toMatchObject({ planId: 'small', pendingPlanId: null, currentPeriodStart: '2026-02-10T12:00:00.000Z', currentPeriodEnd: '2026-03-10T12:00:00.000Z' });
+    expect(after(events)).toMatchObject({
+      planId: 'small',
+      pendingPlanId: null,
+      currentPeriodStart: '2026-02-10T12:00:00.000Z',
+      currentPeriodEnd: '2026-03-10T12:00:00.000Z',
+    });
   });
   it('a downgraded tenant still over a limit 30 days after the downgrade → past_due; under it, the grace ends', () => {
-    const g = given(create(paid), { type: 'RecordPayment', now: T0 }, change(small, 2, paid), advance(31, paid, { pendingPlan: small }));
+    const g = given(
+      create(paid),
+      { type: 'RecordPayment', now: T0 },
+      change(small, 2, paid),
+      advance(31, paid, { pendingPlan: small }),
+    );
     expect(after(g.when(advance(62, small, { overLimit: true })))).toMatchObject({ status: 'past_due' });
-    expect(after(g.when(advance(62, small, { overLimit: false })))).toMatchObject({ status: 'active', downgradedAt: null });
+    expect(after(g.when(advance(62, small, { overLimit: false })))).toMatchObject({
+      status: 'active',
+      downgradedAt: null,
+    });
   });
 });

@@ -13,11 +13,35 @@ const refusal = (argv: string[]) => {
 
 describe('platform modules …', () => {
   it('registers from a folder, installs for a tenant, forces a version, purges only when told --yes', () => {
-    expect(parseCommandLine(['modules', 'register', 'modules/crm'])).toEqual({ command: 'modules', action: 'register', folder: 'modules/crm' });
-    expect(parseCommandLine(['modules', 'install', 'crm', '--tenant', 't1'])).toEqual({ command: 'modules', action: 'install', slug: 'crm', tenant: 't1' });
-    expect(parseCommandLine(['modules', 'force-version', 'crm', '2'])).toEqual({ command: 'modules', action: 'force-version', slug: 'crm', version: 2 });
-    expect(parseCommandLine(['modules', 'purge', 'crm'])).toEqual({ command: 'modules', action: 'purge', slug: 'crm', confirmed: false });
-    expect(parseCommandLine(['modules', 'purge', 'crm', '--yes'])).toEqual({ command: 'modules', action: 'purge', slug: 'crm', confirmed: true });
+    expect(parseCommandLine(['modules', 'register', 'modules/crm'])).toEqual({
+      command: 'modules',
+      action: 'register',
+      folder: 'modules/crm',
+    });
+    expect(parseCommandLine(['modules', 'install', 'crm', '--tenant', 't1'])).toEqual({
+      command: 'modules',
+      action: 'install',
+      slug: 'crm',
+      tenant: 't1',
+    });
+    expect(parseCommandLine(['modules', 'force-version', 'crm', '2'])).toEqual({
+      command: 'modules',
+      action: 'force-version',
+      slug: 'crm',
+      version: 2,
+    });
+    expect(parseCommandLine(['modules', 'purge', 'crm'])).toEqual({
+      command: 'modules',
+      action: 'purge',
+      slug: 'crm',
+      confirmed: false,
+    });
+    expect(parseCommandLine(['modules', 'purge', 'crm', '--yes'])).toEqual({
+      command: 'modules',
+      action: 'purge',
+      slug: 'crm',
+      confirmed: true,
+    });
   });
 
   it('refuses what it cannot run, saying what is missing', () => {

@@ -19,15 +19,19 @@ describe('who may publish what', () => {
       expect(publishVerdict({ kind: 'app' }, type).allowed).toBe(false);
     }
   });
-  it('a user\'s token publishes app.* only', () => {
+  it("a user's token publishes app.* only", () => {
     expect(publishVerdict({ kind: 'app' }, 'app.order.placed')).toEqual({ allowed: true });
     expect(publishVerdict({ kind: 'app' }, 'crm.contact.created').allowed).toBe(false);
   });
 });
 
 describe('manifests', () => {
-  it('refuse a type outside the module\'s own domain, a platform slug, and subscribes without an endpoint', () => {
-    const m = Manifest.parse({ slug: 'crm', version: '1.0.0', events: { publishes: ['money.wallet.credited'], subscribes: ['platform.crm.events'] } });
+  it("refuse a type outside the module's own domain, a platform slug, and subscribes without an endpoint", () => {
+    const m = Manifest.parse({
+      slug: 'crm',
+      version: '1.0.0',
+      events: { publishes: ['money.wallet.credited'], subscribes: ['platform.crm.events'] },
+    });
     expect(manifestProblems(m).map((p) => p.code)).toEqual(['FOREIGN_DOMAIN', 'REQUIRED']);
     expect(Manifest.safeParse({ slug: 'money', version: '1.0.0' }).success).toBe(false);
   });
@@ -51,27 +55,50 @@ describe('redrive schedule', () => {
 describe('lag alerts', () => {
   it('announce each level once; a warning waits during a bulk import, critical does not', () => {
     expect(decideLagAlert(30_000, { notified: null }, false)).toMatchObject({ level: 'ok', notify: null });
-    expect(decideLagAlert(90_000, { notified: null }, false)).toMatchObject({ level: 'info', log: 'info', notify: null, notified: 'info' });
-    expect(decideLagAlert(6 * 60_000, { notified: 'info' }, false)).toMatchObject({ level: 'warning', notify: 'warning' });
+    expect(decideLagAlert(90_000, { notified: null }, false)).toMatchObject({
+      level: 'info',
+      log: 'info',
+      notify: null,
+      notified: 'info',
+    });
+    expect(decideLagAlert(6 * 60_000, { notified: 'info' }, false)).toMatchObject({
+      level: 'warning',
+      notify: 'warning',
+    });
     expect(decideLagAlert(6 * 60_000, { notified: 'warning' }, false)).toMatchObject({ notify: null, log: null });
-    expect(decideLagAlert(6 * 60_000, { notified: 'info' }, true)).toMatchObject({ level: 'warning', notify: null, notified: 'info' });
-    expect(decideLagAlert(16 * 60_000, { notified: 'info' }, true)).toMatchObject({ level: 'critical', notify: 'critical' });
+    expect(decideLagAlert(6 * 60_000, { notified: 'info' }, true)).toMatchObject({
+      level: 'warning',
+      notify: null,
+      notified: 'info',
+    });
+    expect(decideLagAlert(16 * 60_000, { notified: 'info' }, true)).toMatchObject({
+      level: 'critical',
+      notify: 'critical',
+    });
   });
 });
 
 describe('schema compatibility', () => {
-  const v1 = 'syntax = "proto3"; package crm; message Contact { string id = 1; string name = 2; repeated string tags = 3; } enum Kind { KIND_UNSPECIFIED = 0; PERSON = 1; }';
+  const v1 =
+    'syntax = "proto3"; package crm; message Contact { string id = 1; string name = 2; repeated string tags = 3; } enum Kind { KIND_UNSPECIFIED = 0; PERSON = 1; }';
   it('accepts added fields, messages and enum values, and a removed field whose number and name are reserved', () => {
-    const next = 'syntax = "proto3"; package crm; message Contact { reserved 2; reserved "name"; string id = 1; repeated string tags = 3; string email = 4; } message Extra { int32 n = 1; } enum Kind { KIND_UNSPECIFIED = 0; PERSON = 1; COMPANY = 2; }';
+    const next =
+      'syntax = "proto3"; package crm; message Contact { reserved 2; reserved "name"; string id = 1; repeated string tags = 3; string email = 4; } message Extra { int32 n = 1; } enum Kind { KIND_UNSPECIFIED = 0; PERSON = 1; COMPANY = 2; }';
     expect(breakingChanges(parseSchema(v1), parseSchema(next))).toEqual([]);
   });
   it('refuses type, name, cardinality and enum number changes, removals without reserve, and a new package', () => {
-    const next = 'syntax = "proto3"; package crm2; message Contact { int64 id = 1; string tags = 3; } enum Kind { KIND_UNSPECIFIED = 0; PERSON = 5; }';
-    const codes = breakingChanges(parseSchema(v1), parseSchema(next)).map((p) => p.code).sort();
+    const next =
+      'syntax = "proto3"; package crm2; message Contact { int64 id = 1; string tags = 3; } enum Kind { KIND_UNSPECIFIED = 0; PERSON = 5; }';
+    const codes = breakingChanges(parseSchema(v1), parseSchema(next))
+      .map((p) => p.code)
+      .sort();
     expect(codes).toEqual(expect.arrayContaining(['PACKAGE_CHANGED']));
     const samePackage = next.replace('crm2', 'crm');
-    expect(breakingChanges(parseSchema(v1), parseSchema(samePackage)).map((p) => p.code).sort())
-      .toEqual(['ENUM_VALUE_NUMBER_CHANGED', 'FIELD_CARDINALITY_CHANGED', 'FIELD_REMOVED', 'FIELD_TYPE_CHANGED']);
+    expect(
+      breakingChanges(parseSchema(v1), parseSchema(samePackage))
+        .map((p) => p.code)
+        .sort(),
+    ).toEqual(['ENUM_VALUE_NUMBER_CHANGED', 'FIELD_CARDINALITY_CHANGED', 'FIELD_REMOVED', 'FIELD_TYPE_CHANGED']);
   });
   it('refuses a definition that does not parse with 400', () => {
     expect(() => parseSchema('message {')).toThrow();
@@ -80,7 +107,8 @@ describe('schema compatibility', () => {
 
 describe('semver precedence', () => {
   it('orders versions as semver 2.0.0 does', () => {
-    expect(['1.0.0', '1.0.0-alpha', '1.0.0-alpha.1', '0.9.9', '1.0.0-beta', '1.10.0', '1.2.0'].sort(compareSemver))
-      .toEqual(['0.9.9', '1.0.0-alpha', '1.0.0-alpha.1', '1.0.0-beta', '1.0.0', '1.2.0', '1.10.0']);
+    expect(
+      ['1.0.0', '1.0.0-alpha', '1.0.0-alpha.1', '0.9.9', '1.0.0-beta', '1.10.0', '1.2.0'].sort(compareSemver),
+    ).toEqual(['0.9.9', '1.0.0-alpha', '1.0.0-alpha.1', '1.0.0-beta', '1.0.0', '1.2.0', '1.10.0']);
   });
 });

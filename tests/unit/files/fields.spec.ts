@@ -17,11 +17,19 @@ describe('the text fields of an upload', () => {
     expect(refusal({ bucket: 'photos', originalName: 'a' })).toEqual({ suffix: 'bucket-invalid', fields: ['bucket'] });
     expect(refusal({})).toEqual({ suffix: 'validation-error', fields: ['bucket', 'originalName'] });
   });
-  it('are checked as far as they arrived before the file: a missing one is not yet a problem', () => expect(refusal({ bucket: 'assets' }, false)).toBeNull());
+  it('are checked as far as they arrived before the file: a missing one is not yet a problem', () =>
+    expect(refusal({ bucket: 'assets' }, false)).toBeNull());
   it('take meta as a JSON object of at most 4 KB', () => {
-    expect(refusal({ bucket: 'assets', originalName: 'a', meta: '[1]' })).toEqual({ suffix: 'validation-error', fields: ['meta'] });
-    expect(refusal({ bucket: 'assets', originalName: 'a', meta: `{"x":"${'a'.repeat(4090)}"}` })).toEqual({ suffix: 'validation-error', fields: ['meta'] });
+    expect(refusal({ bucket: 'assets', originalName: 'a', meta: '[1]' })).toEqual({
+      suffix: 'validation-error',
+      fields: ['meta'],
+    });
+    expect(refusal({ bucket: 'assets', originalName: 'a', meta: `{"x":"${'a'.repeat(4090)}"}` })).toEqual({
+      suffix: 'validation-error',
+      fields: ['meta'],
+    });
     expect(uploadFields({ bucket: 'assets', originalName: 'a', meta: '{"b":2,"a":1}' }).meta).toBe('{"b":2,"a":1}');
   });
-  it('store a cleaned name', () => expect(uploadFields({ bucket: 'assets', originalName: '../x\r\n.png' }).originalName).toBe('x.png'));
+  it('store a cleaned name', () =>
+    expect(uploadFields({ bucket: 'assets', originalName: '../x\r\n.png' }).originalName).toBe('x.png'));
 });

@@ -36,7 +36,12 @@ describe('the encryption inspector', () => {
     expect(inspect(Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer << /Root 1 0 R >>'))).toBeNull();
   });
   it('finds a password-protected Office file (OLE with an EncryptedPackage)', () => {
-    const ole = Buffer.concat([Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]), randomBytes(600), Buffer.from('EncryptedPackage', 'utf16le'), randomBytes(100)]);
+    const ole = Buffer.concat([
+      Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]),
+      randomBytes(600),
+      Buffer.from('EncryptedPackage', 'utf16le'),
+      randomBytes(100),
+    ]);
     expect(inspect(ole, 5)).toBe('office');
   });
   it('passes other content, random bytes included', () => {

@@ -15,5 +15,6 @@ describe('a Range header against 1,000 bytes', () => {
     ['items=0-9', { kind: 'whole' }],
     ['bytes=50-10', { kind: 'whole' }],
   ])('%s → %j', (header, expected) => expect(resolveRange(header, 1000)).toEqual(expected));
-  it('makes any range of an empty object unsatisfiable', () => expect(resolveRange('bytes=0-0', 0)).toEqual({ kind: 'unsatisfiable' }));
+  it('makes any range of an empty object unsatisfiable', () =>
+    expect(resolveRange('bytes=0-0', 0)).toEqual({ kind: 'unsatisfiable' }));
 });

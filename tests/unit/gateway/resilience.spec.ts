@@ -68,7 +68,10 @@ describe('a guarded dependency call', () => {
     const guard = new Guard({ name: 's3', timeoutMs: 20, clock, retryDelayMs: 1 });
     await expect(guard.run(() => new Promise(() => undefined))).rejects.toMatchObject({ status: 504 });
     let calls = 0;
-    const flaky = () => { calls += 1; return calls === 1 ? Promise.reject(new Error('reset')) : Promise.resolve('ok'); };
+    const flaky = () => {
+      calls += 1;
+      return calls === 1 ? Promise.reject(new Error('reset')) : Promise.resolve('ok');
+    };
     await expect(guard.run(flaky, { idempotent: true })).resolves.toBe('ok');
     expect(calls).toBe(2);
     for (let i = 0; i < 5; i += 1) await guard.run(() => Promise.reject(new Error('down'))).catch(() => undefined);
@@ -84,7 +87,13 @@ describe('the two-layer rate limiter', () => {
     const calls: number[] = [];
     return {
       calls,
-      cache: { ...cache, incrWindow: (key: string, windowMs: number, by = 1) => { calls.push(by); return cache.incrWindow(key, windowMs, by); } },
+      cache: {
+        ...cache,
+        incrWindow: (key: string, windowMs: number, by = 1) => {
+          calls.push(by);
+          return cache.incrWindow(key, windowMs, by);
+        },
+      },
     };
   };
 
@@ -105,6 +114,11 @@ describe('the two-layer rate limiter', () => {
     const keys = [{ key: 'u', limit: 3 }];
     const decisions = [];
     for (let i = 0; i < 4; i += 1) decisions.push(await limiter.check(keys));
-    expect(decisions.map((d) => [d.allowed, d.layer])).toEqual([[true, 'local'], [true, 'local'], [true, 'local'], [false, 'local']]);
+    expect(decisions.map((d) => [d.allowed, d.layer])).toEqual([
+      [true, 'local'],
+      [true, 'local'],
+      [true, 'local'],
+      [false, 'local'],
+    ]);
   });
 });

@@ -4,10 +4,18 @@ import { assertMayAssign, assertMayGive, assertMayGrant, notHeld } from '../../.
 import { DomainError } from '../../../domain/shared/errors';
 import { grants } from '../../../domain/shared/permissions';
 
-const holding = (permissions: string[], o: { isOwner?: boolean; userId?: string } = {}): Authority =>
-  ({ userId: o.userId ?? 'me', permissions: new Set(permissions), isOwner: o.isOwner ?? false });
+const holding = (permissions: string[], o: { isOwner?: boolean; userId?: string } = {}): Authority => ({
+  userId: o.userId ?? 'me',
+  permissions: new Set(permissions),
+  isOwner: o.isOwner ?? false,
+});
 const suffixOf = (fn: () => void): string | null => {
-  try { fn(); return null; } catch (e) { return e instanceof DomainError ? e.suffix : String(e); }
+  try {
+    fn();
+    return null;
+  } catch (e) {
+    return e instanceof DomainError ? e.suffix : String(e);
+  }
 };
 
 describe('the one wildcard rule', () => {
@@ -32,23 +40,40 @@ describe('a role manager holding roles.create and roles.assign only', () => {
     expect(suffixOf(() => assertMayGrant(manager, ['users.delete', 'money.wallets.write']))).toBe('insufficient-role');
     expect(notHeld(manager, ['roles.create', 'users.delete'])).toEqual(['users.delete']);
   });
-  it('may put into a role what it holds', () => expect(suffixOf(() => assertMayGrant(manager, ['roles.create']))).toBeNull());
+  it('may put into a role what it holds', () =>
+    expect(suffixOf(() => assertMayGrant(manager, ['roles.create']))).toBeNull());
   it('cannot assign the Owner role (only an Owner may)', () =>
-    expect(suffixOf(() => assertMayAssign(manager, { name: 'Owner', builtIn: true, permissions: [] }, 'someone', 'assign'))).toBe('insufficient-role'));
+    expect(
+      suffixOf(() => assertMayAssign(manager, { name: 'Owner', builtIn: true, permissions: [] }, 'someone', 'assign')),
+    ).toBe('insufficient-role'));
   it('cannot assign any role to itself (403 self-delegation)', () =>
-    expect(suffixOf(() => assertMayAssign(manager, { name: 'Small', builtIn: false, permissions: ['roles.create'] }, 'me', 'assign'))).toBe('self-delegation'));
+    expect(
+      suffixOf(() =>
+        assertMayAssign(manager, { name: 'Small', builtIn: false, permissions: ['roles.create'] }, 'me', 'assign'),
+      ),
+    ).toBe('self-delegation'));
   it('cannot give a role that grants more than it holds to a new member', () =>
-    expect(suffixOf(() => assertMayGive(manager, [{ name: 'Big', builtIn: false, permissions: ['users.*'] }]))).toBe('insufficient-role'));
+    expect(suffixOf(() => assertMayGive(manager, [{ name: 'Big', builtIn: false, permissions: ['users.*'] }]))).toBe(
+      'insufficient-role',
+    ));
 });
 
 describe('an Owner', () => {
   const owner = holding(['users.*', 'roles.*', 'money.*'], { isOwner: true });
   it('assigns and revokes the Owner role of others', () => {
-    expect(suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'other', 'assign'))).toBeNull();
-    expect(suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'other', 'revoke'))).toBeNull();
+    expect(
+      suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'other', 'assign')),
+    ).toBeNull();
+    expect(
+      suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'other', 'revoke')),
+    ).toBeNull();
   });
   it('may revoke its own roles but not assign itself one', () => {
-    expect(suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'me', 'revoke'))).toBeNull();
-    expect(suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'me', 'assign'))).toBe('self-delegation');
+    expect(
+      suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'me', 'revoke')),
+    ).toBeNull();
+    expect(
+      suffixOf(() => assertMayAssign(owner, { name: 'Owner', builtIn: true, permissions: [] }, 'me', 'assign')),
+    ).toBe('self-delegation');
   });
 });

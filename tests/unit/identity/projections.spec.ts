@@ -14,12 +14,32 @@ import { accounts, members, roles, tenants } from '../../../projections/identity
 const TENANT = 'tenant-a';
 const AT = '2025-03-01T10:00:00.000Z';
 const tables = {
-  iam_accounts: 'rm.iam_accounts', iam_provider_links: 'rm.iam_provider_links', iam_members: 'rm.iam_members', iam_roles: 'rm.iam_roles', iam_tenants: 'rm.iam_tenants',
+  iam_accounts: 'rm.iam_accounts',
+  iam_provider_links: 'rm.iam_provider_links',
+  iam_members: 'rm.iam_members',
+  iam_roles: 'rm.iam_roles',
+  iam_tenants: 'rm.iam_tenants',
 };
 
-const stored = (type: string, data: Record<string, unknown>, o: { tenantId?: string; version?: number } = {}): StoredEvent<Record<string, unknown>> => ({
-  eventId: '0190c0de-0000-7000-8000-000000000001', type, schemaVersion: 1, tenantId: o.tenantId ?? TENANT, actorId: 'u-1', traceId: null, causationId: null,
-  correlationId: null, occurredAt: AT, streamId: `s:${o.tenantId ?? TENANT}:x`, streamVersion: o.version ?? 3, position: 10n, transactionId: 5n, data,
+const stored = (
+  type: string,
+  data: Record<string, unknown>,
+  o: { tenantId?: string; version?: number } = {},
+): StoredEvent<Record<string, unknown>> => ({
+  eventId: '0190c0de-0000-7000-8000-000000000001',
+  type,
+  schemaVersion: 1,
+  tenantId: o.tenantId ?? TENANT,
+  actorId: 'u-1',
+  traceId: null,
+  causationId: null,
+  correlationId: null,
+  occurredAt: AT,
+  streamId: `s:${o.tenantId ?? TENANT}:x`,
+  streamVersion: o.version ?? 3,
+  position: 10n,
+  transactionId: 5n,
+  data,
 });
 
 const evolve = (p: AnyProjection, event: StoredEvent<Record<string, unknown>>): Statement[] => p.evolve(event, tables);
@@ -34,7 +54,16 @@ const scoped = (s: Statement, tenantId = TENANT) => {
   expect(s.values[0]).toBe(tenantId);
 };
 
-const account = { userId: 'u-1', tenantId: 'tenant-a', email: 'ada@example.test', firstName: 'Ada', lastName: 'Lovelace', emailVerified: false, hasPassword: true, via: 'register' };
+const account = {
+  userId: 'u-1',
+  tenantId: 'tenant-a',
+  email: 'ada@example.test',
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  emailVerified: false,
+  hasPassword: true,
+  via: 'register',
+};
 
 describe('the accounts read model', () => {
   it('inserts a created account in the platform tenant once (a replay inserts nothing: ON CONFLICT DO NOTHING)', () => {
@@ -45,7 +74,21 @@ describe('the accounts read model', () => {
   });
 
   it('updates a profile only from an older version (the stream version guards every update)', () => {
-    const s = one(accounts, stored('auth.user.profile_updated', { userId: 'u-1', email: 'ada@example.test', firstName: 'Ada', lastName: 'King', avatarUrl: 'https://a.test/a.png', emailVerified: true }, { version: 7 }));
+    const s = one(
+      accounts,
+      stored(
+        'auth.user.profile_updated',
+        {
+          userId: 'u-1',
+          email: 'ada@example.test',
+          firstName: 'Ada',
+          lastName: 'King',
+          avatarUrl: 'https://a.test/a.png',
+          emailVerified: true,
+        },
+        { version: 7 },
+      ),
+    );
     scoped(s);
     expect(s.text).toMatch(/WHERE tenant_id = \$1 AND id = \$2 AND version < \$9$/);
     expect(s.values).toEqual([TENANT, 'u-1', 'ada@example.test', 'Ada', 'King', 'https://a.test/a.png', true, AT, 7]);
@@ -53,7 +96,11 @@ describe('the accounts read model', () => {
 
   it.each([
     ['auth.user.email_verified', { userId: 'u-1', email: 'ada@example.test' }, /SET email_verified = true/],
-    ['auth.user.email_changed', { userId: 'u-1', email: 'new@example.test', previousEmail: 'ada@example.test' }, /SET email = \$3, email_verified = true/],
+    [
+      'auth.user.email_changed',
+      { userId: 'u-1', email: 'new@example.test', previousEmail: 'ada@example.test' },
+      /SET email = \$3, email_verified = true/,
+    ],
     ['auth.user.locked', { userId: 'u-1', reason: '3 recovery lockouts' }, /SET status = \$3/],
     ['auth.user.unlocked', { userId: 'u-1' }, /SET status = \$3/],
   ])('writes %s as one guarded update of the account', (type, data, set) => {
@@ -69,7 +116,7 @@ describe('the accounts read model', () => {
     expect(one(accounts, stored('auth.user.unlocked', { userId: 'u-1' })).values[2]).toBe('active');
   });
 
-  it('sets the MFA flag under the MFA stream\'s own version column', () => {
+  it("sets the MFA flag under the MFA stream's own version column", () => {
     const on = one(accounts, stored('auth.mfa.enabled', { userId: 'u-1' }, { version: 2 }));
     expect(on.text).toMatch(/mfa_version < \$5$/);
     expect(on.values).toEqual([TENANT, 'u-1', true, AT, 2]);
@@ -77,23 +124,37 @@ describe('the accounts read model', () => {
   });
 
   it('keeps a provider link as a row of its own, and deletes it on unlink', () => {
-    const link = { userId: 'u-1', linkId: 'l-1', providerId: 'siwe', providerType: 'wallet', externalId: '0xAb', email: '', displayName: '0xAb…', linkedAt: AT };
+    const link = {
+      userId: 'u-1',
+      linkId: 'l-1',
+      providerId: 'siwe',
+      providerType: 'wallet',
+      externalId: '0xAb',
+      email: '',
+      displayName: '0xAb…',
+      linkedAt: AT,
+    };
     const linked = one(accounts, stored('auth.user.provider_linked', link));
     scoped(linked);
     expect(linked.text).toMatch(/^INSERT INTO rm\.iam_provider_links .* ON CONFLICT \(tenant_id, id\) DO NOTHING$/s);
     expect(linked.values).toEqual([TENANT, 'l-1', 'u-1', 'siwe', 'wallet', '0xAb', '', '0xAb…', AT]);
-    const unlinked = one(accounts, stored('auth.user.provider_unlinked', { userId: 'u-1', linkId: 'l-1', providerId: 'siwe' }));
+    const unlinked = one(
+      accounts,
+      stored('auth.user.provider_unlinked', { userId: 'u-1', linkId: 'l-1', providerId: 'siwe' }),
+    );
     expect(unlinked.text).toBe('DELETE FROM rm.iam_provider_links WHERE tenant_id = $1 AND id = $2');
     expect(unlinked.values).toEqual([TENANT, 'l-1']);
   });
 
   it('writes nothing for account events the read model does not show', () => {
-    expect(evolve(accounts, stored('auth.user.logged_in', { userId: 'u-1', tenantId: TENANT, method: 'password' }))).toEqual([]);
+    expect(
+      evolve(accounts, stored('auth.user.logged_in', { userId: 'u-1', tenantId: TENANT, method: 'password' })),
+    ).toEqual([]);
     expect(evolve(accounts, stored('auth.user.password_changed', { userId: 'u-1', reason: 'reset' }))).toEqual([]);
     expect(evolve(accounts, stored('auth.mfa.setup_started', { userId: 'u-1' }))).toEqual([]);
   });
 
-  it('refuses an event whose data does not match the domain\'s schema, instead of writing undefined columns', () => {
+  it("refuses an event whose data does not match the domain's schema, instead of writing undefined columns", () => {
     expect(() => evolve(accounts, stored('auth.user.created', { ...account, email: undefined }))).toThrow();
     expect(() => evolve(accounts, stored('auth.user.locked', { userId: 42, reason: 'r' }))).toThrow();
   });
@@ -103,14 +164,22 @@ describe('the members read model', () => {
   const member = { userId: 'u-2', tenantId: TENANT };
 
   it('inserts an added member with its roles, once', () => {
-    const s = one(members, stored('auth.member.added', { ...member, roleIds: ['r-1', 'r-2'], via: 'invite' }, { version: 1 }));
+    const s = one(
+      members,
+      stored('auth.member.added', { ...member, roleIds: ['r-1', 'r-2'], via: 'invite' }, { version: 1 }),
+    );
     scoped(s);
     expect(s.text).toMatch(/ON CONFLICT \(tenant_id, user_id\) DO NOTHING$/);
     expect(s.values).toEqual([TENANT, 'u-2', 1, ['r-1', 'r-2'], AT]);
   });
 
   it.each([
-    ['auth.role.changed', { ...member, roleId: 'r-1', roleName: 'Reader', change: 'revoked', roleIds: ['r-2'] }, /SET role_ids = \$4/, ['r-2']],
+    [
+      'auth.role.changed',
+      { ...member, roleId: 'r-1', roleName: 'Reader', change: 'revoked', roleIds: ['r-2'] },
+      /SET role_ids = \$4/,
+      ['r-2'],
+    ],
     ['auth.member.deleted', { ...member, deletedAt: AT }, /SET status = 'pending_deletion', deleted_at = \$4/, AT],
     ['auth.member.restored', { ...member, status: 'locked' }, /SET status = \$4, deleted_at = NULL/, 'locked'],
     ['auth.member.status_changed', { ...member, status: 'locked' }, /SET status = \$4,/, 'locked'],
@@ -131,10 +200,16 @@ describe('the roles read model', () => {
   const role = { roleId: 'r-1', tenantId: TENANT, name: 'Reader', description: 'reads', permissions: ['users.list'] };
 
   it('inserts a created role once, updates it from older versions only, and deletes it', () => {
-    const created = one(roles, stored('auth.role.created', { ...role, builtIn: false, createdBy: 'u-1' }, { version: 1 }));
+    const created = one(
+      roles,
+      stored('auth.role.created', { ...role, builtIn: false, createdBy: 'u-1' }, { version: 1 }),
+    );
     scoped(created);
     expect(created.values).toEqual([TENANT, 'r-1', 'Reader', 'reads', ['users.list'], false, 'u-1', AT, 1]);
-    const updated = one(roles, stored('auth.role.updated', { ...role, permissions: ['users.list', 'roles.list'] }, { version: 2 }));
+    const updated = one(
+      roles,
+      stored('auth.role.updated', { ...role, permissions: ['users.list', 'roles.list'] }, { version: 2 }),
+    );
     expect(updated.text).toMatch(/AND version < \$7$/);
     expect(updated.values).toEqual([TENANT, 'r-1', 'Reader', 'reads', ['users.list', 'roles.list'], AT, 2]);
     const deleted = one(roles, stored('auth.role.deleted', { roleId: 'r-1', tenantId: TENANT, name: 'Reader' }));
@@ -148,12 +223,31 @@ describe('the roles read model', () => {
 
 describe('the tenants read model', () => {
   it('inserts a created tenant once and ignores impersonation records', () => {
-    const s = one(tenants, stored('auth.tenant.created', { tenantId: TENANT, name: 'Acme', slug: 'acme', ownerId: 'u-1', ownerRoleId: 'r-0' }));
+    const s = one(
+      tenants,
+      stored('auth.tenant.created', {
+        tenantId: TENANT,
+        name: 'Acme',
+        slug: 'acme',
+        ownerId: 'u-1',
+        ownerRoleId: 'r-0',
+      }),
+    );
     scoped(s);
     expect(s.text).toMatch(/ON CONFLICT \(tenant_id\) DO NOTHING$/);
     expect(s.values).toEqual([TENANT, 'Acme', 'acme', 'u-1', 'r-0', AT]);
-    expect(evolve(tenants, stored('auth.impersonation.started', {
-      tenantId: TENANT, impersonatorId: 'p-1', userId: 'u-1', reason: 'support', note: '', expiresAt: AT,
-    }))).toEqual([]);
+    expect(
+      evolve(
+        tenants,
+        stored('auth.impersonation.started', {
+          tenantId: TENANT,
+          impersonatorId: 'p-1',
+          userId: 'u-1',
+          reason: 'support',
+          note: '',
+          expiresAt: AT,
+        }),
+      ),
+    ).toEqual([]);
   });
 });

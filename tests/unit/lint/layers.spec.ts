@@ -19,7 +19,9 @@ const eslint = new ESLint({
 });
 
 const written = new Set<string>();
-afterAll(async () => { for (const file of written) await rm(file, { force: true }); });
+afterAll(async () => {
+  for (const file of written) await rm(file, { force: true });
+});
 
 /** the layer rules' messages for `source` as a file at `path` (relative to the root) */
 const lint = async (path: string, source: string): Promise<string[]> => {
@@ -37,41 +39,135 @@ const lint = async (path: string, source: string): Promise<string[]> => {
 
 describe('the layer rules', () => {
   it.each([
-    ['domain', 'domain/identity/x.ts', "import { inTransaction } from '../../infra/postgres/db';", /domain\/ imports domain\/ only/],
+    [
+      'domain',
+      'domain/identity/x.ts',
+      "import { inTransaction } from '../../infra/postgres/db';",
+      /domain\/ imports domain\/ only/,
+    ],
     ['domain', 'domain/identity/x.ts', "import { readFile } from 'node:fs/promises';", /imports zod only/],
     ['domain', 'domain/identity/x.ts', "import pg from 'pg';", /imports zod only/],
-    ['commands', 'commands/identity/x.ts', "import { findUser } from '../../projections/identity/queries';", /commands\/ imports domain\/ and infra\//],
-    ['commands', 'commands/identity/repositories/x.ts', "import { sessionRoutes } from '../../../write-api/identity/session';", /commands\/ imports domain\/ and infra\//],
-    ['projections', 'projections/identity/x.ts', "import { login } from '../../commands/identity/session';", /projections\/ imports domain\/ and infra\//],
-    ['write-api', 'write-api/identity/x.ts', "import { findUser } from '../../projections/identity/queries';", /write-api\/ imports commands\//],
-    ['read-api', 'read-api/identity/x.ts', "import { login } from '../../commands/identity/session';", /read-api\/ imports projections\//],
-    ['read-api', 'read-api/identity/x.ts', "import { sessionRoutes } from '../../write-api/identity/session';", /read-api\/ imports projections\//],
-    ['workers', 'workers/identity/x.ts', "import routes from '../../write-api/identity';", /workers\/ imports commands\/, projections\//],
-    ['gateway', 'gateway/x.ts', "import { login } from '../commands/identity/session';", /gateway\/ imports infra\/ and domain\/shared only/],
-    ['gateway', 'gateway/x.ts', "import { LIMITS } from '../domain/identity/constants';", /gateway\/ imports infra\/ and domain\/shared only/],
-    ['infra', 'infra/x.ts', "import { buildApp } from '../gateway/app';", /infra\/ imports no context and no API layer/],
-    ['infra', 'infra/identity/x.ts', "import { accessOf } from '../../domain/identity/access';", /infra\/ imports no context and no API layer/],
-    ['infra', 'infra/runtime/x.ts', "export { startPlatform } from '../../app/platform';", /infra\/ imports no context and no API layer/],
-    ['infra', 'infra/runtime/x.ts', "export const load = () => import('../../commands/identity/account');", /infra\/ imports no context and no API layer/],
-  ])('refuses a violation in %s (%s: %s)', async (_layer, path, source, message) => {
-    const messages = await lint(path, `${source}\n`);
-    expect(messages.length, messages.join('\n')).toBeGreaterThan(0);
-    expect(messages.join('\n')).toMatch(message);
-  }, 60_000);
+    [
+      'commands',
+      'commands/identity/x.ts',
+      "import { findUser } from '../../projections/identity/queries';",
+      /commands\/ imports domain\/ and infra\//,
+    ],
+    [
+      'commands',
+      'commands/identity/repositories/x.ts',
+      "import { sessionRoutes } from '../../../write-api/identity/session';",
+      /commands\/ imports domain\/ and infra\//,
+    ],
+    [
+      'projections',
+      'projections/identity/x.ts',
+      "import { login } from '../../commands/identity/session';",
+      /projections\/ imports domain\/ and infra\//,
+    ],
+    [
+      'write-api',
+      'write-api/identity/x.ts',
+      "import { findUser } from '../../projections/identity/queries';",
+      /write-api\/ imports commands\//,
+    ],
+    [
+      'read-api',
+      'read-api/identity/x.ts',
+      "import { login } from '../../commands/identity/session';",
+      /read-api\/ imports projections\//,
+    ],
+    [
+      'read-api',
+      'read-api/identity/x.ts',
+      "import { sessionRoutes } from '../../write-api/identity/session';",
+      /read-api\/ imports projections\//,
+    ],
+    [
+      'workers',
+      'workers/identity/x.ts',
+      "import routes from '../../write-api/identity';",
+      /workers\/ imports commands\/, projections\//,
+    ],
+    [
+      'gateway',
+      'gateway/x.ts',
+      "import { login } from '../commands/identity/session';",
+      /gateway\/ imports infra\/ and domain\/shared only/,
+    ],
+    [
+      'gateway',
+      'gateway/x.ts',
+      "import { LIMITS } from '../domain/identity/constants';",
+      /gateway\/ imports infra\/ and domain\/shared only/,
+    ],
+    [
+      'infra',
+      'infra/x.ts',
+      "import { buildApp } from '../gateway/app';",
+      /infra\/ imports no context and no API layer/,
+    ],
+    [
+      'infra',
+      'infra/identity/x.ts',
+      "import { accessOf } from '../../domain/identity/access';",
+      /infra\/ imports no context and no API layer/,
+    ],
+    [
+      'infra',
+      'infra/runtime/x.ts',
+      "export { startPlatform } from '../../app/platform';",
+      /infra\/ imports no context and no API layer/,
+    ],
+    [
+      'infra',
+      'infra/runtime/x.ts',
+      "export const load = () => import('../../commands/identity/account');",
+      /infra\/ imports no context and no API layer/,
+    ],
+  ])(
+    'refuses a violation in %s (%s: %s)',
+    async (_layer, path, source, message) => {
+      const messages = await lint(path, `${source}\n`);
+      expect(messages.length, messages.join('\n')).toBeGreaterThan(0);
+      expect(messages.join('\n')).toMatch(message);
+    },
+    60_000,
+  );
 
   it('refuses reading the clock in the domain, and lets it parse a stated time', async () => {
-    expect((await lint('domain/identity/x.ts', 'export const now = () => new Date();\n')).join('\n')).toMatch(/new Date\(\) reads the clock/);
-    expect((await lint('domain/identity/x.ts', 'export const at = (iso: string) => new Date(iso).getTime();\n'))).toEqual([]);
+    expect((await lint('domain/identity/x.ts', 'export const now = () => new Date();\n')).join('\n')).toMatch(
+      /new Date\(\) reads the clock/,
+    );
+    expect(await lint('domain/identity/x.ts', 'export const at = (iso: string) => new Date(iso).getTime();\n')).toEqual(
+      [],
+    );
   }, 60_000);
 
   it.each([
-    ['commands', 'commands/identity/x.ts', "import { identityRuntime } from '../../infra/identity/runtime';\nimport { LIMITS } from '../../domain/identity/constants';"],
+    [
+      'commands',
+      'commands/identity/x.ts',
+      "import { identityRuntime } from '../../infra/identity/runtime';\nimport { LIMITS } from '../../domain/identity/constants';",
+    ],
     ['commands', 'commands/identity/x.ts', "import { findTransaction } from '../money/lookups';"],
-    ['infra', 'infra/projections/x.ts', "import { ProjectionEngine } from './engine';\nimport { sql } from '../projections/projection';\nimport { commonErrors } from '../../domain/shared/errors';"],
-    ['workers', 'workers/identity/x.ts', "import { login } from '../../commands/identity/session';\nimport { findUser } from '../../projections/identity/queries';"],
+    [
+      'infra',
+      'infra/projections/x.ts',
+      "import { ProjectionEngine } from './engine';\nimport { sql } from '../projections/projection';\nimport { commonErrors } from '../../domain/shared/errors';",
+    ],
+    [
+      'workers',
+      'workers/identity/x.ts',
+      "import { login } from '../../commands/identity/session';\nimport { findUser } from '../../projections/identity/queries';",
+    ],
     ['app', 'app/x.ts', "import { buildApp } from '../gateway/app';\nimport routes from '../write-api/identity';"],
     ['domain', 'domain/identity/x.ts', "import { z } from 'zod';\nimport { commonErrors } from '../shared/errors';"],
-  ])('lets %s import what it may (%s)', async (_layer, path, source) => {
-    expect(await lint(path, `${source}\n`)).toEqual([]);
-  }, 60_000);
+  ])(
+    'lets %s import what it may (%s)',
+    async (_layer, path, source) => {
+      expect(await lint(path, `${source}\n`)).toEqual([]);
+    },
+    60_000,
+  );
 });

@@ -7,7 +7,11 @@ import { murmur2, partitionForKey, toPositive } from '../../../infra/log/murmur2
 const kafkajsPartition = (key: string | Buffer, partitions: number): number => {
   const partitioner = Partitioners.DefaultPartitioner();
   const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({
-    partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0],
+    partitionId,
+    leader: 0,
+    partitionErrorCode: 0,
+    replicas: [0],
+    isr: [0],
   }));
   const args: PartitionerArgs = { topic: 't', partitionMetadata, message: { key, value: null } };
   return partitioner(args);
@@ -53,9 +57,13 @@ describe('murmur2 against the Java client', () => {
 describe('murmur2 against kafkajs DefaultPartitioner', () => {
   it('agrees on every string key and partition count', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 80 }), fc.integer({ min: 1, max: 256 }), (key, partitions) => {
-        expect(partitionForKey(key, partitions)).toBe(kafkajsPartition(key, partitions));
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 80 }),
+        fc.integer({ min: 1, max: 256 }),
+        (key, partitions) => {
+          expect(partitionForKey(key, partitions)).toBe(kafkajsPartition(key, partitions));
+        },
+      ),
       { numRuns: 2000 },
     );
   });

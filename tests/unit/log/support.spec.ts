@@ -50,7 +50,9 @@ describe('validateTopicSpecs', () => {
   });
 
   it('accepts platform topic names', () => {
-    expect(() => validateTopicSpecs([{ name: 'platform.money.events', partitions: 12, retentionMs: 86_400_000 }])).not.toThrow();
+    expect(() =>
+      validateTopicSpecs([{ name: 'platform.money.events', partitions: 12, retentionMs: 86_400_000 }]),
+    ).not.toThrow();
   });
 
   it('refuses partitions and retention that are not positive integers', () => {
@@ -68,7 +70,9 @@ describe('chunk', () => {
 
 describe('withTimeout', () => {
   it('rejects naming the work when it takes too long', async () => {
-    await expect(withTimeout(new Promise(() => undefined), 20, 'the ping')).rejects.toThrow('the ping timed out after 20 ms');
+    await expect(withTimeout(new Promise(() => undefined), 20, 'the ping')).rejects.toThrow(
+      'the ping timed out after 20 ms',
+    );
   });
 
   it('passes the result through when in time', async () => {

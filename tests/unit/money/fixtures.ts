@@ -21,17 +21,85 @@ export const history = (...commands: WalletCommand[]): WalletEvent[] => {
   return events;
 };
 
-export const opened = (currency = 'USD', walletId = W): WalletCommand => ({ type: 'OpenWallet', walletId, userId: 'u-1', currency, label: 'main', now: T0, ownerHasWallet: false });
-const movement = (amount: bigint, currency = 'USD') => ({ walletId: W, transactionId: txId(), amount, currency, reason: '', meta: '{}', idempotencyKey: null, now: T0, limits });
-export const credit = (amount: bigint, currency = 'USD'): WalletCommand => ({ type: 'Credit', ...movement(amount, currency) });
-export const debit = (amount: bigint, currency = 'USD'): WalletCommand => ({ type: 'Debit', ...movement(amount, currency) });
-export const hold = (amount: bigint, id = txId(), expiresAt = '2025-01-02T00:00:00.000Z', maxHolds = 100): WalletCommand =>
-  ({ type: 'PlaceHold', ...movement(amount), transactionId: id, expiresAt, maxHolds, slotFreeInSeconds: 60 });
-export const confirm = (holdId: string, now = T0, previously: 'confirmed' | 'canceled' | 'expired' | null = null): WalletCommand =>
-  ({ type: 'ConfirmHold', walletId: W, holdId, transactionId: txId(), reason: '', meta: '{}', idempotencyKey: null, now, previously });
-export const cancel = (holdId: string, now = T0, previously: 'confirmed' | 'canceled' | 'expired' | null = null): WalletCommand =>
-  ({ type: 'CancelHold', walletId: W, holdId, transactionId: txId(), reason: '', meta: '{}', idempotencyKey: null, now, previously });
-export const expire = (holdId: string, now: string): WalletCommand => ({ type: 'ExpireHold', walletId: W, holdId, transactionId: txId(), now, tenantId: 't-1' });
+export const opened = (currency = 'USD', walletId = W): WalletCommand => ({
+  type: 'OpenWallet',
+  walletId,
+  userId: 'u-1',
+  currency,
+  label: 'main',
+  now: T0,
+  ownerHasWallet: false,
+});
+const movement = (amount: bigint, currency = 'USD') => ({
+  walletId: W,
+  transactionId: txId(),
+  amount,
+  currency,
+  reason: '',
+  meta: '{}',
+  idempotencyKey: null,
+  now: T0,
+  limits,
+});
+export const credit = (amount: bigint, currency = 'USD'): WalletCommand => ({
+  type: 'Credit',
+  ...movement(amount, currency),
+});
+export const debit = (amount: bigint, currency = 'USD'): WalletCommand => ({
+  type: 'Debit',
+  ...movement(amount, currency),
+});
+export const hold = (
+  amount: bigint,
+  id = txId(),
+  expiresAt = '2025-01-02T00:00:00.000Z',
+  maxHolds = 100,
+): WalletCommand => ({
+  type: 'PlaceHold',
+  ...movement(amount),
+  transactionId: id,
+  expiresAt,
+  maxHolds,
+  slotFreeInSeconds: 60,
+});
+export const confirm = (
+  holdId: string,
+  now = T0,
+  previously: 'confirmed' | 'canceled' | 'expired' | null = null,
+): WalletCommand => ({
+  type: 'ConfirmHold',
+  walletId: W,
+  holdId,
+  transactionId: txId(),
+  reason: '',
+  meta: '{}',
+  idempotencyKey: null,
+  now,
+  previously,
+});
+export const cancel = (
+  holdId: string,
+  now = T0,
+  previously: 'confirmed' | 'canceled' | 'expired' | null = null,
+): WalletCommand => ({
+  type: 'CancelHold',
+  walletId: W,
+  holdId,
+  transactionId: txId(),
+  reason: '',
+  meta: '{}',
+  idempotencyKey: null,
+  now,
+  previously,
+});
+export const expire = (holdId: string, now: string): WalletCommand => ({
+  type: 'ExpireHold',
+  walletId: W,
+  holdId,
+  transactionId: txId(),
+  now,
+  tenantId: 't-1',
+});
 
 /** given / when / then over the wallet decider */
 export const given = (...commands: WalletCommand[]) => {

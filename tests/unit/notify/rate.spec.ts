@@ -3,8 +3,18 @@ import type { RateWindow } from '../../../domain/notify/rate';
 import { admit, rateScopes, WINDOW_MS } from '../../../domain/notify/rate';
 
 const limits = { perTenant: 100, perModule: 50 };
-const candidates = (n: number, m: { tenantId?: string; module?: string | null; rateLimited?: boolean } = {}, prefix = 'n') =>
-  Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, scopes: rateScopes({ tenantId: m.tenantId ?? 't1', module: m.module ?? null, rateLimited: m.rateLimited ?? true }, limits) }));
+const candidates = (
+  n: number,
+  m: { tenantId?: string; module?: string | null; rateLimited?: boolean } = {},
+  prefix = 'n',
+) =>
+  Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}${i}`,
+    scopes: rateScopes(
+      { tenantId: m.tenantId ?? 't1', module: m.module ?? null, rateLimited: m.rateLimited ?? true },
+      limits,
+    ),
+  }));
 
 describe('the tenant window (100 per minute)', () => {
   it('admits 100 of 150 at once, in order, and none of the rest', () => {
@@ -18,17 +28,29 @@ describe('the tenant window (100 per minute)', () => {
     expect(admit(candidates(50), full, 1_000 + WINDOW_MS).admitted).toHaveLength(50);
   });
   it('counts tenants apart', () => {
-    const { admitted } = admit([...candidates(100, { tenantId: 'a' }, 'a'), ...candidates(100, { tenantId: 'b' }, 'b'), ...candidates(1, { tenantId: 'a' }, 'late')], new Map(), 0);
+    const { admitted } = admit(
+      [
+        ...candidates(100, { tenantId: 'a' }, 'a'),
+        ...candidates(100, { tenantId: 'b' }, 'b'),
+        ...candidates(1, { tenantId: 'a' }, 'late'),
+      ],
+      new Map(),
+      0,
+    );
     expect(admitted).toHaveLength(200);
     expect(admitted).not.toContain('late0');
   });
-  it('does not count messages exempt from the limits (the platform\'s own mails)', () =>
+  it("does not count messages exempt from the limits (the platform's own mails)", () =>
     expect(admit(candidates(500, { rateLimited: false }), new Map(), 0).admitted).toHaveLength(500));
 });
 
 describe('the module window (50 per minute within the tenant)', () => {
-  it('admits 50 of one module, and the tenant\'s other messages up to 100', () => {
-    const { admitted } = admit([...candidates(80, { module: 'billing' }, 'b'), ...candidates(80, {}, 'x')], new Map(), 0);
+  it("admits 50 of one module, and the tenant's other messages up to 100", () => {
+    const { admitted } = admit(
+      [...candidates(80, { module: 'billing' }, 'b'), ...candidates(80, {}, 'x')],
+      new Map(),
+      0,
+    );
     expect(admitted.filter((id) => id.startsWith('b'))).toHaveLength(50);
     expect(admitted.filter((id) => id.startsWith('x'))).toHaveLength(50);
   });

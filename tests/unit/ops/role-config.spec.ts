@@ -4,8 +4,16 @@ import { ConfigError, loadConfig } from '../../../infra/config';
 import type { Role } from '../../../app/platform';
 import { roleConfigProblems } from '../../../app/role-config';
 
-const projections = [{ name: 'tally.counters', mode: 'inline' as const }, { name: 'tally.totals', mode: 'async' as const }];
-const complete = { PLATFORM_ENV: 'production', DATABASE_URL: 'postgres://u:p@db:5432/platform', ROOT_URL: 'https://api.example.com', PLATFORM_SECRET_KEY: randomBytes(32).toString('base64') };
+const projections = [
+  { name: 'tally.counters', mode: 'inline' as const },
+  { name: 'tally.totals', mode: 'async' as const },
+];
+const complete = {
+  PLATFORM_ENV: 'production',
+  DATABASE_URL: 'postgres://u:p@db:5432/platform',
+  ROOT_URL: 'https://api.example.com',
+  PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+};
 const problems = (role: Role, env: Record<string, string>, projection?: string) =>
   roleConfigProblems({ role, projection, projections, config: loadConfig(env) }).map((p) => p.split(':')[0]);
 const loadProblems = (env: Record<string, string>) => {
@@ -25,7 +33,11 @@ describe('the configuration a role needs', () => {
   it('is one database, one ROOT_URL and one secret for every serve role', () => {
     for (const role of ['gateway', 'write-api', 'read-api', 'workers'] as const) {
       expect(problems(role, complete)).toEqual([]);
-      expect(problems(role, { PLATFORM_ENV: 'production' })).toEqual(['DATABASE_URL', 'ROOT_URL', 'PLATFORM_SECRET_KEY']);
+      expect(problems(role, { PLATFORM_ENV: 'production' })).toEqual([
+        'DATABASE_URL',
+        'ROOT_URL',
+        'PLATFORM_SECRET_KEY',
+      ]);
     }
   });
 
@@ -36,10 +48,19 @@ describe('the configuration a role needs', () => {
 
   it('is, for a projector, the name of an async projection', () => {
     expect(problems('projector', complete, 'tally.totals')).toEqual([]);
-    expect(roleConfigProblems({ role: 'projector', projection: 'tally.counters', projections, config: loadConfig(complete) }))
-      .toEqual(['projection "tally.counters": inline (kept in each command\'s transaction), not run by a projector; name one of its async projections: tally.totals']);
-    expect(roleConfigProblems({ role: 'projector', projection: 'audit', projections: [], config: loadConfig(complete) })[0])
-      .toMatch(/^projection "audit": no such projection; this platform has no async projection/);
+    expect(
+      roleConfigProblems({
+        role: 'projector',
+        projection: 'tally.counters',
+        projections,
+        config: loadConfig(complete),
+      }),
+    ).toEqual([
+      'projection "tally.counters": inline (kept in each command\'s transaction), not run by a projector; name one of its async projections: tally.totals',
+    ]);
+    expect(
+      roleConfigProblems({ role: 'projector', projection: 'audit', projections: [], config: loadConfig(complete) })[0],
+    ).toMatch(/^projection "audit": no such projection; this platform has no async projection/);
   });
 });
 
@@ -53,7 +74,9 @@ describe('a malformed variable', () => {
   });
 
   it('never repeats a value that may hold a credential', () => {
-    expect(loadProblems({ DATABASE_URL: 'mysql://u:hunter2@db/x', REDIS_URL: 'hunter2', PLATFORM_SECRET_KEY: 'hunter2' })).toEqual([
+    expect(
+      loadProblems({ DATABASE_URL: 'mysql://u:hunter2@db/x', REDIS_URL: 'hunter2', PLATFORM_SECRET_KEY: 'hunter2' }),
+    ).toEqual([
       'DATABASE_URL: expected a postgres:// URL such as postgres://user:password@host:5432/platform',
       'REDIS_URL: expected a URL such as redis://valkey:6379',
       'PLATFORM_SECRET_KEY: expected base64 of at least 32 random bytes (openssl rand -base64 32)',

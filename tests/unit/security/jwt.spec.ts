@@ -2,7 +2,13 @@ import { createHmac, createPublicKey, randomBytes } from 'node:crypto';
 import { generateKeyPair, importJWK, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  AccessTokenError, exportKeyRing, importKeyRing, KeyRing, type AccessTokenSubject, type KeyRingOptions, type PersistedSigningKey,
+  AccessTokenError,
+  exportKeyRing,
+  importKeyRing,
+  KeyRing,
+  type AccessTokenSubject,
+  type KeyRingOptions,
+  type PersistedSigningKey,
 } from '../../../infra/security/jwt';
 import { SecretBox } from '../../../infra/security/secret-box';
 
@@ -25,7 +31,13 @@ const nowSeconds = (ms: number) => Math.floor(ms / 1000);
 /** A clock the tests move by hand, and a ring (persisted rows too) built on it. */
 const setup = async (overrides: Partial<KeyRingOptions> = {}) => {
   const clock = { ms: START };
-  const options: KeyRingOptions = { issuer: ISSUER, audience: AUDIENCE, maxTokenLifetimeSeconds: MAX_LIFETIME, now: () => clock.ms, ...overrides };
+  const options: KeyRingOptions = {
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    maxTokenLifetimeSeconds: MAX_LIFETIME,
+    now: () => clock.ms,
+    ...overrides,
+  };
   const ring = await KeyRing.generate(options);
   const box = new SecretBox([{ id: 'k1', key: randomBytes(32) }]);
   return { clock, options, ring, box };
@@ -39,7 +51,11 @@ const genuinePrivateKey = async (ring: KeyRing, box: SecretBox): Promise<{ kid: 
 };
 
 const validPayload = (iat: number): JWTPayload => ({
-  ...subject, iss: ISSUER, aud: AUDIENCE, iat, exp: iat + ACCESS_LIFETIME,
+  ...subject,
+  iss: ISSUER,
+  aud: AUDIENCE,
+  iat,
+  exp: iat + ACCESS_LIFETIME,
 });
 
 const rejection = async (promise: Promise<unknown>): Promise<AccessTokenError> => {
@@ -57,7 +73,13 @@ describe('a token the ring signed and that is still valid', () => {
     const { ring } = await setup();
     const token = await ring.sign(subject, { expiresInSeconds: ACCESS_LIFETIME });
     const iat = nowSeconds(START);
-    expect(await ring.verify(token)).toEqual({ ...subject, iss: ISSUER, aud: AUDIENCE, iat, exp: iat + ACCESS_LIFETIME });
+    expect(await ring.verify(token)).toEqual({
+      ...subject,
+      iss: ISSUER,
+      aud: AUDIENCE,
+      iat,
+      exp: iat + ACCESS_LIFETIME,
+    });
   });
 
   it('carries the header {alg: ES256, kid, typ: JWT} and nothing else', async () => {
@@ -109,12 +131,15 @@ describe('a token verified once and presented again (verified-token cache)', () 
     await ring.verify(token);
     const [header, payload, signature] = token.split('.');
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString());
-    expect((await rejection(ring.verify(`${header}.${b64({ ...claims, roles: ['platform.admin'] })}.${signature}`))).reason).toBe('invalid');
+    expect(
+      (await rejection(ring.verify(`${header}.${b64({ ...claims, roles: ['platform.admin'] })}.${signature}`))).reason,
+    ).toBe('invalid');
   });
 
   it('holds at most the configured number of tokens', async () => {
     const { ring } = await setup({ verifiedTokenCacheSize: 2 });
-    for (const sub of ['a', 'b', 'c']) await ring.verify(await ring.sign({ ...subject, sub }, { expiresInSeconds: ACCESS_LIFETIME }));
+    for (const sub of ['a', 'b', 'c'])
+      await ring.verify(await ring.sign({ ...subject, sub }, { expiresInSeconds: ACCESS_LIFETIME }));
     expect(ring.cachedTokenCount).toBe(2);
   });
 
@@ -150,7 +175,9 @@ describe('an expired token', () => {
     const { ring, clock } = await setup();
     const { privateKey } = await generateKeyPair('ES256');
     const iat = nowSeconds(START);
-    const forged = await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', kid: ring.currentKid, typ: 'JWT' }).sign(privateKey);
+    const forged = await new SignJWT(validPayload(iat))
+      .setProtectedHeader({ alg: 'ES256', kid: ring.currentKid, typ: 'JWT' })
+      .sign(privateKey);
     clock.ms += (ACCESS_LIFETIME + 60) * 1000;
     expect((await rejection(ring.verify(forged))).reason).toBe('invalid');
   });
@@ -193,17 +220,23 @@ describe('the forged-token corpus', () => {
 
   it('refuses RS256 signed with a fresh RSA key under a known kid', async () => {
     const { privateKey } = await generateKeyPair('RS256');
-    await expectInvalid(await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(privateKey));
+    await expectInvalid(
+      await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(privateKey),
+    );
   });
 
   it('refuses an ES256 signature from another P-256 key under a known kid', async () => {
     const { privateKey } = await generateKeyPair('ES256');
-    await expectInvalid(await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(privateKey));
+    await expectInvalid(
+      await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(privateKey),
+    );
   });
 
   it('refuses ES384 and ES512 even though they are ECDSA too', async () => {
     const { privateKey } = await generateKeyPair('ES384');
-    await expectInvalid(await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES384', kid, typ: 'JWT' }).sign(privateKey));
+    await expectInvalid(
+      await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES384', kid, typ: 'JWT' }).sign(privateKey),
+    );
   });
 
   it('refuses a token with an unknown kid (signed by another ring)', async () => {
@@ -213,13 +246,19 @@ describe('the forged-token corpus', () => {
 
   it('refuses a genuine signature whose header lacks the kid', async () => {
     const genuine = await genuinePrivateKey(ring, box);
-    await expectInvalid(await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', typ: 'JWT' }).sign(genuine.key));
+    await expectInvalid(
+      await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', typ: 'JWT' }).sign(genuine.key),
+    );
   });
 
   it('refuses a tampered payload with the original signature kept', async () => {
     const [header, payload, signature] = (await ring.sign(subject, { expiresInSeconds: ACCESS_LIFETIME })).split('.');
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString());
-    for (const tampered of [{ ...claims, roles: ['Owner', 'platform.admin'] }, { ...claims, tenantId: 'another-tenant' }, { ...claims, exp: claims.exp + 86400 }]) {
+    for (const tampered of [
+      { ...claims, roles: ['Owner', 'platform.admin'] },
+      { ...claims, tenantId: 'another-tenant' },
+      { ...claims, exp: claims.exp + 86400 },
+    ]) {
       await expectInvalid(`${header}.${b64(tampered)}.${signature}`);
     }
   });
@@ -243,24 +282,32 @@ describe('the forged-token corpus', () => {
 
   it('refuses a genuine signature over a header with another typ', async () => {
     const genuine = await genuinePrivateKey(ring, box);
-    await expectInvalid(await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' }).sign(genuine.key));
+    await expectInvalid(
+      await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' }).sign(genuine.key),
+    );
   });
 
   it('refuses a genuine signature over claims missing tenantId', async () => {
     const genuine = await genuinePrivateKey(ring, box);
     const { tenantId: _omitted, ...claims } = validPayload(iat);
-    await expectInvalid(await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(genuine.key));
+    await expectInvalid(
+      await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(genuine.key),
+    );
   });
 
   it('refuses a genuine signature over a token living longer than the maximum', async () => {
     const genuine = await genuinePrivateKey(ring, box);
     const claims = { ...validPayload(iat), exp: iat + MAX_LIFETIME + 60 };
-    await expectInvalid(await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(genuine.key));
+    await expectInvalid(
+      await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(genuine.key),
+    );
   });
 
   it('refuses a genuine signature over a token issued in the future', async () => {
     const genuine = await genuinePrivateKey(ring, box);
-    await expectInvalid(await new SignJWT(validPayload(iat + 60)).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(genuine.key));
+    await expectInvalid(
+      await new SignJWT(validPayload(iat + 60)).setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' }).sign(genuine.key),
+    );
   });
 
   it('refuses structural garbage and oversized input', async () => {
@@ -300,7 +347,9 @@ describe('a ring after rotation', () => {
     await ring.rotate();
     clock.ms += (MAX_LIFETIME + 6) * 1000;
     const iat = nowSeconds(clock.ms);
-    const late = await new SignJWT(validPayload(iat)).setProtectedHeader({ alg: 'ES256', kid: genuine.kid, typ: 'JWT' }).sign(genuine.key);
+    const late = await new SignJWT(validPayload(iat))
+      .setProtectedHeader({ alg: 'ES256', kid: genuine.kid, typ: 'JWT' })
+      .sign(genuine.key);
     expect((await rejection(ring.verify(late))).reason).toBe('invalid');
   });
 });
@@ -328,7 +377,9 @@ describe('a ring persisted and loaded again', () => {
     expect(loaded.currentKid).toBe(ring.currentKid);
     expect(loaded.jwks()).toEqual(ring.jwks());
     clock.ms += 1000;
-    await expect(ring.verify(await loaded.sign(subject, { expiresInSeconds: 60 }))).resolves.toMatchObject({ sub: subject.sub });
+    await expect(ring.verify(await loaded.sign(subject, { expiresInSeconds: 60 }))).resolves.toMatchObject({
+      sub: subject.sub,
+    });
   });
 
   it('stores private keys only sealed', async () => {
@@ -346,9 +397,17 @@ describe('a ring persisted and loaded again', () => {
     await ring.rotate();
     const [a, b] = await exportKeyRing(ring, box);
     // The seal context binds the kid, so even a re-sealed swap must fail on the thumbprint check.
-    const swapped = { ...a!, sealedPrivateJwk: box.seal(box.openString(b!.sealedPrivateJwk, `jwt-signing-key:${b!.kid}`), `jwt-signing-key:${a!.kid}`) };
+    const swapped = {
+      ...a!,
+      sealedPrivateJwk: box.seal(
+        box.openString(b!.sealedPrivateJwk, `jwt-signing-key:${b!.kid}`),
+        `jwt-signing-key:${a!.kid}`,
+      ),
+    };
     await expect(importKeyRing([swapped], box, options)).rejects.toThrow(/does not match/);
-    await expect(importKeyRing([{ ...a!, sealedPrivateJwk: b!.sealedPrivateJwk }], box, options)).rejects.toThrow(/failed authentication/);
+    await expect(importKeyRing([{ ...a!, sealedPrivateJwk: b!.sealedPrivateJwk }], box, options)).rejects.toThrow(
+      /failed authentication/,
+    );
   });
 
   it('cannot be loaded without the secret-box key', async () => {

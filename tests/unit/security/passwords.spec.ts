@@ -2,7 +2,12 @@ import argon2 from 'argon2';
 import { describe, expect, it } from 'vitest';
 import { breachedPasswords, isBreachedPassword } from '../../../infra/security/breached-passwords';
 import {
-  checkPasswordPolicy, DUMMY_PASSWORD_HASH, dummyVerify, hashPassword, PASSWORD_HASH_PARAMS, verifyPassword,
+  checkPasswordPolicy,
+  DUMMY_PASSWORD_HASH,
+  dummyVerify,
+  hashPassword,
+  PASSWORD_HASH_PARAMS,
+  verifyPassword,
 } from '../../../infra/security/passwords';
 
 const codes = (password: string) => checkPasswordPolicy(password).map((e) => e.code);
@@ -24,7 +29,10 @@ describe('a password hashed with the current parameters', () => {
   });
 
   it('does not verify with a wrong password', async () => {
-    expect(await verifyPassword(await hashed, 'correct horse battery stapler')).toEqual({ ok: false, needsRehash: false });
+    expect(await verifyPassword(await hashed, 'correct horse battery stapler')).toEqual({
+      ok: false,
+      needsRehash: false,
+    });
   });
 
   it('is case-sensitive', async () => {
@@ -84,7 +92,9 @@ describe('the password policy', () => {
   });
 
   it('refuses 11 characters as TOO_SHORT on the password field', () => {
-    expect(checkPasswordPolicy('vX9#qL2!mR7')).toEqual([{ field: 'password', code: 'TOO_SHORT', message: expect.stringMatching(/12/) }]);
+    expect(checkPasswordPolicy('vX9#qL2!mR7')).toEqual([
+      { field: 'password', code: 'TOO_SHORT', message: expect.stringMatching(/12/) },
+    ]);
   });
 
   it('accepts 128 characters and refuses 129 as TOO_LONG', () => {
@@ -118,7 +128,9 @@ describe('the shipped breached-password list', () => {
 
   it('holds 100,000 lowercase entries of at most 128 characters', () => {
     expect(list.size).toBe(100_000);
-    const misfits = [...list].filter((entry) => entry !== entry.toLowerCase() || entry.length === 0 || entry.length > 128);
+    const misfits = [...list].filter(
+      (entry) => entry !== entry.toLowerCase() || entry.length === 0 || entry.length > 128,
+    );
     expect(misfits).toEqual([]);
   });
 
@@ -128,7 +140,8 @@ describe('the shipped breached-password list', () => {
   });
 
   it('holds the most common passwords', () => {
-    for (const common of ['123456', 'password', 'qwerty', 'iloveyou', 'dragon']) expect(isBreachedPassword(common)).toBe(true);
+    for (const common of ['123456', 'password', 'qwerty', 'iloveyou', 'dragon'])
+      expect(isBreachedPassword(common)).toBe(true);
   });
 
   it('is loaded once and shared', () => {

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { qrSvg } from '../../../infra/security/qr';
 import { otpauthUri } from '../../../infra/security/totp';
 
-const uri = otpauthUri({ issuer: 'Acme', account: 'ann@example.com', secretBase32: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP' });
+const uri = otpauthUri({
+  issuer: 'Acme',
+  account: 'ann@example.com',
+  secretBase32: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+});
 
 describe('a QR code for an otpauth URI', () => {
   it('is an SVG document with path data for the modules', async () => {

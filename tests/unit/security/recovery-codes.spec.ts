@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  formatRecoveryCode, generateRecoveryCodes, normalizeRecoveryCode, RECOVERY_CODE_COUNT, RecoveryCodeHasher,
+  formatRecoveryCode,
+  generateRecoveryCodes,
+  normalizeRecoveryCode,
+  RECOVERY_CODE_COUNT,
+  RecoveryCodeHasher,
 } from '../../../infra/security/recovery-codes';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -35,7 +39,10 @@ describe('the characters of many generated codes', () => {
     }
     const total = [...counts.values()].reduce((sum, n) => sum + n, 0);
     const expected = total / ALPHABET.length;
-    const chiSquare = [...ALPHABET].reduce((sum, char) => sum + ((counts.get(char) ?? 0) - expected) ** 2 / expected, 0);
+    const chiSquare = [...ALPHABET].reduce(
+      (sum, char) => sum + ((counts.get(char) ?? 0) - expected) ** 2 / expected,
+      0,
+    );
     expect(counts.size).toBe(36);
     expect(chiSquare).toBeLessThan(100);
   });
@@ -76,13 +83,13 @@ describe('a user with stored recovery-code hashes', () => {
     expect(hasher.verify('user-1', codes[3]!.toLowerCase().replace(/-/g, ''), stored)).toBe(3);
   });
 
-  it('rejects a code that is not one of the user\'s', () => {
+  it("rejects a code that is not one of the user's", () => {
     let other = generateRecoveryCodes(1)[0]!;
     while (codes.includes(other)) other = generateRecoveryCodes(1)[0]!;
     expect(hasher.verify('user-1', other, stored)).toBe(-1);
   });
 
-  it('rejects the user\'s code presented for another user (hashes are bound to the user)', () => {
+  it("rejects the user's code presented for another user (hashes are bound to the user)", () => {
     expect(hasher.verify('user-2', codes[0]!, stored)).toBe(-1);
   });
 

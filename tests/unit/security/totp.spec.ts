@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
-  base32Decode, base32Encode, generateTotpSecret, hotp, otpauthUri, totpCode, totpCounter, verifyTotp,
+  base32Decode,
+  base32Encode,
+  generateTotpSecret,
+  hotp,
+  otpauthUri,
+  totpCode,
+  totpCounter,
+  verifyTotp,
 } from '../../../infra/security/totp';
 
 // RFC 6238 Appendix B: the SHA-1 seed is the ASCII string "12345678901234567890".
@@ -31,8 +38,13 @@ describe('the RFC 6238 Appendix B SHA-1 test vectors', () => {
 
 describe('RFC 4648 base32', () => {
   const vectors: [string, string][] = [
-    ['', ''], ['f', 'MY======'], ['fo', 'MZXQ===='], ['foo', 'MZXW6==='],
-    ['foob', 'MZXW6YQ='], ['fooba', 'MZXW6YTB'], ['foobar', 'MZXW6YTBOI======'],
+    ['', ''],
+    ['f', 'MY======'],
+    ['fo', 'MZXQ===='],
+    ['foo', 'MZXW6==='],
+    ['foob', 'MZXW6YQ='],
+    ['fooba', 'MZXW6YTB'],
+    ['foobar', 'MZXW6YTBOI======'],
   ];
 
   it.each(vectors)('encodes "%s" as %s with padding', (plain, encoded) => {
@@ -119,7 +131,7 @@ describe('verifying a code at a moment in the middle of a window', () => {
     expect(verifyTotp(base32Decode(secret), hotp(secret, current), now)).toBe(current);
   });
 
-  it('returns the same counter when the same code is presented again, which is what the caller\'s replay rule keys on', () => {
+  it("returns the same counter when the same code is presented again, which is what the caller's replay rule keys on", () => {
     const code = hotp(secret, current);
     expect(verifyTotp(secret, code, now)).toBe(verifyTotp(secret, code, now + 5));
   });
