@@ -51,15 +51,23 @@ try {
   const answered: number[] = [];
   const started = Date.now();
   const inflight: Promise<unknown>[] = [];
+  let failed = 0;
   for (let i = 0; i < total; i += 1) {
     const due = started + (i * 1000) / rate;
     if (due > Date.now()) await sleep(due - Date.now());
     const t = Date.now();
     inflight.push(
-      client.call('POST', '/events/publish', { topic, type, payload: { i }, entityId: `item-${i % 64}` }).then((r) => {
-        sentAt.set(r.body.eventId as string, t);
-        answered.push(Date.now() - t);
-      }),
+      client
+        .call('POST', '/events/publish', { topic, type, payload: { i }, entityId: `item-${i % 64}` })
+        .then((r) => {
+          if (r.status !== 202) failed += 1;
+          else sentAt.set(r.body.eventId as string, t);
+          answered.push(Date.now() - t);
+        })
+        // an open loop offers the rate whatever the server keeps up with: a refused connection is counted, not fatal
+        .catch(() => {
+          failed += 1;
+        }),
     );
   }
   await Promise.all(inflight);
@@ -70,7 +78,7 @@ try {
     .map((d: Body) => (d.at as number) - sentAt.get(d.event.eventId)!);
   const l = summarize(latencies);
   console.log(
-    `publish → handler at ${Math.round(total / publishSeconds)} events/s offered (${total} events): p50 ${l.p50} ms, p99 ${l.p99} ms, delivered ${l.n} (aim p99 < 100 ms on Kafka at 1,000/s); the publish itself answered p50 ${summarize(answered).p50} ms, p99 ${summarize(answered).p99} ms`,
+    `publish → handler at ${Math.round(total / publishSeconds)} events/s offered (${total} events): p50 ${l.p50} ms, p99 ${l.p99} ms, delivered ${l.n}, failed ${failed} (aim p99 < 100 ms on Kafka at 1,000/s); the publish itself answered p50 ${summarize(answered).p50} ms, p99 ${summarize(answered).p99} ms`,
   );
 
   // 2. batch publish throughput: 500-event batches, 8 concurrent publishers, for `seconds`
