@@ -1,9 +1,6 @@
-import { expect } from 'vitest';
-import { fold } from '../../../domain/shared/decider';
-import { isDomainError } from '../../../domain/shared/errors';
-import type { FileEvent } from '../../../domain/files/events';
-import type { File, FileCommand } from '../../../domain/files/file';
+import type { FileCommand } from '../../../domain/files/file';
 import { fileDecider } from '../../../domain/files/file';
+import { commandScenario } from '../../support/decider-scenario';
 
 export const T = 'tenant-1';
 export const F = '01900000-0000-7000-8000-000000000001';
@@ -92,41 +89,5 @@ export const failJob = (jobId = 'j-1'): FileCommand => ({
   now: at(0),
 });
 
-/** the events of a history of commands, each decided on the state the earlier ones left */
-export const history = (...commands: FileCommand[]): FileEvent[] => {
-  let state: File = fileDecider.initialState();
-  const events: FileEvent[] = [];
-  for (const command of commands) {
-    const next = fileDecider.decide(command, state);
-    events.push(...next);
-    state = fold(fileDecider, next, state);
-  }
-  return events;
-};
-
-export const given = (...commands: FileCommand[]) => {
-  const state: File = fold(fileDecider, history(...commands));
-  return {
-    state,
-    when: (command: FileCommand) => {
-      const run = () => fileDecider.decide(command, state);
-      return {
-        then: (check: (events: FileEvent[], after: File) => void) => {
-          const events = run();
-          check(events, fold(fileDecider, events, state));
-        },
-        thenFails: (suffix: string, status?: number) => {
-          try {
-            run();
-          } catch (error) {
-            if (!isDomainError(error)) throw error;
-            expect(error.suffix).toBe(suffix);
-            if (status !== undefined) expect(error.status).toBe(status);
-            return;
-          }
-          throw new Error(`expected a refusal ${suffix}, got events`);
-        },
-      };
-    },
-  };
-};
+/** file histories written as commands, and given / when / then over them */
+export const { history, given } = commandScenario(fileDecider);

@@ -1,11 +1,8 @@
-import { expect } from 'vitest';
-import { fold } from '../../../domain/shared/decider';
-import { isDomainError } from '../../../domain/shared/errors';
-import type { WalletEvent } from '../../../domain/money/events';
 import type { PlanLimits } from '../../../domain/money/limits';
 import { DEFAULT_PLAN_LIMITS } from '../../../domain/money/limits';
-import type { Wallet, WalletCommand } from '../../../domain/money/wallet';
+import type { WalletCommand } from '../../../domain/money/wallet';
 import { walletDecider } from '../../../domain/money/wallet';
+import { commandScenario } from '../../support/decider-scenario';
 
 export const W = 'w-1';
 export const T0 = '2025-01-01T00:00:00.000Z';
@@ -14,12 +11,8 @@ export const limits: PlanLimits = DEFAULT_PLAN_LIMITS;
 let seq = 0;
 const txId = () => `tx-${++seq}`;
 
-/** the events of a wallet history, built by deciding commands (so fixtures are always valid) */
-export const history = (...commands: WalletCommand[]): WalletEvent[] => {
-  const events: WalletEvent[] = [];
-  for (const c of commands) events.push(...walletDecider.decide(c, fold(walletDecider, events)));
-  return events;
-};
+/** wallet histories written as commands (so fixtures are always valid), and given / when / then over them */
+export const { history, given } = commandScenario(walletDecider);
 
 export const opened = (currency = 'USD', walletId = W): WalletCommand => ({
   type: 'OpenWallet',
@@ -100,31 +93,3 @@ export const expire = (holdId: string, now: string): WalletCommand => ({
   now,
   tenantId: 't-1',
 });
-
-/** given / when / then over the wallet decider */
-export const given = (...commands: WalletCommand[]) => {
-  const state: Wallet = fold(walletDecider, history(...commands));
-  return {
-    state,
-    when: (command: WalletCommand) => {
-      const run = () => walletDecider.decide(command, state);
-      return {
-        then: (check: (events: WalletEvent[], after: Wallet) => void) => {
-          const events = run();
-          check(events, fold(walletDecider, events, state));
-        },
-        thenFails: (suffix: string, status?: number) => {
-          try {
-            run();
-          } catch (error) {
-            if (!isDomainError(error)) throw error;
-            expect(error.suffix).toBe(suffix);
-            if (status !== undefined) expect(error.status).toBe(status);
-            return;
-          }
-          throw new Error(`expected a refusal ${suffix}, got events`);
-        },
-      };
-    },
-  };
-};

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { fold } from '../../../domain/shared/decider';
-import { isDomainError } from '../../../domain/shared/errors';
 import type { NotificationEvent } from '../../../domain/notify/events';
-import type { Notification, NotificationCommand } from '../../../domain/notify/notification';
+import type { NotificationCommand } from '../../../domain/notify/notification';
 import { notificationDecider } from '../../../domain/notify/notification';
 import { MAX_ATTEMPTS, retryWaitMs } from '../../../domain/notify/retry';
+import { commandScenario } from '../../support/decider-scenario';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (seconds: number) => new Date(Date.parse(T0) + seconds * 1000).toISOString();
@@ -50,33 +50,7 @@ const confirm = (s = 0, possibleDuplicate = false): NotificationCommand => ({
 const abandon = (s = 0): NotificationCommand => ({ type: 'AbandonAttempt', now: at(s), error: 'worker lost' });
 const retry = (s = 0): NotificationCommand => ({ type: 'Retry', now: at(s) });
 
-const history = (...commands: NotificationCommand[]): NotificationEvent[] => {
-  const events: NotificationEvent[] = [];
-  for (const c of commands) events.push(...notificationDecider.decide(c, fold(notificationDecider, events)));
-  return events;
-};
-
-const given = (...commands: NotificationCommand[]) => {
-  const state: Notification = fold(notificationDecider, history(...commands));
-  return {
-    when: (c: NotificationCommand) => ({
-      then: (check: (events: NotificationEvent[], after: Notification) => void) => {
-        const events = notificationDecider.decide(c, state);
-        check(events, fold(notificationDecider, events, state));
-      },
-      thenFails: (suffix: string, status: number) => {
-        try {
-          notificationDecider.decide(c, state);
-        } catch (error) {
-          if (!isDomainError(error)) throw error;
-          expect([error.suffix, error.status]).toEqual([suffix, status]);
-          return;
-        }
-        throw new Error(`expected ${suffix}`);
-      },
-    }),
-  };
-};
+const { history, given } = commandScenario(notificationDecider);
 
 const types = (events: NotificationEvent[]) => events.map((e) => e.type);
 
