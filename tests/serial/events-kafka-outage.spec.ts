@@ -3,14 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireEnv } from '../support/env';
 import type { ApiClient, Body, Receiver, RegisteredModule } from '../support/events';
-import {
-  EVENTS_TEST_ENV,
-  eventually,
-  moduleClient,
-  registerModule,
-  startReceiver,
-  uniqueSlug,
-} from '../support/events';
+import { EVENTS_TEST_ENV, eventually, subscribedModule, startReceiver } from '../support/events';
 import type { TestPlatform } from '../support/platform';
 import { startTestPlatform } from '../support/platform';
 
@@ -37,30 +30,13 @@ describe('a batch publish while Kafka is stopped', () => {
       env: { ...EVENTS_TEST_ENV, EVENTS_BROKER_TIMEOUT_MS: '1000' },
     });
     receiver = await startReceiver();
-    const slug = uniqueSlug('kbrk');
-    crm = await registerModule(
-      platform,
-      {
-        slug,
-        version: '1.0.0',
-        events: {
-          publishes: [`${slug}.order.placed`],
-          subscribes: [`platform.${slug}.events`],
-          endpoint: receiver.url,
-        },
-      },
-      [tenantId],
-    );
-    client = moduleClient(platform, crm, tenantId);
-    expect(
-      (
-        await client.call('POST', '/events/subscriptions', {
-          topic: `platform.${slug}.events`,
-          consumerGroup: `${slug}.orders`,
-          handlerName: 'orders',
-        })
-      ).status,
-    ).toBe(201);
+    ({ module: crm, client: client } = await subscribedModule(platform, {
+      prefix: 'kbrk',
+      event: 'order.placed',
+      handler: 'orders',
+      receiver,
+      tenantId,
+    }));
   });
   afterAll(async () => {
     if (kafkaStopped) kafkaCtl('start'); // never leave the shared Kafka down, whatever failed

@@ -155,3 +155,29 @@ export const eventually = async <T>(
 let counter = 0;
 export const uniqueSlug = (prefix = 'mod'): string =>
   `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}${(counter += 1)}`.slice(0, 32);
+
+/**
+ * A module registered for one tenant that publishes one event type on its own topic and is
+ * subscribed to that topic with its webhook at `receiver`: the set-up of the delivery suites.
+ */
+export const subscribedModule = async (
+  p: TestPlatform,
+  o: { prefix: string; event: string; handler: string; receiver: Receiver; tenantId: string },
+): Promise<{ module: RegisteredModule; client: ApiClient; topic: string; type: string; subscriptionId: string }> => {
+  const slug = uniqueSlug(o.prefix);
+  const topic = `platform.${slug}.events`;
+  const type = `${slug}.${o.event}`;
+  const module = await registerModule(
+    p,
+    { slug, version: '1.0.0', events: { publishes: [type], subscribes: [topic], endpoint: o.receiver.url } },
+    [o.tenantId],
+  );
+  const client = moduleClient(p, module, o.tenantId);
+  const res = await client.call('POST', '/events/subscriptions', {
+    topic,
+    consumerGroup: `${slug}.${o.handler}`,
+    handlerName: o.handler,
+  });
+  if (res.status !== 201) throw new Error(`subscription answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return { module, client, topic, type, subscriptionId: res.body.id as string };
+};

@@ -9,14 +9,7 @@ import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import { requireEnv } from '../../support/env';
 import type { ApiClient, Body, Receiver, RegisteredModule } from '../../support/events';
-import {
-  EVENTS_TEST_ENV,
-  eventually,
-  moduleClient,
-  registerModule,
-  startReceiver,
-  uniqueSlug,
-} from '../../support/events';
+import { EVENTS_TEST_ENV, eventually, subscribedModule, startReceiver } from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { TcpProxy } from '../../support/tcp-proxy';
@@ -50,30 +43,13 @@ describe('a batch publish while the log is down', () => {
     (platform.kernel as { log: Kernel['log'] }).log = new PgLog(logDb, { logger: silentLogger() });
     configureEvents(platform.kernel, { settings: { brokerTimeoutMs: 300 } });
     receiver = await startReceiver();
-    const slug = uniqueSlug('brk');
-    crm = await registerModule(
-      platform,
-      {
-        slug,
-        version: '1.0.0',
-        events: {
-          publishes: [`${slug}.order.placed`],
-          subscribes: [`platform.${slug}.events`],
-          endpoint: receiver.url,
-        },
-      },
-      [tenantId],
-    );
-    client = moduleClient(platform, crm, tenantId);
-    expect(
-      (
-        await client.call('POST', '/events/subscriptions', {
-          topic: `platform.${slug}.events`,
-          consumerGroup: `${slug}.orders`,
-          handlerName: 'orders',
-        })
-      ).status,
-    ).toBe(201);
+    ({ module: crm, client: client } = await subscribedModule(platform, {
+      prefix: 'brk',
+      event: 'order.placed',
+      handler: 'orders',
+      receiver,
+      tenantId,
+    }));
   });
   afterAll(async () => {
     await platform?.close();

@@ -2,14 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIT_TOPIC } from '../../../infra/audit';
 import type { ApiClient, Body, Receiver, RegisteredModule } from '../../support/events';
-import {
-  EVENTS_TEST_ENV,
-  eventually,
-  moduleClient,
-  registerModule,
-  startReceiver,
-  uniqueSlug,
-} from '../../support/events';
+import { EVENTS_TEST_ENV, eventually, subscribedModule, startReceiver } from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 
@@ -31,26 +24,13 @@ describe.each([
   beforeAll(async () => {
     platform = await startTestPlatform({ role: 'all', modules: ['events'], kafka, env: EVENTS_TEST_ENV });
     receiver = await startReceiver();
-    const slug = uniqueSlug('rate');
-    crm = await registerModule(
-      platform,
-      {
-        slug,
-        version: '1.0.0',
-        events: { publishes: [`${slug}.job.failed`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url },
-      },
-      [tenantId],
-    );
-    client = moduleClient(platform, crm, tenantId);
-    expect(
-      (
-        await client.call('POST', '/events/subscriptions', {
-          topic: `platform.${slug}.events`,
-          consumerGroup: `${slug}.jobs`,
-          handlerName: 'jobs',
-        })
-      ).status,
-    ).toBe(201);
+    ({ module: crm, client: client } = await subscribedModule(platform, {
+      prefix: 'rate',
+      event: 'job.failed',
+      handler: 'jobs',
+      receiver,
+      tenantId,
+    }));
   });
   afterAll(async () => {
     await platform?.close();

@@ -3,14 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkLag } from '../../../commands/events/lag';
 import { offsetClock } from '../../support/clock';
 import type { ApiClient, Receiver, RegisteredModule } from '../../support/events';
-import {
-  EVENTS_TEST_ENV,
-  eventually,
-  moduleClient,
-  registerModule,
-  startReceiver,
-  uniqueSlug,
-} from '../../support/events';
+import { EVENTS_TEST_ENV, eventually, subscribedModule, startReceiver } from '../../support/events';
 import { seedOwner } from '../../support/files';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
@@ -50,24 +43,17 @@ describe('consumer lag alerts', () => {
     });
     await seedOwner(platform.kernel.db, tenantId, randomUUID(), ownerEmail);
     receiver = await startReceiver();
-    const slug = uniqueSlug('lag');
-    mod = await registerModule(
-      platform,
-      {
-        slug,
-        version: '1.0.0',
-        events: { publishes: [`${slug}.job.ran`], subscribes: [`platform.${slug}.events`], endpoint: receiver.url },
-      },
-      [tenantId],
-    );
-    client = moduleClient(platform, mod, tenantId);
-    subscriptionId = (
-      await client.call('POST', '/events/subscriptions', {
-        topic: `platform.${slug}.events`,
-        consumerGroup: `${slug}.jobs`,
-        handlerName: 'jobs',
-      })
-    ).body.id as string;
+    ({
+      module: mod,
+      client,
+      subscriptionId,
+    } = await subscribedModule(platform, {
+      prefix: 'lag',
+      event: 'job.ran',
+      handler: 'jobs',
+      receiver,
+      tenantId,
+    }));
   });
   afterAll(async () => {
     await platform?.close();
