@@ -19,14 +19,22 @@ export interface HealthReport {
 
 type Check = () => Promise<void>;
 
-const DEGRADED_AFTER_MS = 1000;
-const TIMEOUT_MS = 3000;
+/** a component answering slower than degradedAfterMs is degraded; one not answering within timeoutMs is unhealthy */
+export interface HealthThresholds {
+  degradedAfterMs: number;
+  timeoutMs: number;
+}
+
+const DEFAULT_THRESHOLDS: HealthThresholds = { degradedAfterMs: 1000, timeoutMs: 3000 };
 
 export class HealthRegistry {
   private readonly checks = new Map<string, Check>();
   private readonly startedAt = Date.now();
 
-  constructor(private readonly version: string) {}
+  constructor(
+    private readonly version: string,
+    private readonly thresholds: HealthThresholds = DEFAULT_THRESHOLDS,
+  ) {}
 
   register(name: string, check: Check): void {
     this.checks.set(name, check);
@@ -34,7 +42,7 @@ export class HealthRegistry {
 
   async report(): Promise<HealthReport> {
     const entries = await Promise.all(
-      [...this.checks].map(async ([name, check]) => [name, await probe(check)] as const),
+      [...this.checks].map(async ([name, check]) => [name, await probe(check, this.thresholds)] as const),
     );
     const components = Object.fromEntries(entries);
     const states = entries.map(([, s]) => s.status);
@@ -47,18 +55,18 @@ export class HealthRegistry {
   }
 }
 
-const probe = async (check: Check): Promise<ComponentStatus> => {
+const probe = async (check: Check, { degradedAfterMs, timeoutMs }: HealthThresholds): Promise<ComponentStatus> => {
   const start = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       check(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
     const latencyMs = Math.round(performance.now() - start);
-    return latencyMs > DEGRADED_AFTER_MS
+    return latencyMs > degradedAfterMs
       ? { status: 'degraded', latencyMs, error: `slow: ${latencyMs} ms` }
       : { status: 'healthy', latencyMs, error: null };
   } catch (error) {

@@ -118,9 +118,11 @@ export const deliverNotices = async (
   limit = 100,
 ): Promise<{ sent: number; more: boolean }> => {
   const now = clock.now();
+  // due on the business clock (now); leased on the database's (now()): see migration 0401
   const { rows } = await db.query<Claimed>(
-    `UPDATE billing.notices SET next_attempt_at = $2::timestamptz + interval '${LEASE_MS} milliseconds', attempts = attempts + 1
-     WHERE id IN (SELECT id FROM billing.notices WHERE status = 'pending' AND next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+    `UPDATE billing.notices SET leased_until = now() + interval '${LEASE_MS} milliseconds', attempts = attempts + 1
+     WHERE id IN (SELECT id FROM billing.notices WHERE status = 'pending' AND next_attempt_at <= $2
+                  AND (leased_until IS NULL OR leased_until < now()) ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
      RETURNING id, tenant_id, notice_key, kind, subject, body, attempts`,
     [limit, now],
   );
@@ -144,11 +146,10 @@ export const deliverNotices = async (
     } catch (error) {
       onError(error, n.id);
       const wait = BACKOFF_MS[Math.min(n.attempts - 1, BACKOFF_MS.length - 1)]!;
-      await db.query(`UPDATE billing.notices SET last_error = $2, next_attempt_at = $3 WHERE id = $1`, [
-        n.id,
-        String((error as Error).message ?? error).slice(0, 500),
-        new Date(clock.now().getTime() + wait),
-      ]);
+      await db.query(
+        `UPDATE billing.notices SET last_error = $2, next_attempt_at = $3, leased_until = NULL WHERE id = $1`,
+        [n.id, String((error as Error).message ?? error).slice(0, 500), new Date(clock.now().getTime() + wait)],
+      );
     }
   }
   return { sent, more: rows.length === limit };

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingContext } from '../../../commands/billing/context';
 import { applyProviderCommands, createSubscription } from '../../../commands/billing/handlers';
+import type { BillingNotice } from '../../../commands/billing/notices';
+import { deliverNotices, recordNotices } from '../../../commands/billing/notices';
 import { configureNotify } from '../../../commands/notify/context';
 import { FREE_PLAN_ID } from '../../../domain/billing/plan';
 import { systemMeta } from '../../../infra/kernel';
+import { uuidV7Ids } from '../../../infra/runtime/clock';
 import { seedTenant } from '../../support/billing';
 import { escalate, eventually } from '../../support/billing-http';
 import { offsetClock } from '../../support/clock';
@@ -73,5 +76,64 @@ describe('billing notices with the notification service installed', () => {
     expect(mail.parsed.headers.get('x-platform-tenant')).toBe(tenantId);
     expect(mail.parsed.headers.get('x-notification-id')).toEqual(expect.any(String));
     expect(mail.parsed.subject).toBe('Payment failed: your subscription is past due');
+  });
+});
+
+describe('a notice being sent', () => {
+  it('is not claimed again by a second worker while the first is still sending, even when the clock jumps by days', async () => {
+    const { tenantId, email } = await seedTenant(p.kernel.db);
+    const ctx = billingContext(p.kernel);
+    await recordNotices(p.kernel.db, uuidV7Ids, clock.now(), tenantId, 'sub-1', [
+      { kind: 'payment_reminder', key: 'episode:x:day3', episode: 'x', subject: 'Reminder', text: 'unpaid' },
+    ]);
+    const sent: BillingNotice[] = [];
+    let release!: () => void;
+    const slowSend = new Promise<void>((resolve) => (release = resolve));
+    const failOnError = (error: unknown) => {
+      throw error;
+    };
+
+    // given a worker that claimed the notice and is still sending it
+    const first = deliverNotices(
+      p.kernel.db,
+      {
+        send: async (n) => {
+          sent.push(n);
+          await slowSend;
+        },
+      },
+      ctx.tenants,
+      clock,
+      failOnError,
+    );
+    await eventually(
+      async () => sent.length,
+      (n) => n === 1,
+      5_000,
+      'the first worker sending',
+    );
+    // when the business clock jumps 3 days and a second worker looks for due notices
+    clock.advance(3 * 86_400_000);
+    const second = await deliverNotices(
+      p.kernel.db,
+      {
+        send: async (n) => {
+          sent.push(n);
+        },
+      },
+      ctx.tenants,
+      clock,
+      failOnError,
+    );
+
+    // then the second finds nothing to send, and the notice reaches the owner once
+    expect(second.sent).toBe(0);
+    release();
+    expect((await first).sent).toBe(1);
+    expect(sent.map((n) => [n.to, n.key])).toEqual([[email, 'episode:x:day3']]);
+    const stored = await p.kernel.db.query('SELECT status, attempts FROM billing.notices WHERE tenant_id = $1', [
+      tenantId,
+    ]);
+    expect(stored.rows).toEqual([{ status: 'sent', attempts: 1 }]);
   });
 });
