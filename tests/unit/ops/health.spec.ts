@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatDuration, HealthRegistry } from '../../../infra/health';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const registry = () => new HealthRegistry('1.2.3', { degradedAfterMs: 50, timeoutMs: 200 });
 
 describe('the health report', () => {
@@ -34,7 +34,7 @@ describe('the health report', () => {
     const health = registry();
     health.register('slow', () => sleep(80));
     health.register('down', () => Promise.reject(new Error('connection refused')));
-    health.register('silent', () => new Promise(() => undefined));
+    health.register('silent', () => new Promise<void>(() => undefined));
     const report = await health.report();
     expect(report.status).toBe('unhealthy');
     expect(report.components.down).toEqual({ status: 'unhealthy', latencyMs: null, error: 'connection refused' });
