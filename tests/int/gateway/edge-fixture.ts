@@ -31,6 +31,15 @@ const probe = defineRoutes({
       { schema: { response: { 200: z.object({ n: z.number() }) } } },
       async () => ({ n: 'not a number' }) as never,
     );
+    // answers after a pause (at most 2 s): a request still in flight when the server stops
+    r.get(
+      '/edge-probe/slow',
+      { schema: { querystring: z.object({ ms: z.coerce.number().int().min(0).max(2000) }) } },
+      async (request) => {
+        await new Promise((resolve) => setTimeout(resolve, request.query.ms));
+        return { waited: request.query.ms };
+      },
+    );
     r.post(
       '/edge-probe/batch',
       { schema: { body: z.object({ items: z.array(z.number()) }) } },

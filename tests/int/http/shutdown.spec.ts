@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { testToken } from '../../support/auth';
+import { startTestPlatform } from '../../support/platform';
+
+/**
+ * A stop drains: requests in flight are answered, then the process stops at once — not after the
+ * keep-alive timeout (72 s) of a connection whose response was still being written when the stop
+ * began (gateway/app.ts closeConnectionsAsTheyIdle). buildApp serves every role, so one process
+ * shows it for all.
+ */
+describe('stopping the platform while a request is in flight', () => {
+  it('answers the request, then stops within a second or two though its keep-alive connection stays open on the client', async () => {
+    // given a platform answering a slow request on a keep-alive connection
+    const p = await startTestPlatform({ modules: ['tally', 'edge-fixture'] });
+    const headers = { authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}` };
+    expect((await p.http('/v1/edge-probe/slow?ms=0', { headers })).status).toBe(200); // the connection is open
+    const inFlight = p.http('/v1/edge-probe/slow?ms=400', { headers });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // when the platform stops before the answer is written
+    const started = Date.now();
+    const stopped = p.close();
+    const res = await inFlight;
+
+    // then the request is answered and the stop does not wait for the connection's keep-alive timeout
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ waited: 400 });
+    await stopped;
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+});
