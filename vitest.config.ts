@@ -75,6 +75,7 @@ export default defineConfig({
         test: {
           name: 'serial',
           include: ['tests/serial/**/*.spec.ts'],
+          globalSetup: ['tests/serial/kafka-cleanup.ts'],
           environment: 'node',
           testTimeout: 240_000,
           hookTimeout: 120_000,

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # What `npm test` runs: starts the test engines (scripts/test-infra.sh), then the vitest
-# projects unit, int, split, serial and e2e one after the other, and ends with the totals on one line:
+# projects unit, int, split, serial and e2e, and ends with the totals on one line:
 #   N passed, N failed, N skipped
 # Exits non-zero when a test failed, when vitest itself failed (an error outside a test, a
 # crash) or when the engines could not be started. A project without test files passes.
+# Time on 2 cores is spent where it overlaps: the engines start (installs, clamd's signatures,
+# the JVMs) while the static checks and unit run, and e2e (embedded engines only, none of the
+# shared servers) runs beside serial (mostly waiting for Kafka to stop and start); e2e's output
+# is printed when it is done.
 #
 #   scripts/test.sh                 all projects (unit, int, split, serial, e2e)
 #   scripts/test.sh unit            only the named projects (unit alone skips the engines)
@@ -15,22 +19,39 @@ cd "$ROOT" || exit 1
 LATEST_REPORTS=$ROOT/.test-infra/reports # the JSON reports of the last run, one file per project
 PROJECTS=("$@")
 ((${#PROJECTS[@]})) || PROJECTS=(unit int split serial e2e)
+has_project() {
+  local p
+  for p in "${PROJECTS[@]}"; do [[ $p == "$1" ]] && return 0; done
+  return 1
+}
 
+mkdir -p "$ROOT/.test-infra"
+REPORTS=$(mktemp -d "$ROOT/.test-infra/reports.XXXXXX") # private to this run: runs may overlap
 status=0
-infra_ok=1
 needs_infra=0
 for p in "${PROJECTS[@]}"; do [[ $p == unit ]] || needs_infra=1; done
 
+infra_pid=''
 if ((needs_infra)); then
-  if bash "$ROOT/scripts/test-infra.sh" </dev/null; then
+  echo "[test] starting the test engines in the background (scripts/test-infra.sh; log shown when ready)"
+  bash "$ROOT/scripts/test-infra.sh" </dev/null >"$REPORTS/infra.log" 2>&1 &
+  infra_pid=$!
+fi
+infra_state=unknown # ok | failed, once waited for
+wait_for_infra() {
+  [[ $infra_state == unknown ]] || return 0
+  if wait "$infra_pid"; then
+    infra_state=ok
+    cat "$REPORTS/infra.log"
     # shellcheck source=/dev/null
     source "$ROOT/.test-infra/env"
   else
-    echo "[test] ERROR: the test engines did not start; int and e2e are not run" >&2
-    infra_ok=0
+    infra_state=failed
+    cat "$REPORTS/infra.log" >&2
+    echo "[test] ERROR: the test engines did not start; the projects that need them are not run" >&2
     status=1
   fi
-fi
+}
 
 # Static checks (type check, lint, formatting) run with the full suite; a failing one counts as one failure.
 static_failed=0
@@ -50,25 +71,48 @@ if (($# == 0)); then
   fi
 fi
 
-mkdir -p "$ROOT/.test-infra"
-REPORTS=$(mktemp -d "$ROOT/.test-infra/reports.XXXXXX") # private to this run: runs may overlap
 read -r -a extra <<<"${VITEST_ARGS:-}"
 if [[ -x $ROOT/node_modules/.bin/vitest ]]; then VITEST=("$ROOT/node_modules/.bin/vitest"); else VITEST=(npx --no-install vitest); fi
-
-for p in "${PROJECTS[@]}"; do
-  if [[ $p != unit ]] && ((infra_ok == 0)); then
-    echo "[test] $p: skipped, engines unavailable" >&2
-    continue
-  fi
-  echo "[test] ---- vitest project: $p ----"
-  "${VITEST[@]}" run --project "$p" --passWithNoTests \
-    --reporter=default --reporter=json --outputFile.json="$REPORTS/$p.json" "${extra[@]}" </dev/null
-  rc=$?
-  if ((rc != 0)); then
-    echo "[test] $p: vitest exited with $rc" >&2
+run_project() {
+  "${VITEST[@]}" run --project "$1" --passWithNoTests \
+    --reporter=default --reporter=json --outputFile.json="$REPORTS/$1.json" "${extra[@]}" </dev/null
+}
+project_done() { # project, exit code
+  if (($2 != 0)); then
+    echo "[test] $1: vitest exited with $2" >&2
     status=1
   fi
+}
+
+e2e_pid=''
+for p in "${PROJECTS[@]}"; do
+  if [[ $p != unit ]]; then
+    wait_for_infra
+    if [[ $infra_state != ok ]]; then
+      echo "[test] $p: skipped, engines unavailable" >&2
+      continue
+    fi
+  fi
+  if [[ $p == e2e && -n $e2e_pid ]]; then
+    continue # started beside serial
+  fi
+  if [[ $p == serial ]] && has_project e2e; then
+    echo "[test] ---- vitest project: e2e (beside serial; its output follows serial's) ----"
+    run_project e2e >"$REPORTS/e2e.out" 2>&1 &
+    e2e_pid=$!
+  fi
+  echo "[test] ---- vitest project: $p ----"
+  run_project "$p"
+  project_done "$p" $?
 done
+if [[ -n $e2e_pid ]]; then
+  wait "$e2e_pid"
+  rc=$?
+  echo "[test] ---- vitest project: e2e (ran beside serial) ----"
+  cat "$REPORTS/e2e.out"
+  project_done e2e "$rc"
+fi
+if [[ -n $infra_pid && $infra_state == unknown ]]; then wait "$infra_pid" || true; fi
 
 # Totals from the JSON reports. A project without a report (vitest crashed, or not run) already
 # failed through its exit code; an unreadable report or a test file that failed to load counts as a failure.

@@ -316,9 +316,13 @@ broker.heartbeat.interval.ms=1000
 num.network.threads=2
 num.io.threads=4
 log.retention.hours=24
-log.segment.bytes=67108864"
+log.segment.bytes=67108864
+# a deleted topic's files go at once (the serial project's set-up deletes the run's topics before restarts)
+file.delete.delay.ms=1000"
   write_file "$KAFKA_DIR/server.properties" "$props" || changed=0
-  write_file "$KAFKA_DIR/log4j.properties" "log4j.rootLogger=INFO, stdout
+  # warnings only (INFO writes a line per partition and group: hundreds of MB in a run), and the start line
+  write_file "$KAFKA_DIR/log4j.properties" "log4j.rootLogger=WARN, stdout
+log4j.logger.kafka.server.KafkaRaftServer=INFO
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
 log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
 log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { namespacedLog } from '../../../infra/log/namespaced';
 import { PgLog } from '../../../infra/log/pg-log';
 import { partitionLockName } from '../../../infra/log/pg-log-session';
 import { createLogger } from '../../../infra/observability/logger';
@@ -25,6 +26,10 @@ afterAll(async () => {
 });
 
 describeLogContract('postgres', async () => new PgLog((await openDatabase()).db, fastOptions));
+// KAFKA_NAMESPACE's wrapper (infra/log/namespaced.ts) keeps the whole contract, over any log
+describeLogContract('postgres under a namespace', async () =>
+  namespacedLog(new PgLog((await openDatabase()).db, fastOptions), `${uniqueName('ns')}.`),
+);
 
 describe('the postgres log, beyond the contract', () => {
   let db: pg.Pool;
