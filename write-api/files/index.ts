@@ -147,7 +147,8 @@ export default defineRoutes({
     r.post(
       '/files/upload',
       {
-        config: { ...write, streamBody: true, problems: [413, 415, 503] },
+        // counted: at or above the plan's storage_bytes the gateway answers 402 plan-limit-exceeded (billing)
+        config: { ...write, streamBody: true, counts: 'storage_bytes', problems: [402, 413, 415, 503] },
         preHandler: beforeUpload(kernel),
         schema: {
           summary: 'Upload a file (multipart/form-data: file, bucket, originalName, mimeType?, meta?)',
@@ -164,7 +165,7 @@ export default defineRoutes({
     r.post(
       '/files/presign',
       {
-        config: { ...write, idempotency: 'optional', problems: [413, 503] },
+        config: { ...write, idempotency: 'optional', counts: 'storage_bytes', problems: [402, 413, 503] },
         schema: { body: PresignBody, response: { 200: PresignAnswer } },
       },
       async (request, reply) => {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingContext } from '../../../commands/billing/context';
 import { applyProviderCommands, createSubscription } from '../../../commands/billing/handlers';
@@ -7,6 +7,7 @@ import { systemMeta } from '../../../infra/kernel';
 import { BILLING_PERMISSIONS, recordServiceEvent, seedTenant } from '../../support/billing';
 import { escalate, eventually, operatorPlan } from '../../support/billing-http';
 import { offsetClock } from '../../support/clock';
+import { clamdEnv, filesClient, waitForStatus } from '../../support/files';
 import { MONEY_PERMISSIONS, moneyClient, seedMember } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
@@ -15,7 +16,8 @@ import { testToken } from '../../support/auth';
 /**
  * The gateway's billing checks (spec 001, Limit enforcement flow): a suspended tenant gets 402 on
  * mutations while its money debit passes, a terminated one 402 on every request, a tenant at a
- * plan limit 402 plan-limit-exceeded on the route that creates that resource; a plan change
+ * plan limit 402 plan-limit-exceeded on the route that creates that resource (members, stored
+ * bytes: real uploads, scanned by clamd and counted by billing from the files events); a plan change
  * reaches the gateway's caches through the log.
  */
 const DAY = 86_400_000;
@@ -66,9 +68,9 @@ const paymentFailed = (tenantId: string) =>
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['identity', 'billing', 'money'],
+    modules: ['identity', 'billing', 'money', 'files'],
     clock,
-    env: { BILLING_ESCALATION_INTERVAL_SEC: '3600' },
+    env: { BILLING_ESCALATION_INTERVAL_SEC: '3600', ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
   });
 });
 afterAll(async () => {
@@ -169,6 +171,58 @@ describe('a tenant at its users limit', () => {
       'the upgrade seen',
     );
     expect(after.status).not.toBe(402);
+  });
+});
+
+describe('a tenant at its storage limit', () => {
+  it('gets 402 plan-limit-exceeded on upload and presign once its stored bytes reach the limit; other tenants upload', async () => {
+    // given a tenant on a plan of 5,000 bytes with one 4,096-byte file stored
+    const small = await operatorPlan(p.kernel, { priceCents: 0, limits: { storageBytes: 5_000 } });
+    const t = await tenantWithTrial(small.id);
+    const files = filesClient(p.url, t.tenantId);
+    const upload = (bytes: number) => files.upload(randomBytes(bytes), { originalName: 'part.bin' });
+    const first = await upload(4_096);
+    expect(first.status, first.text).toBe(201);
+    await waitForStatus(files, first.body.id, 'available');
+
+    // when it uploads while below the limit, then again once at or above it
+    const below = await eventually(
+      async () => (await http('GET', '/billing/usage', t.token)).body,
+      (u) => u.usage.storageBytes === 4_096,
+      10_000,
+      'the first file counted',
+    );
+    expect(below.limits.storageBytes).toBe(5_000);
+    const second = await upload(4_096);
+    expect(second.status, second.text).toBe(201);
+    await waitForStatus(files, second.body.id, 'available');
+    const refused = await eventually(
+      () => upload(10),
+      (r) => r.status === 402,
+      10_000,
+      'an upload refused',
+    );
+
+    // then the upload and the presign are refused with the figures, and nothing was staged
+    expect(refused.body).toMatchObject({
+      status: 402,
+      resource: 'storage_bytes',
+      currentUsage: 8_192,
+      limit: 5_000,
+    });
+    expect(refused.body.type).toMatch(/\/plan-limit-exceeded$/);
+    const presign = await files.post('/files/presign', {
+      bucket: 'documents',
+      originalName: 'a.bin',
+      mimeType: 'application/octet-stream',
+      sizeBytes: 10,
+    });
+    expect(presign.status).toBe(402);
+    expect(presign.body.type).toMatch(/\/plan-limit-exceeded$/);
+    expect((await files.get('/files?status=pending_scan&page_size=100')).body.data).toEqual([]);
+    // another tenant on the free plan (1 GiB) uploads
+    const other = await tenantWithTrial();
+    expect((await filesClient(p.url, other.tenantId).upload(randomBytes(10))).status).toBe(201);
   });
 });
 
