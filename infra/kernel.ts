@@ -36,6 +36,22 @@ export interface Readiness {
 /** Permissions registered by modules; system.* and platform.* are reserved (spec 000). */
 export class PermissionRegistry {
   private readonly entries = new Map<string, { key: string; description: string; module: string }>();
+  private source: (() => Promise<void>) | null = null;
+
+  /**
+   * Permissions kept outside this process (the modules' own, registered and archived by migrations
+   * any process may run): `refresh` brings them up to date and current() calls it, so a reader that
+   * awaits current() sees another process's change on its next request.
+   */
+  trackSource(refresh: () => Promise<void>): void {
+    this.source ??= refresh;
+  }
+
+  /** this registry with the tracked source brought up to date (cheap when nothing changed) */
+  async current(): Promise<this> {
+    if (this.source) await this.source();
+    return this;
+  }
 
   register(module: string, permissions: Record<string, string>): void {
     for (const [key, description] of Object.entries(permissions)) {

@@ -177,6 +177,7 @@ export const loadAccess = async (
       WHERE m.tenant_id = $1 AND m.user_id = $2`,
     [tenantId, userId, PLATFORM_TENANT_ID],
   );
+  await kernel.permissions.current(); // a module's migration in another process may have changed them
   return accessOf(userId, tenantId, rows, registeredPermissions(kernel));
 };
 

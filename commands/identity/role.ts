@@ -26,9 +26,10 @@ const roleOf = async (uow: UnitOfWork, roleId: string) => {
  * keys — never system.*, platform.* or the platform owner's own permissions, never a deeper
  * wildcard (money.wallets.* would grant nothing at the check; one rule for writing and checking).
  */
-export const validatePermissions = (kernel: Kernel, permissions: string[]): void => {
+export const validatePermissions = async (kernel: Kernel, permissions: string[]): Promise<void> => {
   if (new Set(permissions).size > LIMITS.permissionsPerRole)
     throw identityErrors.rbacLimit('permissions per role', LIMITS.permissionsPerRole);
+  await kernel.permissions.current(); // a module's migration in another process may have changed them
   const modules = new Set(kernel.permissions.list().map((p) => moduleOf(p.key)));
   const refused = permissions.filter((p) => {
     if (/^(system|platform)\./.test(p) || PLATFORM_ONLY_PERMISSIONS.has(p)) return true;
@@ -63,7 +64,7 @@ export const createRole = async (
   authority: Authority,
   input: RoleDefinition,
 ): Promise<RoleView> => {
-  validatePermissions(kernel, input.permissions);
+  await validatePermissions(kernel, input.permissions);
   assertMayGrant(authority, input.permissions);
   // the tenant stream is the lock that keeps the per-tenant count and name uniqueness true under concurrency
   await uow.load(Tenant, tenantStream(uow.meta.tenantId), { lock: true });
@@ -92,7 +93,7 @@ export const updateRole = async (
   roleId: string,
   input: Partial<RoleDefinition>,
 ): Promise<RoleView> => {
-  if (input.permissions) validatePermissions(kernel, input.permissions);
+  if (input.permissions) await validatePermissions(kernel, input.permissions);
   const { loaded: role, state } = await roleOf(uow, roleId);
   if (state.builtIn) throw identityErrors.builtInRole();
   assertMayGrant(authority, [...state.permissions, ...(input.permissions ?? [])]);

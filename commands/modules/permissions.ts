@@ -1,6 +1,8 @@
 import { desiredPermissions } from '../../domain/data/access';
 import type { Manifest } from '../../domain/modules/manifest';
+import { bumpPermissionCatalogEpoch } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
+import { registerStoredPermissions } from '../../infra/permissions';
 import { loadModels } from '../data/catalog';
 import { dataContext } from '../data/context';
 
@@ -51,10 +53,14 @@ export const reconcilePermissions = async (
   kernel.permissions.register(module.slug, desired);
   kernel.permissions.unregister(archived);
   dataContext(kernel).catalog.drop(module.id);
+  // every other process reads the catalog again on its next request (and every cached access is stale)
+  await bumpPermissionCatalogEpoch(kernel).catch((err: unknown) =>
+    kernel.logger.warn({ err, module: module.slug }, 'the permission catalog epoch could not be bumped'),
+  );
   return desired;
 };
 
-/** at start (and from the health check): registers the active permissions in this process and retries pending reconciliations */
+/** at start (and from the health check): retries pending reconciliations and registers the stored permissions in this process */
 export const loadModulePermissions = async (kernel: Kernel): Promise<void> => {
   const pending = await kernel.db.query<{ id: string; slug: string; manifest: Manifest }>(
     `SELECT m.id, m.slug, m.manifest FROM modules.schema_state s JOIN rm.modules m ON m.id = s.module_id
@@ -65,11 +71,5 @@ export const loadModulePermissions = async (kernel: Kernel): Promise<void> => {
       kernel.logger.warn({ err, module: m.slug }, 'permission reconciliation failed; retried later'),
     );
   }
-  const known = await kernel.db.query<{ key: string; description: string; slug: string; status: string }>(
-    `SELECT p.key, p.description, p.status, m.slug FROM modules.permissions p JOIN rm.modules m ON m.id = p.module_id`,
-  );
-  for (const p of known.rows) {
-    if (p.status === 'active') kernel.permissions.register(p.slug, { [p.key]: p.description });
-    else kernel.permissions.unregister([p.key]);
-  }
+  await registerStoredPermissions(kernel);
 };

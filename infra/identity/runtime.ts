@@ -245,11 +245,28 @@ const accessEpochs = (kernel: Kernel): CacheEpochs => {
   return epochs;
 };
 
-/** a user's epoch covers them in every tenant; a tenant's covers every member */
+/** every access depends on the catalog of registered permissions too: the built-in Owner role grants them all */
+const CATALOG_SCOPE = 'permission-catalog';
+
+/** a user's epoch covers them in every tenant; a tenant's covers every member; the catalog's covers everyone */
 const epochScopes = (scope: AccessScope): string[] => [
   ...(scope.userId ? [`u:${scope.userId}`] : []),
   ...(scope.tenantId ? [`t:${scope.tenantId}`] : []),
+  CATALOG_SCOPE,
 ];
+
+/** the epoch of the permission catalog (infra/permissions.ts compares it before reading the stored permissions again) */
+export const permissionCatalogEpoch = (kernel: Kernel): Promise<string | null> =>
+  accessEpochs(kernel).current([CATALOG_SCOPE]);
+
+/**
+ * Call after the commit of a change of the registered permissions (a module's migration registered
+ * or archived some): every process reads the catalog again, and every cached access is stale.
+ */
+export const bumpPermissionCatalogEpoch = async (kernel: Kernel): Promise<void> => {
+  started.get(kernel)?.invalidate();
+  await accessEpochs(kernel).bump([CATALOG_SCOPE]);
+};
 
 /**
  * Call after the commit of a command that changes access, before it answers (in a command:

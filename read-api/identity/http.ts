@@ -12,4 +12,5 @@ export const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvi
 export const perm = (permission: string) => ({ access: 'permission', permission }) as const;
 
 /** the permission keys of the running platform (the built-in Owner role is shown as it grants them) */
-export const registeredPermissions = (kernel: Kernel): string[] => kernel.permissions.list().map((p) => p.key);
+export const registeredPermissions = async (kernel: Kernel): Promise<string[]> =>
+  (await kernel.permissions.current()).list().map((p) => p.key);

@@ -44,7 +44,7 @@ export const membershipReads: IdentityReads = (app, kernel) => {
       const tenantId = callerOf(request).tenantId;
       const row = await findUser(kernel.db, tenantId, request.params.id);
       if (!row) throw commonErrors.notFound('The user does not exist.');
-      const access = await memberAccess(kernel.db, tenantId, row.id, registeredPermissions(kernel));
+      const access = await memberAccess(kernel.db, tenantId, row.id, await registeredPermissions(kernel));
       return { ...toUser(row), permissions: [...(access?.permissions ?? [])].sort() };
     },
   );

@@ -28,7 +28,7 @@ export const roleReads: IdentityReads = (app, kernel) => {
         after: String(after?.id ?? ''),
         limit: request.query.page_size + 1,
       });
-      const registered = registeredPermissions(kernel);
+      const registered = await registeredPermissions(kernel);
       return toPage(
         rows,
         request.query.page_size,
@@ -44,14 +44,14 @@ export const roleReads: IdentityReads = (app, kernel) => {
     async (request) => {
       const row = await findRole(kernel.db, callerOf(request).tenantId, request.params.id);
       if (!row) throw commonErrors.notFound('The role does not exist.');
-      return toRole(row, registeredPermissions(kernel));
+      return toRole(row, await registeredPermissions(kernel));
     },
   );
 
   r.get(
     '/rbac/permissions',
     { config: perm('roles.list'), schema: { response: { 200: PermissionList } } },
-    async () => ({ data: kernel.permissions.list() }),
+    async () => ({ data: (await kernel.permissions.current()).list() }),
   );
 
   r.get(
@@ -61,7 +61,7 @@ export const roleReads: IdentityReads = (app, kernel) => {
       const tenantId = callerOf(request).tenantId;
       const row = await findUser(kernel.db, tenantId, request.params.id);
       if (!row) throw commonErrors.notFound('The user does not exist.');
-      const access = await memberAccess(kernel.db, tenantId, row.id, registeredPermissions(kernel));
+      const access = await memberAccess(kernel.db, tenantId, row.id, await registeredPermissions(kernel));
       return { userId: row.id, roles: row.roles, permissions: [...(access?.permissions ?? [])].sort() };
     },
   );

@@ -5,6 +5,7 @@ import { KeyView, ModuleView, moduleView } from '../../domain/modules/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
+import { trackStoredPermissions } from '../../infra/permissions';
 import { findModule, keysOf, listModules, schemaStatusOf } from '../../projections/modules/queries';
 
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
@@ -13,6 +14,11 @@ const Id = z.string().min(1).max(64).describe('module id or slug');
 /** the registry's reads (platform owner) */
 export default defineRoutes({
   namespace: 'data',
+  async start(kernel) {
+    // the modules' permissions in this process's registry, kept current with the store (infra/permissions.ts)
+    trackStoredPermissions(kernel);
+    await kernel.permissions.current();
+  },
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
 

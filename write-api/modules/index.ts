@@ -20,6 +20,7 @@ import {
   updateModule,
 } from '../../commands/modules/lifecycle';
 import { loadModulePermissions } from '../../commands/modules/permissions';
+import { trackStoredPermissions } from '../../infra/permissions';
 
 /** the platform owner only (platform.*): the registry is the platform's */
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
@@ -59,7 +60,9 @@ export default defineRoutes({
   namespace: 'data',
   async start(kernel) {
     addCredentialScheme(kernel, moduleKeyScheme(kernel));
-    // the modules' permissions in this process, and reconciliations a failed migration run left pending
+    // the modules' permissions in this process (kept current with the store: infra/permissions.ts),
+    // and reconciliations a failed migration run left pending
+    trackStoredPermissions(kernel);
     await loadModulePermissions(kernel);
     // spec 002: a reconciliation left pending is retried at the next start or health check
     kernel.health.register('module-permissions', () => loadModulePermissions(kernel));

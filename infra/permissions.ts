@@ -1,0 +1,48 @@
+import { permissionCatalogEpoch } from './identity/runtime';
+import type { Kernel } from './kernel';
+
+/**
+ * The modules' permissions stored in modules.permissions (registered and archived by the data
+ * layer's migrations, commands/modules/permissions.ts), mirrored into a process's permission
+ * registry. Any process may run a migration, so every process tracks the store: the registry's
+ * current() reads it again whenever the permission catalog's epoch moved (one shared-cache read when
+ * it did not; every time when the shared cache cannot be read), so a change is seen on the next
+ * request in every role (gateway, write-api, read-api).
+ */
+interface StoredPermission {
+  key: string;
+  description: string;
+  slug: string;
+  status: 'active' | 'archived';
+}
+
+const fromStore = new WeakMap<Kernel, Set<string>>();
+
+/** registers the active stored permissions in this process and removes the archived and deleted ones */
+export const registerStoredPermissions = async (kernel: Kernel): Promise<void> => {
+  const { rows } = await kernel.db.query<StoredPermission>(
+    `SELECT p.key, p.description, p.status, m.slug FROM modules.permissions p JOIN rm.modules m ON m.id = p.module_id`,
+  );
+  const active = rows.filter((p) => p.status === 'active');
+  const previous = fromStore.get(kernel) ?? new Set<string>();
+  const now = new Set(active.map((p) => p.key));
+  kernel.permissions.unregister([...previous].filter((key) => !now.has(key)));
+  kernel.permissions.unregister(rows.filter((p) => p.status !== 'active').map((p) => p.key));
+  for (const p of active) kernel.permissions.register(p.slug, { [p.key]: p.description });
+  fromStore.set(kernel, now);
+};
+
+/** makes this process's registry follow the store (idempotent); the first current() reads it */
+export const trackStoredPermissions = (kernel: Kernel): void => {
+  let seen: string | null = null;
+  let reading: Promise<void> | null = null;
+  kernel.permissions.trackSource(async () => {
+    const epoch = await permissionCatalogEpoch(kernel).catch(() => null);
+    if (epoch !== null && epoch === seen) return;
+    reading ??= registerStoredPermissions(kernel).finally(() => {
+      reading = null;
+    });
+    await reading;
+    seen = epoch;
+  });
+};
