@@ -6,6 +6,7 @@ import auditWrite from '../../write-api/audit';
 import auditWorkers from '../../workers/audit';
 import gatewayWorkers from '../../workers/gateway';
 import { testToken } from './auth';
+import { pollUntil } from './poll';
 
 /** the audit service's modules, as discovery would find them, with the gateway's fallback replay */
 export const auditModules: ServiceModules = mergeModules({
@@ -65,15 +66,7 @@ export const eventually = async <T>(
   probe: () => Promise<T | null | undefined | false>,
   ms = 10_000,
   every = 50,
-): Promise<T> => {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-};
+): Promise<T> => (await pollUntil(probe, Boolean, { timeoutMs: ms, everyMs: every })) as T;
 
 /** RFC 4180 CSV → rows of cells */
 export const parseCsv = (text: string): string[][] => {

@@ -9,6 +9,7 @@ import type { Kernel } from '../../infra/kernel';
 import { systemMeta } from '../../infra/kernel';
 import type { IdentityPlatform } from './identity';
 import { PASSWORD } from './identity';
+import { pollUntil } from './poll';
 
 /** limits at or above the free plan's in every field, so that a move from free is an upgrade */
 export const generousLimits = (overrides: Partial<PlanLimits> = {}): PlanLimits => ({
@@ -53,17 +54,7 @@ export const eventually = async <T>(
   accept: (value: T) => boolean,
   timeoutMs = 10_000,
   what = 'the condition',
-): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  let last: T;
-  for (;;) {
-    last = await check();
-    if (accept(last)) return last;
-    if (Date.now() > deadline)
-      throw new Error(`${what} did not hold within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
+): Promise<T> => pollUntil(check, accept, { timeoutMs, what });
 
 /** a fresh access token (tokens last 15 minutes; tests move the clock by days) */
 export const login = async (p: IdentityPlatform, email: string): Promise<string> => {

@@ -13,6 +13,7 @@ import eventsWrite from '../../write-api/events';
 import modulesWrite from '../../write-api/modules';
 import { testToken } from './auth';
 import type { TestPlatform } from './platform';
+import { pollUntil } from './poll';
 
 /** the module registry and the bus, as discovery would find them */
 export const eventsModules: ServiceModules = mergeModules({
@@ -142,15 +143,7 @@ export const eventually = async <T>(
   probe: () => Promise<T | null | undefined | false>,
   timeoutMs = 20_000,
   stepMs = 50,
-): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-};
+): Promise<T> => (await pollUntil(probe, Boolean, { timeoutMs, everyMs: stepMs })) as T;
 
 let counter = 0;
 export const uniqueSlug = (prefix = 'mod'): string =>

@@ -13,6 +13,7 @@ import filesWrite from '../../write-api/files';
 import filesWorkers from '../../workers/files';
 import { testToken } from './auth';
 import { requireEnv } from './env';
+import { pollUntil } from './poll';
 
 /** the files service as discovery finds it, with identity's read models (the Owners told about malware, avatar references) */
 export const filesModules: ServiceModules = mergeModules({
@@ -170,15 +171,7 @@ export const eventually = async <T>(
   check: () => Promise<T | undefined>,
   timeoutMs = 20_000,
   what = 'the condition',
-): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-};
+): Promise<T> => (await pollUntil(check, (value) => value !== undefined, { timeoutMs, what })) as T;
 
 /** waits until the file's status (as the tenant's list shows it) is one of these */
 export const statusOf = async (client: FilesClient, fileId: string): Promise<string | null> => {

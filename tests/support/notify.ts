@@ -9,6 +9,7 @@ import notifyWrite from '../../write-api/notify';
 import notifyWorkers from '../../workers/notify';
 import { testToken } from './auth';
 import { seedMember } from './money';
+import { pollUntil } from './poll';
 
 export { seedMember };
 
@@ -85,15 +86,8 @@ export const eventually = async <T>(
   check: () => Promise<T | undefined | false>,
   what: string,
   timeoutMs = 15_000,
-): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
+): Promise<T> =>
+  (await pollUntil(check, (value) => value !== undefined && value !== false, { timeoutMs, everyMs: 25, what })) as T;
 
 /** how many of the tenant's notifications have each status */
 export const statusCounts = async (q: Queryable, tenantId: string): Promise<Record<string, number>> => {
