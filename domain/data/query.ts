@@ -102,12 +102,12 @@ export const parseListQuery = (m: Model, query: Record<string, unknown>): ListQu
   const sortText = typeof query.sort === 'string' ? query.sort : 'id';
   const desc = sortText.startsWith('-');
   const sortColumn = columnOf(desc ? sortText.slice(1) : sortText);
-  // keyset pages compare (sort, id): a column that may be NULL cannot be compared
-  if (!sortColumn || sortColumn.nullable || !FILTERABLE.has(sortColumn.udt)) {
+  // keyset pages compare (sort, id); NULLs sort last ascending and first descending (PostgreSQL's order)
+  if (!sortColumn || !FILTERABLE.has(sortColumn.udt)) {
     throw dataErrors.invalidQuery([
       {
         field: 'sort',
-        message: 'sort by a NOT NULL column of the model, -column for descending',
+        message: 'sort by a column of the model, -column for descending',
         code: 'INVALID_SORT',
       },
     ]);

@@ -30,7 +30,7 @@ export const pageEnvelope = <T extends z.ZodType>(item: T) =>
     next_page_token: z.string().optional(),
   });
 
-export type Cursor = Record<string, string | number>;
+export type Cursor = Record<string, string | number | null>;
 
 export const encodeCursor = (cursor: Cursor): string => Buffer.from(JSON.stringify(cursor)).toString('base64url');
 

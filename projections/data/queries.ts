@@ -49,7 +49,7 @@ export const listRecords = async (
   m: Model,
   tenantId: string,
   q: ListQuery,
-  after: { v: string; id: string } | null,
+  after: { v: string | null; id: string } | null,
   limit: number,
 ): Promise<Row[]> => {
   const values: unknown[] = [tenantId];
@@ -66,21 +66,42 @@ export const listRecords = async (
     }
   }
   const sort = `"${q.sort.column.name}"`;
-  const dir = q.sort.desc ? 'DESC' : 'ASC';
-  if (after) {
-    values.push(after.v, after.id);
-    const cmp = q.sort.desc ? '<' : '>';
-    where.push(
-      `(${sort}, id) ${cmp} ($${values.length - 1}::${castOf(m, q.sort.column.name)}, $${values.length}::${castOf(m, 'id')})`,
-    );
-  }
+  // PostgreSQL's own order, spelled out: NULLs last ascending, first descending (one the reverse of the other)
+  const order = q.sort.desc ? 'DESC NULLS FIRST' : 'ASC NULLS LAST';
+  if (after) where.push(afterCursor(m, q, sort, after, values));
   values.push(limit);
   return (
     await tx.query<Row>(
-      `SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, id ${dir} LIMIT $${values.length}`,
+      `SELECT * FROM ${tableOf(m)} WHERE ${where.join(' AND ')} ORDER BY ${sort} ${order}, id ${q.sort.desc ? 'DESC' : 'ASC'} LIMIT $${values.length}`,
       values,
     )
   ).rows;
+};
+
+/**
+ * The rows after a page's last (sort value, id) in the list's order. A row comparison with a NULL
+ * sort value is NULL, so the rows whose value is NULL are placed by hand: ascending they come after
+ * every value; descending, before every value.
+ */
+const afterCursor = (
+  m: Model,
+  q: ListQuery,
+  sort: string,
+  after: { v: string | null; id: string },
+  values: unknown[],
+): string => {
+  values.push(after.id);
+  const id = `$${values.length}::${castOf(m, 'id')}`;
+  if (after.v === null)
+    return q.sort.desc
+      ? `((${sort} IS NULL AND id < ${id}) OR ${sort} IS NOT NULL)`
+      : `(${sort} IS NULL AND id > ${id})`;
+  values.push(after.v);
+  const v = `$${values.length}::${castOf(m, q.sort.column.name)}`;
+  if (q.sort.desc) return `(${sort}, id) < (${v}, ${id})`;
+  return q.sort.column.nullable
+    ? `((${sort}, id) > (${v}, ${id}) OR ${sort} IS NULL)`
+    : `(${sort}, id) > (${v}, ${id})`;
 };
 
 /** expands relations (depth ≤ 2, checked by the query's parser): each row gets the referenced row under the relation's name */

@@ -19,7 +19,8 @@ const Name = z
   .regex(/^[a-z][a-z0-9_]{0,62}$/)
   .describe("the model's name");
 const Record = z.record(z.string(), z.unknown());
-const Cursor = z.object({ v: z.string().max(2048), id: z.string().max(256) });
+/** the last row of a page: its sort value (null when the column is NULL there) and id */
+const Cursor = z.object({ v: z.string().max(2048).nullable(), id: z.string().max(256) });
 
 type Row = Record<string, unknown>;
 const view = (row: Row): Row => {
@@ -146,7 +147,12 @@ export default defineRoutes({
         checkExpand(models, m, list.expand);
         const after = decodeCursor(q.page_token, Cursor);
         const idColumn = m.columns.find((c) => c.name === 'id')!;
-        if (after && (valueProblem(list.sort.column, after.v) || valueProblem(idColumn, after.id))) {
+        if (
+          after &&
+          ((after.v !== null && valueProblem(list.sort.column, after.v)) ||
+            (after.v === null && !list.sort.column.nullable) ||
+            valueProblem(idColumn, after.id))
+        ) {
           throw dataErrors.invalidQuery([
             {
               field: 'page_token',
@@ -161,7 +167,7 @@ export default defineRoutes({
           return found;
         });
         return toPage(rows, q.page_size, view, (row) => ({
-          v: textOf(row[list.sort.column.name]),
+          v: row[list.sort.column.name] === null ? null : textOf(row[list.sort.column.name]),
           id: textOf(row.id),
         }));
       },
