@@ -14,6 +14,8 @@ export interface Principal {
   /** a module calling with its module key (commands/modules/keys.ts): its slug, the events' source */
   source?: string;
   moduleId?: string;
+  /** when the credential stops being valid (epoch ms; an access token's exp): a long-lived connection ends then */
+  expiresAt?: number;
 }
 
 /** Turns a bearer token into a principal; throws a 401 DomainError when it cannot. Identity provides it. */

@@ -365,6 +365,7 @@ const authenticator = (rt: IdentityRuntime, kernel: Kernel): Authenticator => ({
       roles: access.roles,
       permissions: access.permissions,
       emailVerified: access.emailVerified,
+      expiresAt: claims.exp * 1000,
       ...(claims.act ? { impersonatorId: claims.act.sub } : {}),
     };
     return principal;

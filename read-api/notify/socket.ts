@@ -12,7 +12,8 @@ import { REPLAY_LIMIT, REPLAY_WINDOW_MS } from '../../domain/notify/socket';
  *   server → {type: "ready", user_id, replayed}
  *   server → {type: "notification", notification_id, …}   live, as delivered
  *   client → {type: "ping"}  → server {type: "pong"}
- * Close codes: 4401 bad or missing auth, 4408 no auth within 10 s, 1013 the client reads too slowly.
+ * Close codes: 4401 bad or missing auth, or the token expired (reconnect with a fresh one: the replay
+ * covers the gap), 4408 no auth within 10 s, 1013 the client reads too slowly.
  */
 const AUTH_TIMEOUT_MS = 10_000;
 const HEARTBEAT_MS = 30_000;
@@ -27,7 +28,12 @@ interface Connection {
   sent: Set<string>;
   /** live messages that arrive while the replay is read: sent after it */
   pending: SocketPayload[] | null;
+  /** when the token it authenticated with expires (epoch ms): the connection is closed then */
+  expiresAt?: number;
 }
+
+/** setTimeout's longest delay (about 24.8 days) */
+const MAX_TIMER_MS = 2_147_483_647;
 
 const send = (c: Connection, message: object): void => {
   if (c.socket.readyState !== c.socket.OPEN) return;
@@ -138,8 +144,10 @@ export class SocketHub {
     socket.on('pong', () => {
       alive = true;
     });
+    let expiry: NodeJS.Timeout | undefined;
     socket.on('close', () => {
       clearTimeout(authTimer);
+      clearTimeout(expiry);
       clearInterval(heartbeat);
       if (connection) this.detach(connection);
     });
@@ -155,6 +163,14 @@ export class SocketHub {
         (c) => {
           clearTimeout(authTimer);
           connection = c;
+          // a connection lives no longer than its token: the client reconnects with a fresh one and replays
+          if (c.expiresAt !== undefined) {
+            const left = Math.max(0, c.expiresAt - this.kernel.clock.now().getTime());
+            expiry = setTimeout(
+              () => socket.close(4401, 'token expired; reconnect with a fresh token'),
+              Math.min(left, MAX_TIMER_MS),
+            );
+          }
           // closed while it was being authenticated: the close handler saw no connection yet
           if (socket.readyState === socket.CLOSED || socket.readyState === socket.CLOSING) this.detach(c);
         },
@@ -169,7 +185,13 @@ export class SocketHub {
     const principal: Principal = await this.kernel.authenticator.authenticate(message.token);
     const last = message.last_notification_id ?? message.lastNotificationId;
     const lastId = typeof last === 'string' ? (UUID.test(last) ? last : '00000000-0000-0000-0000-000000000000') : null;
-    const c: Connection = { key: `${principal.tenantId}:${principal.userId}`, socket, sent: new Set(), pending: [] };
+    const c: Connection = {
+      key: `${principal.tenantId}:${principal.userId}`,
+      socket,
+      sent: new Set(),
+      pending: [],
+      ...(principal.expiresAt === undefined ? {} : { expiresAt: principal.expiresAt }),
+    };
     this.attach(c);
     try {
       await this.ready();

@@ -174,6 +174,21 @@ describe("the socket's door", () => {
     expect(await closedWith(garbage)).toBe(4401);
   });
 
+  it('closes with 4401 when the token it authenticated with expires, not before', async () => {
+    // given a session whose token expires in 1.5 s, and one whose token lasts
+    const expiring = await openSession(platform.url, testToken('t', 'u-exp', [], { expiresAt: Date.now() + 1_500 }));
+    const lasting = await openSession(platform.url, testToken('t', 'u-last', [], { expiresAt: Date.now() + 600_000 }));
+    const opened = Date.now();
+
+    // when the first token expires, then the server closes that socket, and only that one
+    const closed = await expiring.closed;
+    expect(closed.code).toBe(4401);
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(1_000);
+    lasting.send({ type: 'ping' });
+    await lasting.waitFor((m) => m.some((x) => x.type === 'pong'), 'pong on the lasting session');
+    await lasting.close();
+  });
+
   it('answers pings, and a plain GET with 426 upgrade-required as a problem', async () => {
     const client = await openSession(platform.url, testToken('t', 'u', []));
     client.send({ type: 'ping' });
