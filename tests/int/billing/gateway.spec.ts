@@ -196,6 +196,8 @@ describe('a tenant at its storage limit', () => {
     const second = await upload(4_096);
     expect(second.status, second.text).toBe(201);
     await waitForStatus(files, second.body.id, 'available');
+    // the gateway's cached answer goes with billing's count (log-delivered): until then an upload may
+    // still pass, so a few small ones can land before the first refusal
     const refused = await eventually(
       () => upload(10),
       (r) => r.status === 402,
@@ -203,14 +205,18 @@ describe('a tenant at its storage limit', () => {
       'an upload refused',
     );
 
-    // then the upload and the presign are refused with the figures, and nothing was staged
-    expect(refused.body).toMatchObject({
-      status: 402,
-      resource: 'storage_bytes',
-      currentUsage: 8_192,
-      limit: 5_000,
-    });
+    // then the upload and the presign are refused with the figures, and a refused one stages nothing
+    expect(refused.body).toMatchObject({ status: 402, resource: 'storage_bytes', limit: 5_000 });
+    expect(refused.body.currentUsage).toBeGreaterThanOrEqual(8_192);
     expect(refused.body.type).toMatch(/\/plan-limit-exceeded$/);
+    const stored = async () =>
+      (
+        await Promise.all(
+          ['available', 'pending_scan'].map((status) => files.get(`/files?status=${status}&page_size=100`)),
+        )
+      ).reduce((n, page) => n + (page.body.data as unknown[]).length, 0);
+    const before = await stored();
+    expect((await upload(10)).status).toBe(402);
     const presign = await files.post('/files/presign', {
       bucket: 'documents',
       originalName: 'a.bin',
@@ -219,7 +225,7 @@ describe('a tenant at its storage limit', () => {
     });
     expect(presign.status).toBe(402);
     expect(presign.body.type).toMatch(/\/plan-limit-exceeded$/);
-    expect((await files.get('/files?status=pending_scan&page_size=100')).body.data).toEqual([]);
+    expect(await stored()).toBe(before);
     // another tenant on the free plan (1 GiB) uploads
     const other = await tenantWithTrial();
     expect((await filesClient(p.url, other.tenantId).upload(randomBytes(10))).status).toBe(201);
