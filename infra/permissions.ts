@@ -26,8 +26,8 @@ export const registerStoredPermissions = async (kernel: Kernel): Promise<void> =
   const active = rows.filter((p) => p.status === 'active');
   const previous = fromStore.get(kernel) ?? new Set<string>();
   const now = new Set(active.map((p) => p.key));
-  kernel.permissions.unregister([...previous].filter((key) => !now.has(key)));
-  kernel.permissions.unregister(rows.filter((p) => p.status !== 'active').map((p) => p.key));
+  // archived ones, and those gone from the store since the last read
+  kernel.permissions.unregister([...rows.map((p) => p.key), ...previous].filter((key) => !now.has(key)));
   for (const p of active) kernel.permissions.register(p.slug, { [p.key]: p.description });
   fromStore.set(kernel, now);
 };
