@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 
 /** most of a refused upload read (and dropped) so that its answer arrives whole; a client sending more loses its connection */
-const DRAIN_LIMIT = 64 * 1024 * 1024;
+export const DRAIN_LIMIT = 64 * 1024 * 1024;
 
 /**
  * A refusal in the middle of an upload: the rest of the body is read and dropped rather than the

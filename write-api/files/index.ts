@@ -16,7 +16,7 @@ import { receiveMultipart } from '../../commands/files/uploads';
 import { executeCommand } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
-import { drainRest } from './drain';
+import { DRAIN_LIMIT, drainRest } from './drain';
 import { registerLocalUpload } from './local-upload';
 import { registerThumbnail } from './thumbnail';
 
@@ -51,9 +51,15 @@ const JobStarted = z.object({
 const write = { access: 'permission', permission: 'files.write' } as const;
 const remove = { access: 'permission', permission: 'files.delete' } as const;
 
-/** refusals before the body was read: the rest of it is not wanted, the connection ends with the answer */
-const refuseUnread = (reply: FastifyReply, error: Error): never => {
-  reply.header('connection', 'close');
+/**
+ * A refusal before the body was read. A body that is small enough is read and dropped, so the
+ * connection stays usable and the client reads the answer: closing under a peer still sending
+ * resets the connection, and the client then sees "EPIPE" instead of the problem. A body declared
+ * larger than that is not worth reading: the answer goes out and the connection with it.
+ */
+const refuseUnread = (request: FastifyRequest, reply: FastifyReply, error: Error): never => {
+  if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT) reply.header('connection', 'close');
+  else drainRest(request);
   throw error;
 };
 
@@ -68,13 +74,14 @@ const beforeUpload = (kernel: Kernel) => async (request: FastifyRequest, reply: 
   const largest = Math.max(limits.imageBytes, limits.documentBytes);
   if (Number(request.headers['content-length'] ?? 0) > largest + MULTIPART_SLACK) {
     refuseUnread(
+      request,
       reply,
       filesErrors.payloadTooLarge(limits.documentBytes >= limits.imageBytes ? 'document' : 'image', largest),
     );
   }
   // the exact count is taken again when the file is recorded; this one spares streaming bytes for nothing
   if ((await countStaged(kernel.db, request.principal!.tenantId)) >= maxStagedPerTenant)
-    refuseUnread(reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
+    refuseUnread(request, reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
 };
 
 /**

@@ -8,6 +8,7 @@ import { startTestPlatform } from '../../support/platform';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { startTcpProxy } from '../../support/tcp-proxy';
 import { requireEnv } from '../../support/env';
+import { sendSlowly } from '../../support/slow-sender';
 import type { FilesClient } from '../../support/files';
 import { clamdEnv, eventually, filesClient, testBucket, uniqueTenant, waitForStatus } from '../../support/files';
 
@@ -106,6 +107,17 @@ describe('clamd unreachable', () => {
     expect(refused.status).toBe(503);
     expect(refused.body.type).toMatch(/\/staging-limit-exceeded$/);
     expect(refused.headers.get('retry-after')).toBe('30');
+    // a client still sending its body when the refusal comes reads it, and keeps its connection
+    const slow = await sendSlowly(p.url, {
+      method: 'POST',
+      path: '/v1/files/upload',
+      headers: { ...c.auth, 'content-type': 'multipart/form-data; boundary=x' },
+      bodyBytes: 256 * 1024,
+    });
+    expect(slow).toEqual({
+      first: expect.stringMatching(/^HTTP\/1\.1 503/),
+      second: expect.stringMatching(/^HTTP\/1\.1 200/),
+    });
     // another tenant has its own staging area
     expect((await filesClient(p.url, uniqueTenant('other')).upload(randomBytes(1000))).status).toBe(201);
 
@@ -115,11 +127,15 @@ describe('clamd unreachable', () => {
 
   it('rejects a file still staged after 24 hours (staging-expired) and removes its bytes', async () => {
     await proxy.cut();
-    const upload = await c.upload(randomBytes(1000), { originalName: 'forgotten.bin' });
+    const forgetful = filesClient(p.url, uniqueTenant('forgetful')); // a staging area of its own
+    const upload = await forgetful.upload(randomBytes(1000), { originalName: 'forgotten.bin' });
     await scanFailed(upload.body.id);
     clock.advance(25 * 3600_000);
-    await waitForStatus(c, upload.body.id, 'rejected');
-    expect((await c.get(`/files/${upload.body.id}`)).body).toMatchObject({ status: 422, reason: 'staging-expired' });
+    await waitForStatus(forgetful, upload.body.id, 'rejected');
+    expect((await forgetful.get(`/files/${upload.body.id}`)).body).toMatchObject({
+      status: 422,
+      reason: 'staging-expired',
+    });
     expect((await bucket.keys()).filter((k) => k.includes(upload.body.id))).toEqual([]);
     await proxy.restore();
   });
