@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import '@fastify/websocket';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import { answeringBeforeTheBody } from '../infra/http/drain';
 import type { Kernel } from '../infra/kernel';
 import { INTERNAL_KEY_PURPOSE, signPrincipal } from './internal-auth';
 import type { Upstream } from './upstream/client';
@@ -113,16 +114,20 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
     const streamed = request.routeOptions.config?.streamBody ? request.bodyStream : undefined;
     const length = request.headers['content-length'];
     if (streamed && typeof length === 'string') headers['content-length'] = length;
-    const answer = await upstream.call({
-      method: request.method,
-      path: request.url,
-      headers,
-      body: streamed ?? rawBodyOf(request),
-      tenantId: request.principal?.tenantId ?? null,
-      signal: aborter.signal,
-    });
-    // answered before the whole upload arrived (a refusal): the rest of it is not read, the connection ends
-    if (streamed && !streamed.readableEnded) reply.header('connection', 'close');
+    let answer;
+    try {
+      answer = await upstream.call({
+        method: request.method,
+        path: request.url,
+        headers,
+        body: streamed ?? rawBodyOf(request),
+        tenantId: request.principal?.tenantId ?? null,
+        signal: aborter.signal,
+      });
+    } finally {
+      // answered (or failed) before the whole upload arrived: the rest is drained, or the connection ends
+      if (streamed) answeringBeforeTheBody(request, reply);
+    }
     for (const [name, value] of Object.entries(answer.headers)) {
       // a 429 of the service itself (a limit of its own, such as the verification resend) carries that limit's counters
       if (value !== undefined && (!NOT_RETURNED.has(name) || (answer.status === 429 && RATE_LIMIT_HEADERS.has(name))))

@@ -160,6 +160,14 @@ export class Upstream {
       const req = send(url, { method: call.method, headers, agent: this.agent, signal: call.signal }, (res) => {
         clearTimeout(timer);
         settled = true;
+        if (streamed && !streamed.readableEnded) {
+          // answered before the whole body was sent (a refusal): the rest is not the upstream's to
+          // read any more (node stops relaying 'drain' on such a request, so the pipe would stall);
+          // the caller drains or closes what the client still sends, and this connection is not
+          // reused once the answer has been read
+          streamed.unpipe(req);
+          res.once('end', () => req.destroy());
+        }
         const answer = { status: res.statusCode ?? 502, headers: res.headers, body: res };
         if (answer.status >= 500) reject(new CallFailed('response', answer));
         else resolve(answer);

@@ -8,14 +8,15 @@ export interface SlowSendOutcome {
 }
 
 /**
- * A client that is still sending when the server answers: it sends the head and a first slice of
- * a body of `bodyBytes`, waits for the answer, then sends the rest of the body and, on the same
- * connection, GET /live. What fetch does by chance under load (the answer overtaking the body),
- * done on purpose, so that a server closing under the sender is seen every time.
+ * A client that is still sending when the server answers: it sends the head and the first
+ * `sendBeforeAnswer` bytes of the body, waits for the answer, then sends the rest of the body
+ * and, on the same connection, GET /live. What fetch does by chance under load (the answer
+ * overtaking the body), done on purpose, so that a server closing under the sender is seen every
+ * time (fetch then fails with EPIPE instead of giving the answer).
  */
 export const sendSlowly = (
   baseUrl: string,
-  request: { method: string; path: string; headers: Record<string, string>; bodyBytes: number },
+  request: { method: string; path: string; headers: Record<string, string>; body: Buffer; sendBeforeAnswer: number },
 ): Promise<SlowSendOutcome> =>
   new Promise((resolve) => {
     const url = new URL(baseUrl);
@@ -23,12 +24,11 @@ export const sendSlowly = (
     const head = [
       `${request.method} ${request.path} HTTP/1.1`,
       `host: ${url.host}`,
-      `content-length: ${request.bodyBytes}`,
+      `content-length: ${request.body.length}`,
       ...Object.entries(request.headers).map(([name, value]) => `${name}: ${value}`),
       '',
       '',
     ].join('\r\n');
-    const firstSlice = Math.min(1024, request.bodyBytes);
     let received = '';
     let first: string | null = null;
     const statusLines = () => received.match(/HTTP\/1\.1 \d{3}[^\r]*/g) ?? [];
@@ -49,10 +49,12 @@ export const sendSlowly = (
       if (first === null && lines.length >= 1) {
         first = lines[0] ?? '';
         // the answer overtook the body: send the rest of it, then a second request on the same connection
-        socket.write(Buffer.alloc(request.bodyBytes - firstSlice, 0x61));
+        socket.write(request.body.subarray(request.sendBeforeAnswer));
         socket.write(`GET /live HTTP/1.1\r\nhost: ${url.host}\r\n\r\n`);
       }
       if (lines.length >= 2) finish();
     });
-    socket.on('connect', () => socket.write(Buffer.concat([Buffer.from(head), Buffer.alloc(firstSlice, 0x61)])));
+    socket.on('connect', () =>
+      socket.write(Buffer.concat([Buffer.from(head), request.body.subarray(0, request.sendBeforeAnswer)])),
+    );
   });

@@ -14,9 +14,9 @@ import { stagingKey } from '../../commands/files/keys';
 import { countStaged } from '../../commands/files/lookups';
 import { receiveMultipart } from '../../commands/files/uploads';
 import { executeCommand } from '../../infra/http/commands';
+import { answeringBeforeTheBody, drainRest } from '../../infra/http/drain';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
-import { DRAIN_LIMIT, drainRest } from './drain';
 import { registerLocalUpload } from './local-upload';
 import { registerThumbnail } from './thumbnail';
 
@@ -51,15 +51,9 @@ const JobStarted = z.object({
 const write = { access: 'permission', permission: 'files.write' } as const;
 const remove = { access: 'permission', permission: 'files.delete' } as const;
 
-/**
- * A refusal before the body was read. A body that is small enough is read and dropped, so the
- * connection stays usable and the client reads the answer: closing under a peer still sending
- * resets the connection, and the client then sees "EPIPE" instead of the problem. A body declared
- * larger than that is not worth reading: the answer goes out and the connection with it.
- */
+/** a refusal before the body was read: the body is drained or the connection closed (infra/http/drain.ts) */
 const refuseUnread = (request: FastifyRequest, reply: FastifyReply, error: Error): never => {
-  if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT) reply.header('connection', 'close');
-  else drainRest(request);
+  answeringBeforeTheBody(request, reply);
   throw error;
 };
 

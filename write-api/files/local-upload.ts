@@ -6,7 +6,7 @@ import { filesErrors } from '../../domain/files/errors';
 import { filesContext } from '../../commands/files/context';
 import { verifyLocalPost } from '../../infra/objects/local-signature';
 import type { Kernel } from '../../infra/kernel';
-import { drainRest } from './drain';
+import { drainRest } from '../../infra/http/drain';
 
 /**
  * The local object store's form uploads (`npm start` without S3): what S3 does with a presigned

@@ -112,7 +112,8 @@ describe('clamd unreachable', () => {
       method: 'POST',
       path: '/v1/files/upload',
       headers: { ...c.auth, 'content-type': 'multipart/form-data; boundary=x' },
-      bodyBytes: 256 * 1024,
+      body: Buffer.alloc(256 * 1024, 0x61),
+      sendBeforeAnswer: 1024,
     });
     expect(slow).toEqual({
       first: expect.stringMatching(/^HTTP\/1\.1 503/),

@@ -7,6 +7,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
+import { sendSlowly } from '../../support/slow-sender';
 import type { Answer, FilesClient } from '../../support/files';
 import {
   chunked,
@@ -322,6 +323,28 @@ describe('size limits (here: images 0.5 MB, documents 2 MB)', () => {
     expect(answer).toMatchObject({
       status: 413,
       body: { type: expect.stringMatching(/\/payload-too-large$/), kind: 'image', maxBytes: 524_288 },
+    });
+  });
+
+  it('gives the 413 found while streaming to a client still sending, and keeps its connection', async () => {
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#0f8' } })
+      .png()
+      .toBuffer();
+    const { body, contentType } = multipartBody(
+      { bucket: 'assets', originalName: 'still-sending.png' },
+      Buffer.concat([png, randomBytes(1_000_000)]),
+    );
+    // past the image limit (0.5 MB) but far from the end: the refusal comes while the body is on its way
+    const outcome = await sendSlowly(p.url, {
+      method: 'POST',
+      path: '/v1/files/upload',
+      headers: { ...c.auth, 'content-type': contentType },
+      body,
+      sendBeforeAnswer: 600_000,
+    });
+    expect(outcome).toEqual({
+      first: expect.stringMatching(/^HTTP\/1\.1 413/),
+      second: expect.stringMatching(/^HTTP\/1\.1 200/),
     });
   });
 

@@ -1,0 +1,33 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** most of a refused upload read (and dropped) so that its answer arrives whole; a client sending more loses its connection */
+const DRAIN_LIMIT = 64 * 1024 * 1024;
+
+/**
+ * A refusal in the middle of an upload: the rest of the body is read and dropped rather than the
+ * connection closed under it, because a peer still sending can lose an answer to a reset (a
+ * client sees EPIPE instead of the problem; the gateway's proxy would turn it into a 502). Past
+ * DRAIN_LIMIT the connection goes.
+ */
+export const drainRest = (request: FastifyRequest): void => {
+  const body = request.bodyStream;
+  if (!body || body.readableEnded) return;
+  let drained = 0;
+  body.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT) request.raw.destroy();
+  });
+  body.on('error', () => undefined);
+  body.resume();
+};
+
+/**
+ * An answer given before the streamed body was read to its end (a refusal): a body small enough
+ * is drained, so the connection stays usable and the client reads the answer; one declared
+ * larger is not worth reading, the connection closes with the answer.
+ */
+export const answeringBeforeTheBody = (request: FastifyRequest, reply: FastifyReply): void => {
+  if (!request.bodyStream || request.bodyStream.readableEnded) return;
+  if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT) reply.header('connection', 'close');
+  else drainRest(request);
+};
