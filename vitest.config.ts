@@ -24,6 +24,7 @@ export const SPLIT_SUITES = [
   'tests/int/money/api.spec.ts',
   'tests/int/money/mixed.spec.ts',
   'tests/int/data/crm.spec.ts',
+  'tests/int/data/expand.spec.ts',
   'tests/int/data/owner-permissions.spec.ts',
   'tests/int/gateway/edge.spec.ts',
   'tests/int/http/problems.spec.ts',

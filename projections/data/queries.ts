@@ -104,7 +104,27 @@ const afterCursor = (
     : `(${sort}, id) > (${v}, ${id})`;
 };
 
-/** expands relations (depth ≤ 2, checked by the query's parser): each row gets the referenced row under the relation's name */
+/** the rows of a model whose `column` is one of `values`, by that column's value as text */
+const rowsByColumn = async (
+  tx: Tx,
+  m: Model,
+  tenantId: string,
+  column: string,
+  values: string[],
+): Promise<Map<string, Row>> => {
+  if (!values.length) return new Map();
+  const { rows } = await tx.query<Row>(
+    `SELECT * FROM ${tableOf(m)} WHERE tenant_id = $1 AND "${column}" = ANY($2::${castOf(m, column)}[])`,
+    [tenantId, values],
+  );
+  return new Map(rows.map((row) => [String(row[column]), row]));
+};
+
+/**
+ * Expands relations (depth ≤ 2, checked by the query's parser): each row gets the row its foreign
+ * key references (by the referenced column) under the relation's name, null when there is none.
+ * One query per relation and level, whatever the number of rows.
+ */
 export const expandRelations = async (
   tx: Tx,
   models: Model[],
@@ -118,13 +138,17 @@ export const expandRelations = async (
     const relation = m.relations.find((r) => r.name === head);
     const target = relation && models.find((x) => x.name === relation.target);
     if (!relation || !target) continue;
-    for (const row of rows) {
+    const refOf = (row: Row): string | null => {
       const ref = row[relation.fk];
-      const related =
-        typeof ref === 'string' || typeof ref === 'number' ? await findRecord(tx, target, tenantId, String(ref)) : null;
-      if (related && rest.length) await expandRelations(tx, models, target, tenantId, [related], [rest]);
-      if (related) delete related.tenant_id;
-      row[relation.name] = related;
+      return typeof ref === 'string' || typeof ref === 'number' ? String(ref) : null;
+    };
+    const refs = [...new Set(rows.map(refOf).filter((ref): ref is string => ref !== null))];
+    const related = await rowsByColumn(tx, target, tenantId, relation.targetColumn, refs);
+    if (rest.length) await expandRelations(tx, models, target, tenantId, [...related.values()], [rest]);
+    for (const row of related.values()) delete row.tenant_id;
+    for (const row of rows) {
+      const ref = refOf(row);
+      row[relation.name] = ref === null ? null : (related.get(ref) ?? null);
     }
   }
 };
