@@ -47,13 +47,12 @@ const project = async (
   event: RecordEvent,
 ): Promise<Row | null> => {
   const useRole = await dataContext(kernel).useRole();
+  const statement = statementOf(m, tenantId, event);
   const stored = await asTenant(
     tx,
     tenantId,
     useRole,
-    async () =>
-      (await tx.query<Row>(statementOf(m, tenantId, event).text, statementOf(m, tenantId, event).values)).rows[0] ??
-      null,
+    async () => (await tx.query<Row>(statement.text, statement.values)).rows[0] ?? null,
   );
   if (stored && event.data.after) {
     const { id: _id, ...values } = recordView(stored);
@@ -73,7 +72,7 @@ export const createRecord = async (
 ): Promise<Row> => {
   const values = validateRecord(m, body, 'create');
   const id = kernel.ids.next();
-  const loaded = await uow.load(RecordAggregate, recordStream(uow.meta.tenantId, slug, m.name, id));
+  const loaded = uow.fresh(RecordAggregate, recordStream(uow.meta.tenantId, slug, m.name, id));
   const { events } = uow.decide(RecordAggregate, loaded, { type: 'CreateRecord', ref: refOf(slug, m, id), values });
   const stored = await project(kernel, uow.tx, m, uow.meta.tenantId, events[0]!);
   return recordView(stored ?? { id, ...values });

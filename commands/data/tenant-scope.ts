@@ -13,8 +13,13 @@ export const asTenant = async <T>(
   useRole: boolean,
   fn: () => Promise<T>,
 ): Promise<T> => {
-  await tx.query(`SELECT set_config('${TENANT_SETTING}', $1, true)`, [tenantId]);
-  if (useRole) await tx.query(`SET LOCAL ROLE ${MODULE_DATA_ROLE}`);
+  // the setting and the role in one round trip (set_config('role', …, true) is SET LOCAL ROLE)
+  await tx.query(
+    useRole
+      ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
+      : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
+    [tenantId],
+  );
   try {
     return await fn();
   } finally {

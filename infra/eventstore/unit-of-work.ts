@@ -87,6 +87,15 @@ export class UnitOfWork {
   }
 
   /**
+   * A stream the command creates under an id it has just minted (a UUID v7): there is nothing to
+   * read, so nothing is. Its append still expects version 0: a stream that existed after all is a
+   * version conflict, and the command is retried (with a new id).
+   */
+  fresh<S, C, E extends NewEvent>(type: AggregateType<S, C, E>, streamId: string): Loaded<S> {
+    return { streamId, state: type.decider.initialState(), version: 0 };
+  }
+
+  /**
    * Loads several aggregates of one type with one query; with lock, their stream rows are locked
    * in ascending stream id order (the sort runs below the row locks), so two commands that lock
    * the same streams never wait on each other in a cycle. Missing streams load as initial state.

@@ -30,8 +30,13 @@ const useRole = (kernel: Kernel): Promise<boolean> => {
 export const asTenantRead = async <T>(kernel: Kernel, tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T> => {
   const role = await useRole(kernel);
   return inTransaction(kernel.db, async (tx) => {
-    await tx.query(`SELECT set_config('app.tenant_id', $1, true)`, [tenantId]);
-    if (role) await tx.query(`SET LOCAL ROLE ${MODULE_DATA_ROLE}`);
+    // the setting and the role in one round trip (set_config('role', …, true) is SET LOCAL ROLE)
+    await tx.query(
+      role
+        ? `SELECT set_config('app.tenant_id', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
+        : `SELECT set_config('app.tenant_id', $1, true)`,
+      [tenantId],
+    );
     return fn(tx);
   });
 };

@@ -122,3 +122,24 @@ describe('an aggregate with a long history', () => {
     expect(loaded).toMatchObject({ version: 2, state: { status: 'open', value: 5 } });
   });
 });
+
+describe('a stream created under an id just minted (uow.fresh)', () => {
+  it('is appended without a read, and one that existed after all is a conflict the runner retries with a new id', async () => {
+    const runner = new CommandRunner(t.db, store, null);
+    await runner.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: 'taken', name: 'first' }));
+    const minted = ['taken', 'free']; // the first id handed out collides, as a reused id would
+    const used: string[] = [];
+    const created = await runner.run(meta, async (uow) => {
+      const counterId = minted[used.length]!;
+      used.push(counterId);
+      const counter = uow.fresh(Counter, streamIdOf('tally.counter', uow.meta.tenantId, counterId));
+      uow.decide(Counter, counter, { type: 'CreateCounter', counterId, name: 'second' });
+      return counterId;
+    });
+    expect({ created, used }).toEqual({ created: 'free', used: ['taken', 'free'] });
+    expect((await store.head(t.db, streamIdOf('tally.counter', 'tenant-a', 'taken')))?.version).toBe(1);
+    expect((await store.readStream(t.db, streamIdOf('tally.counter', 'tenant-a', 'taken')))[0]!.data).toMatchObject({
+      name: 'first',
+    });
+  });
+});
