@@ -1,13 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../tests/support/db';
+import type { TestDatabase } from '../tests/support/db';
 import { clamdEnv, filesClient, rssOf, testBucket, type FilesClient } from '../tests/support/files';
+import { startServerProcess } from './support';
 
 /**
  * Shared pieces of the files benchmarks: the files server as a child process
- * (tests/support/files-server.ts, role all: HTTP, scan and image workers) on a fresh database, a
+ * (tests/support/service-server.ts, role all: HTTP, scan and image workers) on a fresh database, a
  * bucket of its own on the test S3Proxy and the test clamd — the engines of scripts/test-infra.sh.
  */
 export interface FilesServer {
@@ -23,30 +23,15 @@ export interface FilesServer {
 }
 
 export const startFilesServer = async (env: Record<string, string> = {}): Promise<FilesServer> => {
-  const database = await createTestDatabase('bench');
   const bucket = testBucket();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/files-server.ts'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: database.url,
-      PORT: '0',
-      DATA_DIR: join(tmpdir(), `bench-files-${process.pid}`),
-      ...bucket.env,
-      ...clamdEnv(),
-      FILES_WORKER_POLL_MS: '50',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const server = await startServerProcess('files', {
+    DATA_DIR: join(tmpdir(), `bench-files-${process.pid}`),
+    ...bucket.env,
+    ...clamdEnv(),
+    FILES_WORKER_POLL_MS: '50',
+    ...env,
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /READY (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
-  });
+  const { url, child, database } = server;
   return {
     url,
     child,
@@ -61,9 +46,7 @@ export const startFilesServer = async (env: Record<string, string> = {}): Promis
         )
       ).rows[0]!.n,
     stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      await database.drop();
+      await server.stop();
       await bucket.drop();
     },
   };

@@ -1,51 +1,21 @@
-import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { testToken } from '../tests/support/auth';
-import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import type { Body } from '../tests/support/money';
 import { MONEY_PERMISSIONS, seedMember } from '../tests/support/money';
+import type { ServerProcess } from './support';
+import { startServerProcess } from './support';
 
 /**
  * Shared pieces of the money benchmarks: a fresh database on the test PostgreSQL, the money server
- * as a child process (tests/support/money-server.ts, so the load generator does not share its
+ * as a child process (tests/support/service-server.ts, so the load generator does not share its
  * event loop), an HTTP client for the set-up (fetch, keep-alive), and a closed-loop transfer
  * load with latency percentiles.
  */
-export interface BenchServer {
-  url: string;
-  child: ChildProcess;
-  database: TestDatabase;
-  stop(): Promise<void>;
-}
+export type BenchServer = ServerProcess;
 
-export const startBenchServer = async (extraArgs: string[] = []): Promise<BenchServer> => {
-  const database = await createTestDatabase('bench');
-  const child = spawn(process.execPath, [...extraArgs, '--import', 'tsx', 'tests/support/money-server.ts'], {
-    env: { ...process.env, DATABASE_URL: database.url, PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /READY (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
-  });
-  return {
-    url,
-    child,
-    database,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      await database.drop();
-    },
-  };
-};
+export const startBenchServer = (nodeArgs: string[] = []): Promise<BenchServer> =>
+  startServerProcess('money', {}, nodeArgs);
 
 /** the set-up client of a bench server; wallet owners are made members of the tenant first (on the server's database) */
 export const moneyHttp = (server: Pick<BenchServer, 'url' | 'database'>, tenantId = 'bench') => {

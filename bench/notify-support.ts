@@ -1,50 +1,20 @@
-import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { testToken } from '../tests/support/auth';
-import { createTestDatabase, type TestDatabase } from '../tests/support/db';
 import { NOTIFY_PERMISSIONS } from '../tests/support/notify';
-import { percentile } from './support';
+import type { ServerProcess } from './support';
+import { percentile, startServerProcess } from './support';
 
 /**
  * Shared pieces of the notification benchmarks: the notify server as a child process
- * (tests/support/notify-server.ts) on a fresh database, and an SMTP sink that only counts (no MIME
+ * (tests/support/service-server.ts) on a fresh database, and an SMTP sink that only counts (no MIME
  * parse, so the bench process takes little of the two cores).
  */
-export interface NotifyServer {
-  url: string;
-  child: ChildProcess;
-  database: TestDatabase;
-  stop(): Promise<void>;
-}
+export type NotifyServer = ServerProcess;
 
-export const startNotifyServer = async (env: Record<string, string>): Promise<NotifyServer> => {
-  const database = await createTestDatabase('bench');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/notify-server.ts'], {
-    env: { ...process.env, DATABASE_URL: database.url, PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /READY (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
-  });
-  return {
-    url,
-    child,
-    database,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      await database.drop();
-    },
-  };
-};
+/** the notify server; NOTIFY_SERVER_DELIVERY=off in env leaves the delivery workers out (acceptance alone) */
+export const startNotifyServer = (env: Record<string, string>): Promise<NotifyServer> =>
+  startServerProcess(env.NOTIFY_SERVER_DELIVERY === 'off' ? 'notify-http' : 'notify', env);
 
 export const authorization = (tenantId: string) => `Bearer ${testToken(tenantId, 'bench-sender', NOTIFY_PERMISSIONS)}`;
 

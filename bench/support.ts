@@ -1,10 +1,14 @@
-import { cpus, totalmem } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { cpus, loadavg, totalmem } from 'node:os';
 import type { TestDatabase } from '../tests/support/db';
 import { createTestDatabase } from '../tests/support/db';
 
-/** the machine line every BENCHMARKS.md entry carries */
+/** the machine line every BENCHMARKS.md entry carries, with the load average when it is printed (a figure taken under load is not a figure) */
 export const machine = (): string =>
-  `${cpus().length} cores (${cpus()[0]?.model.trim()}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  `${cpus().length} cores (${cpus()[0]?.model.trim()}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
 
 export const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -38,3 +42,45 @@ export const load = async (workers: number, seconds: number, fn: (worker: number
 };
 
 export const progress = (label: string, text: string) => process.stderr.write(`[${label}] ${text}\n`);
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  database: TestDatabase;
+  stop(): Promise<void>;
+}
+
+/**
+ * A service's platform as a child process (tests/support/service-server.ts) on a fresh database,
+ * so that the load generator does not share its event loop; resolves once it accepts requests.
+ */
+export const startServerProcess = async (
+  service: string,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<ServerProcess> => {
+  const database = await createTestDatabase('bench');
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'tests/support/service-server.ts'], {
+    env: { ...process.env, SERVICE: service, DATABASE_URL: database.url, PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /READY (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
+  });
+  return {
+    url,
+    child,
+    database,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      await database.drop();
+    },
+  };
+};

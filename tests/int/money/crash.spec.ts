@@ -7,11 +7,17 @@ import { createTestDatabase } from '../../support/db';
 import { moneyClient } from '../../support/money';
 import { checkMoneyInvariants, recordedTransfers } from '../../support/money-checks';
 
-/** starts tests/support/money-server.ts as a child process on the database; resolves with its URL */
+/** starts the money service (tests/support/service-server.ts) as a child process on the database; resolves with its URL */
 const startServer = (databaseUrl: string): Promise<{ child: ChildProcess; url: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/money-server.ts'], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60' },
+    const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/service-server.ts'], {
+      env: {
+        ...process.env,
+        SERVICE: 'money',
+        DATABASE_URL: databaseUrl,
+        PORT: '0',
+        MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
