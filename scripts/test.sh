@@ -128,8 +128,11 @@ for (const p of projects) {
     passed += r.numPassedTests ?? 0;
     failed += r.numFailedTests ?? 0;
     skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-    // a suite that failed to load (syntax error, throwing import) has no failed test but failed
-    broken += (r.testResults ?? []).filter((s) => s.status === 'failed' && (s.assertionResults ?? []).length === 0).length;
+    // a file that failed without a failed test — it failed to load (syntax error, throwing import),
+    // or a beforeAll/afterAll hook threw and its tests were skipped — counts as one failure
+    broken += (r.testResults ?? []).filter(
+      (s) => s.status === 'failed' && !(s.assertionResults ?? []).some((a) => a.status === 'failed'),
+    ).length;
   } catch (err) {
     broken += 1;
     console.error(`[test] cannot read ${file}: ${err.message}`);
@@ -141,7 +144,7 @@ EOF
 read -r passed failed skipped broken <<<"$summary"
 rm -rf "$LATEST_REPORTS" && mv "$REPORTS" "$LATEST_REPORTS" || true
 if ((broken > 0)); then
-  echo "[test] $broken test file(s) failed to load; each counts as one failure (see the output above)" >&2
+  echo "[test] $broken test file(s) failed outside their tests (load or hooks); each counts as one failure (see the output above)" >&2
   failed=$((failed + broken))
 fi
 failed=$((failed + static_failed))

@@ -5,7 +5,6 @@ import type { Manifest } from '../../../domain/modules/manifest';
 import type { Tx } from '../../../infra/postgres/db';
 import { asTenantRead, expandRelations } from '../../../projections/data/queries';
 import { testToken } from '../../support/auth';
-import { dataModules } from '../../support/data';
 import type { ApiClient } from '../../support/events';
 import { apiClient } from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
@@ -44,7 +43,7 @@ describe('expand on a list of generated records', () => {
   let b: ApiClient;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: dataModules });
+    p = await startTestPlatform({ modules: ['data'] });
     const owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
     expect((await owner.call('POST', '/modules', manifest)).status).toBe(201);
     for (const tenantId of [TENANT_A, TENANT_B])
