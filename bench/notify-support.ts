@@ -14,7 +14,7 @@ export type NotifyServer = ServerProcess;
 
 /** the notify server; NOTIFY_SERVER_DELIVERY=off in env leaves the delivery workers out (acceptance alone) */
 export const startNotifyServer = (env: Record<string, string>): Promise<NotifyServer> =>
-  startServerProcess(env.NOTIFY_SERVER_DELIVERY === 'off' ? 'notify-http' : 'notify', env);
+  startServerProcess('notify', { ...env, SERVICE_WORKERS: env.NOTIFY_SERVER_DELIVERY === 'off' ? 'off' : 'on' });
 
 export const authorization = (tenantId: string) => `Bearer ${testToken(tenantId, 'bench-sender', NOTIFY_PERMISSIONS)}`;
 

@@ -6,7 +6,7 @@ import { compareSemver } from '../../domain/events/semver';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
-import { publisherOf, requireTopic } from './catalog';
+import { publishingOf } from './catalog';
 import { eventsContext } from './context';
 import { currentSchema } from './schemas';
 
@@ -44,8 +44,7 @@ export const publishEvents = async (
   fieldOf: (index: number) => string,
 ): Promise<{ events: Published[]; createdAt: string }> => {
   const ctx = eventsContext(kernel);
-  const entry = await requireTopic(kernel.db, topic);
-  const publisher = await publisherOf(kernel.db, principal);
+  const { entry, publisher } = await publishingOf(kernel.db, principal, topic);
   inputs.forEach((input, i) => {
     if (!typeFitsTopic(input.type, topic)) {
       throw commonErrors.validation([

@@ -83,7 +83,8 @@ interface KeyLookup {
   revoked_at: Date | null;
   module_id: string;
   slug: string;
-  last_used_at: Date | null;
+  /** the module's active installations: the one named (if it is one), else up to two of them */
+  tenants: string[];
 }
 const DUMMY_HASH = Buffer.alloc(32);
 
@@ -104,11 +105,15 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
       const match = KEY_FORM.exec(token);
       if (!match) throw commonErrors.unauthorized();
       const keyId = uuidOfHex(match[1]!);
+      const named = headers[MODULE_TENANT_HEADER];
+      // the key, its module and the installations the call may act for, in one round trip
       const found = (
         await kernel.db.query<KeyLookup>(
-          `SELECT k.secret_hash, k.revoked_at, k.last_used_at, m.id AS module_id, m.slug FROM modules.keys k
-           JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`,
-          [keyId, PLATFORM_TENANT_ID],
+          `SELECT k.secret_hash, k.revoked_at, m.id AS module_id, m.slug,
+             ARRAY(SELECT i.tenant_id FROM modules.installations i WHERE i.module_id = m.id AND i.status = 'active'
+               AND ($3::text IS NULL OR i.tenant_id = $3) ORDER BY i.tenant_id LIMIT 2) AS tenants
+           FROM modules.keys k JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`,
+          [keyId, PLATFORM_TENANT_ID, typeof named === 'string' ? named : null],
         )
       ).rows[0];
       const given = hashOf(kernel, match[2]!);
@@ -116,7 +121,7 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
         timingSafeEqual(given, found?.secret_hash ?? DUMMY_HASH) && found !== undefined && found.revoked_at === null;
       if (!valid || !found) throw commonErrors.unauthorized('The module key is not valid.');
       touch(keyId);
-      const tenantId = await tenantOf(kernel.db, found.module_id, headers[MODULE_TENANT_HEADER]);
+      const tenantId = tenantOf(named, found.tenants);
       return {
         userId: `module:${found.slug}`,
         tenantId,
@@ -132,21 +137,13 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
 };
 
 /** the tenant the key acts for: the one named, if the module is active there; else the module's only active tenant */
-const tenantOf = async (q: Queryable, moduleId: string, named: string | string[] | undefined): Promise<string> => {
+const tenantOf = (named: string | string[] | undefined, active: string[]): string => {
   if (Array.isArray(named)) throw moduleErrors.tenantRequired();
   if (named !== undefined) {
-    const { rowCount } = await q.query(
-      `SELECT 1 FROM modules.installations WHERE module_id = $1 AND tenant_id = $2 AND status = 'active'`,
-      [moduleId, named],
-    );
-    if (!rowCount) throw moduleErrors.moduleNotFound('The module is not installed for this tenant.');
+    if (!active.includes(named)) throw moduleErrors.moduleNotFound('The module is not installed for this tenant.');
     return named;
   }
-  const { rows } = await q.query<{ tenant_id: string }>(
-    `SELECT tenant_id FROM modules.installations WHERE module_id = $1 AND status = 'active' LIMIT 2`,
-    [moduleId],
-  );
-  if (rows.length === 0) throw moduleErrors.moduleNotFound('The module is not installed for any tenant.');
-  if (rows.length > 1) throw moduleErrors.tenantRequired();
-  return rows[0]!.tenant_id;
+  if (active.length === 0) throw moduleErrors.moduleNotFound('The module is not installed for any tenant.');
+  if (active.length > 1) throw moduleErrors.tenantRequired();
+  return active[0]!;
 };

@@ -12,7 +12,13 @@ import eventsWorkers from '../../workers/events';
 import eventsWrite from '../../write-api/events';
 import modulesWrite from '../../write-api/modules';
 import { testToken } from './auth';
-import type { TestPlatform } from './platform';
+import type { Queryable } from '../../infra/postgres/db';
+
+/** what the helpers below need of a platform: its URL, and its database for the set-up */
+export interface PlatformHandle {
+  url: string;
+  kernel: { db: Queryable };
+}
 import { pollUntil } from './poll';
 
 /** the module registry and the bus, as discovery would find them */
@@ -68,10 +74,10 @@ export const apiClient = (baseUrl: string, token: string, extraHeaders: Record<s
   },
 });
 
-export const ownerClient = (p: TestPlatform): ApiClient =>
+export const ownerClient = (p: Pick<PlatformHandle, 'url'>): ApiClient =>
   apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
 export const userClient = (
-  p: TestPlatform,
+  p: Pick<PlatformHandle, 'url'>,
   tenantId: string,
   permissions = ['events.publish', 'events.subscribe', 'events.manage'],
 ): ApiClient => apiClient(p.url, testToken(tenantId, `user-${tenantId.slice(0, 8)}`, permissions));
@@ -119,7 +125,7 @@ export interface RegisteredModule {
 
 /** registers a module through the API (platform owner) and installs it for the tenants given */
 export const registerModule = async (
-  p: TestPlatform,
+  p: PlatformHandle,
   manifest: Record<string, unknown>,
   tenants: string[],
 ): Promise<RegisteredModule> => {
@@ -136,7 +142,7 @@ export const registerModule = async (
 };
 
 /** a module's client acting for one tenant */
-export const moduleClient = (p: TestPlatform, module: RegisteredModule, tenantId: string): ApiClient =>
+export const moduleClient = (p: Pick<PlatformHandle, 'url'>, module: RegisteredModule, tenantId: string): ApiClient =>
   apiClient(p.url, module.key, { 'x-module-tenant': tenantId });
 
 export const eventually = async <T>(
@@ -154,7 +160,7 @@ export const uniqueSlug = (prefix = 'mod'): string =>
  * subscribed to that topic with its webhook at `receiver`: the set-up of the delivery suites.
  */
 export const subscribedModule = async (
-  p: TestPlatform,
+  p: PlatformHandle,
   o: { prefix: string; event: string; handler: string; receiver: Receiver; tenantId: string },
 ): Promise<{ module: RegisteredModule; client: ApiClient; topic: string; type: string; subscriptionId: string }> => {
   const slug = uniqueSlug(o.prefix);

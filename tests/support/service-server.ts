@@ -1,30 +1,25 @@
 /**
- * A platform process (role all) serving one service with the test authenticator, for the crash
- * test and the benchmarks, so that a load generator does not share its event loop:
- * `SERVICE=money DATABASE_URL=… PORT=0 npx tsx tests/support/service-server.ts`. SERVICE is one of
- * the keys of SERVICES below. Prints one line `READY <url>` when it accepts requests.
+ * A platform process (role all) serving the test modules named in SERVICE (comma-separated names of
+ * tests/support/modules.ts) with the test authenticator, for the crash test and the benchmarks, so
+ * that a load generator does not share its event loop:
+ * `SERVICE=money DATABASE_URL=… PORT=0 npx tsx tests/support/service-server.ts`. SERVICE_WORKERS=off
+ * leaves the workers out (acceptance alone). Prints one line `READY <url>` when it accepts requests.
  */
 import { loadConfig } from '../../infra/config';
-import type { ServiceModules } from '../../infra/modules';
 import { silentLogger } from '../../infra/observability/logger';
 import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
+import { isTestModuleName, loadTestModules, TEST_MODULES } from './modules';
 
-const SERVICES: Record<string, () => Promise<ServiceModules>> = {
-  money: async () => (await import('./money')).moneyModules,
-  files: async () => (await import('./files')).filesModules,
-  notify: async () => (await import('./notify')).notifyModules,
-  /** acceptance alone: the delivery workers left out */
-  'notify-http': async () => (await import('./notify')).notifyHttpModules,
-  data: async () => (await import('./data')).dataModules,
-};
-
-const service = process.env.SERVICE ?? '';
-const modulesOf = SERVICES[service];
-if (!modulesOf) {
-  process.stderr.write(`SERVICE must be one of ${Object.keys(SERVICES).join(', ')} (got "${service}")\n`);
+const names = (process.env.SERVICE ?? '').split(',').filter(Boolean);
+if (!names.length || !names.every(isTestModuleName)) {
+  process.stderr.write(
+    `SERVICE must name modules of ${Object.keys(TEST_MODULES).join(', ')} (got "${process.env.SERVICE}")\n`,
+  );
   process.exit(2);
 }
+const loaded = await loadTestModules(names);
+const modules = process.env.SERVICE_WORKERS === 'off' ? { ...loaded, workers: [] } : loaded;
 
 // load generators run far above the per-user limit of spec 000; the limiter still runs
 const config = loadConfig({
@@ -36,7 +31,7 @@ const config = loadConfig({
   RATE_LIMIT_TENANT_PER_MIN: '10000000',
   ...process.env,
 });
-const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules: await modulesOf() });
+const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules });
 running.kernel.authenticator = testAuthenticator;
 const address = running.app.server.address();
 const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;

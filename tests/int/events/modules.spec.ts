@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordInstallation } from '../../../commands/modules/installations';
 import type { Body } from '../../support/events';
 import { apiClient, moduleClient, ownerClient, registerModule, uniqueSlug, userClient } from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
@@ -56,6 +57,14 @@ describe('the module registry', () => {
     expect((await moduleClient(platform, mod, tenantA).call('POST', '/events/publish', publish)).status).toBe(202);
     expect((await apiClient(platform.url, mod.key).call('POST', '/events/publish', publish)).status).toBe(202);
     expect((await moduleClient(platform, mod, tenantB).call('POST', '/events/publish', publish)).status).toBe(404);
+    // installed for a second tenant: a call must name the one it acts for
+    await recordInstallation(platform.kernel.db, mod.id, tenantB, 'active', new Date());
+    const unnamed = await apiClient(platform.url, mod.key).call('POST', '/events/publish', publish);
+    expect({ status: unnamed.status, field: unnamed.body.errors?.[0]?.field }).toEqual({
+      status: 400,
+      field: 'X-Module-Tenant',
+    });
+    expect((await moduleClient(platform, mod, tenantB).call('POST', '/events/publish', publish)).status).toBe(202);
     const [prefix] = mod.key.split('.');
     expect(
       (await apiClient(platform.url, `${prefix}.${'A'.repeat(43)}`).call('POST', '/events/publish', publish)).status,
