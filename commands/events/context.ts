@@ -1,5 +1,7 @@
 import type { Tx } from '../../infra/postgres/db';
 import type { Kernel } from '../../infra/kernel';
+import type { HttpPost } from '../../infra/http/post-client';
+import { httpPost } from '../../infra/http/post-client';
 import type { EventView } from '../../domain/events/views';
 import { BrokerProbe } from './broker';
 import type { EventsSettings } from './settings';
@@ -27,15 +29,15 @@ export interface EventsContext {
   broker: BrokerProbe;
   /** in-process handlers by handler name */
   handlers: Map<string, InProcessHandler>;
-  /** the HTTP client of webhook deliveries (global fetch) */
-  fetch: typeof fetch;
+  /** the HTTP client of webhook deliveries */
+  post: HttpPost;
 }
 
 const contexts = new WeakMap<Kernel, EventsContext>();
 
 export const configureEvents = (
   kernel: Kernel,
-  overrides: { settings?: Partial<EventsSettings>; fetch?: typeof fetch } = {},
+  overrides: { settings?: Partial<EventsSettings>; post?: HttpPost } = {},
 ): EventsContext => {
   const previous = contexts.get(kernel);
   const settings = { ...(previous?.settings ?? loadEventsSettings(kernel.config.env)), ...overrides.settings };
@@ -46,7 +48,7 @@ export const configureEvents = (
         ? previous.broker
         : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),
     handlers: previous?.handlers ?? new Map<string, InProcessHandler>(),
-    fetch: overrides.fetch ?? previous?.fetch ?? fetch,
+    post: overrides.post ?? previous?.post ?? httpPost,
   };
   contexts.set(kernel, context);
   return context;

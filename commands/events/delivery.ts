@@ -39,7 +39,7 @@ export const attemptDelivery = async (
 ): Promise<AttemptOutcome> => {
   if (target.kind === 'webhook') {
     return deliverWebhook(
-      ctx.fetch,
+      ctx.post,
       {
         endpoint: target.endpoint,
         secret: target.secret,

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { EventView } from '../../domain/events/views';
 import type { AttemptOutcome } from '../../domain/events/delivery';
 import { errorText } from '../../domain/events/delivery';
+import type { HttpPost } from '../../infra/http/post-client';
 
 /**
  * A webhook delivery to a module's endpoint: one event per POST, signed like Stripe's webhooks so
@@ -25,7 +26,7 @@ export const signature = (secret: string, timestamp: number, body: string): stri
   `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 
 export const deliverWebhook = async (
-  http: typeof fetch,
+  post: HttpPost,
   d: Delivery,
   nowMs: number,
   timeoutMs: number,
@@ -39,12 +40,10 @@ export const deliverWebhook = async (
     event: d.event,
   });
   try {
-    const response = await http(d.endpoint, {
-      method: 'POST',
+    const answer = await post(
+      d.endpoint,
       body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-      headers: {
+      {
         'content-type': 'application/json',
         'user-agent': 'platform-events/1',
         'x-event-id': d.event.eventId,
@@ -56,22 +55,14 @@ export const deliverWebhook = async (
         'x-platform-key-id': d.keyId,
         'x-platform-signature': signature(d.secret, Math.floor(nowMs / 1000), body),
       },
-    });
-    if (response.status >= 200 && response.status < 300) {
-      await response.body?.cancel().catch(() => undefined);
-      return { ok: true };
-    }
-    const text = await response.text().catch(() => '');
-    return { ok: false, error: errorText(`HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ''}`) };
-  } catch (error) {
-    const e = error as Error & { cause?: { code?: string } };
+      timeoutMs,
+    );
+    if (answer.status >= 200 && answer.status < 300) return { ok: true };
     return {
       ok: false,
-      error: errorText(
-        e.name === 'TimeoutError'
-          ? `no answer within ${timeoutMs} ms`
-          : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`,
-      ),
+      error: errorText(`HTTP ${answer.status}${answer.text ? `: ${answer.text.slice(0, 200)}` : ''}`),
     };
+  } catch (error) {
+    return { ok: false, error: errorText(error instanceof Error ? error.message : String(error)) };
   }
 };
