@@ -4,7 +4,7 @@ import { admit, rateScopes } from '../../domain/notify/rate';
 import type { Kernel } from '../../infra/kernel';
 import { literal } from '../../infra/postgres/inline';
 import type { Tx } from '../../infra/postgres/db';
-import type { DeliveryJob, DeliveryMessage, DeliveryOutcome } from './channels/adapter';
+import type { ChannelAdapter, DeliveryJob, DeliveryMessage, DeliveryOutcome } from './channels/adapter';
 import { failure } from './channels/adapter';
 import { channelConfig } from './channel-config';
 import type { NotifyContext } from './context';
@@ -133,26 +133,75 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
     }));
   });
 
-/** one attempt, bounded by the attempt deadline (spec 002: 10 s per attempt); a timeout's outcome is unknown */
-export const attempt = async (ctx: NotifyContext, claimed: Claimed): Promise<DeliveryOutcome> => {
-  const adapter = ctx.adapters.get(claimed.job.channel.type);
-  if (!adapter) return failure(`no adapter for channel type ${claimed.job.channel.type} is installed`, false);
+/** runs send under the attempt deadline (spec 002: 10 s per attempt); past it the outcome is unknown */
+const withinDeadline = async <T>(
+  ctx: NotifyContext,
+  send: (signal: AbortSignal) => Promise<T>,
+  timedOut: (outcome: DeliveryOutcome) => T,
+): Promise<T> => {
   const aborter = new AbortController();
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<DeliveryOutcome>((resolve) => {
+  const deadline = new Promise<T>((resolve) => {
     timer = setTimeout(() => {
       aborter.abort();
-      resolve(failure(`the attempt did not finish within ${ctx.settings.attemptTimeoutMs / 1000} s`, false, true));
+      resolve(
+        timedOut(failure(`the attempt did not finish within ${ctx.settings.attemptTimeoutMs / 1000} s`, false, true)),
+      );
     }, ctx.settings.attemptTimeoutMs);
   });
   try {
-    return await Promise.race([
-      adapter.send(claimed.job, aborter.signal).catch((error: unknown) => failure(error, false)),
-      deadline,
-    ]);
+    return await Promise.race([send(aborter.signal), deadline]);
   } finally {
     clearTimeout(timer);
   }
+};
+
+/** one attempt, bounded by the attempt deadline; a timeout's outcome is unknown */
+const attempt = async (ctx: NotifyContext, claimed: Claimed): Promise<DeliveryOutcome> => {
+  const adapter = ctx.adapters.get(claimed.job.channel.type);
+  if (!adapter) return failure(`no adapter for channel type ${claimed.job.channel.type} is installed`, false);
+  return withinDeadline(
+    ctx,
+    (signal) => adapter.send(claimed.job, signal).catch((error: unknown) => failure(error, false)),
+    (outcome) => outcome,
+  );
+};
+
+/**
+ * The attempts of a claimed batch, at once: the share of an adapter that sends many at once (the
+ * websocket channel: one buffer insert and one publish) is one call under one deadline; every
+ * other notification is its own attempt.
+ */
+export const attemptAll = async (
+  ctx: NotifyContext,
+  claimed: readonly Claimed[],
+): Promise<{ claimed: Claimed; outcome: DeliveryOutcome }[]> => {
+  const together = new Map<ChannelAdapter, Claimed[]>();
+  const alone: Claimed[] = [];
+  for (const c of claimed) {
+    const adapter = ctx.adapters.get(c.job.channel.type);
+    if (adapter?.sendMany) together.set(adapter, [...(together.get(adapter) ?? []), c]);
+    else alone.push(c);
+  }
+  const outcomes = await Promise.all([
+    ...alone.map(async (c) => [{ claimed: c, outcome: await attempt(ctx, c) }]),
+    ...[...together].map(async ([adapter, group]) => {
+      const results = await withinDeadline(
+        ctx,
+        (signal) =>
+          adapter.sendMany!(
+            group.map((c) => c.job),
+            signal,
+          ).catch((error: unknown) => group.map(() => failure(error, false))),
+        (outcome) => group.map(() => outcome),
+      );
+      return group.map((c, i) => ({
+        claimed: c,
+        outcome: results[i] ?? failure('no outcome for this notification', false),
+      }));
+    }),
+  ]);
+  return outcomes.flat();
 };
 
 /**

@@ -33,7 +33,8 @@ export interface SocketEnvelope {
  */
 export interface SocketBus {
   readonly kind: 'redis' | 'postgres';
-  publish(envelope: SocketEnvelope): Promise<void>;
+  /** publishes deliveries in order, in one round trip */
+  publish(envelopes: readonly SocketEnvelope[]): Promise<void>;
   /** resolves once messages published from now on reach the listener */
   subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void>;
   close(): Promise<void>;
@@ -68,8 +69,12 @@ class RedisSocketBus implements SocketBus {
     this.channel = `platform:${CHANNEL}`;
   }
 
-  async publish(envelope: SocketEnvelope): Promise<void> {
-    await this.publisher.publish(this.channel, JSON.stringify(envelope));
+  async publish(envelopes: readonly SocketEnvelope[]): Promise<void> {
+    if (envelopes.length === 0) return;
+    const pipeline = this.publisher.pipeline();
+    for (const envelope of envelopes) pipeline.publish(this.channel, JSON.stringify(envelope));
+    const failed = (await pipeline.exec())?.find(([error]) => error);
+    if (failed) throw failed[0];
   }
 
   async subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void> {
@@ -98,10 +103,14 @@ class PostgresSocketBus implements SocketBus {
     private readonly onError: (error: Error) => void,
   ) {}
 
-  async publish(envelope: SocketEnvelope): Promise<void> {
-    let text = JSON.stringify(envelope);
-    if (Buffer.byteLength(text) > PG_PAYLOAD_LIMIT) text = JSON.stringify({ ...envelope, payload: null });
-    await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, text]);
+  async publish(envelopes: readonly SocketEnvelope[]): Promise<void> {
+    if (envelopes.length === 0) return;
+    const texts = envelopes.map((envelope) => {
+      const text = JSON.stringify(envelope);
+      return Buffer.byteLength(text) > PG_PAYLOAD_LIMIT ? JSON.stringify({ ...envelope, payload: null }) : text;
+    });
+    // one statement, one transaction: the notifications go out in the array's order when it commits
+    await this.pool.query('SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t', [CHANNEL, texts]);
   }
 
   async subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void> {

@@ -1,5 +1,5 @@
 import { notifyContext } from '../../commands/notify/context';
-import { attempt, claim, reapAbandoned, recordOutcomes } from '../../commands/notify/delivery';
+import { attemptAll, claim, reapAbandoned, recordOutcomes } from '../../commands/notify/delivery';
 import { installNotifyPort } from '../../commands/notify/port';
 import { purgeExpired } from '../../commands/notify/retention';
 import { WorkerSession } from '../../commands/notify/worker-session';
@@ -46,7 +46,7 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
     }
     const claimed = await claim(kernel, ctx, key);
     if (claimed.length === 0) return false;
-    const outcomes = await Promise.all(claimed.map(async (c) => ({ claimed: c, outcome: await attempt(ctx, c) })));
+    const outcomes = await attemptAll(ctx, claimed);
     await recordOutcomes(kernel, ctx, key, outcomes);
     return true;
   };

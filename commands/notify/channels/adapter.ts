@@ -62,6 +62,8 @@ export interface ChannelAdapter {
   check?(message: DeliveryMessage): FieldError | null;
   /** one attempt; must settle by the signal's deadline */
   send(job: DeliveryJob, signal: AbortSignal): Promise<DeliveryOutcome>;
+  /** optional: one attempt for each of many jobs at once (an outcome per job, in order), under one deadline */
+  sendMany?(jobs: readonly DeliveryJob[], signal: AbortSignal): Promise<DeliveryOutcome[]>;
   close?(): Promise<void>;
 }
 

@@ -130,6 +130,35 @@ for (const bus of ['redis', 'postgres'] as const) {
       }
     });
 
+    it('delivers a batch to many users together: each open socket gets its own message once, every one is buffered', async () => {
+      const users = Array.from({ length: 30 }, (_, i) => `u-crowd-${i}`);
+      for (const u of users) await seedMember(database.db, tenantId, u);
+      const online = await Promise.all(users.slice(0, 3).map((u) => openSession(edge.url, testToken(tenantId, u, []))));
+      try {
+        const batch = await notifyClient(edge.url, tenantId).post('/notify/batch', {
+          channel: 'websocket',
+          subject: 'crowd',
+          body: 'to each their own',
+          recipients: users.map((userId) => ({ userId })),
+        });
+        expect(batch.status).toBe(202);
+        await delivered(deliverer, tenantId, batch.body.ids);
+        for (const [i, client] of online.entries())
+          await client.waitFor((m) => m.some((x) => x.notification_id === batch.body.ids[i]), `user ${i}'s message`);
+        await new Promise((r) => setTimeout(r, 300)); // nothing else arrives
+        expect(online.map((c) => c.notifications().map((m) => m.notification_id))).toEqual(
+          batch.body.ids.slice(0, 3).map((id: string) => [id]),
+        );
+        const { rows } = await database.db.query<{ user_id: string; notification_id: string }>(
+          'SELECT user_id, notification_id FROM notify.socket_buffer WHERE tenant_id = $1 AND notification_id = ANY($2) ORDER BY seq',
+          [tenantId, batch.body.ids],
+        );
+        expect(rows.map((r) => [r.user_id, r.notification_id])).toEqual(users.map((u, i) => [u, batch.body.ids[i]]));
+      } finally {
+        await Promise.all(online.map((c) => c.close()));
+      }
+    });
+
     it('replays at most the newest 100 of the hour', async () => {
       const token = testToken(tenantId, 'u-many', []);
       const c = notifyClient(edge.url, tenantId);
