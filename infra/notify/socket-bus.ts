@@ -73,8 +73,8 @@ class RedisSocketBus implements SocketBus {
     if (envelopes.length === 0) return;
     const pipeline = this.publisher.pipeline();
     for (const envelope of envelopes) pipeline.publish(this.channel, JSON.stringify(envelope));
-    const failed = (await pipeline.exec())?.find(([error]) => error);
-    if (failed) throw failed[0];
+    const error = (await pipeline.exec())?.find(([failed]) => failed)?.[0];
+    if (error) throw error;
   }
 
   async subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void> {
