@@ -19,6 +19,7 @@ import { commonErrors } from '../domain/shared/errors';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import { credentialSchemeFor } from '../infra/http/credentials';
+import { drainUnreadBody } from '../infra/http/drain';
 import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
 import { stringifyJson } from '../infra/http/json';
 import type { Kernel } from '../infra/kernel';
@@ -208,6 +209,12 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
           code: 'NUL_CHARACTER',
         },
       ]);
+  });
+  // Fastify answers a body it stopped reading (over the limit, a parser's refusal) with Connection:
+  // close, and a client still sending then gets a reset instead of the answer: a body declared small
+  // enough is dropped as it arrives and the connection kept (infra/http/drain.ts)
+  app.addHook('onSend', async (request, reply) => {
+    if (reply.getHeader('connection') === 'close' && drainUnreadBody(request)) reply.removeHeader('connection');
   });
   // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
   app.addHook('preParsing', async (request, _reply, payload) =>

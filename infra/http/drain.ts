@@ -31,3 +31,21 @@ export const answeringBeforeTheBody = (request: FastifyRequest, reply: FastifyRe
   if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT) reply.header('connection', 'close');
   else drainRest(request);
 };
+
+/**
+ * The rest of a request body the platform will not read (Fastify refused it: over the body limit
+ * by its declared length, or a parser's error), dropped as it arrives when its declared length is
+ * at most DRAIN_LIMIT: then the connection can stay open and a client still sending reads the
+ * answer instead of a reset. False when it cannot be (no declared length, or a larger one): the
+ * connection must close.
+ */
+export const drainUnreadBody = (request: FastifyRequest): boolean => {
+  const raw = request.raw;
+  if (raw.complete) return true;
+  const declared = request.headers['content-length'];
+  if (declared === undefined || Number(declared) > DRAIN_LIMIT) return false;
+  raw.unpipe(); // from a parser or guard that stopped reading
+  raw.on('error', () => undefined);
+  raw.resume();
+  return true;
+};

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
+import { sendSlowly } from '../../support/slow-sender';
 
 let platform: TestPlatform;
 const token = testToken('tenant-a', 'user-1', ['tally.*']);
@@ -58,6 +59,35 @@ describe('a request the platform cannot route', () => {
 });
 
 describe('a body the platform cannot accept', () => {
+  it('gives the 413 to a client still sending a body over the limit, and keeps its connection', async () => {
+    // the body is refused by its declared length before a byte is read; the client sends on after the answer
+    const outcome = await sendSlowly(platform.url, {
+      method: 'POST',
+      path: '/v1/tally/counters',
+      headers: { ...json },
+      body: Buffer.from(JSON.stringify({ id: 'x', name: 'n'.repeat(300_000) })),
+      sendBeforeAnswer: 1024,
+    });
+    expect(outcome).toEqual({
+      first: expect.stringMatching(/^HTTP\/1\.1 413/),
+      second: expect.stringMatching(/^HTTP\/1\.1 200/),
+    });
+  });
+
+  it('keeps the connection after a body it read whole and refused (not JSON)', async () => {
+    const outcome = await sendSlowly(platform.url, {
+      method: 'POST',
+      path: '/v1/tally/counters',
+      headers: { ...json },
+      body: Buffer.from('{"id": '),
+      sendBeforeAnswer: 7,
+    });
+    expect(outcome).toEqual({
+      first: expect.stringMatching(/^HTTP\/1\.1 400/),
+      second: expect.stringMatching(/^HTTP\/1\.1 200/),
+    });
+  });
+
   it('answers a body over the limit with 413', async () => {
     const res = await platform.http('/v1/tally/counters', {
       method: 'POST',
