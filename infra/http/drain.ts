@@ -1,17 +1,15 @@
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** most of a refused upload read (and dropped) so that its answer arrives whole; a client sending more loses its connection */
 const DRAIN_LIMIT = 64 * 1024 * 1024;
 
-/**
- * A refusal in the middle of an upload: the rest of the body is read and dropped rather than the
- * connection closed under it, because a peer still sending can lose an answer to a reset (a
- * client sees EPIPE instead of the problem; the gateway's proxy would turn it into a 502). Past
- * DRAIN_LIMIT the connection goes.
- */
-export const drainRest = (request: FastifyRequest): void => {
-  const body = request.bodyStream;
-  if (!body || body.readableEnded) return;
+/** a body declared larger than is worth reading to drop it */
+const declaredOverLimit = (request: FastifyRequest): boolean =>
+  Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT;
+
+/** reads what is left of a body and drops it; past DRAIN_LIMIT the connection goes */
+const dropRest = (request: FastifyRequest, body: Readable): void => {
   let drained = 0;
   body.on('data', (chunk: Buffer) => {
     drained += chunk.length;
@@ -22,13 +20,23 @@ export const drainRest = (request: FastifyRequest): void => {
 };
 
 /**
+ * A refusal in the middle of an upload: the rest of the body is read and dropped rather than the
+ * connection closed under it, because a peer still sending can lose an answer to a reset (a
+ * client sees EPIPE instead of the problem; the gateway's proxy would turn it into a 502).
+ */
+export const drainRest = (request: FastifyRequest): void => {
+  const body = request.bodyStream;
+  if (body && !body.readableEnded) dropRest(request, body);
+};
+
+/**
  * An answer given before the streamed body was read to its end (a refusal): a body small enough
  * is drained, so the connection stays usable and the client reads the answer; one declared
  * larger is not worth reading, the connection closes with the answer.
  */
 export const answeringBeforeTheBody = (request: FastifyRequest, reply: FastifyReply): void => {
   if (!request.bodyStream || request.bodyStream.readableEnded) return;
-  if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT) reply.header('connection', 'close');
+  if (declaredOverLimit(request)) reply.header('connection', 'close');
   else drainRest(request);
 };
 
@@ -42,10 +50,8 @@ export const answeringBeforeTheBody = (request: FastifyRequest, reply: FastifyRe
 export const drainUnreadBody = (request: FastifyRequest): boolean => {
   const raw = request.raw;
   if (raw.complete) return true;
-  const declared = request.headers['content-length'];
-  if (declared === undefined || Number(declared) > DRAIN_LIMIT) return false;
+  if (request.headers['content-length'] === undefined || declaredOverLimit(request)) return false;
   raw.unpipe(); // from a parser or guard that stopped reading
-  raw.on('error', () => undefined);
-  raw.resume();
+  dropRest(request, raw);
   return true;
 };
