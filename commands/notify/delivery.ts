@@ -180,8 +180,9 @@ export const attemptAll = async (
   const alone: Claimed[] = [];
   for (const c of claimed) {
     const adapter = ctx.adapters.get(c.job.channel.type);
-    if (adapter?.sendMany) together.set(adapter, [...(together.get(adapter) ?? []), c]);
-    else alone.push(c);
+    if (!adapter?.sendMany) alone.push(c);
+    else if (together.has(adapter)) together.get(adapter)!.push(c);
+    else together.set(adapter, [c]);
   }
   const outcomes = await Promise.all([
     ...alone.map(async (c) => [{ claimed: c, outcome: await attempt(ctx, c) }]),
