@@ -1,5 +1,5 @@
 import type { Kernel } from '../../infra/kernel';
-import { MODULE_DATA_ROLE } from '../modules/migrate';
+import { DATA_ROLE_USABLE_SQL } from '../../domain/data/access';
 import { ModelCatalog } from './catalog';
 
 /** the data layer's per-process state: the model catalog, and whether the data role can be taken here */
@@ -18,10 +18,7 @@ export const dataContext = (kernel: Kernel): DataContext => {
       catalog: new ModelCatalog(),
       useRole: () =>
         (role ??= kernel.db
-          .query<{ usable: boolean }>(
-            `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`,
-            [MODULE_DATA_ROLE],
-          )
+          .query<{ usable: boolean }>(DATA_ROLE_USABLE_SQL)
           .then((r) => r.rows[0]?.usable ?? false)
           .catch(() => {
             role = null;

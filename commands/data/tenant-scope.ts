@@ -1,5 +1,5 @@
 import type { Queryable } from '../../infra/postgres/db';
-import { MODULE_DATA_ROLE, TENANT_SETTING } from '../modules/migrate';
+import { tenantScopeSql } from '../../domain/data/access';
 
 /**
  * Runs statements on a module's tables as the tenant: the tenant setting the row-level security
@@ -13,13 +13,7 @@ export const asTenant = async <T>(
   useRole: boolean,
   fn: () => Promise<T>,
 ): Promise<T> => {
-  // the setting and the role in one round trip (set_config('role', …, true) is SET LOCAL ROLE)
-  await tx.query(
-    useRole
-      ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
-      : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
-    [tenantId],
-  );
+  await tx.query(tenantScopeSql(useRole), [tenantId]);
   try {
     return await fn();
   } finally {

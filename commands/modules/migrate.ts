@@ -1,3 +1,4 @@
+import { MODULE_DATA_ROLE, TENANT_SETTING } from '../../domain/data/access';
 import type { ManifestMigration } from '../../domain/modules/manifest';
 import { schemaOfModule } from '../../domain/modules/manifest';
 import type { Kernel } from '../../infra/kernel';
@@ -11,11 +12,6 @@ import type { Queryable, Tx } from '../../infra/postgres/db';
  * tenant. A failure rolls that migration back, keeps the earlier ones, and marks the module dirty
  * with its error: nothing more runs until a fixed version, a retry or `force-version`.
  */
-
-/** the role the data layer's queries run as (SET LOCAL ROLE), so that row-level security applies even to a superuser's connection */
-export const MODULE_DATA_ROLE = 'platform_module_data';
-/** the per-transaction setting the row-level security policies compare tenant_id with */
-export const TENANT_SETTING = 'app.tenant_id';
 
 export interface SchemaState {
   module_id: string;

@@ -6,6 +6,18 @@ import type { Model } from './catalog';
 import { servable } from './catalog';
 import { dataErrors } from './errors';
 
+/** the role the data layer's queries run as, so that row-level security applies even to a superuser's connection */
+export const MODULE_DATA_ROLE = 'platform_module_data';
+/** the per-transaction setting the row-level security policies compare tenant_id with */
+export const TENANT_SETTING = 'app.tenant_id';
+/** whether this connection's user may take the data role (a server without it runs the queries as itself, still filtered by tenant) */
+export const DATA_ROLE_USABLE_SQL = `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = '${MODULE_DATA_ROLE}'), false) AS usable`;
+/** scopes the transaction to the tenant ($1) in one round trip: the setting, and the data role when it can be taken (set_config('role', …, true) is SET LOCAL ROLE) */
+export const tenantScopeSql = (useRole: boolean): string =>
+  useRole
+    ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
+    : `SELECT set_config('${TENANT_SETTING}', $1, true)`;
+
 /** what a data request needs to know of its module, in one row (both sides read it with MODULE_SQL) */
 export const MODULE_SQL = `SELECT m.id, m.slug, m.status, m.version, m.manifest, m.updated_at, s.version AS schema_version, s.dirty, s.migration_error,
     i.status AS installation

@@ -1,23 +1,18 @@
 import type { Model } from '../../domain/data/catalog';
+import { DATA_ROLE_USABLE_SQL, tenantScopeSql } from '../../domain/data/access';
 import type { ListQuery } from '../../domain/data/query';
 import { OPERATORS } from '../../domain/data/query';
 import type { Kernel } from '../../infra/kernel';
 import { inTransaction, type Tx } from '../../infra/postgres/db';
 
 type Row = Record<string, unknown>;
-const MODULE_DATA_ROLE = 'platform_module_data';
 const roles = new WeakMap<Kernel, Promise<boolean>>();
 
 /** whether this process can take the data role (row-level security then binds even a superuser's connection) */
 const useRole = (kernel: Kernel): Promise<boolean> => {
   let found = roles.get(kernel);
   if (!found) {
-    found = kernel.db
-      .query<{ usable: boolean }>(
-        `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1), false) AS usable`,
-        [MODULE_DATA_ROLE],
-      )
-      .then((r) => r.rows[0]?.usable ?? false);
+    found = kernel.db.query<{ usable: boolean }>(DATA_ROLE_USABLE_SQL).then((r) => r.rows[0]?.usable ?? false);
     roles.set(kernel, found);
   }
   return found;
@@ -30,13 +25,7 @@ const useRole = (kernel: Kernel): Promise<boolean> => {
 export const asTenantRead = async <T>(kernel: Kernel, tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T> => {
   const role = await useRole(kernel);
   return inTransaction(kernel.db, async (tx) => {
-    // the setting and the role in one round trip (set_config('role', …, true) is SET LOCAL ROLE)
-    await tx.query(
-      role
-        ? `SELECT set_config('app.tenant_id', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
-        : `SELECT set_config('app.tenant_id', $1, true)`,
-      [tenantId],
-    );
+    await tx.query(tenantScopeSql(role), [tenantId]);
     return fn(tx);
   });
 };
