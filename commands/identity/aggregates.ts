@@ -54,9 +54,7 @@ export const roleStream = (tenantId: string, roleId: string) => streamIdOf('iden
  * handler returns so both commit together.
  */
 export const platformUnit = (kernel: Kernel, uow: UnitOfWork): UnitOfWork =>
-  uow.meta.tenantId === PLATFORM_TENANT_ID
-    ? uow
-    : new UnitOfWork(uow.tx, { ...uow.meta, tenantId: PLATFORM_TENANT_ID }, kernel.store);
+  uow.meta.tenantId === PLATFORM_TENANT_ID ? uow : uow.sibling({ ...uow.meta, tenantId: PLATFORM_TENANT_ID });
 
 export const flushPlatform = async (kernel: Kernel, uow: UnitOfWork, platform: UnitOfWork): Promise<void> => {
   if (platform !== uow) await platform.flush(kernel.projections);

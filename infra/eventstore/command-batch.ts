@@ -5,8 +5,8 @@ import { inline, literal } from '../postgres/inline';
 import type { ProjectionEngine } from '../projections/engine';
 import type { IdempotencyRequest, KeyRef, StoredResponse, StoredRow } from './idempotency';
 import { idempotencyErrors, lockKeysSql, lookupKeysSql, recordsSql, storedAnswer } from './idempotency';
-import type { AppendRequest, CausationMeta, EventStore, StreamHead } from './event-store';
-import { bigintReplacer } from './event-store';
+import type { AppendRequest, CausationMeta, EventStore, HeadRow, StreamHead } from './event-store';
+import { bigintReplacer, HEAD_COLUMNS, headOf } from './event-store';
 import type { PendingTask } from '../tasks';
 import { insertTasksSql } from '../tasks';
 import type { StreamHeads } from './unit-of-work';
@@ -173,19 +173,14 @@ export class CommandBatcher {
     const results = (await client.query(`BEGIN;
       ${lockKeysSql(keys)};
       ${lookupKeysSql(keys)};
-      SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY(${literal(streams)}::text[]) ORDER BY stream_id FOR UPDATE`)) as unknown as {
+      SELECT stream_id, ${HEAD_COLUMNS} FROM es.streams WHERE stream_id = ANY(${literal(streams)}::text[]) ORDER BY stream_id FOR UPDATE`)) as unknown as {
       rows: unknown[];
     }[];
     const locked = results[1]!.rows as { i: string; locked: boolean }[];
     const stored = new Map((results[2]!.rows as StoredRow[]).map((r) => [Number(r.i), r]));
     const heads = new BatchHeads(client, this.store, new Map(streams.map((id) => [id, null])));
-    for (const r of results[3]!.rows as {
-      stream_id: string;
-      version: number;
-      state: unknown;
-      state_schema: string | null;
-    }[]) {
-      heads.cache.set(r.stream_id, { version: r.version, state: r.state, stateSchema: r.state_schema });
+    for (const r of results[3]!.rows as (HeadRow & { stream_id: string })[]) {
+      heads.cache.set(r.stream_id, headOf(r));
     }
 
     const decided: Decided[] = [];
@@ -325,6 +320,8 @@ class BatchHeads implements StreamHeads {
         version: a.expectedVersion + a.events.length,
         state: JSON.parse(JSON.stringify(a.state.value, bigintReplacer)),
         stateSchema: a.state.schema,
+        // the batch appends in a subtransaction of its own (prepareAppends): no order guard reads this
+        orderKey: 0n,
       });
     }
   }

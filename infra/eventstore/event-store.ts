@@ -29,6 +29,11 @@ export interface StreamHead {
   version: number;
   state: unknown;
   stateSchema: string | null;
+  /**
+   * where the stream's last events stand in the global order: the id of the (sub)transaction that
+   * last appended to it. A command that loaded the stream must append above it (causal order).
+   */
+  orderKey: bigint;
 }
 
 /** A position in the global log: commit order is (transactionId, position). */
@@ -54,6 +59,28 @@ interface EventRow {
   occurred_at: Date;
   data: Record<string, unknown>;
 }
+
+export interface HeadRow {
+  version: number;
+  state: unknown;
+  state_schema: string | null;
+  order_key: string;
+}
+
+/**
+ * A stream row's columns as a head; its order key is the row's xmin (the (sub)transaction that
+ * last appended to it) widened against the snapshot's next id — the row is visible, so that
+ * (sub)transaction began before the snapshot, or (read FOR UPDATE after a wait) just after it.
+ */
+export const HEAD_COLUMNS =
+  'version, state, state_schema, es.xid8_near(xmin, pg_snapshot_xmax(pg_current_snapshot()))::text AS order_key';
+
+export const headOf = (row: HeadRow): StreamHead => ({
+  version: row.version,
+  state: row.state,
+  stateSchema: row.state_schema,
+  orderKey: BigInt(row.order_key),
+});
 
 const EVENT_COLUMNS = `position, transaction_id::text AS transaction_id, stream_id, stream_version, event_id, type, schema_version,
   tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data`;
@@ -83,34 +110,32 @@ export class EventStore {
    * checked and advanced with a single guarded statement: concurrent appends at the same expected
    * version serialize on the stream row, and all but the first see a changed version and fail with
    * StreamVersionConflict.
+   *
+   * Causal order: the events take the transaction's id as their place in the global order, which
+   * is only right when that id is above the order keys of everything the command read — the
+   * streams it loaded (`dependsOn`, the highest of their StreamHead.orderKey) and the stream it
+   * appends to. An id taken by an early write can be older than a commit the command then read;
+   * the statement sees it, writes nothing, and the append is made again in a subtransaction, whose
+   * fresh id orders the events after everything they depend on (see appendInSubtransaction).
    */
   async append(
     tx: Tx,
     requests: AppendRequest[],
     meta: CausationMeta,
+    dependsOn = 0n,
   ): Promise<StoredEvent<Record<string, unknown>>[]> {
     const occurredAt = this.clock.now();
     const stored: StoredEvent<Record<string, unknown>>[] = [];
     for (const request of requests) {
       if (request.events.length === 0) continue;
+      const params = this.appendParams(request, meta, occurredAt);
       // One round trip per stream: the guarded version bump and the insert of its events.
-      const { rows } = await tx.query<EventRow>(appendSql(request.expectedVersion), [
-        request.streamId,
-        request.expectedVersion === 'any' ? 0 : request.expectedVersion,
-        request.events.length,
-        request.state ? JSON.stringify(request.state.value, bigintReplacer) : null,
-        request.state?.schema ?? null,
-        meta.tenantId,
-        meta.actorId,
-        meta.traceId,
-        meta.causationId,
-        meta.correlationId,
-        occurredAt,
-        request.events.map(() => this.ids.next()),
-        request.events.map((e) => e.type),
-        request.events.map((e) => this.upcasters.versionOf(e.type)),
-        request.events.map((e) => JSON.stringify(e.data, bigintReplacer)),
+      let { rows } = await tx.query<EventRow>(ADVANCE_IN_ORDER[variantOf(request.expectedVersion)], [
+        ...params,
+        dependsOn.toString(),
       ]);
+      if (rows.length === 0 && (await this.refusedForOrder(tx, request, meta.tenantId)))
+        rows = await this.appendInSubtransaction(tx, request, params);
       if (rows.length === 0) {
         const expected =
           request.expectedVersion === 'any' ? 'none' : request.expectedVersion === 0 ? 'none' : request.expectedVersion;
@@ -126,6 +151,55 @@ export class EventStore {
     return stored;
   }
 
+  private appendParams(request: AppendRequest, meta: CausationMeta, occurredAt: Date): unknown[] {
+    return [
+      request.streamId,
+      request.expectedVersion === 'any' ? 0 : request.expectedVersion,
+      request.events.length,
+      request.state ? JSON.stringify(request.state.value, bigintReplacer) : null,
+      request.state?.schema ?? null,
+      meta.tenantId,
+      meta.actorId,
+      meta.traceId,
+      meta.causationId,
+      meta.correlationId,
+      occurredAt,
+      request.events.map(() => this.ids.next()),
+      request.events.map((e) => e.type),
+      request.events.map((e) => this.upcasters.versionOf(e.type)),
+      request.events.map((e) => JSON.stringify(e.data, bigintReplacer)),
+    ];
+  }
+
+  /**
+   * Whether a guarded append that wrote nothing was held back by the order rule rather than by the
+   * stream's version (or, for 'any', by another tenant's stream under the same id): the stream is
+   * where the request expects it, so only the transaction's id was too old.
+   */
+  private async refusedForOrder(tx: Tx, request: AppendRequest, tenantId: string): Promise<boolean> {
+    const { rows } = await tx.query<{ version: number; tenant_id: string }>(
+      'SELECT version, tenant_id FROM es.streams WHERE stream_id = $1',
+      [request.streamId],
+    );
+    const row = rows[0];
+    if (request.expectedVersion === 'any') return !row || row.tenant_id === tenantId;
+    if (request.expectedVersion === 0) return !row;
+    return row?.version === request.expectedVersion && row.tenant_id === tenantId;
+  }
+
+  /**
+   * The append again, in a subtransaction: its id is assigned by this very statement, after every
+   * commit the command read, so it orders the events causally; the events carry it as their
+   * transaction_id (readers see them once the whole transaction ended, since a subtransaction's id
+   * is above its parent's). Rare: only a transaction that wrote before it read what it appends on.
+   */
+  private async appendInSubtransaction(tx: Tx, request: AppendRequest, params: unknown[]): Promise<EventRow[]> {
+    await tx.query('SAVEPOINT es_causal_order');
+    const { rows } = await tx.query<EventRow>(ADVANCE_IN_SUBTRANSACTION[variantOf(request.expectedVersion)], params);
+    await tx.query('RELEASE SAVEPOINT es_causal_order');
+    return rows;
+  }
+
   /**
    * The appends of several commands as one statement with its values written in, for a caller that
    * sends it with other statements (and the COMMIT) in one round trip; and the events as they will
@@ -136,6 +210,11 @@ export class EventStore {
    * breaks the streams' primary key; the transaction then aborts and nothing after the statement
    * runs. position and transactionId are assigned by PostgreSQL: reading them from the returned
    * events throws.
+   *
+   * The statement runs in a subtransaction of its own (SAVEPOINT … RELEASE, in the same text), and
+   * the events take its id as their transaction_id: an id assigned after everything the callers
+   * read (their transactions took locks, claimed rows or wrote before this), so the global order
+   * stays causal whatever they wrote first (see append()). Send it inside a transaction block.
    */
   prepareAppends(
     appends: { request: AppendRequest; meta: CausationMeta }[],
@@ -197,43 +276,54 @@ export class EventStore {
         ? [
             `advanced AS (UPDATE es.streams s SET version = v.version, state = v.state, state_schema = v.schema, updated_at = now()
         FROM (VALUES ${moved.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema)
-        WHERE s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected)`,
+        WHERE s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected RETURNING s.xmin AS x)`,
           ]
         : []),
       ...(created.length
         ? [
             `created AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema)
-        SELECT stream_id, tenant_id, version, state, schema FROM (VALUES ${created.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema))`,
+        SELECT stream_id, tenant_id, version, state, schema FROM (VALUES ${created.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema)
+        RETURNING xmin AS x)`,
           ]
         : []),
     ];
+    // the subtransaction's id, read from a stream row it wrote; when every stream moved (no row
+    // written) the unique constraint refuses the events anyway, so any id does
+    const written = [
+      ...(moved.length ? ['SELECT x FROM advanced'] : []),
+      ...(created.length ? ['SELECT x FROM created'] : []),
+    ];
+    const ordered = `ordered AS (SELECT COALESCE((SELECT es.xid8_near(x, pg_current_xact_id()) FROM (${written.join(' UNION ALL ')}) w LIMIT 1), pg_current_xact_id()) AS k)`;
     return {
       sql:
         rows.length === 0
           ? ''
-          : `${ctes.length ? `WITH ${ctes.join(',\n')}\n` : ''}INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
-        VALUES ${rows.join(',\n')}`,
+          : `SAVEPOINT es_causal_order;
+WITH ${[...ctes, ordered].join(',\n')}
+INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data, transaction_id)
+        SELECT v.*, ordered.k FROM (VALUES ${rows.join(',\n')}) AS v, ordered;
+RELEASE SAVEPOINT es_causal_order`,
       events,
     };
   }
 
   /** the stream's version and stored state, or null when it does not exist */
   async head(q: Queryable, streamId: string, lock = false): Promise<StreamHead | null> {
-    const { rows } = await q.query<{ version: number; state: unknown; state_schema: string | null }>(
-      `SELECT version, state, state_schema FROM es.streams WHERE stream_id = $1${lock ? ' FOR UPDATE' : ''}`,
+    const { rows } = await q.query<HeadRow>(
+      `SELECT ${HEAD_COLUMNS} FROM es.streams WHERE stream_id = $1${lock ? ' FOR UPDATE' : ''}`,
       [streamId],
     );
     const row = rows[0];
-    return row ? { version: row.version, state: row.state, stateSchema: row.state_schema } : null;
+    return row ? headOf(row) : null;
   }
 
   /** the heads of several streams, locked in ascending stream id order when lock is set */
   async heads(q: Queryable, streamIds: string[], lock = false): Promise<Map<string, StreamHead>> {
-    const { rows } = await q.query<{ stream_id: string; version: number; state: unknown; state_schema: string | null }>(
-      `SELECT stream_id, version, state, state_schema FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id${lock ? ' FOR UPDATE' : ''}`,
+    const { rows } = await q.query<HeadRow & { stream_id: string }>(
+      `SELECT stream_id, ${HEAD_COLUMNS} FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id${lock ? ' FOR UPDATE' : ''}`,
       [streamIds],
     );
-    return new Map(rows.map((r) => [r.stream_id, { version: r.version, state: r.state, stateSchema: r.state_schema }]));
+    return new Map(rows.map((r) => [r.stream_id, headOf(r)]));
   }
 
   async readStream(q: Queryable, streamId: string, fromVersion = 1): Promise<StoredEvent<Record<string, unknown>>[]> {
@@ -319,31 +409,63 @@ export class EventStore {
 }
 
 /**
- * The append statement for one stream: a CTE advances the stream row only when its version is the
+ * The append statements for one stream: a CTE advances the stream row only when its version is the
  * expected one (or creates it, for 0), and the events are inserted only when it did. No row back
- * means a conflict. $1 stream, $2 expected, $3 count, $4 state, $5 state schema, $6 tenant,
- * $7-$11 envelope, $12-$15 per-event arrays. ($2 * 0 keeps $2 typed in the variants that do not
- * compare versions, so all three take the same parameter list.)
+ * means a conflict — or, in order, an order key too old. $1 stream, $2 expected, $3 count, $4 state,
+ * $5 state schema, $6 tenant, $7-$11 envelope, $12-$15 per-event arrays. ($2 * 0 keeps $2 typed in
+ * the variants that do not compare versions, so all take the same parameter list.)
+ *
+ * In order (the common path), $16 is the highest order key of the streams the command loaded: the
+ * row is advanced only when the transaction's id (pg_current_xact_id(), which the events take by
+ * default) is not below it, nor below the order key of the row itself (its xmin: the
+ * (sub)transaction that last appended to it, this one included). The id is taken by this
+ * statement when the transaction has none yet, and is then above every commit the command read.
+ *
+ * In a subtransaction (appendInSubtransaction), the stream row is written first, by a fresh
+ * subtransaction id, and the events take that id (the row's new xmin) as their transaction_id.
  */
-const INSERT_EVENTS = `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data)
-  SELECT $1, s.base + x.ord, x.e, x.t, x.sv, $6, $7, $8, $9, $10, $11, x.d::jsonb
+const insertEvents = (
+  orderKey: string,
+) => `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data, transaction_id)
+  SELECT $1, s.base + x.ord, x.e, x.t, x.sv, $6, $7, $8, $9, $10, $11, x.d::jsonb, ${orderKey}
   FROM s, unnest($12::uuid[], $13::text[], $14::int[], $15::text[]) WITH ORDINALITY AS x(e, t, sv, d, ord)
   RETURNING ${EVENT_COLUMNS}`;
 
-const ADVANCE = {
+/** the transaction's id is at or above the loaded streams' order keys */
+const ABOVE_LOADED = '$16::xid8 <= pg_current_xact_id()';
+/** the transaction's id is at or above the stream row's own order key */
+const ABOVE_ROW = (row: string) => `es.xid8_near(${row}.xmin, pg_current_xact_id()) <= pg_current_xact_id()`;
+
+const ADVANCE_IN_ORDER = {
+  none: `WITH s AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) SELECT $1, $6, $3 + $2 * 0, $4::jsonb, $5
+           WHERE ${ABOVE_LOADED}
+           ON CONFLICT (stream_id) DO NOTHING RETURNING 0 AS base) ${insertEvents('pg_current_xact_id()')}`,
+  any: `WITH s AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) SELECT $1, $6, $3 + $2 * 0, $4::jsonb, $5
+          WHERE ${ABOVE_LOADED}
+          ON CONFLICT (stream_id) DO UPDATE SET version = es.streams.version + EXCLUDED.version, state = COALESCE(EXCLUDED.state, es.streams.state),
+            state_schema = COALESCE(EXCLUDED.state_schema, es.streams.state_schema), updated_at = now()
+          WHERE es.streams.tenant_id = $6 AND ${ABOVE_ROW('es.streams')}
+          RETURNING version - $3 AS base) ${insertEvents('pg_current_xact_id()')}`,
+  version: `WITH s AS (UPDATE es.streams SET version = version + $3, state = $4::jsonb, state_schema = $5, updated_at = now()
+              WHERE stream_id = $1 AND version = $2 AND tenant_id = $6 AND ${ABOVE_LOADED} AND ${ABOVE_ROW('es.streams')}
+              RETURNING version - $3 AS base) ${insertEvents('pg_current_xact_id()')}`,
+};
+
+const SUBTRANSACTION_KEY = 'es.xid8_near(s.x, pg_current_xact_id())';
+const ADVANCE_IN_SUBTRANSACTION = {
   none: `WITH s AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $6, $3 + $2 * 0, $4::jsonb, $5)
-           ON CONFLICT (stream_id) DO NOTHING RETURNING 0 AS base) ${INSERT_EVENTS}`,
+           ON CONFLICT (stream_id) DO NOTHING RETURNING 0 AS base, xmin AS x) ${insertEvents(SUBTRANSACTION_KEY)}`,
   any: `WITH s AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema) VALUES ($1, $6, $3 + $2 * 0, $4::jsonb, $5)
           ON CONFLICT (stream_id) DO UPDATE SET version = es.streams.version + EXCLUDED.version, state = COALESCE(EXCLUDED.state, es.streams.state),
             state_schema = COALESCE(EXCLUDED.state_schema, es.streams.state_schema), updated_at = now()
           WHERE es.streams.tenant_id = $6
-          RETURNING version - $3 AS base) ${INSERT_EVENTS}`,
+          RETURNING version - $3 AS base, xmin AS x) ${insertEvents(SUBTRANSACTION_KEY)}`,
   version: `WITH s AS (UPDATE es.streams SET version = version + $3, state = $4::jsonb, state_schema = $5, updated_at = now()
-              WHERE stream_id = $1 AND version = $2 AND tenant_id = $6 RETURNING version - $3 AS base) ${INSERT_EVENTS}`,
+              WHERE stream_id = $1 AND version = $2 AND tenant_id = $6 RETURNING version - $3 AS base, xmin AS x) ${insertEvents(SUBTRANSACTION_KEY)}`,
 };
 
-const appendSql = (expected: ExpectedVersion): string =>
-  expected === 'any' ? ADVANCE.any : expected === 0 ? ADVANCE.none : ADVANCE.version;
+const variantOf = (expected: ExpectedVersion): 'none' | 'any' | 'version' =>
+  expected === 'any' ? 'any' : expected === 0 ? 'none' : 'version';
 
 const unassigned = (field: string) => ({
   get(): never {

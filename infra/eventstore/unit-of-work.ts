@@ -19,6 +19,18 @@ const storeHeads = (store: EventStore, tx: Tx): StreamHeads => ({
   heads: (streamIds, lock) => store.heads(tx, streamIds, lock),
 });
 
+/**
+ * The highest order key among the streams loaded in one transaction (by all its units of work):
+ * the transaction's events must come after it in the global order (EventStore.append).
+ */
+export class LoadedOrder {
+  key = 0n;
+
+  see(head: StreamHead): void {
+    if (head.orderKey > this.key) this.key = head.orderKey;
+  }
+}
+
 export interface Loaded<S> {
   streamId: string;
   state: S;
@@ -42,7 +54,17 @@ export class UnitOfWork {
     private readonly store: EventStore,
     private readonly source: StreamHeads = storeHeads(store, tx),
     private readonly memo = new Map<string, Promise<unknown>>(),
+    private readonly loadedOrder = new LoadedOrder(),
   ) {}
+
+  /**
+   * A second unit of work in the same transaction whose events carry another envelope (identity's
+   * account events live in the platform tenant while the command runs in a tenant): it shares the
+   * heads, the lookups and what was loaded, so its events too come after everything the command read.
+   */
+  sibling(meta: CausationMeta): UnitOfWork {
+    return new UnitOfWork(this.tx, meta, this.store, this.source, this.memo, this.loadedOrder);
+  }
 
   /**
    * The value of fn, computed once per transaction under this key: the commands of a batch share
@@ -71,6 +93,7 @@ export class UnitOfWork {
   ): Promise<Loaded<S>> {
     const head = await this.source.head(streamId, options.lock ?? false);
     if (!head) return { streamId, state: type.decider.initialState(), version: 0 };
+    this.loadedOrder.see(head);
     if (head.stateSchema === type.stateSchema && head.state !== null) {
       return { streamId, state: type.decode ? type.decode(head.state) : (head.state as S), version: head.version };
     }
@@ -107,6 +130,7 @@ export class UnitOfWork {
   ): Promise<Map<string, Loaded<S>>> {
     const ids = [...new Set(streamIds)].sort();
     const heads = await this.source.heads(ids, options.lock ?? false);
+    for (const head of heads.values()) this.loadedOrder.see(head);
     const loaded = new Map<string, Loaded<S>>();
     for (const streamId of ids) {
       const head = heads.get(streamId);
@@ -207,7 +231,7 @@ export class UnitOfWork {
     const stored = await withSpan(
       'eventstore.append',
       { streams: requests.length, events: requests.reduce((n, r) => n + r.events.length, 0) },
-      () => this.store.append(this.tx, requests, this.meta),
+      () => this.store.append(this.tx, requests, this.meta, this.loadedOrder.key),
     );
     if (projections) await projections.applyInline(this.tx, stored);
     this.appended = [...this.appended, ...stored];

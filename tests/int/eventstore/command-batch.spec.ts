@@ -451,7 +451,7 @@ describe('EventStore.prepareAppends', () => {
       ],
       new Date(),
     );
-    await expect(t.db.query(statement)).rejects.toMatchObject({ code: '23505' });
+    await expect(inTransaction(t.db, (tx) => tx.query(statement))).rejects.toMatchObject({ code: '23505' });
 
     expect(await streamRow('g')).toEqual({ version: 2, state: { value: 2 } });
     expect((await eventsOf('g')).map((e) => e.data.value)).toEqual([1, 2]);
@@ -462,7 +462,7 @@ describe('EventStore.prepareAppends', () => {
   it('given a stream that exists, when the statement creates it (expected version 0), then it fails with a unique violation and writes nothing', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('h', 0, [1])], meta));
     const { sql: statement } = store.prepareAppends([{ request: request('h', 0, [5]), meta }], new Date());
-    await expect(t.db.query(statement)).rejects.toMatchObject({ code: '23505' });
+    await expect(inTransaction(t.db, (tx) => tx.query(statement))).rejects.toMatchObject({ code: '23505' });
     expect(await streamRow('h')).toEqual({ version: 1, state: { value: 1 } });
     expect((await eventsOf('h')).map((e) => e.data.value)).toEqual([1]);
   });
@@ -480,7 +480,7 @@ describe('EventStore.prepareAppends', () => {
     );
     expect(() => events[0]!.position).toThrow(/assigned by PostgreSQL/);
     expect(() => events[0]!.transactionId).toThrow(/assigned by PostgreSQL/);
-    await t.db.query(statement);
+    await inTransaction(t.db, (tx) => tx.query(statement));
 
     expect(await streamRow('i')).toEqual({ version: 4, state: { value: 4 } });
     expect(await streamRow('i-new')).toEqual({ version: 1, state: { value: 9 } });
