@@ -260,11 +260,18 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
       { method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: reply.elapsedTime },
       'request',
     );
-    if (recorder && !UNLIMITED.has(request.routeOptions.url ?? '')) {
+  });
+  // The API-call record is durable before the answer leaves (DESIGN.md mechanism 10): published on
+  // the log, or staged in the audit outbox, with the calls answered at the same moment (group
+  // commit). One that neither could take is logged as lost; the answer still goes out — what the
+  // request did is done, and refusing it now would only invite a retry.
+  if (recorder)
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (UNLIMITED.has(request.routeOptions.url ?? '')) return payload;
       const p = request.principal;
       const userAgent = request.headers['user-agent'];
       try {
-        recorder.record(
+        await recorder.record(
           toAuditRecord(
             {
               method: request.method,
@@ -282,10 +289,10 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
           ),
         );
       } catch (error) {
-        request.log.error({ err: error }, 'API-call audit record failed'); // never the request's problem
+        request.log.error({ err: error }, 'API-call audit record lost: neither the log nor the audit outbox took it');
       }
-    }
-  });
+      return payload;
+    });
   if (recorder) app.addHook('onClose', () => recorder.flush());
 
   await app.register(swagger, {

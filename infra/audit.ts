@@ -1,13 +1,15 @@
-import type { Db } from './postgres/db';
+import type { Db, Queryable } from './postgres/db';
+import { commonErrors } from '../domain/shared/errors';
 import type { Logger } from './observability/logger';
 import type { LogPort, OutgoingRecord } from './log/port';
 import type { IdGenerator } from './runtime/clock';
 
 /**
- * The audit write pipeline (spec 002): services record, a buffer publishes onto
- * platform.audit.events, a durable fallback table (gateway.api_audit_fallback, kept until
- * replayed) takes what the log refuses, and a worker replays it every 30 s. A failure to audit
- * never blocks the business operation.
+ * The audit write pipeline (spec 002: asynchronous and never lost): a record is durable before
+ * anyone acknowledges it — staged in the audit outbox (audit.outbox) in the transaction of the
+ * business operation it belongs to, or, for records acknowledged over HTTP, published onto
+ * platform.audit.events (or staged in the outbox while the log is down) before the answer. The
+ * audit relay publishes the outbox and deletes what it published.
  */
 export const AUDIT_TOPIC = 'platform.audit.events';
 export const AUDIT_RECORD_CREATED = 'audit.record.created';
@@ -79,42 +81,66 @@ export const auditRecord = (a: AuditAction, id: string): OutgoingRecord => {
 };
 
 export interface RecorderOptions {
-  /** records held in memory at most; beyond it new records are dropped (and counted) */
+  /** records waiting at most; beyond it record() refuses at once (503: the caller must not acknowledge) */
   maxBuffer: number;
   /** records per publish */
   batchSize: number;
-  flushEveryMs: number;
-  /** a publish that has not finished by then is treated as failed (the batch goes to the fallback) */
+  /**
+   * a publish that has not finished by then is treated as failed (the batch goes to the outbox):
+   * the longest a caller waits for a hanging log before its record is staged
+   */
   publishTimeoutMs: number;
-  /** after a failed publish, batches go straight to the fallback table for this long */
+  /** after a failed publish, batches go straight to the outbox table for this long */
   logDownMs: number;
 }
 
-// Small, frequent batches: encoding and publishing 2,000 records at once held the event loop for tens of ms.
 const defaults: RecorderOptions = {
   maxBuffer: 20_000,
-  batchSize: 200,
-  flushEveryMs: 100,
-  publishTimeoutMs: 5000,
+  batchSize: 500,
+  publishTimeoutMs: 1000,
   logDownMs: 30_000,
 };
 
+/** the audit outbox (migration 0501): records waiting for the log, published by the audit relay */
+export const AUDIT_OUTBOX = 'audit.outbox';
+
+/** the statement that stages records in the outbox (in a caller's transaction, or on its own) */
+export const stageAuditSql = (records: readonly OutgoingRecord[]): { text: string; values: unknown[] } => ({
+  text: `INSERT INTO ${AUDIT_OUTBOX} (event_id, record)
+         SELECT (r->'headers'->>'eventId')::uuid, r FROM jsonb_array_elements($1::jsonb) AS r ON CONFLICT (event_id) DO NOTHING`,
+  values: [JSON.stringify(records)],
+});
+
 /**
- * Records audit records off the caller's path: record() only pushes onto a bounded buffer; a timer
- * publishes batches onto platform.audit.events through the log port (spec 002, audit write
- * pipeline). When the log is down a
- * batch goes to the durable fallback table (replayed by the gateway worker); when the database is
- * down as well, or the buffer is full, records are dropped and counted in the log, never awaited
- * by a request.
+ * Stages audit records in the outbox through q — a business operation's transaction, so the records
+ * exist exactly when it commits (the audit relay publishes them).
+ */
+export const stageAudit = async (q: Queryable, records: readonly OutgoingRecord[]): Promise<void> => {
+  if (records.length === 0) return;
+  const { text, values } = stageAuditSql(records);
+  await q.query(text, values);
+};
+
+interface Waiting {
+  record: OutgoingRecord;
+  durable: () => void;
+  lost: (error: unknown) => void;
+}
+
+/**
+ * The audit write pipeline for records that are not part of a command's transaction (those are
+ * staged in it: UnitOfWork.audit): record() resolves once the record is durable — published onto
+ * platform.audit.events, or, while the log cannot take it, staged in the outbox table that the
+ * audit relay publishes later — so a caller that answers after it (POST /audit's 202, the edge's
+ * API-call record) never acknowledges what a crash could lose (spec 002: never lost; DESIGN.md
+ * mechanism 10). Group commit: a batch is published at once when none is in flight; records that
+ * arrive meanwhile form the next one. record() rejects with a 503 problem when neither the log nor
+ * PostgreSQL took the record, or when too many are waiting: the caller must not acknowledge it.
  */
 export class AuditRecorder {
-  /** encoded as they are recorded, so a flush only publishes */
-  private buffer: OutgoingRecord[] = [];
+  private waiting: Waiting[] = [];
   private flushing: Promise<void> | null = null;
-  private readonly timer: NodeJS.Timeout;
   private logDownUntil = 0;
-  private dropped = 0;
-  private lastDropLog = 0;
   private readonly options: RecorderOptions;
 
   constructor(
@@ -122,40 +148,49 @@ export class AuditRecorder {
     options: Partial<RecorderOptions> = {},
   ) {
     this.options = { ...defaults, ...options };
-    this.timer = setInterval(() => void this.flush(), this.options.flushEveryMs);
-    this.timer.unref();
   }
 
-  /** a record in the platform's event envelope, with headers.eventId (the fallback table's key) */
-  record(record: OutgoingRecord): void {
-    if (this.buffer.length >= this.options.maxBuffer) {
-      this.drop(1, null);
-      return;
-    }
-    this.buffer.push(record);
-    if (this.buffer.length >= this.options.batchSize && !this.flushing) void this.flush();
+  /** a record in the platform's event envelope, with headers.eventId (the outbox's key); resolves once durable */
+  record(record: OutgoingRecord): Promise<void> {
+    if (this.waiting.length >= this.options.maxBuffer) return Promise.reject(commonErrors.overloaded(1));
+    return new Promise((durable, lost) => {
+      this.waiting.push({ record, durable, lost });
+      this.kick();
+    });
   }
 
-  /** publishes everything buffered; resolves when done (tests and shutdown) */
+  /** resolves once everything recorded so far is durable (tests and shutdown) */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
-    if (this.buffer.length === 0) return;
-    this.flushing = this.drain().finally(() => {
-      this.flushing = null;
-    });
-    await this.flushing;
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
     await this.flush();
   }
 
+  private kick(): void {
+    if (this.flushing) return;
+    this.flushing = this.drain().finally(() => {
+      this.flushing = null;
+      if (this.waiting.length > 0) this.kick();
+    });
+  }
+
   private async drain(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const records = this.buffer.splice(0, this.options.batchSize);
-      if (Date.now() >= this.logDownUntil && (await this.publish(records))) continue;
-      await this.toFallback(records);
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, this.options.batchSize);
+      const records = batch.map((w) => w.record);
+      try {
+        if (!(Date.now() >= this.logDownUntil && (await this.publish(records)))) await this.toOutbox(records);
+        for (const w of batch) w.durable();
+      } catch (error) {
+        this.kernel.logger.error(
+          { err: error, records: batch.length },
+          'audit records could not be made durable (log and PostgreSQL unavailable); refused',
+        );
+        const refusal = commonErrors.serviceUnavailable('The audit record could not be stored; retry shortly.');
+        for (const w of batch) w.lost(refusal);
+      }
     }
   }
 
@@ -174,50 +209,27 @@ export class AuditRecorder {
       return true;
     } catch (error) {
       this.logDownUntil = Date.now() + this.options.logDownMs;
-      this.kernel.logger.warn(
-        { err: error, records: records.length },
-        'audit: log unavailable; writing to the fallback table',
-      );
+      this.kernel.logger.warn({ err: error, records: records.length }, 'audit: log unavailable; writing to the outbox');
       return false;
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async toFallback(records: OutgoingRecord[]): Promise<void> {
-    try {
-      await this.kernel.db.query(
-        `INSERT INTO gateway.api_audit_fallback (event_id, record)
-         SELECT (r->'headers'->>'eventId')::uuid, r FROM jsonb_array_elements($1::jsonb) AS r ON CONFLICT (event_id) DO NOTHING`,
-        [JSON.stringify(records)],
-      );
-    } catch (error) {
-      this.drop(records.length, error);
-    }
-  }
-
-  private drop(n: number, error: unknown): void {
-    this.dropped += n;
-    const now = Date.now();
-    if (now - this.lastDropLog >= 60_000) {
-      this.lastDropLog = now;
-      this.kernel.logger.error(
-        { err: error ?? undefined, dropped: this.dropped },
-        'audit records dropped (buffer full or fallback table unavailable)',
-      );
-    }
+  private async toOutbox(records: OutgoingRecord[]): Promise<void> {
+    await stageAudit(this.kernel.db, records);
   }
 }
 
 /**
- * Publishes fallback records in insertion order, then deletes them. No transaction stays open
+ * The audit relay: publishes outbox records in insertion order, then deletes them. No transaction stays open
  * across the publish: a transaction holding an id would hold back pg_snapshot_xmin for the whole
  * server, and with it every reader of the global log (DESIGN.md mechanism 1), for as long as the
  * log hangs. One replayer at a time (a session advisory lock, which takes no transaction id); a
  * crash between publish and delete republishes, and consumers dedupe by eventId. The publish has a
  * deadline. Returns how many records it published.
  */
-export const replayAuditFallback = async (
+export const relayAuditOutbox = async (
   kernel: AuditKernel,
   batchSize = 500,
   publishTimeoutMs = 5000,
@@ -226,13 +238,11 @@ export const replayAuditFallback = async (
   try {
     const {
       rows: [lock],
-    } = await client.query<{ ok: boolean }>(
-      `SELECT pg_try_advisory_lock(hashtext('gateway.audit-fallback-replay')) AS ok`,
-    );
+    } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(hashtext('audit.outbox-relay')) AS ok`);
     if (!lock?.ok) return 0;
     try {
       const { rows } = await client.query<{ id: string; record: OutgoingRecord }>(
-        'SELECT id, record FROM gateway.api_audit_fallback ORDER BY id LIMIT $1',
+        `SELECT id, record FROM ${AUDIT_OUTBOX} ORDER BY id LIMIT $1`,
         [batchSize],
       );
       if (rows.length === 0) return 0;
@@ -250,12 +260,10 @@ export const replayAuditFallback = async (
       } finally {
         clearTimeout(timer);
       }
-      await client.query('DELETE FROM gateway.api_audit_fallback WHERE id = ANY($1::bigint[])', [
-        rows.map((r) => r.id),
-      ]);
+      await client.query(`DELETE FROM ${AUDIT_OUTBOX} WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
       return rows.length;
     } finally {
-      await client.query(`SELECT pg_advisory_unlock(hashtext('gateway.audit-fallback-replay'))`);
+      await client.query(`SELECT pg_advisory_unlock(hashtext('audit.outbox-relay'))`);
     }
   } finally {
     client.release();

@@ -168,6 +168,9 @@ export const ConfigSchema = z
       .string()
       .refine((v) => !Number.isNaN(Date.parse(v)), 'a date')
       .optional(),
+    /** audit relay: how often it looks for records staged in the audit outbox */
+    AUDIT_RELAY_IDLE_MS: int(250, 10),
+    /** audit relay: the longest back-off while the log refuses the outbox's records */
     AUDIT_REPLAY_INTERVAL_MS: int(30_000, 10),
     /** audit: days records stay in ClickHouse (spec 002: 90); at least 40, so a month is archived before it leaves */
     AUDIT_HOT_DAYS: int(90, 40),

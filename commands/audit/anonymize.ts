@@ -1,9 +1,10 @@
 import type { AnonymizationRule, Overlay } from '../../domain/audit/anonymization';
 import { ANONYMIZE_ACTION, OVERLAY_KEY_PURPOSE, overlayOf, ruleFor } from '../../domain/audit/anonymization';
 import { auditErrors } from '../../domain/audit/errors';
-import { auditRecord } from '../../infra/audit';
+import { auditRecord, stageAudit } from '../../infra/audit';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
+import { inTransaction } from '../../infra/postgres/db';
 import { hmacSha256Hex } from '../../infra/security/digest';
 import { findPerson, recordsOfUser } from './lookups';
 
@@ -47,8 +48,8 @@ export interface AnonymizationView {
  * POST /audit/anonymize (spec 002, anonymization design): the user's personal values come from
  * identity's read models; a user named only by financial records is refused (403), one unknown to
  * the tenant is 404, a second anonymization of the same user — concurrent or later — is 409. The
- * rule is stored (reads hide at once) and the ANONYMIZE record is appended through the audit
- * pipeline; the worker then rewrites the tenant's cold archives and completes it.
+ * rule is stored (reads hide at once) and the ANONYMIZE record staged in the audit outbox in the
+ * same transaction; the worker then rewrites the tenant's cold archives and completes it.
  */
 export const anonymizeUser = async (kernel: Kernel, who: Requester, userId: string): Promise<AnonymizationView> => {
   const person = await findPerson(kernel.db, who.tenantId, userId);
@@ -58,28 +59,31 @@ export const anonymizeUser = async (kernel: Kernel, who: Requester, userId: stri
   const rule = ruleFor(userId, person?.values ?? [], overlayDigest(kernel));
   const id = kernel.ids.next();
   const createdAt = kernel.clock.now().toISOString();
-  const { rowCount } = await kernel.db.query(
-    `INSERT INTO audit.anonymizations (id, tenant_id, user_id, status, digests, lengths, requested_by, created_at)
-     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7) ON CONFLICT (tenant_id, user_id) DO NOTHING`,
-    [id, who.tenantId, userId, rule.digests, rule.lengths, who.actorId, createdAt],
-  );
-  if (!rowCount) throw auditErrors.anonymizeConflict(userId);
-  kernel.audit.record(
-    auditRecord(
-      {
-        action: ANONYMIZE_ACTION,
-        entityType: 'user',
-        entityId: userId,
-        tenantId: who.tenantId,
-        actorId: who.actorId,
-        actorIp: who.actorIp,
-        actorUserAgent: who.actorUserAgent,
-        traceId: who.traceId,
-        timestamp: createdAt,
-        meta: { anonymizationId: id, recordsHidden: counts.other, financialRecordsKept: counts.financial },
-      },
-      kernel.ids.next(),
-    ),
-  );
+  // the rule and its ANONYMIZE record commit together (the record is staged in the audit outbox)
+  await inTransaction(kernel.db, async (tx) => {
+    const { rowCount } = await tx.query(
+      `INSERT INTO audit.anonymizations (id, tenant_id, user_id, status, digests, lengths, requested_by, created_at)
+       VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7) ON CONFLICT (tenant_id, user_id) DO NOTHING`,
+      [id, who.tenantId, userId, rule.digests, rule.lengths, who.actorId, createdAt],
+    );
+    if (!rowCount) throw auditErrors.anonymizeConflict(userId);
+    await stageAudit(tx, [
+      auditRecord(
+        {
+          action: ANONYMIZE_ACTION,
+          entityType: 'user',
+          entityId: userId,
+          tenantId: who.tenantId,
+          actorId: who.actorId,
+          actorIp: who.actorIp,
+          actorUserAgent: who.actorUserAgent,
+          traceId: who.traceId,
+          timestamp: createdAt,
+          meta: { anonymizationId: id, recordsHidden: counts.other, financialRecordsKept: counts.financial },
+        },
+        kernel.ids.next(),
+      ),
+    ]);
+  });
   return { anonymizationId: id, userId, status: 'pending', createdAt };
 };

@@ -33,7 +33,7 @@ export const syncHotRetention = async (kernel: Kernel): Promise<void> => {
 /** drops fallback records older than 7 days (the log was down that long: spec 002 keeps them no longer); returns how many */
 export const purgeFallback = async (kernel: Pick<Kernel, 'db' | 'logger'>): Promise<number> => {
   const { rowCount } = await kernel.db.query(
-    'DELETE FROM gateway.api_audit_fallback WHERE created_at < now() - make_interval(days => $1)',
+    'DELETE FROM audit.outbox WHERE created_at < now() - make_interval(days => $1)',
     [FALLBACK_RETENTION_DAYS],
   );
   if (rowCount)

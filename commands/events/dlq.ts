@@ -1,7 +1,7 @@
 import { canRedrive, redriveSchedule } from '../../domain/events/dlq';
 import { eventErrors } from '../../domain/events/errors';
 import type { EventView } from '../../domain/events/views';
-import { auditRecord } from '../../infra/audit';
+import { auditRecord, stageAudit } from '../../infra/audit';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Tx } from '../../infra/postgres/db';
@@ -12,17 +12,23 @@ import { attemptDelivery, targetOf } from './delivery';
 
 const actorOf = (p: Principal): string => (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId);
 
-/** every redrive is audited (spec 002 via the issue): one record per dead letter, on its entity history */
+/**
+ * every redrive is audited (spec 002 via the issue): one record per dead letter, on its entity
+ * history, staged in the audit outbox in the redrive's own transaction
+ */
 const auditRedrive = (
   kernel: Kernel,
+  tx: Tx,
   action: string,
-  row: Pick<DlqRow, 'id' | 'tenant_id' | 'event_id' | 'topic' | 'type' | 'subscription_id' | 'status'>,
+  rows: Pick<DlqRow, 'id' | 'tenant_id' | 'event_id' | 'topic' | 'type' | 'subscription_id' | 'status'>[],
   actorId: string,
   traceId: string,
   after: string,
 ) =>
-  kernel.audit.record(
-    auditRecord(
+  stageAudit(
+    tx,
+    rows.map((row) =>
+      auditRecord(
       {
         action,
         entityType: 'events.dlq',
@@ -33,9 +39,10 @@ const auditRedrive = (
         timestamp: kernel.clock.now().toISOString(),
         before: { status: row.status },
         after: { status: after },
-        meta: { eventId: row.event_id, topic: row.topic, type: row.type, subscriptionId: row.subscription_id },
-      },
-      kernel.ids.next(),
+          meta: { eventId: row.event_id, topic: row.topic, type: row.type, subscriptionId: row.subscription_id },
+        },
+        kernel.ids.next(),
+      ),
     ),
   );
 
@@ -82,9 +89,17 @@ export const retryDeadLetter = async (
     if (!canRedrive(found.status)) throw eventErrors.dlqEntryNotPending(found.status);
     const [scheduled] = await schedule(kernel, tx, principal.tenantId, [found.id]);
     if (!scheduled) throw eventErrors.dlqEntryNotPending('retrying');
+    await auditRedrive(
+      kernel,
+      tx,
+      'events.dlq.retried',
+      [{ ...scheduled, status: 'pending' }],
+      actorOf(principal),
+      traceId,
+      'retrying',
+    );
     return scheduled;
   });
-  auditRedrive(kernel, 'events.dlq.retried', { ...row, status: 'pending' }, actorOf(principal), traceId, 'retrying');
   return row;
 };
 
@@ -108,13 +123,18 @@ export const replayAll = async (
       [principal.tenantId, principal.source ?? null, scope.topic ?? null, scope.subscriptionId ?? null],
     );
     const pending = rows.filter((r) => r.status === 'pending').map((r) => r.id);
-    return {
-      scheduled: await schedule(kernel, tx, principal.tenantId, pending),
-      resolved: rows.length - pending.length,
-    };
+    const scheduled = await schedule(kernel, tx, principal.tenantId, pending);
+    await auditRedrive(
+      kernel,
+      tx,
+      'events.dlq.replayed',
+      scheduled.map((row) => ({ ...row, status: 'pending' })),
+      actorOf(principal),
+      traceId,
+      'retrying',
+    );
+    return { scheduled, resolved: rows.length - pending.length };
   });
-  for (const row of scheduled)
-    auditRedrive(kernel, 'events.dlq.replayed', { ...row, status: 'pending' }, actorOf(principal), traceId, 'retrying');
   return { replayed: scheduled.length, skipped_already_resolved: resolved };
 };
 
@@ -129,14 +149,16 @@ export const resolveDeadLetter = async (
   if (!found) throw eventErrors.dlqEntryNotFound();
   if (found.status === 'resolved') return found;
   if (found.status !== 'pending') throw eventErrors.dlqEntryNotPending(found.status);
-  const { rows } = await kernel.db.query<DlqRow>(
-    `UPDATE events.dlq SET status = 'resolved', resolved_at = $3, resolved_by = $4, updated_at = $3, due_at = NULL
-    WHERE tenant_id = $1 AND id = $2 AND status = 'pending' RETURNING ${DLQ_COLUMNS}`,
-    [principal.tenantId, found.id, kernel.clock.now(), actorOf(principal)],
-  );
-  if (!rows[0]) throw eventErrors.dlqEntryNotPending('retrying');
-  auditRedrive(kernel, 'events.dlq.resolved', found, actorOf(principal), traceId, 'resolved');
-  return rows[0];
+  return inTransaction(kernel.db, async (tx) => {
+    const { rows } = await tx.query<DlqRow>(
+      `UPDATE events.dlq SET status = 'resolved', resolved_at = $3, resolved_by = $4, updated_at = $3, due_at = NULL
+      WHERE tenant_id = $1 AND id = $2 AND status = 'pending' RETURNING ${DLQ_COLUMNS}`,
+      [principal.tenantId, found.id, kernel.clock.now(), actorOf(principal)],
+    );
+    if (!rows[0]) throw eventErrors.dlqEntryNotPending('retrying');
+    await auditRedrive(kernel, tx, 'events.dlq.resolved', [found], actorOf(principal), traceId, 'resolved');
+    return rows[0];
+  });
 };
 
 /** when each tenant's last redelivery left this process (real time): redeliveries are paced at the rate whatever their due times say */

@@ -149,30 +149,30 @@ export const purgeFile = async (
   if (!purged || before.status === 'none') return false;
   const keys = objectKeysOf(before);
   await doomObjects(uow.tx, tenantId, keys, now);
+  uow.audit(
+    auditRecord(
+      {
+        action: AUDIT_ACTIONS[reason],
+        entityType: 'file',
+        entityId: fileId,
+        tenantId,
+        actorId: uow.meta.actorId ?? 'system',
+        traceId: uow.meta.traceId,
+        before: {
+          status: purged.data.previousStatus,
+          sizeBytes: purged.data.sizeBytes,
+          bucket: before.bucket,
+          originalName: before.originalName,
+        },
+        after: { status: 'permanently_deleted' },
+        meta: { reason },
+        timestamp: now.toISOString(),
+      },
+      kernel.ids.next(),
+    ),
+  );
   uow.afterCommit(async () => {
     await removeDoomed(ctx, keys);
-    kernel.audit.record(
-      auditRecord(
-        {
-          action: AUDIT_ACTIONS[reason],
-          entityType: 'file',
-          entityId: fileId,
-          tenantId,
-          actorId: uow.meta.actorId ?? 'system',
-          traceId: uow.meta.traceId,
-          before: {
-            status: purged.data.previousStatus,
-            sizeBytes: purged.data.sizeBytes,
-            bucket: before.bucket,
-            originalName: before.originalName,
-          },
-          after: { status: 'permanently_deleted' },
-          meta: { reason },
-          timestamp: now.toISOString(),
-        },
-        kernel.ids.next(),
-      ),
-    );
   });
   return true;
 };

@@ -192,35 +192,41 @@ const reject = async (
   const now = kernel.clock.now().toISOString();
   const rejected = await kernel.commands.run(systemMeta(task.tenantId), async (uow) => {
     const file = await uow.load(FileAggregate, fileStream(task.tenantId, task.fileId), { lock: true });
-    return (
-      uow.decide(FileAggregate, file, { type: 'Reject', tenantId: task.tenantId, reason, signature, sizeBytes, now })
-        .events.length > 0
+    const { events } = uow.decide(FileAggregate, file, {
+      type: 'Reject',
+      tenantId: task.tenantId,
+      reason,
+      signature,
+      sizeBytes,
+      now,
+    });
+    if (events.length === 0) return false;
+    uow.audit(
+      auditRecord(
+        {
+          action: 'files.file.rejected',
+          entityType: 'file',
+          entityId: task.fileId,
+          tenantId: task.tenantId,
+          actorId: 'system',
+          before: { status: 'pending_scan' },
+          after: { status: 'rejected', reason, ...(signature ? { signature } : {}) },
+          meta: {
+            bucket: state.bucket,
+            originalName: state.originalName,
+            uploadedBy: state.uploadedBy,
+            sizeBytes: sizeBytes ?? state.sizeBytes,
+          },
+          timestamp: now,
+        },
+        kernel.ids.next(),
+      ),
     );
+    return true;
   });
   await objects.delete(state.stagingKey);
   await finishTask(kernel.db, task);
   if (!rejected) return 'done';
-  kernel.audit.record(
-    auditRecord(
-      {
-        action: 'files.file.rejected',
-        entityType: 'file',
-        entityId: task.fileId,
-        tenantId: task.tenantId,
-        actorId: 'system',
-        before: { status: 'pending_scan' },
-        after: { status: 'rejected', reason, ...(signature ? { signature } : {}) },
-        meta: {
-          bucket: state.bucket,
-          originalName: state.originalName,
-          uploadedBy: state.uploadedBy,
-          sizeBytes: sizeBytes ?? state.sizeBytes,
-        },
-        timestamp: now,
-      },
-      kernel.ids.next(),
-    ),
-  );
   if (reason === 'infected') {
     await notifyInfected(kernel, ctx.owners, {
       tenantId: task.tenantId,

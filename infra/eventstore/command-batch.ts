@@ -9,6 +9,8 @@ import type { AppendRequest, CausationMeta, EventStore, HeadRow, StreamHead } fr
 import { bigintReplacer, HEAD_COLUMNS, headOf } from './event-store';
 import type { PendingTask } from '../tasks';
 import { insertTasksSql } from '../tasks';
+import { stageAuditSql } from '../audit';
+import type { OutgoingRecord } from '../log/port';
 import type { StreamHeads } from './unit-of-work';
 import { UnitOfWork } from './unit-of-work';
 
@@ -52,6 +54,8 @@ interface Decided {
   appends: AppendRequest[];
   /** tasks the command queued (UnitOfWork.enqueueTask), written with its appends */
   tasks: PendingTask[];
+  /** audit records the command staged (UnitOfWork.audit), written with its appends */
+  audits: OutgoingRecord[];
   /** the command's afterCommit callbacks, run once the batch committed and before it answers */
   committed: (() => Promise<void>)[];
 }
@@ -223,9 +227,11 @@ export class CommandBatcher {
       this.store.clock.now(),
     );
     const tasks = decided.flatMap((d) => d.tasks);
+    const audits = decided.flatMap((d) => d.audits);
     const statements = [
       ...(sql ? [sql] : []),
       ...(tasks.length ? [insertTasksSql(tasks)] : []),
+      ...(audits.length ? [inline(stageAuditSql(audits))] : []),
       ...(this.projections ? this.projections.inlineStatements(events).map(inline) : []),
       recordsSql(
         decided.map((d) => ({
@@ -255,7 +261,14 @@ export class CommandBatcher {
       const response = idem.render(await fn(uow));
       const appends = uow.takePending();
       heads.advance(appends);
-      return { waiting: w, response, appends, tasks: uow.takePendingTasks(), committed: uow.takeAfterCommit() };
+      return {
+        waiting: w,
+        response,
+        appends,
+        tasks: uow.takePendingTasks(),
+        audits: uow.takePendingAudits(),
+        committed: uow.takeAfterCommit(),
+      };
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const refusal = idem.renderError(error);
@@ -263,7 +276,7 @@ export class CommandBatcher {
         refuse(w, error);
         return null;
       }
-      return { waiting: w, response: refusal, appends: [], tasks: [], committed: [] };
+      return { waiting: w, response: refusal, appends: [], tasks: [], audits: [], committed: [] };
     }
   }
 }

@@ -3,6 +3,8 @@ import { fold } from '../../domain/shared/decider';
 import type { Tx } from '../postgres/db';
 import { withSpan } from '../observability/tracing';
 import type { ProjectionEngine } from '../projections/engine';
+import type { OutgoingRecord } from '../log/port';
+import { stageAudit } from '../audit';
 import type { PendingTask, TaskRequest } from '../tasks';
 import { DEFAULT_TASK_ATTEMPTS, TASK_TYPE, writeTasks } from '../tasks';
 import type { AggregateType } from './aggregate';
@@ -47,6 +49,7 @@ export class UnitOfWork {
   private appended: StoredEvent<Record<string, unknown>>[] = [];
   private readonly committed: (() => Promise<void>)[] = [];
   private readonly tasks: PendingTask[] = [];
+  private readonly audits: OutgoingRecord[] = [];
 
   constructor(
     readonly tx: Tx,
@@ -209,6 +212,20 @@ export class UnitOfWork {
     return id;
   }
 
+  /**
+   * An audit record (infra/audit.ts auditRecord) committed with this command: staged in the audit
+   * outbox in its transaction, so it exists exactly when the command commits — a crash after the
+   * commit cannot lose it (the audit relay publishes it).
+   */
+  audit(record: OutgoingRecord): void {
+    this.audits.push(record);
+  }
+
+  /** the audit records not written yet, handed over to a caller that writes them itself (a batch) */
+  takePendingAudits(): OutgoingRecord[] {
+    return this.audits.splice(0);
+  }
+
   /** the tasks queued and not written yet, handed over to a caller that writes them itself (a batch) */
   takePendingTasks(): PendingTask[] {
     return this.tasks.splice(0);
@@ -226,6 +243,7 @@ export class UnitOfWork {
 
   async flush(projections: ProjectionEngine | null): Promise<StoredEvent<Record<string, unknown>>[]> {
     if (this.tasks.length > 0) await writeTasks(this.tx, this.tasks.splice(0));
+    if (this.audits.length > 0) await stageAudit(this.tx, this.audits.splice(0));
     if (this.pending.length === 0) return [];
     const requests = this.pending.splice(0);
     const stored = await withSpan(

@@ -14,7 +14,7 @@ export const rebuildModelTable = async (kernel: Kernel, slug: string, m: Model):
     await tx.query(`DELETE FROM "${m.schema}"."${m.table}"`);
     const prefix = `data.${slug}.${m.name}.`;
     const { rows } = await tx.query<{ type: string; data: Record<string, unknown>; tenant_id: string }>(
-      `SELECT type, data, tenant_id FROM es.events WHERE type IN ($1, $2, $3) ORDER BY position`,
+      `SELECT type, data, tenant_id FROM es.events WHERE type IN ($1, $2, $3) ORDER BY transaction_id, position`,
       [`${prefix}created`, `${prefix}updated`, `${prefix}deleted`],
     );
     for (const row of rows) {

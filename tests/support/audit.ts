@@ -4,16 +4,15 @@ import auditProjections from '../../projections/audit';
 import auditRead from '../../read-api/audit';
 import auditWrite from '../../write-api/audit';
 import auditWorkers from '../../workers/audit';
-import gatewayWorkers from '../../workers/gateway';
 import { testToken } from './auth';
 import { pollUntil } from './poll';
 
-/** the audit service's modules, as discovery would find them, with the gateway's fallback replay */
+/** the audit service's modules, as discovery would find them */
 export const auditModules: ServiceModules = mergeModules({
   write: [auditWrite],
   read: [auditRead],
   projections: auditProjections.projections,
-  workers: [auditWorkers, gatewayWorkers],
+  workers: [auditWorkers],
 });
 
 export const AUDIT_PERMISSIONS = ['audit.read', 'audit.export', 'audit.anonymize'];

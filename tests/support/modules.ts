@@ -40,7 +40,6 @@ export const TEST_MODULES = {
   /** the module registry and the data layer (migrations, generated CRUD, introspection) */
   data: async () => (await import('./data')).dataModules,
   /** the gateway's audit fallback replay */
-  'gateway-workers': async () => mergeModules({ workers: [(await import('../../workers/gateway')).default] }),
   /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */
   'hardening-fixture': async () => (await import('../int/gateway/hardening-fixture')).hardeningFixture,
   /** routes and gateway ports the edge suite needs (tests/int/gateway/edge-fixture.ts) */

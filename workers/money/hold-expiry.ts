@@ -22,12 +22,10 @@ export const expireDueHolds = async (kernel: Kernel): Promise<{ expired: number;
   let expired = 0;
   for (const hold of rows) {
     try {
-      if (
-        await kernel.commands.run(systemMeta(hold.tenant_id), (uow) => expireHold(uow, ctx, hold.wallet_id, hold.id))
-      ) {
-        expired += 1;
-        // spec 002: the expiry leaves an audit record too (asynchronous; never blocks the expiry)
-        kernel.audit.record(
+      const done = await kernel.commands.run(systemMeta(hold.tenant_id), async (uow) => {
+        if (!(await expireHold(uow, ctx, hold.wallet_id, hold.id))) return false;
+        // spec 002: the expiry leaves an audit record too, committed with it
+        uow.audit(
           auditRecord(
             {
               action: 'money.hold.expired',
@@ -43,7 +41,9 @@ export const expireDueHolds = async (kernel: Kernel): Promise<{ expired: number;
             kernel.ids.next(),
           ),
         );
-      }
+        return true;
+      });
+      if (done) expired += 1;
     } catch (error) {
       kernel.logger.warn(
         { err: error, holdId: hold.id, tenantId: hold.tenant_id },

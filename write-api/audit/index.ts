@@ -62,12 +62,22 @@ const actorOf = (request: FastifyRequest) => {
   };
 };
 
-/** hands the record to the audit pipeline (asynchronous: a failure to audit never fails the caller) */
-const queue = (kernel: Kernel, request: FastifyRequest, body: AuditRecordBody) => {
-  const auditId = kernel.ids.next();
+/**
+ * hands the record to the audit pipeline and answers once it is durable (on the log, or staged in
+ * the audit outbox): a 202 is never given for a record a crash could lose (spec 002: never lost)
+ */
+const queue = async (kernel: Kernel, request: FastifyRequest, bodies: AuditRecordBody[]) => {
   const createdAt = kernel.clock.now().toISOString();
-  kernel.audit.record(auditRecord({ ...actorOf(request), ...body, timestamp: createdAt }, auditId));
-  return { auditId, status: 'queued' as const, createdAt };
+  const queued = bodies.map((body) => {
+    const auditId = kernel.ids.next();
+    return {
+      answer: { auditId, status: 'queued' as const, createdAt },
+      record: auditRecord({ ...actorOf(request), ...body, timestamp: createdAt }, auditId),
+    };
+  });
+  // together: a batch's records travel in one publish
+  await Promise.all(queued.map((q) => kernel.audit.record(q.record)));
+  return queued.map((q) => q.answer);
 };
 
 const fieldErrors = (error: z.ZodError, prefix: string) =>
@@ -92,7 +102,10 @@ export default defineRoutes({
       {
         schema: { body: AuditRecordBody, response: { 202: Queued } },
       },
-      async (request, reply) => reply.code(202).send(queue(kernel, request, request.body)),
+      async (request, reply) => {
+        const [queued] = await queue(kernel, request, [request.body]);
+        return reply.code(202).send(queued!);
+      },
     );
 
     r.post(
@@ -105,11 +118,17 @@ export default defineRoutes({
       async (request, reply) => {
         const { records } = request.body;
         if (records.length > BATCH_LIMIT) throw auditErrors.batchLimitExceeded(BATCH_LIMIT, records.length);
-        const outcomes = await settleItems(records, async (item) => {
+        const checked = await settleItems(records, async (item) => {
           const parsed = AuditRecordBody.safeParse(item);
           if (!parsed.success) throw commonErrors.validation(fieldErrors(parsed.error, ''), 'The record is not valid.');
-          return queue(kernel, request, parsed.data);
+          return parsed.data;
         });
+        const answers = await queue(
+          kernel,
+          request,
+          checked.flatMap((c) => (c.ok ? [c.data] : [])),
+        );
+        const outcomes = checked.map((c) => (c.ok ? { ok: true as const, data: answers.shift()! } : c));
         return sendMultiStatus(request, reply, kernel.config.problemsBaseUrl, outcomes, 202);
       },
     );

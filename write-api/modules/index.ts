@@ -26,7 +26,8 @@ import { trackStoredPermissions } from '../../infra/permissions';
 const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
 const Id = z.string().min(1).max(64).describe('module id or slug');
 
-const audit = (
+/** a registry record of the platform tenant (resolves once durable: the answer follows it) */
+const registryRecord = (
   kernel: Kernel,
   action: string,
   moduleId: string,
@@ -34,21 +35,20 @@ const audit = (
   traceId: string,
   meta: Record<string, unknown>,
 ) =>
-  kernel.audit.record(
-    auditRecord(
-      {
-        action,
-        entityType: 'module',
-        entityId: moduleId,
-        tenantId: registryMeta(actorId, traceId).tenantId,
-        actorId,
-        meta,
-        traceId,
-        timestamp: kernel.clock.now().toISOString(),
-      },
-      kernel.ids.next(),
-    ),
+  auditRecord(
+    {
+      action,
+      entityType: 'module',
+      entityId: moduleId,
+      tenantId: registryMeta(actorId, traceId).tenantId,
+      actorId,
+      meta,
+      traceId,
+      timestamp: kernel.clock.now().toISOString(),
+    },
+    kernel.ids.next(),
   );
+const audit = (...args: Parameters<typeof registryRecord>) => args[0].audit.record(registryRecord(...args));
 
 /**
  * The module registry (spec 002, data model: "the module registry"; REST under /v1/modules): the
@@ -84,9 +84,12 @@ export default defineRoutes({
         const actor = request.principal!.userId;
         const answer = await kernel.commands.run(registryMeta(actor, request.id), async (uow) => {
           const module = await registerModule(kernel, uow, request.body, actor);
-          return { ...module, credentials: await issueKey(kernel, uow.tx, module.id, actor) };
+          const credentials = await issueKey(kernel, uow.tx, module.id, actor);
+          uow.audit(
+            registryRecord(kernel, 'module.key.issued', module.id, actor, request.id, { keyId: credentials.keyId }),
+          );
+          return { ...module, credentials };
         });
-        audit(kernel, 'module.key.issued', answer.id, actor, request.id, { keyId: answer.credentials.keyId });
         return reply.code(201).send(answer);
       },
     );
@@ -114,7 +117,9 @@ export default defineRoutes({
       },
       async (request) => {
         const view = await updateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body);
-        audit(kernel, 'module.updated', view.id, request.principal!.userId, request.id, { version: view.version });
+        await audit(kernel, 'module.updated', view.id, request.principal!.userId, request.id, {
+          version: view.version,
+        });
         return view;
       },
     );
@@ -217,7 +222,9 @@ export default defineRoutes({
         const found = await findModule(kernel.db, request.params.id);
         if (!found) throw moduleErrors.moduleNotFound();
         const issued = await issueKey(kernel, kernel.db, found.id, request.principal!.userId);
-        audit(kernel, 'module.key.issued', found.id, request.principal!.userId, request.id, { keyId: issued.keyId });
+        await audit(kernel, 'module.key.issued', found.id, request.principal!.userId, request.id, {
+          keyId: issued.keyId,
+        });
         return reply.code(201).send(issued);
       },
     );
@@ -236,7 +243,7 @@ export default defineRoutes({
         const found = await findModule(kernel.db, request.params.id);
         if (!found) throw moduleErrors.moduleNotFound();
         await revokeKey(kernel, kernel.db, found.id, request.params.keyId);
-        audit(kernel, 'module.key.revoked', found.id, request.principal!.userId, request.id, {
+        await audit(kernel, 'module.key.revoked', found.id, request.principal!.userId, request.id, {
           keyId: request.params.keyId,
         });
         return reply.code(204).send(null);

@@ -22,7 +22,7 @@ beforeAll(async () => {
   platform = await startTestPlatform({ modules: mergeModules(tallyModules, auditModules) });
   // records of March, as a service recorded them then (through the pipeline)
   for (let i = 0; i < 40; i += 1) {
-    platform.kernel.audit.record(
+    await platform.kernel.audit.record(
       auditRecord(
         {
           action: 'shop.order.placed',
@@ -109,7 +109,7 @@ describe('monthly cold archives', () => {
   it('is rewritten under an anonymization, which then completes', async () => {
     const client = auditClient(platform.url, tenant, 'u-owner');
     // the hot rows are gone, but the domain of records still names the user in the archive: recorded anew today
-    platform.kernel.audit.record(
+    await platform.kernel.audit.record(
       auditRecord(
         {
           action: 'shop.order.viewed',
@@ -149,7 +149,7 @@ describe('monthly cold archives', () => {
   it('archives a month after the anonymization under its overlay', async () => {
     const client = auditClient(platform.url, tenant, 'u-owner');
     for (const day of [3, 4]) {
-      platform.kernel.audit.record(
+      await platform.kernel.audit.record(
         auditRecord(
           {
             action: 'shop.order.placed',

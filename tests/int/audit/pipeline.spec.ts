@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ingestAuditRecords } from '../../../commands/audit/ingest';
 import { purgeFallback } from '../../../commands/audit/retention';
 import { verifyChains } from '../../../commands/audit/verify';
-import { AUDIT_TOPIC, AuditRecorder, auditRecord, replayAuditFallback } from '../../../infra/audit';
+import { AUDIT_TOPIC, AuditRecorder, auditRecord, relayAuditOutbox } from '../../../infra/audit';
 import { openEmbeddedClickHouse } from '../../../infra/clickhouse/embedded';
 import { migrateAnalytics } from '../../../infra/clickhouse/migrate';
 import type { AnalyticsStore } from '../../../infra/clickhouse/port';
@@ -113,30 +113,26 @@ describe('the log unreachable in the middle of a stream of 10,000 records', () =
     const recorder = new AuditRecorder(kernel, {
       publishTimeoutMs: 1000,
       logDownMs: 300,
-      flushEveryMs: 20,
       batchSize: 200,
     });
     const consumer = await consume(reachable, { groupId: `audit.store.${randomUUID()}`, maxBatch: 2000 });
     try {
+      const acknowledged: Promise<void>[] = [];
       for (let i = 0; i < 10_000; i += 1) {
         if (i === 5000) await proxy.cut();
-        recorder.record(aRecord(tenantId, i));
+        acknowledged.push(recorder.record(aRecord(tenantId, i)));
         if (i % 250 === 0) await sleep(5);
       }
-      await recorder.flush();
-      const parked = Number(
-        (await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n,
-      );
+      await Promise.all(acknowledged); // every record durable: on the log, or in the outbox
+      const parked = Number((await database.db.query('SELECT count(*) AS n FROM audit.outbox')).rows[0].n);
       expect(parked).toBeGreaterThan(0);
       expect((await counts(tenantId)).ids).toBeLessThan(10_000);
 
       await proxy.restore();
       await eventually(
         async () => {
-          await replayAuditFallback(kernel, 500, 2000).catch(() => 0);
-          return (
-            Number((await database.db.query('SELECT count(*) AS n FROM gateway.api_audit_fallback')).rows[0].n) === 0
-          );
+          await relayAuditOutbox(kernel, 500, 2000).catch(() => 0);
+          return Number((await database.db.query('SELECT count(*) AS n FROM audit.outbox')).rows[0].n) === 0;
         },
         60_000,
         100,
@@ -296,15 +292,14 @@ describe('the fallback table', () => {
     const id = () => randomUUID();
     const [young, old] = [id(), id()];
     await database.db.query(
-      `INSERT INTO gateway.api_audit_fallback (event_id, record, created_at) VALUES ($1, '{}', now() - interval '6 days 23 hours'), ($2, '{}', now() - interval '7 days 1 hour')`,
+      `INSERT INTO audit.outbox (event_id, record, created_at) VALUES ($1, '{}', now() - interval '6 days 23 hours'), ($2, '{}', now() - interval '7 days 1 hour')`,
       [young, old],
     );
     expect(await purgeFallback({ db: database.db, logger })).toBe(1);
-    const { rows } = await database.db.query(
-      'SELECT event_id FROM gateway.api_audit_fallback WHERE event_id = ANY($1::uuid[])',
-      [[young, old]],
-    );
+    const { rows } = await database.db.query('SELECT event_id FROM audit.outbox WHERE event_id = ANY($1::uuid[])', [
+      [young, old],
+    ]);
     expect(rows.map((r) => r.event_id)).toEqual([young]);
-    await database.db.query('DELETE FROM gateway.api_audit_fallback WHERE event_id = $1', [young]);
+    await database.db.query('DELETE FROM audit.outbox WHERE event_id = $1', [young]);
   });
 });

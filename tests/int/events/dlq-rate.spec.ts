@@ -99,10 +99,16 @@ describe.each([
     const resolved = await client.call('GET', '/events/dlq?status=resolved&page_size=100');
     expect(resolved.body.data).toHaveLength(count);
 
-    // every redrive and resolution is audited, one record per dead letter
-    await platform.kernel.audit.flush();
+    // every redrive and resolution is audited, one record per dead letter (committed with it, relayed from the outbox)
     const ids = new Set(entries.map((e) => e.id as string));
-    const audited = (await auditActions()).filter((a) => ids.has(a.entityId));
+    const audited = await eventually(
+      async () => {
+        const found = (await auditActions()).filter((a) => ids.has(a.entityId));
+        return found.length >= count ? found : null;
+      },
+      30_000,
+      100,
+    );
     expect(audited.filter((a) => a.action === 'events.dlq.resolved')).toHaveLength(5);
     expect(audited.filter((a) => a.action === 'events.dlq.replayed')).toHaveLength(count - 5);
   });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { pollUntil } from '../../support/poll';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureMoney } from '../../../commands/money/context';
 import { planLimitsKey } from '../../../commands/money/plan-limits';
@@ -337,10 +338,12 @@ describe('holds', () => {
       actor_id: 'system',
       data: { amount: '400', currency: 'USD', tenantId: 'tenant-a', walletId: id },
     });
-    // and one audit record of the expiry on platform.audit.events
-    await platform.kernel.audit.flush();
-    const audits = (await auditEvents()).filter(
-      (e) => e.type === 'audit.record.created' && e.data.entityId === h.body.id,
+    // and one audit record of the expiry on platform.audit.events (committed with it, relayed from the outbox)
+    const audits = await pollUntil(
+      async () =>
+        (await auditEvents()).filter((e) => e.type === 'audit.record.created' && e.data.entityId === h.body.id),
+      (found) => found.length > 0,
+      { timeoutMs: 20_000, what: 'the expiry audit record on platform.audit.events' },
     );
     expect(audits).toHaveLength(1);
     expect(audits[0]!.data).toMatchObject({
