@@ -26,6 +26,8 @@ export const SPLIT_SUITES = [
   'tests/int/data/crm.spec.ts',
   'tests/int/data/expand.spec.ts',
   'tests/int/data/owner-permissions.spec.ts',
+  'tests/int/data/integrity.spec.ts',
+  'tests/int/audit/time-filters.spec.ts',
   'tests/int/gateway/edge.spec.ts',
   'tests/int/http/problems.spec.ts',
   'tests/int/eventstore/idempotency.spec.ts',

@@ -1,6 +1,6 @@
 import type { ModuleRow } from '../../domain/data/access';
 import { ARCHIVED_SQL, MODULE_SQL } from '../../domain/data/access';
-import type { ColumnRow, IndexRow, Model, RelationRow } from '../../domain/data/catalog';
+import type { CheckRow, ColumnRow, IndexRow, Model, RelationRow } from '../../domain/data/catalog';
 import { CATALOG_SQL, modelsOf } from '../../domain/data/catalog';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Manifest } from '../../domain/modules/manifest';
@@ -10,12 +10,18 @@ import type { Queryable } from '../../infra/postgres/db';
 /** a module's models as its schema stands (PostgreSQL's catalog) */
 export const loadModels = async (q: Queryable, slug: string, manifest: Pick<Manifest, 'models'>): Promise<Model[]> => {
   const schema = schemaOfModule(slug);
-  const [columns, indexes, relations] = await Promise.all([
+  const [columns, indexes, relations, checks] = await Promise.all([
     q.query<ColumnRow>(CATALOG_SQL.columns, [schema]),
     q.query<IndexRow>(CATALOG_SQL.indexes, [schema]),
     q.query<RelationRow>(CATALOG_SQL.relations, [schema]),
+    q.query<CheckRow>(CATALOG_SQL.checks, [schema]),
   ]);
-  return modelsOf(slug, manifest, { columns: columns.rows, indexes: indexes.rows, relations: relations.rows });
+  return modelsOf(slug, manifest, {
+    columns: columns.rows,
+    indexes: indexes.rows,
+    relations: relations.rows,
+    checks: checks.rows,
+  });
 };
 
 export const moduleRowOf = async (q: Queryable, slug: string, tenantId: string): Promise<ModuleRow | null> =>

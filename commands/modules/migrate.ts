@@ -3,13 +3,15 @@ import type { ManifestMigration } from '../../domain/modules/manifest';
 import { schemaOfModule } from '../../domain/modules/manifest';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable, Tx } from '../../infra/postgres/db';
+import { foreignKeysOutside, scopeToTenant } from './tenant-keys';
 
 /**
  * Runs a module's numbered migrations into schema module_<slug> (spec 002, Versioning and Module
  * status). One process at a time per module (a session advisory lock: the second waits, then finds
  * the work done); each migration in its own transaction with the rules of the data layer checked
- * before it commits: every table of the schema carries tenant_id, and gets row-level security by
- * tenant. A failure rolls that migration back, keeps the earlier ones, and marks the module dirty
+ * before it commits: every table of the schema carries tenant_id, gets row-level security by
+ * tenant, and its keys are the tenant's (tenant-keys.ts: foreign keys and unique keys include
+ * tenant_id; a foreign key may not leave the schema). A failure rolls that migration back, keeps the earlier ones, and marks the module dirty
  * with its error: nothing more runs until a fixed version, a retry or `force-version`.
  */
 
@@ -83,14 +85,32 @@ const secureTables = async (tx: Tx, schema: string, roleUsable: boolean): Promis
   }
 };
 
-const applyOne = async (tx: Tx, schema: string, m: ManifestMigration, roleUsable: boolean): Promise<void> => {
+const applyOne = async (
+  kernel: Kernel,
+  tx: Tx,
+  schema: string,
+  m: ManifestMigration,
+  roleUsable: boolean,
+): Promise<void> => {
   await tx.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   await tx.query(`SET LOCAL search_path TO "${schema}"`);
+  const outsideBefore = new Set((await foreignKeysOutside(tx, schema)).map((k) => k.name));
   await tx.query(m.sql);
   const bare = await tablesWithoutTenant(tx, schema);
   if (bare.length)
     throw new Error(
       `table ${bare.map((t) => `${schema}.${t}`).join(', ')} has no tenant_id column: every table of a module carries tenant_id`,
+    );
+  const outside = (await foreignKeysOutside(tx, schema)).filter((k) => !outsideBefore.has(k.name));
+  if (outside.length)
+    throw new Error(
+      `foreign key ${outside.map((k) => `${k.table}.${k.name}`).join(', ')} references a table outside ${schema}: a module's foreign keys reference its own tables`,
+    );
+  const scoped = await scopeToTenant(tx, schema);
+  if (scoped.unvalidated.length)
+    kernel.logger.warn(
+      { schema, constraints: scoped.unvalidated },
+      "rows reference another tenant's rows: the foreign key now checks new writes within the tenant, the rows stay",
     );
   await secureTables(tx, schema, roleUsable);
 };
@@ -123,7 +143,7 @@ export const migrateModule = async (kernel: Kernel, module: ModuleToMigrate): Pr
         .sort((a, b) => a.version - b.version)) {
         try {
           await client.query('BEGIN');
-          await applyOne(client, schema, m, roleUsable);
+          await applyOne(kernel, client, schema, m, roleUsable);
           await client.query(
             'UPDATE modules.schema_state SET version = $2, permissions_reconciled = false, updated_at = $3 WHERE module_id = $1',
             [module.id, m.version, kernel.clock.now()],
@@ -187,4 +207,45 @@ export const dropModuleSchema = async (q: Queryable, moduleId: string, slug: str
   await q.query('DELETE FROM modules.schema_state WHERE module_id = $1', [moduleId]);
   await q.query('DELETE FROM modules.permissions WHERE module_id = $1', [moduleId]);
   await q.query('DELETE FROM modules.installations WHERE module_id = $1', [moduleId]);
+};
+
+/**
+ * Scopes the keys of every installed module's schema to the tenant (tenant-keys.ts), for schemas an
+ * earlier version migrated with foreign and unique keys that ignore the tenant: run at start, each
+ * module under its migration lock and in a transaction of its own; a schema already scoped costs
+ * two catalog queries. A module it cannot scope is logged and keeps its keys (retried at the next start).
+ */
+export const scopeInstalledSchemas = async (kernel: Kernel): Promise<void> => {
+  const { rows } = await kernel.db.query<{ slug: string }>(
+    `SELECT s.slug FROM modules.schema_state s WHERE NOT s.dirty AND s.version > 0 ORDER BY s.slug`,
+  );
+  for (const { slug } of rows) {
+    const schema = schemaOfModule(slug);
+    const client = await kernel.db.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey(slug)]);
+      try {
+        await client.query('BEGIN');
+        const scoped = await scopeToTenant(client, schema);
+        await client.query('COMMIT');
+        if (scoped.changed.length)
+          kernel.logger.info({ module: slug, keys: scoped.changed }, "a module's keys were scoped to the tenant");
+        if (scoped.unvalidated.length || scoped.outside.length)
+          kernel.logger.warn(
+            { module: slug, unvalidated: scoped.unvalidated, outside: scoped.outside },
+            "a module's schema holds references across tenants or outside its schema: they stay as they are",
+          );
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        kernel.logger.warn(
+          { err, module: slug },
+          "a module's keys could not be scoped to the tenant; retried at the next start",
+        );
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey(slug)]);
+      }
+    } finally {
+      client.release();
+    }
+  }
 };

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { commonErrors } from '../shared/errors';
 import { PLATFORM_WILDCARD } from '../shared/permissions';
 
-export const Instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+/** since and until: what PostgreSQL and the audit store hold (years 0001 to 9999, offsets within ±15:59), as UTC */
+export { Instant } from '../shared/instant';
 export const AuditTenantChoice = z
   .string()
   .min(1)

@@ -9,7 +9,7 @@ import { schemaOfModule, tableOfModel } from '../modules/manifest';
  */
 export const CATALOG_SQL = {
   columns: `SELECT c.table_name AS table, c.column_name AS name, c.data_type AS type, c.udt_name AS udt, c.is_nullable = 'YES' AS nullable,
-      c.column_default AS "default", c.character_maximum_length AS max_length
+      c.column_default AS "default", c.character_maximum_length AS max_length, c.domain_name AS domain
     FROM information_schema.columns c WHERE c.table_schema = $1 ORDER BY c.table_name, c.ordinal_position`,
   indexes: `SELECT t.relname AS table, i.relname AS name, ix.indisprimary AS primary,
       array(SELECT a.attname FROM unnest(ix.indkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
@@ -17,9 +17,15 @@ export const CATALOG_SQL = {
     WHERE n.nspname = $1 ORDER BY t.relname, i.relname`,
   relations: `SELECT t.relname AS table, con.conname AS name, rt.relname AS ref_table,
       array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns,
-      array(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = rt.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS ref_columns
+      array(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = rt.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS ref_columns,
+      con.confdeltype AS on_delete, con.confupdtype AS on_update
     FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_class rt ON rt.oid = con.confrelid JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE n.nspname = $1 AND con.contype = 'f' ORDER BY t.relname, con.conname`,
+  /** table check constraints and the columns they read (a violation names them) */
+  checks: `SELECT t.relname AS table, con.conname AS name,
+      array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
+    FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE n.nspname = $1 AND con.contype = 'c' ORDER BY t.relname, con.conname`,
 } as const;
 
 export interface ColumnRow {
@@ -30,6 +36,7 @@ export interface ColumnRow {
   nullable: boolean;
   default: string | null;
   max_length: number | null;
+  domain: string | null;
 }
 export interface IndexRow {
   table: string;
@@ -43,6 +50,14 @@ export interface RelationRow {
   ref_table: string;
   columns: string[];
   ref_columns: string[];
+  /** pg_constraint.confdeltype / confupdtype: a no action, r restrict, c cascade, n set null, d set default */
+  on_delete: string;
+  on_update: string;
+}
+export interface CheckRow {
+  table: string;
+  name: string;
+  columns: string[];
 }
 
 export interface Column {
@@ -53,7 +68,18 @@ export interface Column {
   pk: boolean;
   default: string | null;
   maxLength: number | null;
+  /** the domain the column's type is, if any (a domain's check or NOT NULL names it, not the column) */
+  domain: string | null;
 }
+/** what a foreign key does to the rows that reference a row when that row is deleted or its key changes */
+export type ReferentialAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
+const ACTIONS: Record<string, ReferentialAction> = {
+  a: 'no action',
+  r: 'restrict',
+  c: 'cascade',
+  n: 'set null',
+  d: 'set default',
+};
 export interface Relation {
   /** the name a list expands it by: the foreign key's column without _id */
   name: string;
@@ -62,6 +88,10 @@ export interface Relation {
   /** the referenced model (or table) and column */
   target: string;
   targetColumn: string;
+  /** the foreign key's constraint (a violation names it) and its actions */
+  constraint: string;
+  onDelete: ReferentialAction;
+  onUpdate: ReferentialAction;
 }
 export interface Model {
   name: string;
@@ -71,13 +101,24 @@ export interface Model {
   columns: Column[];
   indexes: { name: string; columns: string[] }[];
   relations: Relation[];
+  /** table check constraints: the columns each reads */
+  checks: { name: string; columns: string[] }[];
 }
+
+/**
+ * The referencing and referenced columns of a foreign key but the tenant's: the registry scopes
+ * every foreign key to the tenant (tenant_id, col) → (tenant_id, ref), which is still one relation.
+ */
+const withoutTenant = (r: RelationRow): { columns: string[]; refColumns: string[] } => {
+  const keep = r.columns.map((c, i) => !(c === 'tenant_id' && r.ref_columns[i] === 'tenant_id'));
+  return { columns: r.columns.filter((_, i) => keep[i]), refColumns: r.ref_columns.filter((_, i) => keep[i]) };
+};
 
 /** a module's models as its tables stand: a model whose table does not exist (yet) is left out */
 export const modelsOf = (
   slug: string,
   manifest: Pick<Manifest, 'models'>,
-  rows: { columns: ColumnRow[]; indexes: IndexRow[]; relations: RelationRow[] },
+  rows: { columns: ColumnRow[]; indexes: IndexRow[]; relations: RelationRow[]; checks: CheckRow[] },
 ): Model[] => {
   const schema = schemaOfModule(slug);
   const modelOfTable = new Map(manifest.models.map((m) => [tableOfModel(m), m.name]));
@@ -100,21 +141,28 @@ export const modelsOf = (
         pk: pk.has(c.name),
         default: c.default,
         maxLength: c.max_length,
+        domain: c.domain ?? null,
       })),
       indexes: indexes.map((i) => ({ name: i.name, columns: i.columns })),
       relations: rows.relations
-        .filter((r) => r.table === table && r.columns.length === 1)
-        .map((r) => {
-          const fk = r.columns[0]!;
+        .filter((r) => r.table === table)
+        .map((r) => ({ row: r, ...withoutTenant(r) }))
+        .filter(({ columns }) => columns.length === 1)
+        .map(({ row: r, columns, refColumns }) => {
+          const fk = columns[0]!;
           const target = modelOfTable.get(r.ref_table) ?? r.ref_table;
           return {
             name: fk.replace(/_id$/, ''),
             fk,
-            references: `${target}.${r.ref_columns[0] ?? 'id'}`,
+            references: `${target}.${refColumns[0] ?? 'id'}`,
             target,
-            targetColumn: r.ref_columns[0] ?? 'id',
+            targetColumn: refColumns[0] ?? 'id',
+            constraint: r.name,
+            onDelete: ACTIONS[r.on_delete] ?? 'no action',
+            onUpdate: ACTIONS[r.on_update] ?? 'no action',
           };
         }),
+      checks: rows.checks.filter((c) => c.table === table).map((c) => ({ name: c.name, columns: c.columns })),
     };
   };
   return manifest.models.map(describe).filter((m): m is Model => m !== null);

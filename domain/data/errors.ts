@@ -16,6 +16,33 @@ export const dataErrors = defineErrors({
     detail: 'The record does not exist.',
   }),
   recordExists: () => ({ status: 409, suffix: 'conflict', title: 'Conflict', detail: 'The record exists already.' }),
+  /** a unique index or constraint of the table (scoped to the tenant by the registry) */
+  uniqueConflict: (fields: string[]) => ({
+    status: 409,
+    suffix: 'conflict',
+    title: 'Conflict',
+    detail: `Another record has the same ${fields.join(', ')}.`,
+    errors: fields.map((field) => ({ field, message: 'another record has this value', code: 'UNIQUE' })),
+  }),
+  /**
+   * A foreign key names no row of the tenant: the same answer whether the row does not exist or is
+   * another tenant's (the key is checked within the tenant), and nothing of the value in it.
+   */
+  referenceNotFound: (field: string, target: string) => ({
+    status: 422,
+    suffix: 'validation-error',
+    title: 'Validation failed',
+    detail: `${field} names no ${target} record.`,
+    errors: [{ field, message: `no ${target} record has this value`, code: 'REFERENCE_NOT_FOUND' }],
+  }),
+  /** a delete (or a change of a referenced key) that records of another model still reference, when their key restricts it */
+  stillReferenced: (source: string, fk: string) => ({
+    status: 409,
+    suffix: 'conflict',
+    title: 'Conflict',
+    detail: `Records of ${source} still reference this record (${source}.${fk}).`,
+    errors: [{ field: `${source}.${fk}`, message: 'records still reference this one', code: 'STILL_REFERENCED' }],
+  }),
   invalid: (errors: FieldError[]) => ({
     status: 400,
     suffix: 'validation-error',

@@ -1,4 +1,5 @@
 import type { FieldError } from '../shared/errors';
+import { calendarDateProblem, instantProblem } from '../shared/instant';
 import type { Column, Model } from './catalog';
 import { DATA_LIMITS, dataErrors } from './errors';
 
@@ -58,8 +59,19 @@ export const valueProblem = (c: Column, v: string): string | null => {
   if (c.udt === 'uuid')
     return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v) ? null : 'a UUID';
   if (['timestamptz', 'timestamp', 'date'].includes(c.udt))
-    return Number.isNaN(Date.parse(v)) ? 'a date or an instant' : null;
+    return instantProblem(v) === null || calendarDateProblem(v) === null
+      ? null
+      : 'an ISO 8601 timestamp with a UTC offset within ±15:59, or a date, years 0001 to 9999';
   return v.includes('\0') ? 'text without NUL' : null;
+};
+
+/**
+ * The value a query binds for a checked text: instants for timestamp columns in UTC and a date as
+ * its midnight in UTC, so that no session time zone decides what a filter means; other values as given.
+ */
+export const boundValue = (c: Column, v: string): string => {
+  if (c.udt !== 'timestamptz' && c.udt !== 'timestamp') return v;
+  return instantProblem(v) === null ? new Date(Date.parse(v)).toISOString() : `${v}T00:00:00.000Z`;
 };
 
 export const parseListQuery = (m: Model, query: Record<string, unknown>): ListQuery => {
@@ -93,7 +105,7 @@ export const parseListQuery = (m: Model, query: Record<string, unknown>): ListQu
             ? null
             : valueProblem(column, value);
       if (problem) errors.push({ field: key, message: `expected ${problem}`, code: 'INVALID_VALUE' });
-      else filters.push({ column, op, value });
+      else filters.push({ column, op, value: op === 'like' || op === 'is_null' ? value : boundValue(column, value) });
     }
   }
   if (errors.length) throw dataErrors.invalidQuery(errors);

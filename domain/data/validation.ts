@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FieldError } from '../shared/errors';
+import { CalendarDate, Instant } from '../shared/instant';
 import type { Column, Model } from './catalog';
 import { DATA_LIMITS, dataErrors } from './errors';
 
@@ -38,14 +39,16 @@ const valueSchema = (c: Column): z.ZodType => {
       return z.boolean();
     case 'uuid':
       return z.uuid();
+    // what PostgreSQL holds (years 0001 to 9999, offsets within ±15:59), never a value it refuses
     case 'timestamptz':
     case 'timestamp':
-      return z.iso.datetime({ offset: true });
+      return Instant;
     case 'date':
-      return z.iso.date();
+      return CalendarDate;
+    // JSON null is SQL NULL (statements.ts): a NOT NULL column takes any JSON value but null
     case 'json':
     case 'jsonb':
-      return z.json();
+      return c.nullable ? z.json() : z.json().refine((v) => v !== null, 'must not be null');
     default:
       return c.udt.startsWith('_') ? z.array(z.unknown()) : z.unknown();
   }

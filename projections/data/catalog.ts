@@ -1,6 +1,6 @@
 import type { ModuleRow } from '../../domain/data/access';
 import { ARCHIVED_SQL, MODULE_SQL } from '../../domain/data/access';
-import type { ColumnRow, IndexRow, Model, RelationRow } from '../../domain/data/catalog';
+import type { CheckRow, ColumnRow, IndexRow, Model, RelationRow } from '../../domain/data/catalog';
 import { CATALOG_SQL, modelsOf } from '../../domain/data/catalog';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { schemaOfModule } from '../../domain/modules/manifest';
@@ -29,10 +29,11 @@ export const catalogOf = async (
   const found = cache.get(row.id);
   if (found?.key === key) return found;
   const schema = schemaOfModule(row.slug);
-  const [columns, indexes, relations, archived] = await Promise.all([
+  const [columns, indexes, relations, checks, archived] = await Promise.all([
     kernel.db.query<ColumnRow>(CATALOG_SQL.columns, [schema]),
     kernel.db.query<IndexRow>(CATALOG_SQL.indexes, [schema]),
     kernel.db.query<RelationRow>(CATALOG_SQL.relations, [schema]),
+    kernel.db.query<CheckRow>(CATALOG_SQL.checks, [schema]),
     kernel.db.query<{ key: string }>(ARCHIVED_SQL, [row.id]),
   ]);
   const entry = {
@@ -41,6 +42,7 @@ export const catalogOf = async (
       columns: columns.rows,
       indexes: indexes.rows,
       relations: relations.rows,
+      checks: checks.rows,
     }),
     archived: new Set(archived.rows.map((r) => r.key)),
   };

@@ -18,7 +18,7 @@ export const rebuildModelTable = async (kernel: Kernel, slug: string, m: Model):
       [`${prefix}created`, `${prefix}updated`, `${prefix}deleted`],
     );
     for (const row of rows) {
-      const s = statementOf(m, row.tenant_id, RecordEvent.parse({ type: row.type, data: row.data }));
+      const s = statementOf(m, row.tenant_id, RecordEvent.parse({ type: row.type, data: row.data }), { replay: true });
       await tx.query(s.text, s.values);
     }
     return rows.length;

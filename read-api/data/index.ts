@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { gateIntrospection, gateModel, gateModule } from '../../domain/data/access';
 import type { Model } from '../../domain/data/catalog';
 import { ModelDetail, ModelListItem, modelDetail, modelListItem, servable } from '../../domain/data/catalog';
+import { databaseErrorFields, readProblem } from '../../domain/data/database-errors';
 import { dataErrors } from '../../domain/data/errors';
 import { parseListQuery, valueProblem } from '../../domain/data/query';
 import { decodeCursor, pageQuery, toPage } from '../../infra/http/pagination';
@@ -165,6 +166,10 @@ export default defineRoutes({
           const found = await listRecords(tx, m, p.tenantId, list, after, q.page_size + 1);
           await expandRelations(tx, models, m, p.tenantId, found.slice(0, q.page_size), list.expand);
           return found;
+        }).catch((error: unknown) => {
+          // values are checked against their column first; one PostgreSQL still cannot hold is a 400 too, never a 500
+          const fields = databaseErrorFields(error);
+          throw (fields && readProblem(fields)) ?? error;
         });
         return toPage(rows, q.page_size, view, (row) => ({
           v: row[list.sort.column.name] === null ? null : textOf(row[list.sort.column.name]),

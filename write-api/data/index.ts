@@ -20,7 +20,9 @@ const BODY_LIMIT = 2 * 1024 * 1024;
 /**
  * The generated writes of every autoApi model (spec 002, Data model): each one a domain event
  * data.<module>.<model>.created / updated / deleted with before and after, applied to the module's
- * table in the same transaction. The body is checked against a schema derived from the table.
+ * table in the same transaction. The body is checked against a schema derived from the table; what
+ * the table still refuses is a problem (a unique key 409, a reference to no row of the tenant 422,
+ * a row still referenced 409, a check 400) and leaves no event.
  */
 export default defineRoutes({
   namespace: 'data',
@@ -31,7 +33,7 @@ export default defineRoutes({
       '/data/:module/:model',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional' },
+        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422] },
         schema: {
           summary: 'Create a record of a generated model',
           params: z.object({ module: Slug, model: Name }),
@@ -41,9 +43,9 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const { module, model } = request.params;
-        const m = await writableModel(kernel, request.principal!, module, model, 'write');
+        const target = await writableModel(kernel, request.principal!, module, model, 'write');
         return executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, (uow) =>
-          createRecord(kernel, uow, module, m, request.body),
+          createRecord(kernel, uow, target, request.body),
         );
       },
     );
@@ -52,7 +54,7 @@ export default defineRoutes({
       '/data/:module/:model/:id',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional' },
+        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422] },
         schema: {
           summary: 'Change fields of a record',
           params: z.object({ module: Slug, model: Name, id: Id }),
@@ -62,9 +64,9 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const { module, model, id } = request.params;
-        const m = await writableModel(kernel, request.principal!, module, model, 'write');
+        const target = await writableModel(kernel, request.principal!, module, model, 'write');
         return executeCommand(kernel, request, reply, { idempotency: 'optional' }, (uow) =>
-          updateRecord(kernel, uow, module, m, id, request.body),
+          updateRecord(kernel, uow, target, id, request.body),
         );
       },
     );
@@ -72,7 +74,7 @@ export default defineRoutes({
     r.delete(
       '/data/:module/:model/:id',
       {
-        config: { access: 'bearer', idempotency: 'optional' },
+        config: { access: 'bearer', idempotency: 'optional', problems: [409] },
         schema: {
           summary: 'Delete a record',
           params: z.object({ module: Slug, model: Name, id: Id }),
@@ -81,9 +83,9 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const { module, model, id } = request.params;
-        const m = await writableModel(kernel, request.principal!, module, model, 'delete');
+        const target = await writableModel(kernel, request.principal!, module, model, 'delete');
         return executeCommand(kernel, request, reply, { status: 204, idempotency: 'optional' }, async (uow) => {
-          await deleteRecord(kernel, uow, module, m, id);
+          await deleteRecord(kernel, uow, target, id);
           return null;
         });
       },

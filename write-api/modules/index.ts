@@ -19,6 +19,7 @@ import {
   retryMigrations,
   updateModule,
 } from '../../commands/modules/lifecycle';
+import { scopeInstalledSchemas } from '../../commands/modules/migrate';
 import { loadModulePermissions } from '../../commands/modules/permissions';
 import { trackStoredPermissions } from '../../infra/permissions';
 
@@ -66,6 +67,8 @@ export default defineRoutes({
     await loadModulePermissions(kernel);
     // spec 002: a reconciliation left pending is retried at the next start or health check
     kernel.health.register('module-permissions', () => loadModulePermissions(kernel));
+    // schemas an earlier version migrated get keys scoped to the tenant (DESIGN.md mechanism 4), where writes are served
+    if (kernel.role === 'all' || kernel.role === 'write-api') await scopeInstalledSchemas(kernel);
   },
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();

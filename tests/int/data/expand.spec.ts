@@ -13,8 +13,8 @@ import { startTestPlatform } from '../../support/platform';
 /**
  * `expand` on a list: each row gets the row its foreign key references — by the referenced column,
  * which need not be the id — one query per relation and level whatever the page's size, and never
- * a row of another tenant (a foreign key check ignores row-level security, so a tenant can point
- * at another tenant's key; the expansion still finds nothing there).
+ * a row of another tenant (the registry scopes every key to the tenant: a reference to another
+ * tenant's key is refused, and a unique code is unique within the tenant).
  */
 const TENANT_A = 'tenant-expand-a';
 const TENANT_B = 'tenant-expand-b';
@@ -80,12 +80,18 @@ describe('expand on a list of generated records', () => {
     ]);
   });
 
-  it("finds nothing for a key of another tenant's row", async () => {
-    // tenant B's order points at tenant A's customer code: the foreign key check lets it through
+  it("refuses a key of another tenant's row; the tenant's own row of the same key is the one expanded", async () => {
+    // tenant B's order naming tenant A's customer code: the key is checked within the tenant (422, as for no row)
+    const foreign = await b.call('POST', '/data/shop/orders', { customer_id: 'c-ada', total: 1 });
+    expect(foreign.status, JSON.stringify(foreign.body)).toBe(422);
+    expect(foreign.body.errors[0].field).toBe('customer_id');
+    // the code is unique within the tenant: B may have a c-ada of its own, and its order expands to it
+    const own = await b.call('POST', '/data/shop/customers', { code: 'c-ada', name: 'Ada of B' });
+    expect(own.status, JSON.stringify(own.body)).toBe(201);
     const order = await b.call('POST', '/data/shop/orders', { customer_id: 'c-ada', total: 1 });
     expect(order.status).toBe(201);
     const page = await b.call('GET', '/data/shop/orders?expand=customer');
-    expect(page.body.data).toEqual([{ ...order.body, customer: null }]);
+    expect(page.body.data).toEqual([{ ...order.body, customer: own.body }]);
   });
 
   it('reads each relation and level with one query, whatever the number of rows', async () => {

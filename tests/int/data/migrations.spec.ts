@@ -73,6 +73,21 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
     expect(forced).toMatchObject({ status: 'registered', schemaVersion: 2, migrationError: null });
   });
 
+  it("refuses a migration whose foreign key leaves the module's schema (it could not be checked within the tenant)", async () => {
+    const sqls = [
+      'CREATE TABLE mine (tenant_id text NOT NULL, id uuid PRIMARY KEY)',
+      'CREATE TABLE pins (tenant_id text NOT NULL, id uuid PRIMARY KEY, key_id uuid REFERENCES modules.keys (id))',
+    ];
+    expect((await owner.call('POST', '/modules', manifestOf('reacher', '1.0.0', sqls))).status).toBe(201);
+    const install = await owner.call('POST', '/modules/reacher/installations', { tenantId: TENANT });
+    expect(install.status, JSON.stringify(install.body)).toBe(422);
+    expect(install.body.migrationError).toMatch(/references a table outside module_reacher/);
+    const tables = await p.kernel.db.query(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'module_reacher' ORDER BY 1`,
+    );
+    expect(tables.rows).toEqual([{ table_name: 'mine' }]);
+  });
+
   it('runs each migration once when two installs race (the second waits for the lock and finds the work done)', async () => {
     const sqls = [
       `CREATE TABLE runs (tenant_id text NOT NULL, n int NOT NULL); INSERT INTO runs VALUES ('x', 1); SELECT pg_sleep(0.2)`,

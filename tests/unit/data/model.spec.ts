@@ -18,6 +18,7 @@ const col = (name: string, udt: string, o: Partial<Model['columns'][number]> = {
   pk: false,
   default: null,
   maxLength: null,
+  domain: null,
   ...o,
 });
 const contacts: Model = {
@@ -27,6 +28,7 @@ const contacts: Model = {
   autoApi: true,
   indexes: [],
   relations: [],
+  checks: [],
   columns: [
     col('tenant_id', 'text', { nullable: false }),
     col('id', 'uuid', { nullable: false, pk: true }),
