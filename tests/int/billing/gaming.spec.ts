@@ -360,6 +360,31 @@ describe("a provider's subscription id (externalId)", () => {
     }
   });
 
+  it('is bound to one tenant only when several bind it at once (a constraint, not a lookup): one wins, the others 409', async () => {
+    const externalId = `sub_${randomUUID()}`;
+    const tenants = await Promise.all(Array.from({ length: 6 }, () => seedTenant(p.kernel.db)));
+    const outcomes = await Promise.all(
+      tenants.map(({ tenantId }) =>
+        p.kernel.commands
+          .run(systemMeta(tenantId), (uow) =>
+            createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId }),
+          )
+          .then(
+            () => 'created',
+            (error: unknown) => (isDomainError(error) ? `${error.status} ${error.suffix}` : String(error)),
+          ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'created')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === '409 conflict')).toHaveLength(tenants.length - 1);
+    const winner = tenants[outcomes.indexOf('created')]!.tenantId;
+    const carrying = await p.kernel.db.query<{ tenant_id: string }>(
+      'SELECT tenant_id FROM rm.billing_subscriptions WHERE external_id = $1',
+      [externalId],
+    );
+    expect(carrying.rows.map((r) => r.tenant_id)).toEqual([winner]);
+  });
+
   it('the platform owner binds one with PUT /billing/subscriptions/:id/external-id, never one bound to another tenant (409)', async () => {
     const holder = `sub_${randomUUID()}`;
     await tenantWithTrial(paidPlanId, holder);
