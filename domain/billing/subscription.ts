@@ -177,7 +177,7 @@ const requireExternalIdFree = (tenantId: string, holder: string | null): void =>
  * termination the platform owner recovered) has none. Every first subscription is a trial, so a
  * tenant whose stream holds any subscription has had its trial.
  */
-export const hadTrial = (state: Account): boolean => state.status === 'exists';
+const hadTrial = (state: Account): boolean => state.status === 'exists';
 
 /**
  * A subscription without a trial is where a trial without payment ends (spec: trial end, no
