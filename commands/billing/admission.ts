@@ -73,8 +73,9 @@ export class BillingAdmission {
   }
 
   async admit(r: AdmissionRequest): Promise<void> {
-    // a blocked tenant can still read its subscription and choose a plan: its way back; the platform's own tenant has no plan
-    if (r.namespace === 'billing' || r.tenantId === PLATFORM_TENANT_ID) return;
+    // the platform's own tenant has no plan
+    if (r.tenantId === PLATFORM_TENANT_ID) return;
+    if (r.namespace === 'billing') return this.admitBilling(r);
     const key = `${r.method} ${r.route}`;
     const info = await this.planInfo(r.tenantId);
     if (info) {
@@ -89,6 +90,17 @@ export class BillingAdmission {
       const answer = await this.checkLimit(r.tenantId, counted);
       if (answer && !answer.allowed) throw billingErrors.planLimitExceeded(counted, answer.currentUsage, answer.limit);
     }
+  }
+
+  /**
+   * Billing's own routes: a blocked tenant still reads its subscription (why it is blocked), and a
+   * canceled one chooses a plan again — its way back. A terminated one does not: it returns only
+   * through the platform owner's recovery, so its billing mutations are 402 like every request.
+   */
+  private async admitBilling(r: AdmissionRequest): Promise<void> {
+    if (!MUTATIONS.has(r.method)) return;
+    const info = await this.planInfo(r.tenantId);
+    if (info?.status === 'terminated') throw billingErrors.subscriptionTerminated('terminated');
   }
 
   /** the tenant's ceiling of requests per minute (its plan's requestsPerMinute; null: the configured default) */

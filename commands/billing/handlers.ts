@@ -8,7 +8,7 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Queryable } from '../../infra/postgres/db';
 import { PlanAggregate, planStream, SubscriptionAggregate, subscriptionStream } from './aggregates';
 import type { BillingContext } from './context';
-import { findPlan, findPlanByName, findSubscription, hasActiveSubscribers } from './lookups';
+import { externalIdHolder, findPlan, findPlanByName, findSubscription, hasActiveSubscribers } from './lookups';
 
 const nowOf = (ctx: BillingContext): string => ctx.clock.now().toISOString();
 
@@ -107,6 +107,16 @@ const decide = (
   return state.subscription;
 };
 
+/**
+ * The tenant an externalId is bound to, read under a transaction lock on the id: two commands
+ * binding one id are serialized, and the second sees the first's binding (written by the inline
+ * projection in its transaction) once it committed — the read model's primary key is the backstop.
+ */
+const holderOf = async (uow: UnitOfWork, externalId: string): Promise<string | null> => {
+  await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`billing.external-id:${externalId}`]);
+  return externalIdHolder(uow.tx, externalId);
+};
+
 export interface NewSubscription {
   tenantId: string;
   planId: string;
@@ -130,6 +140,7 @@ export const createSubscription = async (
     tenantId: input.tenantId,
     plan: factsOf(plan),
     externalId: input.externalId,
+    externalIdHolder: input.externalId === null ? null : await holderOf(uow, input.externalId),
     trialEnd: plusDays(now, ctx.settings.trialDays),
     automatic: input.automatic ?? false,
     now,
@@ -186,6 +197,28 @@ export const cancelDowngrade = async (
     now: nowOf(ctx),
   });
 
+/**
+ * The platform owner binds a subscription to the payment provider's subscription id (any tenant's
+ * subscription; tenant-supplied ids are refused at the route). An id bound to another tenant is
+ * 409 conflict; the same id again changes nothing.
+ */
+export const setExternalId = async (
+  uow: UnitOfWork,
+  ctx: BillingContext,
+  subscriptionId: string,
+  externalId: string,
+): Promise<Subscription> => {
+  const loaded = await accountOf(uow, subscriptionId, null);
+  if (loaded.state.status !== 'exists' || loaded.state.subscription.id !== subscriptionId)
+    throw billingErrors.subscriptionNotFound();
+  return decide(uow, ctx, loaded, {
+    type: 'LinkExternal',
+    externalId,
+    holder: await holderOf(uow, externalId),
+    now: nowOf(ctx),
+  });
+};
+
 /** the platform owner's recovery of a tenant before its termination completes */
 export const recoverTenant = async (uow: UnitOfWork, ctx: BillingContext, tenantId: string): Promise<Subscription> => {
   const loaded = await uow.load(SubscriptionAggregate, subscriptionStream(tenantId));
@@ -198,10 +231,9 @@ export const recoverTenant = async (uow: UnitOfWork, ctx: BillingContext, tenant
  * in turn on one loaded account (a link, then the payment or the plan the provider names).
  */
 export type ProviderCommand =
-  | Extract<
-      SubscriptionCommand,
-      { type: 'RecordPayment' | 'RecordPaymentFailure' | 'RecordProviderCancellation' | 'LinkExternal' }
-    >
+  | Extract<SubscriptionCommand, { type: 'RecordPayment' | 'RecordPaymentFailure' | 'RecordProviderCancellation' }>
+  /** the provider's subscription id, linked unless another tenant holds it */
+  | { type: 'LinkExternal'; externalId: string; now: string }
   | { type: 'SyncPlan'; planId: string; now: string };
 
 export const applyProviderCommands = async (
@@ -212,6 +244,10 @@ export const applyProviderCommands = async (
 ): Promise<void> => {
   const loaded = await uow.load(SubscriptionAggregate, subscriptionStream(tenantId));
   for (const c of commands) {
+    if (c.type === 'LinkExternal') {
+      decide(uow, ctx, loaded, { ...c, holder: await holderOf(uow, c.externalId) });
+      continue;
+    }
     if (c.type !== 'SyncPlan') {
       decide(uow, ctx, loaded, c);
       continue;

@@ -87,12 +87,17 @@ export const currentSubscription = async (q: Queryable, tenantId: string): Promi
   return rows[0]?.snapshot ?? null;
 };
 
-export const subscriptionByExternalId = async (q: Queryable, externalId: string): Promise<Subscription | null> => {
-  const { rows } = await q.query<SubscriptionRow>(
-    'SELECT snapshot FROM rm.billing_subscriptions WHERE external_id = $1 ORDER BY created_at DESC LIMIT 1',
+/**
+ * The tenant a payment provider's subscription id is bound to (rm.billing_external_ids, unique
+ * across tenants): deliberately not filtered by tenant — the id is one across tenants, which is
+ * what keeps one tenant from claiming another's payments.
+ */
+export const externalIdHolder = async (q: Queryable, externalId: string): Promise<string | null> => {
+  const { rows } = await q.query<{ tenant_id: string }>(
+    'SELECT tenant_id FROM rm.billing_external_ids WHERE external_id = $1',
     [externalId],
   );
-  return rows[0]?.snapshot ?? null;
+  return rows[0]?.tenant_id ?? null;
 };
 
 /** keyset on id; tenantId and status filter when given (ListSubscriptions: the platform's services see every tenant) */

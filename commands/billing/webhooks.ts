@@ -8,7 +8,7 @@ import { systemMeta } from '../../infra/kernel';
 import type { BillingContext } from './context';
 import type { ProviderCommand } from './handlers';
 import { applyProviderCommands } from './handlers';
-import { currentSubscription, subscriptionByExternalId } from './lookups';
+import { currentSubscription, externalIdHolder } from './lookups';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 
 /**
@@ -212,13 +212,19 @@ const processOne = async (
   });
 };
 
+/**
+ * The tenant an event concerns: the one its provider subscription id is bound to (unique across
+ * tenants, rm.billing_external_ids) — whatever tenant the object's metadata names —, else the
+ * tenant of the metadata, to which the id is then linked (unless another tenant took it meanwhile:
+ * the link is refused and the event with it).
+ */
 const targetOf = async (
   kernel: Kernel,
   event: ProviderEvent,
 ): Promise<{ tenantId: string; linked: boolean } | null> => {
   if (event.externalId) {
-    const byExternal = await subscriptionByExternalId(kernel.db, event.externalId);
-    if (byExternal) return { tenantId: byExternal.tenantId, linked: true };
+    const holder = await externalIdHolder(kernel.db, event.externalId);
+    if (holder) return { tenantId: holder, linked: true };
   }
   if (event.tenantId) {
     const byTenant = await currentSubscription(kernel.db, event.tenantId);

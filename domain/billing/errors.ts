@@ -30,6 +30,21 @@ export const billingErrors = defineErrors({
     title: 'Conflict',
     detail: 'The tenant has a subscription already; change its plan with PATCH instead.',
   }),
+  externalIdTaken: () => ({
+    status: 409,
+    suffix: 'conflict',
+    title: 'Conflict',
+    detail: "The payment provider's subscription id (externalId) belongs to another tenant's subscription.",
+  }),
+  /** a tenant cannot name the provider subscription whose payments activate it: the provider's webhooks or the platform owner set it */
+  externalIdNotAllowed: () => ({
+    status: 403,
+    suffix: 'forbidden',
+    title: 'Forbidden',
+    detail:
+      "externalId is set by the payment provider's verified webhooks or by the platform owner, not in this request.",
+    extensions: { field: 'externalId' },
+  }),
   versionMismatch: (expected: number, current: number) => ({
     status: 409,
     suffix: 'optimistic-lock-conflict',

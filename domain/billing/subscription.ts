@@ -101,6 +101,9 @@ export type SubscriptionCommand =
       tenantId: string;
       plan: PlanFacts;
       externalId: string | null;
+      /** the tenant externalId is bound to already (unique across tenants), null when free */
+      externalIdHolder: string | null;
+      /** the end of the trial, should this be the tenant's first subscription */
       trialEnd: string;
       automatic: boolean;
       now: string;
@@ -121,7 +124,8 @@ export type SubscriptionCommand =
   | { type: 'RecordPaymentFailure'; now: string }
   /** webhook: customer.subscription.deleted / subscription.canceled — same as a cancellation, once */
   | { type: 'RecordProviderCancellation'; now: string }
-  | { type: 'LinkExternal'; externalId: string; now: string }
+  /** the provider's subscription id (a verified webhook, or the platform owner); holder: the tenant it is bound to, if any */
+  | { type: 'LinkExternal'; externalId: string; holder: string | null; now: string }
   /** the escalation worker: whatever the clock makes due; plan facts for trial end and downgrades */
   | {
       type: 'Advance';
@@ -163,30 +167,54 @@ const current = (state: Account, subscriptionId?: string): Subscription => {
   return state.subscription;
 };
 
+/** an externalId names one provider subscription: it belongs to one tenant, whoever asks */
+const requireExternalIdFree = (tenantId: string, holder: string | null): void => {
+  if (holder !== null && holder !== tenantId) throw billingErrors.externalIdTaken();
+};
+
+/**
+ * A tenant's first subscription is its trial; any later one (after a cancellation, or a
+ * termination the platform owner recovered) has none. Every first subscription is a trial, so a
+ * tenant whose stream holds any subscription has had its trial.
+ */
+const hadTrial = (state: Account): boolean => state.status === 'exists';
+
+/**
+ * A subscription without a trial is where a trial without payment ends (spec: trial end, no
+ * payment → past_due): a free plan has nothing to collect and is active; a paid one is past_due
+ * from its creation — day 0 of the escalation, active once the provider reports a payment.
+ */
+const withoutTrial = (plan: PlanFacts, now: string): Pick<Subscription, 'status' | 'pastDueSince'> =>
+  plan.priceCents === 0 ? { status: 'active', pastDueSince: null } : { status: 'past_due', pastDueSince: now };
+
 const create = (
   c: Extract<SubscriptionCommand, { type: 'CreateSubscription' }>,
   state: Account,
 ): SubscriptionEvent[] => {
-  if (state.status === 'exists' && isLive(state.subscription)) {
-    if (c.automatic) return [];
-    throw billingErrors.subscriptionExists();
-  }
+  // the automatic trial is a new tenant's only: a tenant that ever had a subscription gets none
+  if (c.automatic && state.status === 'exists') return [];
+  if (state.status === 'exists' && isLive(state.subscription)) throw billingErrors.subscriptionExists();
+  if (state.status === 'exists' && state.subscription.status === 'terminated')
+    throw billingErrors.invalidTransition(
+      "A terminated tenant cannot subscribe again; it returns only through the platform owner's recovery.",
+    );
   if (!c.plan.isActive) throw billingErrors.planInactive();
+  if (c.externalId !== null) requireExternalIdFree(c.tenantId, c.externalIdHolder);
+  const trial = !hadTrial(state);
   const s: Subscription = {
     id: c.subscriptionId,
     tenantId: c.tenantId,
     planId: c.plan.id,
-    status: 'trialing',
+    ...(trial ? { status: 'trialing', pastDueSince: null } : withoutTrial(c.plan, c.now)),
     version: 1,
     currentPeriodStart: c.now,
-    currentPeriodEnd: c.trialEnd,
-    trialEnd: c.trialEnd,
+    currentPeriodEnd: trial ? c.trialEnd : plusMonth(c.now),
+    trialEnd: trial ? c.trialEnd : null,
     canceledAt: null,
     cancelAtPeriodEnd: false,
     externalId: c.externalId,
     pendingPlanId: null,
     downgradeAt: null,
-    pastDueSince: null,
     downgradedAt: null,
     termination: null,
     createdAt: c.now,
@@ -402,6 +430,7 @@ export const subscriptionDecider: Decider<Account, SubscriptionCommand, Subscrip
         return cancel(current(state), c.now, false);
       case 'LinkExternal': {
         const s = current(state);
+        requireExternalIdFree(s.tenantId, c.holder);
         return s.externalId === c.externalId
           ? []
           : [changed('linked', s, mutate(s, c.now, { externalId: c.externalId }))];

@@ -112,6 +112,42 @@ export const subscriptionsProjection: Projection<'billing_subscriptions'> = {
 };
 
 /**
+ * Which tenant each payment-provider subscription id (externalId) belongs to: a constraint across
+ * tenants (the primary key), so a provider's payments can only ever reach the tenant the id was
+ * first bound to. A binding is made when a subscription is created with the id or linked to it,
+ * and stays with the tenant (its later subscriptions may carry it again); the commands refuse
+ * another tenant's id under a lock on the id (commands/billing/handlers.ts), and the first binding
+ * in the log wins here, so a rebuild keeps the same owner even for claims made before that check.
+ */
+export const externalIdsProjection: Projection<'billing_external_ids'> = {
+  name: 'billing.external_ids',
+  version: 1,
+  mode: 'inline',
+  handles: ['billing.subscription.changed'],
+  tables: {
+    billing_external_ids: (t) => [
+      `CREATE TABLE ${t} (external_id text PRIMARY KEY, tenant_id text NOT NULL, subscription_id text NOT NULL, bound_at timestamptz NOT NULL)`,
+      `CREATE INDEX ON ${t} (tenant_id)`,
+    ],
+  },
+  evolve: (stored, t) => {
+    const e = SubscriptionEvent.parse({ type: stored.type, data: stored.data });
+    const s = e.data.subscription;
+    if (s.externalId === null || (e.data.change !== 'created' && e.data.change !== 'linked')) return [];
+    return [
+      sql(
+        `INSERT INTO ${t.billing_external_ids} (external_id, tenant_id, subscription_id, bound_at) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (external_id) DO NOTHING`,
+        s.externalId,
+        stored.tenantId,
+        s.id,
+        stored.occurredAt,
+      ),
+    ];
+  },
+};
+
+/**
  * Usage per tenant and resource from other services' events (domain/billing/usage.ts). Each item
  * (a member, a file) keeps its amount and whether it counts, guarded by its stream's version; the
  * counter moves by the difference, in the same statement, only when the item changed — so an
@@ -160,4 +196,6 @@ export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'
   },
 };
 
-export default defineProjections({ projections: [plansProjection, subscriptionsProjection, usageProjection] });
+export default defineProjections({
+  projections: [plansProjection, subscriptionsProjection, externalIdsProjection, usageProjection],
+});

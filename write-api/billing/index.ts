@@ -7,6 +7,7 @@ import { SubscriptionView, subscriptionView, TerminationStatusView } from '../..
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { billingContext } from '../../commands/billing/context';
 import * as billing from '../../commands/billing/handlers';
+import { findSubscription } from '../../commands/billing/lookups';
 import { receiveWebhook, SIGNATURE_HEADERS } from '../../commands/billing/webhooks';
 import { installMoneyBillingPorts } from '../../commands/money/context';
 import { startBillingServing } from './serving';
@@ -94,20 +95,28 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const ctx = () => billingContext(kernel);
     const tenantOf = (request: { principal?: Principal }) => request.principal!.tenantId;
+    /** the provider subscription id decides whose subscription a payment activates: never a tenant's to name */
+    const refuseTenantExternalId = (request: { principal?: Principal }, externalId: string | undefined) => {
+      if (externalId !== undefined && !isPlatformOwner(request.principal)) throw billingErrors.externalIdNotAllowed();
+    };
+    const ExternalId = z.string().min(1).max(256);
+    const platformOnly =
+      "the payment provider's subscription id: set by the provider's verified webhooks or the platform owner; 403 from anyone else";
 
     r.post(
       '/billing/subscriptions',
       {
-        config: { ...change, problems: [404, 409, 422] },
+        config: { ...change, problems: [402, 404, 409, 422] },
         schema: {
           summary:
-            "Choose the tenant's plan (its first subscription, or a new one after a cancellation or termination)",
-          body: z.object({ planId: Id, externalId: z.string().min(1).max(256).optional() }),
+            "Choose the tenant's plan: its first subscription (a trial), or a new one after a cancellation — without a trial: active on the free plan, past_due until paid on a paid one. A terminated tenant returns only through the platform owner's recovery (402).",
+          body: z.object({ planId: Id, externalId: ExternalId.optional().describe(platformOnly) }),
           response: { 201: SubscriptionView },
         },
       },
-      (request, reply) =>
-        executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) =>
+      (request, reply) => {
+        refuseTenantExternalId(request, request.body.externalId);
+        return executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, async (uow) =>
           subscriptionView(
             await billing.createSubscription(uow, ctx(), {
               tenantId: tenantOf(request),
@@ -115,7 +124,8 @@ export default defineRoutes({
               externalId: request.body.externalId ?? null,
             }),
           ),
-        ),
+        );
+      },
     );
 
     r.patch(
@@ -126,14 +136,56 @@ export default defineRoutes({
           summary:
             'Change the plan: an upgrade at once, a downgrade at the end of the period (pendingChange); version is the optimistic lock',
           params: IdParams,
-          body: z.object({ planId: Id, version: z.number().int().min(1) }),
+          body: z.object({
+            planId: Id,
+            version: z.number().int().min(1),
+            externalId: ExternalId.optional().describe(
+              `${platformOnly} (the platform owner: PUT /billing/subscriptions/{id}/external-id)`,
+            ),
+          }),
           response: { 200: SubscriptionView },
         },
       },
-      (request, reply) =>
-        executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
-          subscriptionView(await billing.changePlan(uow, ctx(), tenantOf(request), request.params.id, request.body)),
-        ),
+      (request, reply) => {
+        refuseTenantExternalId(request, request.body.externalId);
+        const { planId, version } = request.body;
+        return executeCommand(kernel, request, reply, { idempotency: 'optional' }, async (uow) =>
+          subscriptionView(
+            await billing.changePlan(uow, ctx(), tenantOf(request), request.params.id, { planId, version }),
+          ),
+        );
+      },
+    );
+
+    r.put(
+      '/billing/subscriptions/:id/external-id',
+      {
+        config: { access: 'bearer', problems: [403, 404, 409] },
+        schema: {
+          summary:
+            "The platform owner binds a tenant's subscription to the payment provider's subscription id (unique across tenants; 409 when another tenant's)",
+          params: IdParams,
+          body: z.object({ externalId: ExternalId }),
+          response: { 200: SubscriptionView },
+        },
+      },
+      async (request, reply) => {
+        if (!isPlatformOwner(request.principal)) throw billingErrors.notPlatformOwner();
+        const subscriptionId = request.params.id;
+        const known = await findSubscription(kernel.db, subscriptionId);
+        if (!known) throw billingErrors.subscriptionNotFound();
+        // the events are the tenant's (its stream, its read models); the actor is the platform owner
+        const s = await kernel.commands.run(
+          {
+            ...systemMeta(known.tenantId),
+            actorId: request.principal!.userId,
+            traceId: request.id,
+            correlationId: request.id,
+          },
+          (uow) => billing.setExternalId(uow, ctx(), subscriptionId, request.body.externalId),
+        );
+        return reply.send(subscriptionView(s));
+      },
     );
 
     r.delete(

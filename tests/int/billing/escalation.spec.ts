@@ -166,7 +166,8 @@ describe('an unpaid subscription on a paid plan', () => {
     expect((await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, ownerToken)).body.phase).toBe(
       'deleting_files',
     );
-    expect((await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, a.token)).status).toBe(403);
+    // a terminated tenant is refused like on every request (402), its billing mutations included
+    expect((await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, a.token)).status).toBe(402);
     const recovered = await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, ownerToken);
     expect(recovered.status, JSON.stringify(recovered.body)).toBe(200);
     expect(recovered.body).toMatchObject({ status: 'active', phase: null });
@@ -180,6 +181,8 @@ describe('an unpaid subscription on a paid plan', () => {
     expect((await call('POST', `/wallets/${b.walletId}/credit`, b.token, { amount: 1, currency: 'USD' })).status).toBe(
       200,
     );
+    // only the platform owner recovers
+    expect((await call('POST', `/admin/tenants/${a.user.tenantId}/recover`, b.token)).status).toBe(403);
 
     await advanceTo(24 * HOUR);
     const ownerAgain = await login(p, owner);

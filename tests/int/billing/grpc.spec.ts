@@ -235,9 +235,9 @@ describe('subscriptions', () => {
     expect((await c.fail('CancelSubscription', { id: randomUUID() })).code).toBe(grpc.status.NOT_FOUND);
   });
 
-  it('UpdateSubscription of a terminated subscription is FAILED_PRECONDITION', async () => {
+  it('UpdateSubscription of a terminated subscription, and CreateSubscription for its tenant, are FAILED_PRECONDITION', async () => {
     const paid = await newPlan({ price_cents: 5000 });
-    const { s } = await subscribe(String(paid.id));
+    const { tenantId, s } = await subscribe(String(paid.id));
     const ctx = billingContext(p.kernel);
     try {
       // trial end → past_due (day 0) → suspended (day 8) → terminated (day 38), with the notices between
@@ -255,9 +255,27 @@ describe('subscriptions', () => {
       });
       expect(failure.code).toBe(grpc.status.FAILED_PRECONDITION);
       expect(failure.problemType).toBe('invalid-transition');
+      // a terminated tenant returns only through the platform owner's recovery, never with a new subscription
+      const again = await c.fail('CreateSubscription', { tenant_id: tenantId, plan_id: FREE_PLAN_ID });
+      expect(again.code).toBe(grpc.status.FAILED_PRECONDITION);
+      expect(again.problemType).toBe('invalid-transition');
     } finally {
       clock.reset();
     }
+  });
+
+  it("CreateSubscription naming another tenant's external_id is ALREADY_EXISTS (unique across tenants)", async () => {
+    const externalId = `sub_${randomUUID()}`;
+    await subscribe(FREE_PLAN_ID, externalId);
+    const tenantId = await newTenant();
+    const failure = await c.fail('CreateSubscription', {
+      tenant_id: tenantId,
+      plan_id: FREE_PLAN_ID,
+      external_id: externalId,
+    });
+    expect(failure.code).toBe(grpc.status.ALREADY_EXISTS);
+    expect(failure.problemType).toBe('conflict');
+    expect((await c.call('ListSubscriptions', { tenant_id: tenantId })).data).toEqual([]);
   });
 });
 

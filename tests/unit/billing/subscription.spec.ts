@@ -49,12 +49,14 @@ const sub = (a: Account) => {
 };
 const after = (events: SubscriptionEvent[]) => events[events.length - 1]!.data.subscription;
 
-const create = (plan = free, now = T0): SubscriptionCommand => ({
+type Create = Extract<SubscriptionCommand, { type: 'CreateSubscription' }>;
+const create = (plan = free, now = T0): Create => ({
   type: 'CreateSubscription',
   subscriptionId: 's1',
   tenantId: 't1',
   plan,
   externalId: null,
+  externalIdHolder: null,
   trialEnd: plusDays(now, 14),
   automatic: false,
   now,
@@ -94,7 +96,7 @@ describe('no subscription yet', () => {
   });
   it('an automatic creation for a tenant that has a subscription does nothing; an explicit one is 409', () => {
     const g = given(create());
-    expect(g.when({ ...create(), automatic: true } as SubscriptionCommand)).toEqual([]);
+    expect(g.when({ ...create(), automatic: true })).toEqual([]);
     expect(g.refuses(create())).toBe('409 conflict');
   });
   it('other commands find no subscription', () =>
@@ -240,5 +242,102 @@ describe('an active subscription at its period boundary', () => {
       status: 'active',
       downgradedAt: null,
     });
+  });
+});
+
+describe('a tenant that had its trial', () => {
+  /** created (trial), canceled, and the period over: status canceled at day 15 */
+  const canceledHistory = (): SubscriptionCommand[] => [
+    create(),
+    { type: 'CancelSubscription', subscriptionId: 's1', now: T0 },
+    advance(15, free),
+  ];
+  const resubscribe = (plan: PlanFacts, days: number, id = 's2'): Create => ({
+    ...create(plan, plusDays(T0, days)),
+    subscriptionId: id,
+  });
+
+  it('a canceled tenant resubscribes to a paid plan without a trial: past_due from its creation (day 0), a monthly period', () => {
+    const g = given(...canceledHistory());
+    expect(sub(g.state).status).toBe('canceled');
+    expect(after(g.when(resubscribe(paid, 16)))).toMatchObject({
+      id: 's2',
+      status: 'past_due',
+      trialEnd: null,
+      pastDueSince: plusDays(T0, 16),
+      currentPeriodStart: plusDays(T0, 16),
+      currentPeriodEnd: '2026-02-26T12:00:00.000Z',
+      version: 1,
+    });
+  });
+  it('on the free plan: active at once (nothing to collect), no trial', () =>
+    expect(after(given(...canceledHistory()).when(resubscribe(free, 16)))).toMatchObject({
+      status: 'active',
+      trialEnd: null,
+      pastDueSince: null,
+    }));
+  it('the paid resubscription is active once the provider reports a payment; unpaid, it escalates like any', () => {
+    const g = given(...canceledHistory(), resubscribe(paid, 16));
+    expect(after(g.when({ type: 'RecordPayment', now: plusDays(T0, 17) }))).toMatchObject({
+      status: 'active',
+      pastDueSince: null,
+    });
+    expect(after(g.when(advance(16 + 8)))).toMatchObject({ status: 'suspended' });
+  });
+  it('never trials twice: cancel → resubscribe → cancel → resubscribe', () => {
+    const g = given(
+      ...canceledHistory(),
+      resubscribe(paid, 16),
+      { type: 'CancelSubscription', subscriptionId: 's2', now: plusDays(T0, 17) },
+      advance(16 + 32),
+    );
+    expect(sub(g.state)).toMatchObject({ id: 's2', status: 'canceled' });
+    for (const plan of [paid, free]) {
+      const s = after(g.when(resubscribe(plan, 50, 's3')));
+      expect(s.status).not.toBe('trialing');
+      expect(s.trialEnd).toBeNull();
+    }
+  });
+  it('the automatic trial (a new tenant, the backfill) never comes to a tenant that had a subscription', () => {
+    expect(given(...canceledHistory()).when({ ...resubscribe(free, 16), automatic: true })).toEqual([]);
+    expect(given(create()).when({ ...resubscribe(free, 1), automatic: true })).toEqual([]);
+  });
+  it('a live subscription is still 409 conflict', () =>
+    expect(given(create()).refuses(resubscribe(paid, 1))).toBe('409 conflict'));
+});
+
+describe('a terminated tenant', () => {
+  const terminated = () => given(create(), change(paid, 1), advance(14), advance(22), advance(52));
+  it("cannot subscribe again (422 invalid-transition): it returns only through the platform owner's recovery", () => {
+    const g = terminated();
+    expect(sub(g.state).status).toBe('terminated');
+    expect(g.refuses({ ...create(paid, plusDays(T0, 52)), subscriptionId: 's2' })).toBe('422 invalid-transition');
+    expect(g.refuses({ ...create(free, plusDays(T0, 52)), subscriptionId: 's2' })).toBe('422 invalid-transition');
+    expect(g.when({ ...create(free, plusDays(T0, 52)), subscriptionId: 's2', automatic: true })).toEqual([]);
+    expect(after(g.when({ type: 'Recover', now: plusDays(T0, 52) })).status).toBe('active');
+  });
+});
+
+describe("a payment provider's subscription id (externalId)", () => {
+  it("bound to another tenant: a subscription naming it is refused (409 conflict); the tenant's own binding, or none, is accepted", () => {
+    const withId = (holder: string | null): Create => ({
+      ...create(paid),
+      externalId: 'sub_x',
+      externalIdHolder: holder,
+    });
+    expect(given().refuses(withId('t2'))).toBe('409 conflict');
+    expect(after(given().when(withId('t1'))).externalId).toBe('sub_x');
+    expect(after(given().when(withId(null))).externalId).toBe('sub_x');
+  });
+  it('a link to an id another tenant holds is refused, never rebinding it; a free one, or its own, links', () => {
+    const g = given(create(paid));
+    expect(g.refuses({ type: 'LinkExternal', externalId: 'sub_x', holder: 't2', now: T0 })).toBe('409 conflict');
+    expect(after(g.when({ type: 'LinkExternal', externalId: 'sub_x', holder: null, now: T0 }))).toMatchObject({
+      externalId: 'sub_x',
+      version: 2,
+    });
+    expect(after(g.when({ type: 'LinkExternal', externalId: 'sub_x', holder: 't1', now: T0 })).externalId).toBe(
+      'sub_x',
+    );
   });
 });
