@@ -13,7 +13,7 @@ export interface RoleCheck {
   /** for role projector: the projection named on the command line */
   projection?: string;
   /** the projections this platform registers */
-  projections: readonly Pick<RegisteredProjection, 'name' | 'mode'>[];
+  projections: readonly Pick<RegisteredProjection, 'name' | 'mode' | 'target'>[];
 }
 
 export const roleConfigProblems = ({ role, config, projection, projections }: RoleCheck): string[] => {
@@ -39,8 +39,23 @@ export const roleConfigProblems = ({ role, config, projection, projections }: Ro
     );
   }
   if (role === 'projector') problems.push(...projectorProblems(projection, projections));
+  if (needsAuditStore(projections) && !config.CLICKHOUSE_URL) {
+    problems.push(
+      `CLICKHOUSE_URL: required by ${serve}; the roles share one audit store and the embedded one (chdb) belongs to a single process, so set it to a ClickHouse server every role uses, such as http://user:password@clickhouse:8123/platform`,
+    );
+  }
   return problems;
 };
+
+/**
+ * Every role of a platform with audit views opens the audit store (ClickHouse): read-api reads it,
+ * write-api exports and anonymizes from it, workers fill it (the audit consumer, the views'
+ * projector, archiving), and every role — the gateway and a projector too — prepares the views at
+ * start, creating their tables on a new database (a role on a store of its own would create them
+ * where the others never look).
+ */
+const needsAuditStore = (projections: RoleCheck['projections']): boolean =>
+  projections.some((p) => p.target === 'clickhouse');
 
 const projectorProblems = (name: string | undefined, projections: RoleCheck['projections']): string[] => {
   const runnable = projections.filter((p) => p.mode === 'async').map((p) => p.name);

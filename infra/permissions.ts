@@ -1,4 +1,4 @@
-import { permissionCatalogEpoch } from './identity/runtime';
+import { bumpPermissionCatalogEpoch, permissionCatalogEpoch } from './identity/runtime';
 import type { Kernel } from './kernel';
 
 /**
@@ -32,17 +32,36 @@ export const registerStoredPermissions = async (kernel: Kernel): Promise<void> =
   fromStore.set(kernel, now);
 };
 
-/** makes this process's registry follow the store (idempotent); the first current() reads it */
-export const trackStoredPermissions = (kernel: Kernel): void => {
+const tracked = new WeakSet<Kernel>();
+
+/**
+ * Makes this process's registry follow the store (idempotent); the first current() reads it.
+ * `changedBy` are the event types that change the store: delivered through the log, they move the
+ * catalog's epoch in this process too — the way a change reaches a process that shares no cache
+ * with the one that made it (`npm start` beside a CLI, roles without Redis).
+ */
+export const trackStoredPermissions = (kernel: Kernel, changedBy: readonly string[]): void => {
+  if (tracked.has(kernel)) return;
+  tracked.add(kernel);
   let seen: string | null = null;
-  let reading: Promise<void> | null = null;
+  // a read joins one in flight only when that one started under the same epoch: one begun before
+  // a change must not mark the new epoch as seen
+  let reading: { epoch: string | null; done: Promise<void> } | null = null;
   kernel.permissions.trackSource(async () => {
     const epoch = await permissionCatalogEpoch(kernel).catch(() => null);
     if (epoch !== null && epoch === seen) return;
-    reading ??= registerStoredPermissions(kernel).finally(() => {
-      reading = null;
-    });
-    await reading;
+    let current = reading;
+    if (current?.epoch !== epoch) {
+      const started: { epoch: string | null; done: Promise<void> } = {
+        epoch,
+        done: registerStoredPermissions(kernel).finally(() => {
+          if (reading === started) reading = null;
+        }),
+      };
+      reading = current = started;
+    }
+    await current.done;
     seen = epoch;
   });
+  kernel.invalidations.on(changedBy, () => bumpPermissionCatalogEpoch(kernel));
 };

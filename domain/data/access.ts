@@ -95,3 +95,27 @@ export const desiredPermissions = (slug: string, manifest: Manifest, models: Mod
   ),
   ...(manifest.permissions ?? {}),
 });
+
+export interface StoredPermissionRow {
+  key: string;
+  description: string;
+  status: 'active' | 'archived';
+}
+
+/**
+ * What a reconciliation changes: the desired keys not stored active with that description
+ * (registered), and the stored active keys no longer desired (archived). Empty lists: nothing to tell.
+ */
+export const permissionChanges = (
+  stored: readonly StoredPermissionRow[],
+  desired: Record<string, string>,
+): { registered: string[]; archived: string[] } => {
+  const active = new Map(stored.filter((p) => p.status === 'active').map((p) => [p.key, p.description]));
+  return {
+    registered: Object.entries(desired)
+      .filter(([key, description]) => active.get(key) !== description)
+      .map(([key]) => key)
+      .sort(),
+    archived: [...active.keys()].filter((key) => !Object.hasOwn(desired, key)).sort(),
+  };
+};

@@ -16,6 +16,39 @@ export const PROCESSABLE_IMAGES = new Set([
   'image/tiff',
 ]);
 
+/**
+ * What a browser shows without running anything of the file's own: pictures it decodes, plain text,
+ * sound and video. A signed link serves only these inline; anything else is an attachment.
+ */
+const INLINE_TYPES = new Set([
+  ...PROCESSABLE_IMAGES,
+  'image/bmp',
+  'image/x-icon',
+  'image/vnd.microsoft.icon',
+  ...TEXT_TYPES,
+]);
+export const servesInline = (mimeType: string): boolean =>
+  INLINE_TYPES.has(mimeType) || /^(audio|video)\//.test(mimeType);
+
+/**
+ * Types a browser renders as a document that can run script or load content: XML and every +xml
+ * (SVG, XHTML, RSS…), HTML, script, Flash. File-type detects some of them (an SVG with its XML
+ * prolog is application/xml): such a file is never sent under its own type.
+ */
+export const isActiveType = (mimeType: string): boolean =>
+  /(^|[/+-])xml$|^text\/(html|javascript|ecmascript|xsl)$|^application\/(javascript|ecmascript|x-javascript|x-shockwave-flash)$/.test(
+    mimeType,
+  );
+
+/** how a stored file goes out: inline only when asked and inert, its type unless that type is active */
+export const servingOf = (
+  mimeType: string,
+  asked: 'inline' | 'attachment',
+): { disposition: 'inline' | 'attachment'; contentType: string } => ({
+  disposition: asked === 'inline' && servesInline(mimeType) ? 'inline' : 'attachment',
+  contentType: isActiveType(mimeType) ? 'application/octet-stream' : mimeType,
+});
+
 export type MediaKind = 'image' | 'document';
 export const kindOf = (mimeType: string): MediaKind => (mimeType.startsWith('image/') ? 'image' : 'document');
 

@@ -56,6 +56,23 @@ const ModuleDeleted = z.object({
   data: z.object({ moduleId: z.string(), slug: z.string(), deletedBy: z.string(), at: z.string() }),
 });
 
+/**
+ * A reconciliation after a migration changed the module's permissions (modules.permissions):
+ * `registered` became active (new, described anew or active again), `archived` are denied from
+ * now on. Every process drops what it cached of the permission catalog when it reads this from the
+ * log (infra/permissions.ts), whichever process ran the migration — a CLI beside `npm start` too.
+ */
+const ModulePermissionsChanged = z.object({
+  type: z.literal('module.registry.permissions_changed'),
+  data: z.object({
+    moduleId: z.string(),
+    slug: z.string(),
+    registered: z.array(z.string()),
+    archived: z.array(z.string()),
+    at: z.string(),
+  }),
+});
+
 const ModulePurged = z.object({
   type: z.literal('module.registry.purged'),
   data: z.object({ moduleId: z.string(), slug: z.string(), purgedBy: z.string(), at: z.string() }),
@@ -68,10 +85,14 @@ export const ModuleEvent = z.discriminatedUnion('type', [
   ModuleDeactivated,
   ModuleDeleted,
   ModulePurged,
+  ModulePermissionsChanged,
 ]);
 export type ModuleEvent = z.infer<typeof ModuleEvent>;
 export type ModuleRegisteredData = z.infer<typeof ModuleRegistered>['data'];
 export type ModuleUpdatedData = z.infer<typeof ModuleUpdated>['data'];
 export type ModuleActivatedData = z.infer<typeof ModuleActivated>['data'];
 export type ModuleDeactivatedData = z.infer<typeof ModuleDeactivated>['data'];
+export type ModulePermissionsChangedData = z.infer<typeof ModulePermissionsChanged>['data'];
 export const moduleEventTypes = ModuleEvent.options.map((o) => o.shape.type.value);
+/** the events after which a process reads the stored permissions again (a purge deletes the module's) */
+export const permissionCatalogEvents = ['module.registry.permissions_changed', 'module.registry.purged'] as const;

@@ -5,6 +5,7 @@ import type {
   ModuleActivatedData,
   ModuleDeactivatedData,
   ModuleEvent,
+  ModulePermissionsChangedData,
   ModuleRegisteredData,
   ModuleUpdatedData,
 } from './events';
@@ -27,7 +28,8 @@ export type ModuleCommand =
   | { type: 'ActivateModule'; data: ModuleActivatedData }
   | { type: 'DeactivateModule'; data: ModuleDeactivatedData }
   | { type: 'DeleteModule'; data: { moduleId: string; slug: string; deletedBy: string; at: string } }
-  | { type: 'PurgeModule'; data: { moduleId: string; slug: string; purgedBy: string; at: string } };
+  | { type: 'PurgeModule'; data: { moduleId: string; slug: string; purgedBy: string; at: string } }
+  | { type: 'RecordPermissionsChanged'; data: ModulePermissionsChangedData };
 
 type Known = Exclude<RegisteredModule, { status: 'none' }>;
 
@@ -59,6 +61,8 @@ export const moduleDecider: Decider<RegisteredModule, ModuleCommand, ModuleEvent
         return s.status === 'none' ? s : { ...s, status: 'deleted' };
       case 'module.registry.purged':
         return s.status === 'none' ? s : { ...s, status: 'purged', tenants: {} };
+      case 'module.registry.permissions_changed':
+        return s;
       default:
         return assertNever(e);
     }
@@ -98,6 +102,12 @@ export const moduleDecider: Decider<RegisteredModule, ModuleCommand, ModuleEvent
         if (s.status === 'none' || s.status === 'purged') throw registryErrors.deleted();
         if (s.status !== 'deleted') throw registryErrors.purgeNeedsDelete();
         return [{ type: 'module.registry.purged', data: c.data }];
+      // a reconciliation that changed nothing records nothing
+      case 'RecordPermissionsChanged':
+        if (s.status === 'none') throw registryErrors.deleted();
+        return c.data.registered.length + c.data.archived.length === 0
+          ? []
+          : [{ type: 'module.registry.permissions_changed', data: c.data }];
       default:
         return assertNever(c);
     }

@@ -21,7 +21,7 @@ import {
 export interface LocalObjectStoreOptions {
   /** the platform's data folder; objects live in <dataDir>/objects */
   dataDir: string;
-  /** where the HTTP server is reached from outside, e.g. http://localhost:3000 */
+  /** where the HTTP server is reached from outside, e.g. http://localhost:8080 */
   publicBaseUrl: string;
   /** HMAC secret for presigned URLs */
   signingSecret: string | Buffer;

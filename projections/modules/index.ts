@@ -74,9 +74,11 @@ export const modulesProjection: Projection<'modules'> = {
       // a purge frees the slug: the module is gone from the registry (its stream keeps the history)
       case 'module.registry.purged':
         return [sql(`DELETE FROM ${t.modules} WHERE tenant_id = $1 AND id = $2`, stored.tenantId, e.data.moduleId)];
-      // a tenant's installation is the registry's operational row (modules.installations), written by the command
+      // a tenant's installation is the registry's operational row (modules.installations), written by the command;
+      // the permissions move updated_at too, so every process's model catalog (keyed by the row) reads the archived ones again
       case 'module.registry.activated':
       case 'module.registry.deactivated':
+      case 'module.registry.permissions_changed':
         return [
           sql(
             `UPDATE ${t.modules} SET updated_at = $3, stream_version = $4 WHERE tenant_id = $1 AND id = $2 AND stream_version < $4`,

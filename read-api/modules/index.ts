@@ -1,6 +1,7 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { moduleErrors } from '../../domain/modules/errors';
+import { permissionCatalogEvents } from '../../domain/modules/events';
 import { KeyView, ModuleView, moduleView } from '../../domain/modules/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
@@ -16,7 +17,7 @@ export default defineRoutes({
   namespace: 'data',
   async start(kernel) {
     // the modules' permissions in this process's registry, kept current with the store (infra/permissions.ts)
-    trackStoredPermissions(kernel);
+    trackStoredPermissions(kernel, permissionCatalogEvents);
     await kernel.permissions.current();
   },
   register(app, kernel) {

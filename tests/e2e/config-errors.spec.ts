@@ -21,6 +21,7 @@ const complete = {
   DATABASE_URL: 'postgres://platform:platform@127.0.0.1:1/platform',
   ROOT_URL: 'https://api.example.com',
   PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+  CLICKHOUSE_URL: 'http://platform:hunter2@127.0.0.1:1/platform',
 };
 const without = (name: keyof typeof complete) =>
   Object.fromEntries(Object.entries(complete).filter(([k]) => k !== name));
@@ -41,6 +42,12 @@ const cases = [
     broken: 'DATABASE_URL',
     env: { ...complete, DATABASE_URL: MALFORMED_DATABASE_URL },
     says: /^DATABASE_URL: expected a postgres:\/\/ URL such as postgres:\/\/user:password@host:5432\/platform$/,
+  },
+  {
+    // the audit store: chdb is one process's, so roles started apart on the embedded one crashed on its lock or each wrote its own
+    broken: 'CLICKHOUSE_URL',
+    env: without('CLICKHOUSE_URL'),
+    says: /^CLICKHOUSE_URL: required by `platform serve [a-z-]+( [a-z.]+)?`; .*chdb.* set it to a ClickHouse server every role uses/,
   },
 ] as const;
 
@@ -75,7 +82,9 @@ describe.each(roles)('platform serve $role', ({ role, argv }) => {
   it.each(cases)(
     'without a usable $broken prints one line naming it and what to do, and exits non-zero',
     async ({ env, says }) => {
-      expectOneActionableLine(await runCli(argv, env), says, others);
+      const run = await runCli(argv, env);
+      expectOneActionableLine(run, says, others);
+      expect(run.code).toBe(2);
     },
   );
 });

@@ -60,7 +60,7 @@ export interface SplitPlatform {
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_TIMEOUT_MS = 90_000;
 
-interface RoleProcess {
+export interface RoleProcess {
   child: ChildProcess;
   url: Promise<string>;
   output: () => string;
@@ -111,7 +111,7 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
   return { child, url, output: () => output };
 };
 
-const stopRole = async (p: RoleProcess): Promise<void> => {
+export const stopRole = async (p: RoleProcess): Promise<void> => {
   if (p.child.exitCode !== null || p.child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => p.child.once('exit', () => resolve()));
   p.child.kill('SIGTERM');
@@ -120,8 +120,13 @@ const stopRole = async (p: RoleProcess): Promise<void> => {
   clearTimeout(timer);
 };
 
-/** the chdb engine served over ClickHouse's HTTP interface (tests/support/clickhouse-server.ts) */
-const startClickHouse = async (folder: string): Promise<{ url: string; folder: string; process: RoleProcess }> => {
+/**
+ * the chdb engine served over ClickHouse's HTTP interface (tests/support/clickhouse-server.ts): what
+ * roles started apart on a platform with audit views need (`platform serve` refuses them without CLICKHOUSE_URL)
+ */
+export const startClickHouse = async (
+  folder: string,
+): Promise<{ url: string; folder: string; process: RoleProcess }> => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/clickhouse-server.ts', folder], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

@@ -1,6 +1,7 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { moduleErrors } from '../../domain/modules/errors';
+import { permissionCatalogEvents } from '../../domain/modules/events';
 import { Manifest } from '../../domain/modules/manifest';
 import { IssuedKeyView, ModuleView } from '../../domain/modules/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
@@ -63,7 +64,7 @@ export default defineRoutes({
     addCredentialScheme(kernel, moduleKeyScheme(kernel));
     // the modules' permissions in this process (kept current with the store: infra/permissions.ts),
     // and reconciliations a failed migration run left pending
-    trackStoredPermissions(kernel);
+    trackStoredPermissions(kernel, permissionCatalogEvents);
     await loadModulePermissions(kernel);
     // spec 002: a reconciliation left pending is retried at the next start or health check
     kernel.health.register('module-permissions', () => loadModulePermissions(kernel));

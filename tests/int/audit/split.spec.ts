@@ -1,5 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mergeModules } from '../../../infra/modules';
 import { auditClient, auditModules, eventually } from '../../support/audit';
@@ -8,10 +11,11 @@ import { createTestDatabase } from '../../support/db';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform, tallyModules } from '../../support/platform';
 import { testToken } from '../../support/auth';
+import { startClickHouse, stopRole } from '../../support/split';
 
 /**
- * The audit service in split deployment, the roles in this process so that they share the
- * embedded ClickHouse (separate processes need CLICKHOUSE_URL): the gateway proxies to write-api
+ * The audit service in split deployment, the roles in this process sharing one ClickHouse (chdb
+ * served over HTTP: `platform serve` refuses a role without CLICKHOUSE_URL): the gateway proxies to write-api
  * and read-api, the workers role runs the consumer and the domain view. The record keeps the
  * client's address, which the gateway forwards, not the gateway's own.
  */
@@ -20,10 +24,12 @@ const secret = randomBytes(32).toString('base64');
 let database: TestDatabase;
 const roles: TestPlatform[] = [];
 let gateway: TestPlatform;
+let clickhouse: Awaited<ReturnType<typeof startClickHouse>>;
 
 beforeAll(async () => {
   database = await createTestDatabase('auds');
-  const env = { PLATFORM_SECRET_KEY: secret };
+  clickhouse = await startClickHouse(join(tmpdir(), `platform-auds-ch-${process.pid}`));
+  const env = { PLATFORM_SECRET_KEY: secret, CLICKHOUSE_URL: clickhouse.url };
   const writeApi = await startTestPlatform({ role: 'write-api', env, modules, database });
   const readApi = await startTestPlatform({ role: 'read-api', env, modules, database });
   const workers = await startTestPlatform({ role: 'workers', env, modules, database });
@@ -37,6 +43,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const role of roles) await role.close();
+  if (clickhouse) {
+    await stopRole(clickhouse.process);
+    rmSync(clickhouse.folder, { recursive: true, force: true });
+  }
   await database?.drop();
 });
 

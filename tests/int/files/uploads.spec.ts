@@ -135,7 +135,8 @@ describe('a clean file uploaded to documents', () => {
     expect(new URL(link).searchParams.get('tenant')).toBe(tenant);
     const content = await fetchLink(p.url, link);
     expect(content.status).toBe(200);
-    expect(content.headers.get('content-disposition')).toMatch(/^inline; filename="data.bin"/);
+    // bytes of no known type: a browser would download them anyway, and only inert types are served inline
+    expect(content.headers.get('content-disposition')).toMatch(/^attachment; filename="data.bin"/);
     expect(content.headers.get('x-content-type-options')).toBe('nosniff');
     expect(content.headers.get('content-security-policy')).toContain("default-src 'none'");
     expect(Buffer.from(await content.arrayBuffer()).equals(bytes)).toBe(true);
@@ -296,6 +297,68 @@ describe('the type of an upload', () => {
     const content = await fetchLink(p.url, (await c.get(`/files/${id}/url`)).body.url);
     expect(content.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(content.headers.get('x-content-type-options')).toBe('nosniff');
+    // plain text is inert: the link shows it inline
+    expect(content.headers.get('content-disposition')).toMatch(/^inline; filename="page.html"/);
+  });
+});
+
+describe('active content uploaded (an SVG with a script)', () => {
+  // with its XML prolog file-type detects application/xml, which a browser renders (as SVG) where it is served
+  const svg = Buffer.from(
+    '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.domain)</script></svg>\n',
+  );
+  let id: string;
+  beforeAll(async () => {
+    id = await uploadAvailable(svg, { originalName: 'logo.svg', mimeType: 'image/svg+xml', bucket: 'assets' });
+  });
+
+  /** a browser neither shows it as a page nor runs it: an attachment, under no renderable type, sniffing off, sandboxed */
+  const expectInert = (res: Response, label: string, status = 200) => {
+    expect([label, res.status]).toEqual([label, status]);
+    expect([label, res.headers.get('content-disposition')]).toEqual([
+      label,
+      expect.stringMatching(/^attachment; filename="logo\.svg"/),
+    ]);
+    expect([label, res.headers.get('content-type')]).toEqual([label, 'application/octet-stream']);
+    expect([label, res.headers.get('x-content-type-options')]).toEqual([label, 'nosniff']);
+    const policy = res.headers.get('content-security-policy') ?? '';
+    expect([label, policy]).toEqual([label, expect.stringContaining("default-src 'none'")]);
+    expect([label, policy.split(';').map((d) => d.trim())]).toEqual([label, expect.arrayContaining(['sandbox'])]);
+  };
+
+  it('is served by its signed link as an attachment of no renderable type', async () => {
+    const redirect = await c.get(`/files/${id}`);
+    expect(redirect.status).toBe(302);
+    const content = await fetchLink(p.url, redirect.headers.get('location')!);
+    expectInert(content, 'signed link');
+    expect(Buffer.from(await content.arrayBuffer()).equals(svg)).toBe(true);
+    // a range of it too
+    expectInert(
+      await fetchLink(p.url, (await c.get(`/files/${id}/url`)).body.url, { headers: { range: 'bytes=0-9' } }),
+      'range',
+      206,
+    );
+  });
+
+  it('is downloaded (?download=1) the same way', async () => {
+    const download = await fetch(`${p.url}/v1/files/${id}?download=1`, { headers: c.auth });
+    expectInert(download, 'download');
+    expect(Buffer.from(await download.arrayBuffer()).equals(svg)).toBe(true);
+  });
+
+  it('keeps its detected type in the File object', async () => {
+    expect((await c.get(`/files/${id}?meta=1`)).body).toMatchObject({ mimeType: 'application/xml' });
+  });
+
+  it('leaves a picture inline under its own type, in the same sandbox', async () => {
+    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#f80' } })
+      .png()
+      .toBuffer();
+    const picture = await uploadAvailable(png, { originalName: 'dot.png', bucket: 'assets' });
+    const content = await fetchLink(p.url, (await c.get(`/files/${picture}/url`)).body.url);
+    expect(content.headers.get('content-disposition')).toMatch(/^inline; filename="dot\.png"/);
+    expect(content.headers.get('content-type')).toBe('image/png');
+    expect(content.headers.get('content-security-policy')).toContain('sandbox');
   });
 });
 

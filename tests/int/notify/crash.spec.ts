@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { PlatformProcess } from '../../support/process';
 import { freePort, runPlatform, waitFor } from '../../support/process';
+import { startClickHouse, stopRole } from '../../support/split';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
 import { configureNotify } from '../../../commands/notify/context';
@@ -27,6 +29,8 @@ import {
  */
 let database: TestDatabase;
 let smtp: SmtpCapture;
+/** `platform serve` needs the ClickHouse every role shares (the platform has audit views) */
+let clickhouse: Awaited<ReturnType<typeof startClickHouse>>;
 let api: TestPlatform;
 let worker: PlatformProcess | null = null;
 let survivor: TestPlatform | null = null;
@@ -34,6 +38,7 @@ let survivor: TestPlatform | null = null;
 beforeAll(async () => {
   database = await createTestDatabase('crash');
   smtp = await startSmtpCapture();
+  clickhouse = await startClickHouse(join(tmpdir(), `platform-crash-ch-${process.pid}`));
   api = await startTestPlatform({ modules: notifyHttpModules, database });
 });
 afterAll(async () => {
@@ -41,6 +46,10 @@ afterAll(async () => {
   await survivor?.close();
   await api?.close();
   await smtp?.close();
+  if (clickhouse) {
+    await stopRole(clickhouse.process);
+    rmSync(clickhouse.folder, { recursive: true, force: true });
+  }
   await database?.drop();
 });
 
@@ -58,6 +67,7 @@ describe('a delivery worker killed mid-send and replaced', () => {
         LOG_LEVEL: 'warn',
         DATA_DIR: join(tmpdir(), `platform-crash-${process.pid}`),
         SMTP_URL: smtp.url,
+        CLICKHOUSE_URL: clickhouse.url,
         NOTIFY_POLL_INTERVAL_MS: '20',
         NOTIFY_WORKER_BATCH: '5',
         NOTIFY_WORKER_CONCURRENCY: '1',

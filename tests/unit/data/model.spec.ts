@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gateModel, gateModule, type ModuleRow } from '../../../domain/data/access';
+import { gateModel, gateModule, permissionChanges, type ModuleRow } from '../../../domain/data/access';
 import type { Model } from '../../../domain/data/catalog';
 import { parseListQuery } from '../../../domain/data/query';
 import { recordDecider } from '../../../domain/data/record';
@@ -240,5 +240,61 @@ describe('the registry: manifests and the module decider', () => {
         moduleDecider.decide({ type: 'PurgeModule', data: { moduleId: 'm', slug: 'crm', purgedBy: 'o', at } }, s),
       ),
     ).toBe('409 conflict');
+  });
+});
+
+describe("a module's permissions after a reconciliation", () => {
+  const stored = [
+    { key: 'crm.contacts.read', description: 'read crm contacts', status: 'active' as const },
+    { key: 'crm.notes.read', description: 'read crm notes', status: 'active' as const },
+    { key: 'crm.old.read', description: 'read crm old', status: 'archived' as const },
+  ];
+
+  it('names the keys that became active or changed description, and those archived', () => {
+    expect(
+      permissionChanges(stored, {
+        'crm.contacts.read': 'read crm contacts',
+        'crm.notes.read': 'read the notes',
+        'crm.old.read': 'read crm old',
+        'crm.tags.read': 'read crm tags',
+      }),
+    ).toEqual({ registered: ['crm.notes.read', 'crm.old.read', 'crm.tags.read'], archived: [] });
+    expect(permissionChanges(stored, { 'crm.contacts.read': 'read crm contacts' })).toEqual({
+      registered: [],
+      archived: ['crm.notes.read'],
+    });
+  });
+
+  it('is recorded as an event only when something changed, and only for a known module', () => {
+    const at = '2026-01-01T00:00:00Z';
+    const s = fold(
+      moduleDecider,
+      moduleDecider.decide(
+        {
+          type: 'RegisterModule',
+          data: {
+            moduleId: 'm',
+            slug: 'crm',
+            version: '1.0.0',
+            manifest: Manifest.parse({ slug: 'crm', version: '1.0.0' }),
+            registeredBy: 'o',
+            registeredAt: at,
+          },
+        },
+        moduleDecider.initialState(),
+      ),
+    );
+    const changed = { moduleId: 'm', slug: 'crm', registered: ['crm.tags.read'], archived: [], at };
+    expect(moduleDecider.decide({ type: 'RecordPermissionsChanged', data: changed }, s)).toEqual([
+      { type: 'module.registry.permissions_changed', data: changed },
+    ]);
+    expect(moduleDecider.decide({ type: 'RecordPermissionsChanged', data: { ...changed, registered: [] } }, s)).toEqual(
+      [],
+    );
+    expect(
+      suffixOf(() =>
+        moduleDecider.decide({ type: 'RecordPermissionsChanged', data: changed }, moduleDecider.initialState()),
+      ),
+    ).toBe('404 module-not-found');
   });
 });

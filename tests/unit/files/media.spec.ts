@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kindOf, limitFor, looksLikeText, resolveMimeType } from '../../../domain/files/media';
+import { isActiveType, kindOf, limitFor, looksLikeText, resolveMimeType, servingOf } from '../../../domain/files/media';
 
 describe('the type of an upload', () => {
   it('is the type its bytes say, whatever the client named', () =>
@@ -25,5 +25,49 @@ describe('the type of an upload', () => {
       kindOf('application/pdf'),
       limitFor('application/pdf', limits),
     ]).toEqual(['image', 10, 'document', 50]);
+  });
+});
+
+describe('how a stored file is served', () => {
+  it('is inline, under its own type, only for pictures, plain text, sound and video', () => {
+    for (const type of [
+      'image/png',
+      'image/jpeg',
+      'image/webp',
+      'text/plain',
+      'text/csv',
+      'application/json',
+      'audio/mpeg',
+      'video/mp4',
+    ])
+      expect([type, servingOf(type, 'inline')]).toEqual([type, { disposition: 'inline', contentType: type }]);
+  });
+
+  it('is an attachment for anything else, even when a link asks for inline', () => {
+    for (const type of ['application/pdf', 'application/zip', 'application/octet-stream', 'text/calendar', 'text/vtt'])
+      expect([type, servingOf(type, 'inline')]).toEqual([type, { disposition: 'attachment', contentType: type }]);
+  });
+
+  it('never sends XML, SVG, HTML, script or Flash under its own type: an octet-stream attachment', () => {
+    for (const type of [
+      'application/xml',
+      'text/xml',
+      'image/svg+xml',
+      'application/xhtml+xml',
+      'application/rss+xml',
+      'text/html',
+      'text/javascript',
+      'application/javascript',
+      'application/x-shockwave-flash',
+    ]) {
+      expect([type, isActiveType(type)]).toEqual([type, true]);
+      for (const asked of ['inline', 'attachment'] as const)
+        expect([type, servingOf(type, asked)]).toEqual([
+          type,
+          { disposition: 'attachment', contentType: 'application/octet-stream' },
+        ]);
+    }
+    // office documents are zip containers a browser downloads, whatever "xml" their names hold
+    expect(isActiveType('application/vnd.openxmlformats-officedocument.wordprocessingml.document')).toBe(false);
   });
 });

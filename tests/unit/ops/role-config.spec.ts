@@ -64,6 +64,36 @@ describe('the configuration a role needs', () => {
   });
 });
 
+describe('a platform with audit views (ClickHouse projections)', () => {
+  const withViews = [...projections, { name: 'audit.views', mode: 'async' as const, target: 'clickhouse' as const }];
+  const problemsOf = (role: Role, env: Record<string, string>, projection?: string) =>
+    roleConfigProblems({ role, projection, projections: withViews, config: loadConfig(env) });
+
+  it('needs CLICKHOUSE_URL for every serve role, a projector of another projection too: chdb is one process’s', () => {
+    for (const [role, projection] of [
+      ['gateway'],
+      ['write-api'],
+      ['read-api'],
+      ['workers'],
+      ['projector', 'tally.totals'],
+      ['projector', 'audit.views'],
+    ] as const) {
+      const found = problemsOf(role, complete, projection);
+      expect(found, role).toHaveLength(1);
+      expect(found[0]).toMatch(
+        new RegExp(
+          `^CLICKHOUSE_URL: required by \`platform serve ${role}\`; .*chdb.*such as http://user:password@clickhouse:8123/platform$`,
+        ),
+      );
+      expect(problemsOf(role, { ...complete, CLICKHOUSE_URL: 'http://ch:8123/platform' }, projection)).toEqual([]);
+    }
+  });
+
+  it('needs nothing for `platform start`, which owns its embedded store', () => {
+    expect(problemsOf('all', { PLATFORM_ENV: 'production' })).toEqual([]);
+  });
+});
+
 describe('a malformed variable', () => {
   it('is one line naming it and what it expects', () => {
     expect(loadProblems({ PORT: 'eighty', LOG_LEVEL: 'loud', KAFKA_BROKERS: 'kafka' })).toEqual([
