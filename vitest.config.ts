@@ -16,6 +16,7 @@ export const SPLIT_SUITES = [
   'tests/int/identity/takeover.spec.ts',
   'tests/int/identity/delegation.spec.ts',
   'tests/int/identity/mail-notify.spec.ts',
+  'tests/int/identity/sessions.spec.ts',
   'tests/int/gateway/hardening.spec.ts',
   'tests/int/money/owners.spec.ts',
   'tests/int/audit/api.spec.ts',
