@@ -31,7 +31,7 @@ export default defineRoutes({
       '/data/:module/:model',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional' },
+        config: { access: 'bearer', idempotency: 'optional', whileSuspended: 'refused' },
         schema: {
           summary: 'Create a record of a generated model',
           params: z.object({ module: Slug, model: Name }),
@@ -52,7 +52,7 @@ export default defineRoutes({
       '/data/:module/:model/:id',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional' },
+        config: { access: 'bearer', idempotency: 'optional', whileSuspended: 'refused' },
         schema: {
           summary: 'Change fields of a record',
           params: z.object({ module: Slug, model: Name, id: Id }),
@@ -72,7 +72,7 @@ export default defineRoutes({
     r.delete(
       '/data/:module/:model/:id',
       {
-        config: { access: 'bearer', idempotency: 'optional' },
+        config: { access: 'bearer', idempotency: 'optional', whileSuspended: 'refused' },
         schema: {
           summary: 'Delete a record',
           params: z.object({ module: Slug, model: Name, id: Id }),
