@@ -16,6 +16,7 @@ export const SPLIT_SUITES = [
   'tests/int/identity/takeover.spec.ts',
   'tests/int/identity/delegation.spec.ts',
   'tests/int/identity/mail-notify.spec.ts',
+  'tests/int/identity/sessions.spec.ts',
   'tests/int/gateway/hardening.spec.ts',
   'tests/int/money/owners.spec.ts',
   'tests/int/audit/api.spec.ts',
@@ -43,6 +44,7 @@ export const SPLIT_SUITES = [
   'tests/int/billing/gateways.spec.ts',
   'tests/int/billing/usage.spec.ts',
   'tests/int/billing/gaming.spec.ts',
+  'tests/int/billing/suspended.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

@@ -32,6 +32,7 @@ import { frameworkProblem, gatewayErrors, problemHandler, rawProblemResponse } f
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
 import type { RouteDoc } from './openapi';
 import { openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
+import type { WhileSuspended } from '../infra/http/gateway-ports';
 import { gatewayPorts, PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
 import { proxyScope } from './proxy';
 import type { RateKey } from './rate-limit';
@@ -62,8 +63,14 @@ declare module 'fastify' {
     problems?: number[];
     /** the counted resource the route creates (users, records, storage_bytes, …): billing's limit check runs before it (docs/gateway.md) */
     counts?: string;
-    /** the mutation stays open to a tenant whose subscription is suspended (spec 001: money debit, transfer, hold, confirm, cancel) */
-    allowedWhileSuspended?: boolean;
+    /**
+     * what a tenant whose subscription is suspended meets on this mutation (spec 001: read-only for
+     * its data): 'refused' — it writes the tenant's data (402 subscription-suspended); 'allowed' —
+     * it does not, or the spec keeps it open (the caller's own session and account, audit records,
+     * money's debit, transfer, hold, confirm and cancel, billing). Every POST, PUT, PATCH and DELETE
+     * a token may call must say, or the process does not start (docs/gateway.md lists them).
+     */
+    whileSuspended?: WhileSuspended;
     /** request headers (lower case) the split gateway forwards to the route beyond its usual few (a webhook's signature header) */
     forwardHeaders?: string[];
   }
@@ -352,6 +359,25 @@ const checkedSerializer = ({ schema, method, url }: { schema: unknown; method: s
   };
 };
 
+const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * A mutation a token may call declares what a suspended tenant meets there (config.whileSuspended):
+ * a new route must choose, rather than inherit a rule by its method. Public routes have no tenant
+ * to admit (no token), so they need not.
+ */
+export const assertSuspensionDeclared = (route: {
+  method: string | string[];
+  url: string;
+  config?: FastifyContextConfig;
+}): void => {
+  const mutation = [route.method].flat().some((m) => MUTATIONS.has(m));
+  if (!mutation || route.config?.access === 'public' || route.config?.whileSuspended !== undefined) return;
+  throw new Error(
+    `${[route.method].flat().join(',')} ${route.url} must declare config.whileSuspended: 'refused' (it writes the tenant's data: 402 while its subscription is suspended) or 'allowed' (docs/gateway.md)`,
+  );
+};
+
 /**
  * a route plugin in its own encapsulated context, its routes tagged with its namespace for the
  * docs and the module check; in split deployment its handlers forward to the upstream role
@@ -359,6 +385,7 @@ const checkedSerializer = ({ schema, method, url }: { schema: unknown; method: s
 const scoped =
   (plugin: RoutePlugin, kernel: Kernel, upstream: Upstream | null) => async (instance: FastifyInstance) => {
     instance.addHook('onRoute', (route) => {
+      assertSuspensionDeclared(route);
       route.schema = {
         ...route.schema,
         tags: [plugin.namespace],
@@ -568,7 +595,7 @@ const edgeGuard = (kernel: Kernel) => {
         route: route.url,
         namespace: namespace ?? null,
         counts: route.config?.counts,
-        allowedWhileSuspended: route.config?.allowedWhileSuspended,
+        whileSuspended: route.config?.whileSuspended,
       });
     }
     return undefined;

@@ -30,15 +30,6 @@ export const COUNTED_ROUTES: Readonly<Record<string, Resource>> = {
   'PATCH /v1/users/:id/restore': 'users',
 };
 
-/** spec 001 rule 2 of the flow: what a suspended tenant may still do (money debit, transfer, hold, confirm, cancel) */
-export const ALLOWED_WHILE_SUSPENDED: ReadonlySet<string> = new Set([
-  'POST /v1/wallets/:id/debit',
-  'POST /v1/transfers',
-  'POST /v1/wallets/:id/hold',
-  'POST /v1/holds/:id/confirm',
-  'POST /v1/holds/:id/cancel',
-]);
-
 const MUTATIONS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SETTLE_WINDOW_MS = 3_000;
 const SETTLE_TTL_MS = 2_000;
@@ -81,8 +72,8 @@ export class BillingAdmission {
     if (info) {
       if (info.status === 'terminated' || info.status === 'canceled')
         throw billingErrors.subscriptionTerminated(info.status);
-      const mutation = MUTATIONS.has(r.method);
-      if (info.status === 'suspended' && mutation && !r.allowedWhileSuspended && !ALLOWED_WHILE_SUSPENDED.has(key))
+      // spec 001: read-only for its data; each mutation says whether it writes the tenant's data (route config.whileSuspended)
+      if (info.status === 'suspended' && MUTATIONS.has(r.method) && r.whileSuspended !== 'allowed')
         throw billingErrors.subscriptionSuspended();
     }
     const counted = r.counts ?? COUNTED_ROUTES[key];

@@ -170,7 +170,8 @@ export const loadAccess = async (
   tenantId: string,
 ): Promise<MemberAccess | null> => {
   const { rows } = await q.query<AccessRow>(
-    `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in
+    `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in,
+            a.session_generation AS account_sessions, m.session_generation AS member_sessions
        FROM rm.iam_members m
        JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
        LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)

@@ -3,7 +3,7 @@ import { identityErrors } from '../../domain/identity/errors';
 import type { CamelPair, SnakePair } from '../../domain/identity/views';
 import { assertNever } from '../../domain/shared/decider';
 import type { Access } from '../../infra/identity/runtime';
-import { identityRuntime } from '../../infra/identity/runtime';
+import { identityRuntime, sessionEnded } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction } from '../../infra/postgres/db';
@@ -91,6 +91,7 @@ export const issueTokens = async (
       tenantId: access.tenantId,
       roles: access.roles,
       ...(impersonatorId ? { act: { sub: impersonatorId } } : {}),
+      sgen: access.sessionGeneration,
     },
     { expiresInSeconds: lifetime },
   );
@@ -104,6 +105,7 @@ export const issueTokens = async (
     impersonatorId,
     issuedAt,
     expiresAt: familyExpiresAt,
+    sessionGeneration: access.sessionGeneration,
   };
   if (o.rotatedFrom) {
     const sealed = rt.box.seal(
@@ -156,6 +158,11 @@ export const refreshSession = async (kernel: Kernel, token: string): Promise<Cam
     }
     const access = await rt.resolveAccess(row.userId, row.tenantId);
     if (!access) return refused((await isLocked(tx, row.userId, row.tenantId)) ? 'locked' : 'invalid');
+    // the session was ended after this token was issued (password reset, lock, deletion): it is over for good
+    if (row.sessionGeneration !== null && sessionEnded(row.sessionGeneration, access)) {
+      await refreshTokens.revokeFamily(tx, row.familyId, at);
+      return refused('invalid');
+    }
     const issued = await issueTokens(kernel, tx, {
       userId: row.userId,
       tenantId: row.tenantId,

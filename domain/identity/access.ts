@@ -16,6 +16,12 @@ export interface MemberAccess {
   emailVerified: boolean;
   roles: string[];
   permissions: Set<string>;
+  /**
+   * how many times the sessions of this account in this tenant were ended (password reset, account
+   * lock; membership lock or deletion): a session — its refresh family and every access token it
+   * was given — started under a lower number is over (access tokens carry it as `sgen`)
+   */
+  sessionGeneration: number;
 }
 
 /** one row per role held (name null: a membership without roles) */
@@ -27,6 +33,9 @@ export interface AccessRow {
   name: string | null;
   permissions: string[] | null;
   built_in: boolean | null;
+  /** the account's session generation (every tenant) and the membership's (this tenant) */
+  account_sessions: number;
+  member_sessions: number;
 }
 
 /** what the built-in Owner role of a tenant grants: every registered permission but the platform owner's (modules added later included) */
@@ -71,6 +80,7 @@ export const accessOf = (
     emailVerified: first.email_verified,
     roles: roles.sort(),
     permissions,
+    sessionGeneration: first.account_sessions + first.member_sessions,
   };
 };
 

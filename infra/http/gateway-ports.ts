@@ -7,6 +7,9 @@ import type { Kernel } from '../kernel';
  * RoutePlugin.start(kernel) with `setGatewayPorts(kernel, { ... })`; the gateway reads the ports
  * per request, so installing them after the app is built is fine.
  */
+/** what a suspended tenant meets on a mutation: refused (it writes the tenant's data) or allowed (route config.whileSuspended) */
+export type WhileSuspended = 'refused' | 'allowed';
+
 /** what billing's admission knows of a request (spec 001, Limit enforcement flow) */
 export interface AdmissionRequest {
   tenantId: string;
@@ -17,8 +20,8 @@ export interface AdmissionRequest {
   namespace: string | null;
   /** the counted resource the route creates, when its config says so (config.counts) */
   counts?: string;
-  /** the route stays open to a suspended tenant (config.allowedWhileSuspended) */
-  allowedWhileSuspended?: boolean;
+  /** what a suspended tenant meets on the route, when it is a mutation (config.whileSuspended; undeclared: refused) */
+  whileSuspended?: WhileSuspended;
 }
 
 export interface GatewayPorts {

@@ -33,6 +33,8 @@ export interface Access {
   emailVerified: boolean;
   roles: string[];
   permissions: Set<string>;
+  /** tokens issued under a lower session generation belong to sessions that were ended since (their `sgen` claim) */
+  sessionGeneration: number;
 }
 
 /** the access of a user in a tenant, read in `q` (a transaction when a command asks); null: no access */
@@ -343,6 +345,15 @@ const logRefusal = (kernel: Kernel, reason: string, error?: unknown): void => {
   );
 };
 
+/**
+ * A token's session was ended after it was issued: the account's (or membership's) sessions were
+ * ended since (a password reset, a lock, a deletion), which raised the generation. A token without
+ * the claim predates generations and counts as generation 0. It rides on the cached access (checked
+ * against the access epochs on every request), so it costs no round trip of its own.
+ */
+export const sessionEnded = (tokenGeneration: number | undefined, access: Pick<Access, 'sessionGeneration'>): boolean =>
+  (tokenGeneration ?? 0) < access.sessionGeneration;
+
 const authenticator = (rt: IdentityRuntime, kernel: Kernel): Authenticator => ({
   async authenticate(token) {
     const claims = await rt.ring.verify(token).catch((error: unknown) => {
@@ -357,6 +368,10 @@ const authenticator = (rt: IdentityRuntime, kernel: Kernel): Authenticator => ({
     if (!access) {
       logRefusal(kernel, 'the account or its membership of the tenant is not active');
       throw commonErrors.unauthorized();
+    }
+    if (sessionEnded(claims.sgen, access)) {
+      logRefusal(kernel, 'the session ended after the token was issued (password reset, lock or deletion)');
+      throw commonErrors.unauthorized('The session has ended; sign in again.');
     }
     const principal: Principal = {
       userId: claims.sub,

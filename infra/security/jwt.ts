@@ -48,6 +48,12 @@ export interface AccessTokenSubject {
   roles: string[];
   /** set on impersonation tokens: the platform owner acting as sub (RFC 8693 "act") */
   act?: { sub: string };
+  /**
+   * the session generation the token was issued under: the issuer refuses it once the account's
+   * sessions were ended after it (a number, not a time: iat has whole seconds, and a token issued
+   * in the second of a password reset must still be told apart); absent on tokens issued before it existed
+   */
+  sgen?: number;
 }
 
 export interface AccessTokenClaims extends AccessTokenSubject {
@@ -63,6 +69,7 @@ const ClaimsSchema = z.object({
   tenantId: z.string().min(1),
   roles: z.array(z.string()),
   act: z.object({ sub: z.string().min(1) }).optional(),
+  sgen: z.number().int().nonnegative().optional(),
   iat: z.number().int(),
   exp: z.number().int(),
   iss: z.string(),
@@ -242,6 +249,7 @@ export class KeyRing {
     const key = this.signingKey(now);
     const payload: JWTPayload = { email: subject.email, tenantId: subject.tenantId, roles: [...subject.roles] };
     if (subject.act) payload.act = { sub: subject.act.sub };
+    if (subject.sgen !== undefined) payload.sgen = subject.sgen;
     return new SignJWT(payload)
       .setProtectedHeader({ alg: ALGORITHM, kid: key.kid, typ: TOKEN_TYPE })
       .setSubject(subject.sub)

@@ -9,6 +9,8 @@ import { sql } from '../../infra/projections/projection';
  * Accounts and their provider links (inline: a login right after registration must see the
  * account). Accounts live in the platform pseudo-tenant. Updates are guarded by the stream version
  * (the MFA stream's own for the MFA flag), so applying an event again changes nothing.
+ * session_generation counts the events that end every session of the account (password changed,
+ * locked): the access loader hands it to the token check (domain/identity/access.ts).
  */
 type Tables = Record<'iam_accounts' | 'iam_provider_links', string>;
 
@@ -71,10 +73,25 @@ const accountSql = (stored: StoredEvent<Record<string, unknown>>, e: AccountEven
     case 'auth.user.unlocked':
       return [
         sql(
-          `UPDATE ${t.iam_accounts} SET status = $3, updated_at = $4, version = $5 WHERE tenant_id = $1 AND id = $2 AND version < $5`,
+          // a lock ends every session of the account (an unlock does not bring them back)
+          `UPDATE ${t.iam_accounts} SET status = $3, session_generation = session_generation + $6, updated_at = $4, version = $5
+          WHERE tenant_id = $1 AND id = $2 AND version < $5`,
           stored.tenantId,
           e.data.userId,
           e.type === 'auth.user.locked' ? 'locked' : 'active',
+          stored.occurredAt,
+          v,
+          e.type === 'auth.user.locked' ? 1 : 0,
+        ),
+      ];
+    case 'auth.user.password_changed':
+      return [
+        sql(
+          // a new password ends every session started before it
+          `UPDATE ${t.iam_accounts} SET session_generation = session_generation + 1, updated_at = $3, version = $4
+          WHERE tenant_id = $1 AND id = $2 AND version < $4`,
+          stored.tenantId,
+          e.data.userId,
           stored.occurredAt,
           v,
         ),
@@ -99,7 +116,6 @@ const accountSql = (stored: StoredEvent<Record<string, unknown>>, e: AccountEven
       return [
         sql(`DELETE FROM ${t.iam_provider_links} WHERE tenant_id = $1 AND id = $2`, stored.tenantId, e.data.linkId),
       ];
-    case 'auth.user.password_changed':
     case 'auth.user.logged_in':
       return [];
     default:
@@ -123,13 +139,14 @@ const mfaSql = (stored: StoredEvent<Record<string, unknown>>, e: MfaEvent, t: Ta
 
 export const accounts: Projection<'iam_accounts' | 'iam_provider_links'> = {
   name: 'identity.accounts',
-  version: 1,
+  version: 2,
   mode: 'inline',
   handles: [
     'auth.user.created',
     'auth.user.profile_updated',
     'auth.user.email_verified',
     'auth.user.email_changed',
+    'auth.user.password_changed',
     'auth.user.locked',
     'auth.user.unlocked',
     'auth.user.provider_linked',
@@ -141,7 +158,8 @@ export const accounts: Projection<'iam_accounts' | 'iam_provider_links'> = {
     iam_accounts: (t) => [
       `CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, email text NOT NULL, first_name text NOT NULL, last_name text NOT NULL,
         avatar_url text NOT NULL DEFAULT '', email_verified boolean NOT NULL, mfa_enabled boolean NOT NULL DEFAULT false, status text NOT NULL,
-        created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, mfa_version int NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, id))`,
+        created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, mfa_version int NOT NULL DEFAULT 0,
+        session_generation int NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, id))`,
       `CREATE INDEX ${t.replace('.', '_').replace('rm_', '')}_email ON ${t} (tenant_id, lower(email))`,
     ],
     iam_provider_links: (t) => [

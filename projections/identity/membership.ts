@@ -3,10 +3,14 @@ import { assertNever } from '../../domain/shared/decider';
 import type { Projection } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
 
-/** Memberships: a user's roles and status in one tenant (inline). Updates are guarded by the stream version. */
+/**
+ * Memberships: a user's roles and status in one tenant (inline). Updates are guarded by the stream
+ * version. session_generation counts the events that end the member's sessions in the tenant (a
+ * lock, a deletion): a restore or an unlock does not bring them back.
+ */
 export const members: Projection<'iam_members'> = {
   name: 'identity.members',
-  version: 1,
+  version: 2,
   mode: 'inline',
   handles: [
     'auth.member.added',
@@ -18,7 +22,8 @@ export const members: Projection<'iam_members'> = {
   tables: {
     iam_members: (t) => [
       `CREATE TABLE ${t} (tenant_id text NOT NULL, user_id text NOT NULL, role_ids text[] NOT NULL, status text NOT NULL, deleted_at timestamptz,
-        created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, PRIMARY KEY (tenant_id, user_id))`,
+        created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, session_generation int NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_id, user_id))`,
       `CREATE INDEX ${t.replace('.', '_').replace('rm_', '')}_user ON ${t} (user_id)`,
     ],
   },
@@ -53,7 +58,7 @@ export const members: Projection<'iam_members'> = {
       case 'auth.member.deleted':
         return [
           sql(
-            `UPDATE ${t.iam_members} SET status = 'pending_deletion', deleted_at = $4, updated_at = $5, version = $3 ${where}`,
+            `UPDATE ${t.iam_members} SET status = 'pending_deletion', deleted_at = $4, session_generation = session_generation + 1, updated_at = $5, version = $3 ${where}`,
             stored.tenantId,
             e.data.userId,
             v,
@@ -75,12 +80,13 @@ export const members: Projection<'iam_members'> = {
       case 'auth.member.status_changed':
         return [
           sql(
-            `UPDATE ${t.iam_members} SET status = $4, updated_at = $5, version = $3 ${where}`,
+            `UPDATE ${t.iam_members} SET status = $4, session_generation = session_generation + $6, updated_at = $5, version = $3 ${where}`,
             stored.tenantId,
             e.data.userId,
             v,
             e.data.status,
             stored.occurredAt,
+            e.data.status === 'locked' ? 1 : 0,
           ),
         ];
       default:

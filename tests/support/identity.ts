@@ -44,10 +44,15 @@ const MODULES: readonly TestModuleName[] = ['identity', 'tally'];
  * separate processes sharing the clock and the SMTP capture (tests/support/split.ts).
  */
 export const startIdentityPlatform = async (
-  options: { env?: Record<string, string>; modules?: readonly TestModuleName[] } = {},
+  options: {
+    env?: Record<string, string>;
+    modules?: readonly TestModuleName[];
+    /** the platform's clock (default: real time plus an offset the test moves) */
+    clock?: TestClock;
+  } = {},
 ): Promise<IdentityPlatform> => {
   const smtp = await startSmtpCapture();
-  const clock = offsetClock();
+  const clock = options.clock ?? offsetClock();
   const env = {
     SMTP_URL: smtp.url,
     // the gateway's limits are tested by the gateway; identity tests make hundreds of calls from one address

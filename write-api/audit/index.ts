@@ -100,6 +100,8 @@ export default defineRoutes({
     r.post(
       '/audit',
       {
+        // spec 002: 202 always — a suspended tenant's records are accepted too
+        config: { whileSuspended: 'allowed' },
         schema: { body: AuditRecordBody, response: { 202: Queued } },
       },
       async (request, reply) => {
@@ -111,6 +113,7 @@ export default defineRoutes({
     r.post(
       '/audit/batch',
       {
+        config: { whileSuspended: 'allowed' },
         schema: {
           body: z.object({ records: z.array(z.unknown()).describe(`at most ${BATCH_LIMIT} bodies of POST /audit`) }),
         },
@@ -136,7 +139,8 @@ export default defineRoutes({
     r.post(
       '/audit/anonymize',
       {
-        config: { access: 'permission', permission: 'audit.anonymize' },
+        // erasing a person's data is owed whatever the subscription's state
+        config: { access: 'permission', permission: 'audit.anonymize', whileSuspended: 'allowed' },
         schema: { body: z.object({ userId: z.string().min(1).max(128) }), response: { 202: Anonymization } },
       },
       async (request, reply) =>

@@ -23,7 +23,13 @@ const Id = z
   .max(64)
   .regex(/^[0-9A-Za-z-]+$/, 'must be an id');
 const IdParams = z.object({ id: Id });
-const change = { access: 'permission', permission: 'billing.plan.change', idempotency: 'optional' } as const;
+/** a blocked tenant's way back: choosing and paying for a plan is never refused for the subscription's status */
+const change = {
+  access: 'permission',
+  permission: 'billing.plan.change',
+  idempotency: 'optional',
+  whileSuspended: 'allowed',
+} as const;
 
 export const BILLING_PERMISSIONS: Record<string, string> = {
   'billing.view': 'read plans, subscriptions and usage',
@@ -224,7 +230,7 @@ export default defineRoutes({
     r.post(
       '/admin/tenants/:id/recover',
       {
-        config: { access: 'bearer', problems: [404, 422] },
+        config: { access: 'bearer', whileSuspended: 'allowed', problems: [404, 422] },
         schema: {
           summary:
             'The platform owner brings a suspended or terminated tenant back to active, until its termination completes',

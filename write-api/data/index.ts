@@ -33,7 +33,7 @@ export default defineRoutes({
       '/data/:module/:model',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422] },
+        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422], whileSuspended: 'refused' },
         schema: {
           summary: 'Create a record of a generated model',
           params: z.object({ module: Slug, model: Name }),
@@ -54,7 +54,7 @@ export default defineRoutes({
       '/data/:module/:model/:id',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422] },
+        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422], whileSuspended: 'refused' },
         schema: {
           summary: 'Change fields of a record',
           params: z.object({ module: Slug, model: Name, id: Id }),
@@ -74,7 +74,7 @@ export default defineRoutes({
     r.delete(
       '/data/:module/:model/:id',
       {
-        config: { access: 'bearer', idempotency: 'optional', problems: [409] },
+        config: { access: 'bearer', idempotency: 'optional', problems: [409], whileSuspended: 'refused' },
         schema: {
           summary: 'Delete a record',
           params: z.object({ module: Slug, model: Name, id: Id }),

@@ -23,9 +23,10 @@ import { commonErrors } from '../../domain/shared/errors';
 import { requestMeta } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
 
-const publish = { access: 'permission', permission: 'events.publish' } as const;
-const subscribe = { access: 'permission', permission: 'events.subscribe' } as const;
-const manage = { access: 'permission', permission: 'events.manage' } as const;
+/** every mutation of the bus writes the tenant's data (events, subscriptions, dead letters): refused while suspended */
+const publish = { access: 'permission', permission: 'events.publish', whileSuspended: 'refused' } as const;
+const subscribe = { access: 'permission', permission: 'events.subscribe', whileSuspended: 'refused' } as const;
+const manage = { access: 'permission', permission: 'events.manage', whileSuspended: 'refused' } as const;
 
 /** one event of a publish: the envelope (eventId, source, tenantId, traceId, timestamp) is the platform's */
 const EventInput = z.object({

@@ -48,8 +48,9 @@ const JobStarted = z.object({
   startedAt: z.string(),
 });
 
-const write = { access: 'permission', permission: 'files.write' } as const;
-const remove = { access: 'permission', permission: 'files.delete' } as const;
+/** every mutation of files writes the tenant's data: refused while its subscription is suspended */
+const write = { access: 'permission', permission: 'files.write', whileSuspended: 'refused' } as const;
+const remove = { access: 'permission', permission: 'files.delete', whileSuspended: 'refused' } as const;
 
 /** a refusal before the body was read: the body is drained or the connection closed (infra/http/drain.ts) */
 const refuseUnread = (request: FastifyRequest, reply: FastifyReply, error: Error): never => {

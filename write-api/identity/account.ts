@@ -10,7 +10,7 @@ import {
 } from '../../commands/identity/account';
 import { confirmEmailChange } from '../../commands/identity/email-change';
 import type { IdentityRoutes } from './http';
-import { bearer, noBody, pub, typed } from './http';
+import { bearer, noBody, ownSession, pub, typed } from './http';
 
 /** Accounts (spec 000, Authentication and Security flows): registration, email verification, password reset, address change. */
 const RegisterBody = z.object({
@@ -49,7 +49,7 @@ export const accountRoutes: IdentityRoutes = (app, kernel) => {
   r.post(
     '/auth/request-verify-email',
     {
-      config: bearer,
+      config: { ...bearer, ...ownSession },
       schema: {
         response: { 202: z.null().describe('a verification mail is on its way (unless the address is verified)') },
       },

@@ -13,4 +13,12 @@ export const pub = { access: 'public' } as const;
 export const bearer = { access: 'bearer' } as const;
 export const perm = (permission: string) => ({ access: 'permission', permission }) as const;
 
+/**
+ * What a tenant whose subscription is suspended meets (docs/gateway.md, "Billing admission"): a
+ * change of the tenant's members and roles is a mutation of its data (402); the caller's own
+ * session and account (logout, tenant switch, MFA, sign-in links, verification mail) are not.
+ */
+export const tenantData = { whileSuspended: 'refused' } as const;
+export const ownSession = { whileSuspended: 'allowed' } as const;
+
 export const noBody = (reply: FastifyReply, status: 202 | 204) => reply.code(status).send();

@@ -16,7 +16,7 @@ import { callerOf } from '../../infra/http/auth';
 import { executeCommand } from '../../infra/http/commands';
 import { acceptInvite, deleteUser, invite, restoreUser, updateUser } from '../../commands/identity/membership';
 import type { IdentityRoutes } from './http';
-import { noBody, perm, pub, typed } from './http';
+import { noBody, perm, pub, tenantData, typed } from './http';
 
 /**
  * Members of the caller's tenant (spec 000, Users): adding a person is an invitation its holder
@@ -60,7 +60,7 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
   // 404: a role_id of no role of the tenant; 403 insufficient-role: a role beyond the inviter's own
   r.post(
     '/auth/invite',
-    { config: perm('users.create'), schema: { body: InviteBody, response: { 202: Invited } } },
+    { config: { ...perm('users.create'), ...tenantData }, schema: { body: InviteBody, response: { 202: Invited } } },
     async (request, reply) => {
       const made = await invite(kernel, authorityOf(callerOf(request)), callerOf(request).tenantId, request.body, {
         roleRequired: true,
@@ -71,7 +71,7 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
 
   r.post(
     '/users',
-    { config: perm('users.create'), schema: { body: NewUserBody, response: { 202: Invited } } },
+    { config: { ...perm('users.create'), ...tenantData }, schema: { body: NewUserBody, response: { 202: Invited } } },
     async (request, reply) => {
       const made = await invite(kernel, authorityOf(callerOf(request)), callerOf(request).tenantId, request.body, {
         roleRequired: false,
@@ -91,7 +91,7 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
   r.patch(
     '/users/:id',
     {
-      config: { ...perm('users.update'), orSelf: 'id', idempotency: 'optional', problems: [409] },
+      config: { ...perm('users.update'), ...tenantData, orSelf: 'id', idempotency: 'optional', problems: [409] },
       schema: { params: IdParam, body: UserChanges, response: { 200: UserView } },
     },
     (request, reply) =>
@@ -103,7 +103,7 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
   r.delete(
     '/users/:id',
     {
-      config: { ...perm('users.delete'), idempotency: 'optional', problems: [409] },
+      config: { ...perm('users.delete'), ...tenantData, idempotency: 'optional', problems: [409] },
       schema: { params: IdParam, response: { 200: UserView } },
     },
     (request, reply) =>
@@ -115,7 +115,7 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
   r.patch(
     '/users/:id/restore',
     {
-      config: { ...perm('users.update'), idempotency: 'optional' },
+      config: { ...perm('users.update'), ...tenantData, idempotency: 'optional' },
       schema: { params: IdParam, response: { 200: UserView } },
     },
     (request, reply) =>

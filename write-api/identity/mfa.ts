@@ -4,7 +4,7 @@ import { callerOf } from '../../infra/http/auth';
 import { executeCommand } from '../../infra/http/commands';
 import { disableMfa, enableMfa, proveBothFactors, regenerateRecoveryCodes } from '../../commands/identity/mfa';
 import type { IdentityRoutes } from './http';
-import { bearer, typed } from './http';
+import { bearer, ownSession, typed } from './http';
 
 /** MFA of the signed-in user (spec 000, MFA): setup, disabling, new recovery codes. The setup is confirmed by POST /auth/mfa/verify (session.ts). */
 const MfaSetup = z.object({
@@ -21,7 +21,7 @@ export const mfaRoutes: IdentityRoutes = (app, kernel) => {
   // 409: MFA is on already
   r.post(
     '/auth/mfa/enable',
-    { config: { ...bearer, problems: [409] }, schema: { response: { 200: MfaSetup } } },
+    { config: { ...bearer, ...ownSession, problems: [409] }, schema: { response: { 200: MfaSetup } } },
     (request, reply) =>
       executeCommand(kernel, request, reply, {}, (uow) =>
         enableMfa(kernel, uow, callerOf(request).userId, callerOf(request).email),
@@ -30,7 +30,10 @@ export const mfaRoutes: IdentityRoutes = (app, kernel) => {
 
   r.post(
     '/auth/mfa/disable',
-    { config: bearer, schema: { body: BothFactors, response: { 200: z.object({ mfa_enabled: z.literal(false) }) } } },
+    {
+      config: { ...bearer, ...ownSession },
+      schema: { body: BothFactors, response: { 200: z.object({ mfa_enabled: z.literal(false) }) } },
+    },
     async (request, reply) => {
       await proveBothFactors(kernel, callerOf(request).userId, request.body);
       return executeCommand(kernel, request, reply, {}, (uow) => disableMfa(kernel, uow, callerOf(request).userId));
@@ -40,7 +43,7 @@ export const mfaRoutes: IdentityRoutes = (app, kernel) => {
   r.post(
     '/auth/recovery-codes/regenerate',
     {
-      config: bearer,
+      config: { ...bearer, ...ownSession },
       schema: { body: BothFactors, response: { 200: z.object({ recovery_codes: z.array(z.string()) }) } },
     },
     async (request, reply) => {

@@ -6,7 +6,7 @@ import type { Kernel } from '../../infra/kernel';
 import type { CallbackAnswer } from '../../commands/identity/providers';
 import { completeCallback, requestLink, startLogin, unlinkProvider } from '../../commands/identity/providers';
 import type { IdentityRoutes } from './http';
-import { bearer, noBody, pub, typed } from './http';
+import { bearer, noBody, ownSession, pub, typed } from './http';
 
 /**
  * Provider login, callback, link and unlink (spec 000, Authentication and Providers).
@@ -94,7 +94,7 @@ export const providerRoutes: IdentityRoutes = (app, kernel) => {
   r.post(
     '/users/:id/providers/:providerId',
     {
-      config: { ...bearer, problems: [409, 503] },
+      config: { ...bearer, ...ownSession, problems: [409, 503] },
       schema: {
         params: UserProviderParams,
         body: SignedMessage.partial().nullish(),
@@ -119,7 +119,7 @@ export const providerRoutes: IdentityRoutes = (app, kernel) => {
   r.delete(
     '/users/:id/providers/:providerId',
     {
-      config: bearer,
+      config: { ...bearer, ...ownSession },
       schema: { params: UserProviderParams, response: { 204: z.null().describe('the link is removed') } },
     },
     async (request, reply) => {

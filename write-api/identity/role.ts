@@ -5,7 +5,7 @@ import { callerOf } from '../../infra/http/auth';
 import { executeCommand } from '../../infra/http/commands';
 import { changeRole, createRole, deleteRole, updateRole } from '../../commands/identity/role';
 import type { IdentityRoutes } from './http';
-import { perm, typed } from './http';
+import { perm, tenantData, typed } from './http';
 
 /** Roles of the caller's tenant (spec 000, Roles): definitions, assignment and revocation. */
 const RoleBody = z.object({
@@ -23,7 +23,7 @@ export const roleRoutes: IdentityRoutes = (app, kernel) => {
   r.post(
     '/rbac/roles',
     {
-      config: { ...perm('roles.create'), ...optional, problems: [409] },
+      config: { ...perm('roles.create'), ...tenantData, ...optional, problems: [409] },
       schema: { body: RoleBody, response: { 201: RoleView } },
     },
     (request, reply) =>
@@ -35,7 +35,7 @@ export const roleRoutes: IdentityRoutes = (app, kernel) => {
   r.put(
     '/rbac/roles/:id',
     {
-      config: { ...perm('roles.update'), ...optional, problems: [409] },
+      config: { ...perm('roles.update'), ...tenantData, ...optional, problems: [409] },
       schema: { params: IdParam, body: RoleBody.partial(), response: { 200: RoleView } },
     },
     (request, reply) =>
@@ -47,7 +47,7 @@ export const roleRoutes: IdentityRoutes = (app, kernel) => {
   r.delete(
     '/rbac/roles/:id',
     {
-      config: perm('roles.delete'),
+      config: { ...perm('roles.delete'), ...tenantData },
       schema: { params: IdParam, response: { 204: z.null().describe('the role is deleted') } },
     },
     (request, reply) =>
@@ -61,7 +61,7 @@ export const roleRoutes: IdentityRoutes = (app, kernel) => {
     r.post(
       `/rbac/roles/:id/${change}`,
       {
-        config: { ...perm('roles.assign'), ...optional, problems: [409] },
+        config: { ...perm('roles.assign'), ...tenantData, ...optional, problems: [409] },
         schema: { params: IdParam, body: AssignBody, response: { 200: UserView } },
       },
       (request, reply) =>

@@ -22,7 +22,7 @@ import {
   switchTenant,
 } from '../../commands/identity/session';
 import type { IdentityRoutes } from './http';
-import { bearer, noBody, pub, typed } from './http';
+import { bearer, noBody, ownSession, pub, typed } from './http';
 
 /**
  * Sessions (spec 000, Authentication): login with a password, the MFA challenge, a recovery code;
@@ -55,7 +55,10 @@ export const sessionRoutes: IdentityRoutes = (app, kernel) => {
 
   r.post(
     '/auth/logout',
-    { config: bearer, schema: { body: RefreshBody, response: { 204: z.null().describe('the session ended') } } },
+    {
+      config: { ...bearer, ...ownSession },
+      schema: { body: RefreshBody, response: { 204: z.null().describe('the session ended') } },
+    },
     async (request, reply) => {
       await endSession(kernel, callerOf(request).userId, request.body.refreshToken);
       return noBody(reply, 204);
@@ -90,7 +93,10 @@ export const sessionRoutes: IdentityRoutes = (app, kernel) => {
 
   r.post(
     '/auth/switch-tenant',
-    { config: { ...bearer, problems: [404] }, schema: { body: SwitchTenantBody, response: { 200: CamelPair } } },
+    {
+      config: { ...bearer, ...ownSession, problems: [404] },
+      schema: { body: SwitchTenantBody, response: { 200: CamelPair } },
+    },
     async (request) => switchTenant(kernel, callerOf(request), request.body.tenantId),
   );
 

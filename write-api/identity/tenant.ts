@@ -4,7 +4,7 @@ import { callerOf } from '../../infra/http/auth';
 import { camelPair } from '../../commands/identity/tokens';
 import { impersonate } from '../../commands/identity/tenant';
 import type { IdentityRoutes } from './http';
-import { perm, typed } from './http';
+import { ownSession, perm, typed } from './http';
 
 /** Tenants (spec 000, Impersonation): the platform owner's session as a user of a tenant. */
 const ImpersonateBody = z.object({
@@ -20,7 +20,7 @@ export const tenantRoutes: IdentityRoutes = (app, kernel) => {
   r.post(
     '/auth/impersonate',
     {
-      config: { ...perm('users.impersonate'), problems: [404] },
+      config: { ...perm('users.impersonate'), ...ownSession, problems: [404] },
       schema: { body: ImpersonateBody, response: { 200: CamelPair } },
     },
     async (request) => camelPair(await impersonate(kernel, callerOf(request), request.id, request.body)),

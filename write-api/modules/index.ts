@@ -25,7 +25,8 @@ import { loadModulePermissions } from '../../commands/modules/permissions';
 import { trackStoredPermissions } from '../../infra/permissions';
 
 /** the platform owner only (platform.*): the registry is the platform's */
-const owner = { access: 'permission', permission: PLATFORM_WILDCARD } as const;
+/** the platform owner's registry (the platform's own tenant is never suspended): mutations of data all the same */
+const owner = { access: 'permission', permission: PLATFORM_WILDCARD, whileSuspended: 'refused' } as const;
 const Id = z.string().min(1).max(64).describe('module id or slug');
 
 /** a registry record of the platform tenant (resolves once durable: the answer follows it) */

@@ -114,6 +114,9 @@ const onWallets = (request: FastifyRequest, ...walletIds: string[]) => ({
  */
 const write = { access: 'permission', permission: 'money.transactions.write', idempotency: 'required' } as const;
 const moves = { ...write, problems: [402, 503] };
+/** spec 001: a suspended tenant keeps its debit, transfer, hold, confirm and cancel; its other movements are refused */
+const openWhileSuspended = { whileSuspended: 'allowed' } as const;
+const refusedWhileSuspended = { whileSuspended: 'refused' } as const;
 
 export default defineRoutes({
   namespace: 'money',
@@ -151,6 +154,7 @@ export default defineRoutes({
           access: 'permission',
           permission: 'money.wallets.write',
           idempotency: 'required',
+          ...refusedWhileSuspended,
           problems: [402, 404, 409],
         },
         schema: {
@@ -172,7 +176,7 @@ export default defineRoutes({
       r.post(
         `/wallets/:id/${kind}`,
         {
-          config: moves,
+          config: { ...moves, ...(kind === 'debit' ? openWhileSuspended : refusedWhileSuspended) },
           preValidation: amountRequired,
           schema: { params: IdParams, body: Movement, response: { 200: TransactionView } },
         },
@@ -196,7 +200,7 @@ export default defineRoutes({
     r.post(
       '/wallets/:id/hold',
       {
-        config: { ...moves, problems: [402, 429, 503] },
+        config: { ...moves, ...openWhileSuspended, problems: [402, 429, 503] },
         preValidation: amountRequired,
         schema: { params: IdParams, body: HoldBody, response: { 200: TransactionView } },
       },
@@ -221,7 +225,7 @@ export default defineRoutes({
       r.post(
         `/holds/:id/${path}`,
         {
-          config: { ...write, problems: [402, 422] },
+          config: { ...write, ...openWhileSuspended, problems: [402, 422] },
           schema: { params: IdParams, body: ResolveBody, response: { 200: TransactionView } },
         },
         (request, reply) =>
@@ -239,7 +243,7 @@ export default defineRoutes({
     r.post(
       '/transfers',
       {
-        config: { ...moves, problems: [402, 404, 503] },
+        config: { ...moves, ...openWhileSuspended, problems: [402, 404, 503] },
         preValidation: amountRequired,
         schema: { body: TransferBody, response: { 200: TransferView } },
       },
@@ -274,6 +278,7 @@ export default defineRoutes({
           access: 'permission',
           permission: 'money.transactions.reverse',
           idempotency: 'required',
+          ...refusedWhileSuspended,
           problems: [402, 503],
         },
         schema: { params: IdParams, body: ReversalBody, response: { 200: TransactionView } },

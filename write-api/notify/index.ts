@@ -55,8 +55,11 @@ const batchLimit = async (request: FastifyRequest): Promise<void> => {
     throw notifyErrors.batchLimitExceeded(BATCH_MAX, recipients.length);
 };
 
-const send = { access: 'permission', permission: 'notify.send', ...optional } as const;
-const manage = { access: 'permission', permission: 'notify.manage', ...optional } as const;
+/** sending and the tenant's templates and channels are its data: refused while suspended */
+const send = { access: 'permission', permission: 'notify.send', whileSuspended: 'refused', ...optional } as const;
+const manage = { access: 'permission', permission: 'notify.manage', whileSuspended: 'refused', ...optional } as const;
+/** a person's own browser subscription is not the tenant's data (unsubscribing above all must work) */
+const ownDevice = { access: 'bearer', whileSuspended: 'allowed' } as const;
 
 export default defineRoutes({
   namespace: 'notify',
@@ -164,7 +167,7 @@ export default defineRoutes({
     r.post(
       '/notify/push/subscriptions',
       {
-        config: { access: 'bearer' },
+        config: ownDevice,
         schema: {
           summary: 'Register a browser push subscription (PushSubscription.toJSON()) of the caller',
           body: PushSubscriptionBody,
@@ -187,7 +190,7 @@ export default defineRoutes({
     r.delete(
       '/notify/push/subscriptions',
       {
-        config: { access: 'bearer' },
+        config: ownDevice,
         schema: {
           summary: "Remove one of the caller's push subscriptions",
           querystring: z.object({ endpoint: z.string().min(1).max(2048) }),

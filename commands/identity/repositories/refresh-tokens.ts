@@ -3,7 +3,9 @@ import type { Queryable } from '../../../infra/postgres/db';
 /**
  * identity.refresh_tokens: only SHA-256 hashes of the tokens. A family is one login; rotation adds
  * a row to it and marks the used one rotated, with the pair it gave sealed beside it (a concurrent
- * refresh inside the grace window gets the same pair).
+ * refresh inside the grace window gets the same pair). Each row keeps the session generation of the
+ * access it was issued for: once the account's or membership's sessions were ended (the generation
+ * rose), the row no longer renews (null: issued before generations existed).
  */
 export interface RefreshTokenRow {
   tokenHash: string;
@@ -15,6 +17,7 @@ export interface RefreshTokenRow {
   rotatedAt: Date | null;
   successorSealed: string | null;
   revokedAt: Date | null;
+  sessionGeneration: number | null;
 }
 
 export interface NewRefreshToken {
@@ -25,6 +28,7 @@ export interface NewRefreshToken {
   impersonatorId: string | null;
   issuedAt: Date;
   expiresAt: Date;
+  sessionGeneration: number;
 }
 
 interface Row {
@@ -37,10 +41,11 @@ interface Row {
   rotated_at: Date | null;
   successor_sealed: string | null;
   revoked_at: Date | null;
+  session_generation: number | null;
 }
 
 const INSERT =
-  'INSERT INTO identity.refresh_tokens (token_hash, family_id, user_id, tenant_id, impersonator_id, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)';
+  'INSERT INTO identity.refresh_tokens (token_hash, family_id, user_id, tenant_id, impersonator_id, issued_at, expires_at, session_generation) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)';
 const valuesOf = (t: NewRefreshToken): unknown[] => [
   t.tokenHash,
   t.familyId,
@@ -49,6 +54,7 @@ const valuesOf = (t: NewRefreshToken): unknown[] => [
   t.impersonatorId,
   t.issuedAt,
   t.expiresAt,
+  t.sessionGeneration,
 ];
 
 export const refreshTokens = {
@@ -63,7 +69,7 @@ export const refreshTokens = {
     from: { tokenHash: string; at: Date; successorSealed: string },
   ): Promise<void> {
     await q.query(
-      `WITH rotated AS (UPDATE identity.refresh_tokens SET rotated_at = $9, successor_sealed = $10 WHERE token_hash = $8) ${INSERT}`,
+      `WITH rotated AS (UPDATE identity.refresh_tokens SET rotated_at = $10, successor_sealed = $11 WHERE token_hash = $9) ${INSERT}`,
       [...valuesOf(token), from.tokenHash, from.at, from.successorSealed],
     );
   },
@@ -84,6 +90,7 @@ export const refreshTokens = {
           rotatedAt: r.rotated_at,
           successorSealed: r.successor_sealed,
           revokedAt: r.revoked_at,
+          sessionGeneration: r.session_generation,
         }
       : null;
   },

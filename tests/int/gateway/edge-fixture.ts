@@ -42,7 +42,7 @@ const probe = defineRoutes({
     );
     r.post(
       '/edge-probe/batch',
-      { schema: { body: z.object({ items: z.array(z.number()) }) } },
+      { config: { whileSuspended: 'refused' }, schema: { body: z.object({ items: z.array(z.number()) }) } },
       async (request, reply) => {
         const outcomes = await settleItems(request.body.items, async (n) => {
           if (n < 0) throw commonErrors.validation([{ field: 'n', message: 'must not be negative', code: 'NEGATIVE' }]);

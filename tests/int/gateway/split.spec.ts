@@ -29,7 +29,7 @@ const ownParsers = defineRoutes({
     app.addContentTypeParser('text/csv', { parseAs: 'buffer' }, (_request, body, done) =>
       done(null, { text: (body as Buffer).toString('utf8') }),
     );
-    app.post('/parsers/echo', async (request) => ({
+    app.post('/parsers/echo', { config: { whileSuspended: 'refused' } }, async (request) => ({
       contentType: request.headers['content-type'],
       received: request.body,
     }));

@@ -154,7 +154,7 @@ describe('a password reset', () => {
 });
 
 describe('a refresh during a lock', () => {
-  it('is refused with 403 account-locked while the membership is locked, and works again once it is unlocked', async () => {
+  it('is refused with 403 account-locked while the membership is locked, and with 401 once it is unlocked (the lock ended the session)', async () => {
     const owner = await registerUser(p);
     const member = await addMember(p, owner);
     expect(
@@ -181,6 +181,7 @@ describe('a refresh during a lock', () => {
         })
       ).status,
     ).toBe(200);
-    expect((await p.api('/auth/refresh', { body: { refreshToken: member.refreshToken } })).status).toBe(200);
+    expect((await p.api('/auth/refresh', { body: { refreshToken: member.refreshToken } })).status).toBe(401);
+    expect((await p.api('/auth/login', { body: { email: member.email, password: PASSWORD } })).status).toBe(200);
   });
 });

@@ -17,7 +17,7 @@ export const tallyWrite = defineRoutes({
     r.post(
       '/tally/counters',
       {
-        config: { access: 'permission', permission: 'tally.counters.write' },
+        config: { access: 'permission', permission: 'tally.counters.write', whileSuspended: 'refused' },
         schema: {
           body: z.object({ id: z.string().min(1).max(64), name: z.string().min(1).max(100) }),
           response: { 201: CounterView },
@@ -31,7 +31,7 @@ export const tallyWrite = defineRoutes({
     r.post(
       '/tally/counters/:id/increment',
       {
-        config: { access: 'permission', permission: 'tally.counters.write' },
+        config: { access: 'permission', permission: 'tally.counters.write', whileSuspended: 'refused' },
         schema: {
           params: z.object({ id: z.string() }),
           body: z.object({ by: z.number().int().min(1).max(1000) }),

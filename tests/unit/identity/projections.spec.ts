@@ -116,6 +116,17 @@ describe('the accounts read model', () => {
     expect(one(accounts, stored('auth.user.unlocked', { userId: 'u-1' })).values[2]).toBe('active');
   });
 
+  it('ends every session of the account on a password change and a lock (the session generation rises), not on an unlock', () => {
+    const changed = one(accounts, stored('auth.user.password_changed', { userId: 'u-1', reason: 'reset' }));
+    scoped(changed);
+    expect(changed.text).toMatch(/SET session_generation = session_generation \+ 1,/);
+    expect(changed.text).toMatch(/AND version < \$4$/);
+    const bySql = (type: string) => one(accounts, stored(type, { userId: 'u-1', reason: 'r' }));
+    expect(bySql('auth.user.locked').text).toMatch(/session_generation = session_generation \+ \$6/);
+    expect(bySql('auth.user.locked').values[5]).toBe(1);
+    expect(bySql('auth.user.unlocked').values[5]).toBe(0);
+  });
+
   it("sets the MFA flag under the MFA stream's own version column", () => {
     const on = one(accounts, stored('auth.mfa.enabled', { userId: 'u-1' }, { version: 2 }));
     expect(on.text).toMatch(/mfa_version < \$5$/);
@@ -150,7 +161,6 @@ describe('the accounts read model', () => {
     expect(
       evolve(accounts, stored('auth.user.logged_in', { userId: 'u-1', tenantId: TENANT, method: 'password' })),
     ).toEqual([]);
-    expect(evolve(accounts, stored('auth.user.password_changed', { userId: 'u-1', reason: 'reset' }))).toEqual([]);
     expect(evolve(accounts, stored('auth.mfa.setup_started', { userId: 'u-1' }))).toEqual([]);
   });
 
@@ -189,6 +199,18 @@ describe('the members read model', () => {
     expect(s.text).toMatch(set);
     expect(s.text).toMatch(/WHERE tenant_id = \$1 AND user_id = \$2 AND version < \$3$/);
     expect(s.values.slice(0, 4)).toEqual([TENANT, 'u-2', 5, fourth]);
+  });
+
+  it("ends the member's sessions in the tenant on a lock and a deletion (the session generation rises), not on an unlock or a restore", () => {
+    const raise = (type: string, data: Record<string, unknown>) => {
+      const s = one(members, stored(type, { ...member, ...data }));
+      const increment = /session_generation = session_generation \+ (1|\$6)/.exec(s.text);
+      return increment?.[1] === '1' ? 1 : increment ? s.values[5] : 0;
+    };
+    expect(raise('auth.member.status_changed', { status: 'locked' })).toBe(1);
+    expect(raise('auth.member.deleted', { deletedAt: AT })).toBe(1);
+    expect(raise('auth.member.status_changed', { status: 'active' })).toBe(0);
+    expect(raise('auth.member.restored', { status: 'active' })).toBe(0);
   });
 
   it('refuses a status the domain does not know', () => {

@@ -95,6 +95,12 @@ describe('a token the ring signed and that is still valid', () => {
     expect((await ring.verify(token)).act).toEqual({ sub: 'platform-owner-1' });
   });
 
+  it('keeps the session generation (sgen) it was issued under', async () => {
+    const { ring } = await setup();
+    const token = await ring.sign({ ...subject, sgen: 3 }, { expiresInSeconds: ACCESS_LIFETIME });
+    expect((await ring.verify(token)).sgen).toBe(3);
+  });
+
   it('verifies up to 5 s after exp (clock tolerance)', async () => {
     const { ring, clock } = await setup();
     const token = await ring.sign(subject, { expiresInSeconds: ACCESS_LIFETIME });
