@@ -47,6 +47,11 @@ export const registerChannel = async (
       })),
     );
   }
+  // a server the tenant names must be a public address (checked again on every connection); before any write
+  const refused = (
+    await Promise.all((adapter.destinations?.(parsed.data) ?? []).map((d) => ctx.outbound.urlProblem(d.field, d.url)))
+  ).filter((p) => p !== null);
+  if (refused.length) throw commonErrors.validation(refused);
   await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
     `notify.channel-name:${tenantId}:${input.name.toLowerCase()}`,
   ]);

@@ -173,6 +173,9 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const p = request.principal!;
+        // the push service is a server the caller names: a public address (checked again on every connection)
+        const refused = await kernel.outbound.urlProblem('endpoint', request.body.endpoint);
+        if (refused) throw commonErrors.validation([refused]);
         const createdAt = ctx().clock.now();
         // a browser profile has one subscription per endpoint: whoever subscribes it last receives on it
         await kernel.db.query(
