@@ -45,6 +45,7 @@ export const SPLIT_SUITES = [
   'tests/int/billing/usage.spec.ts',
   'tests/int/billing/gaming.spec.ts',
   'tests/int/billing/suspended.spec.ts',
+  'tests/int/security/outbound.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

@@ -32,6 +32,7 @@ import { startTelemetry, stopTelemetry } from '../infra/observability/telemetry'
 import { createPool } from '../infra/postgres/db';
 import { migrate } from '../infra/postgres/migrate';
 import type { Clock, IdGenerator } from '../infra/runtime/clock';
+import type { Resolver } from '../infra/security/outbound';
 import { checkRoleConfig } from './role-config';
 
 /** What a process runs. `all` is `platform start`: every role in one process. */
@@ -47,6 +48,8 @@ export interface PlatformOptions {
   modules?: ServiceModules;
   clock?: Clock;
   ids?: IdGenerator;
+  /** how the outbound guard resolves names (tests: a stub; tests/support/resolver.ts) */
+  resolver?: Resolver;
   /** listen on the configured HOST:PORT (default true) */
   listen?: boolean;
 }
@@ -91,7 +94,15 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   checkRoleConfig({ role, config, projection: options.projection, projections: modules.projections });
   await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 
-  const kernel = await openKernel({ config, logger, role, modules, clock: options.clock, ids: options.ids });
+  const kernel = await openKernel({
+    config,
+    logger,
+    role,
+    modules,
+    clock: options.clock,
+    ids: options.ids,
+    resolver: options.resolver,
+  });
   const { db, log } = kernel;
 
   const what = serves(role);
@@ -177,6 +188,7 @@ export const openKernel = async (options: {
   modules?: ServiceModules;
   clock?: Clock;
   ids?: IdGenerator;
+  resolver?: Resolver;
 }): Promise<Kernel> => {
   const { config, logger } = options;
   const cleanup: (() => Promise<void>)[] = [];
@@ -209,6 +221,7 @@ export const openKernel = async (options: {
     clock: options.clock,
     ids: options.ids,
     role: options.role ?? 'cli',
+    resolver: options.resolver,
   });
   kernel.health.register('postgresql', async () => {
     await db.query('SELECT 1');

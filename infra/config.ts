@@ -65,6 +65,8 @@ export const ConfigSchema = z
     PROBLEMS_BASE_URL: url('https://api.example.com/problems').optional(),
     PLATFORM_ENV: oneOf(['development', 'staging', 'production', 'test']).default('development'),
     LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** outbound connections to destinations tenants give may reach loopback, private and metadata addresses (default: true in development and test only; infra/security/outbound.ts) */
+    OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false'], { error: 'expected true or false' }).optional(),
 
     DATABASE_URL: z
       .string()

@@ -23,6 +23,8 @@ import { mailNotifications } from './notifications';
 import type { ObjectStore } from './objects';
 import type { VirusScanner } from './scan';
 import type { PlatformSecrets } from './secrets';
+import type { Resolver } from './security/outbound';
+import { allowsPrivate, OutboundGuard } from './security/outbound';
 
 export const PLATFORM_VERSION = '0.1.0';
 
@@ -100,6 +102,8 @@ export interface KernelParts {
   ids?: IdGenerator;
   /** the role this process runs (all, gateway, write-api, …; cli for a command beside running roles) */
   role?: string;
+  /** how the outbound guard resolves names (the system's resolver by default; a stub in tests) */
+  resolver?: Resolver;
 }
 
 /**
@@ -119,6 +123,8 @@ export class Kernel {
   readonly commands: CommandRunner;
   readonly health = new HealthRegistry(PLATFORM_VERSION);
   readonly permissions = new PermissionRegistry();
+  /** every connection to a destination a tenant or a module gave goes through it (infra/security/outbound.ts) */
+  readonly outbound: OutboundGuard;
   readonly modules: ServiceModules;
   /** the role of this process: a service's start hook serves what belongs to it there (billing serves gRPC in all and write-api) */
   readonly role: string;
@@ -144,6 +150,8 @@ export class Kernel {
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;
     this.notifications = mailNotifications(parts.engines.mail);
+    this.outbound = new OutboundGuard({ allowPrivate: allowsPrivate(parts.config), resolver: parts.resolver });
+    this.onClose('outbound', async () => this.outbound.close());
     this.store = new EventStore(this.clock, this.ids);
     this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections, () => this.analytics());
     this.commands = new CommandRunner(this.db, this.store, this.projections, {

@@ -1,7 +1,7 @@
 import type { Tx } from '../../infra/postgres/db';
 import type { Kernel } from '../../infra/kernel';
 import type { HttpPost } from '../../infra/http/post-client';
-import { httpPost } from '../../infra/http/post-client';
+import { createHttpPost } from '../../infra/http/post-client';
 import type { EventView } from '../../domain/events/views';
 import { BrokerProbe } from './broker';
 import type { EventsSettings } from './settings';
@@ -29,7 +29,7 @@ export interface EventsContext {
   broker: BrokerProbe;
   /** in-process handlers by handler name */
   handlers: Map<string, InProcessHandler>;
-  /** the HTTP client of webhook deliveries */
+  /** the HTTP client of webhook deliveries, through the kernel's outbound guard */
   post: HttpPost;
 }
 
@@ -48,7 +48,7 @@ export const configureEvents = (
         ? previous.broker
         : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),
     handlers: previous?.handlers ?? new Map<string, InProcessHandler>(),
-    post: overrides.post ?? previous?.post ?? httpPost,
+    post: overrides.post ?? previous?.post ?? createHttpPost(kernel.outbound),
   };
   contexts.set(kernel, context);
   return context;

@@ -211,6 +211,7 @@ const deliverPartition = async (
         eventId: event.eventId,
         failures: decision.failureCount,
         error: outcome.error,
+        ...(outcome.detail ? { detail: outcome.detail } : {}),
       },
       'event dead-lettered',
     );

@@ -3,6 +3,7 @@ import type { EventView } from '../../domain/events/views';
 import type { AttemptOutcome } from '../../domain/events/delivery';
 import { errorText } from '../../domain/events/delivery';
 import type { HttpPost } from '../../infra/http/post-client';
+import { outboundFailureText } from '../../infra/security/outbound';
 
 /**
  * A webhook delivery to a module's endpoint: one event per POST, signed like Stripe's webhooks so
@@ -10,6 +11,8 @@ import type { HttpPost } from '../../infra/http/post-client';
  *   X-Platform-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(webhook secret, "<t>.<body>")>
  * with the webhook secret shown when the module's key was issued (X-Platform-Key-Id names the key).
  * A 2xx answer is success; anything else (another status, a redirect, a timeout) is a failed attempt.
+ * The connection goes through the outbound guard (`post` is made by createHttpPost): an endpoint
+ * that is, or has come to resolve to, an inside address fails with "destination refused by policy".
  */
 export interface Delivery {
   endpoint: string;
@@ -63,6 +66,11 @@ export const deliverWebhook = async (
       error: errorText(`HTTP ${answer.status}${answer.text ? `: ${answer.text.slice(0, 200)}` : ''}`),
     };
   } catch (error) {
-    return { ok: false, error: errorText(error instanceof Error ? error.message : String(error)) };
+    // the tenant reads lastError: a category only; the socket's own words (addresses, ports) go to the log
+    return {
+      ok: false,
+      error: outboundFailureText(error),
+      detail: errorText(error instanceof Error ? error.message : String(error)),
+    };
   }
 };

@@ -1,6 +1,5 @@
 import { registryErrors, moduleErrors } from '../../domain/modules/errors';
 import type { Manifest } from '../../domain/modules/manifest';
-import { manifestProblems } from '../../domain/modules/manifest';
 import type { ModuleRecord } from '../../domain/modules/views';
 import { moduleView } from '../../domain/modules/views';
 import type { Kernel } from '../../infra/kernel';
@@ -11,7 +10,7 @@ import { findModule } from './lookups';
 import type { MigrationOutcome } from './migrate';
 import { clearDirty, dropModuleSchema, forceVersion, migrateModule, schemaStateOf } from './migrate';
 import { reconcilePermissions } from './permissions';
-import { registryMeta } from './register';
+import { manifestProblemsOf, registryMeta } from './register';
 
 /**
  * The registry's lifecycle beyond registration (spec 002, data model): install for a tenant (runs
@@ -157,7 +156,7 @@ export const updateModule = async (
 ) => {
   const m = await live(kernel, idOrSlug);
   if (manifest.slug !== m.slug) throw registryErrors.slugChanged();
-  const problems = manifestProblems(manifest);
+  const problems = await manifestProblemsOf(kernel, manifest);
   if (problems.length) throw moduleErrors.invalidManifest(problems);
   const state = await schemaStateOf(kernel.db, m.id);
   for (let v = 1; v <= (state?.version ?? 0); v += 1) {

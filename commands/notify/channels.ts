@@ -1,3 +1,4 @@
+import type { FieldError } from '../../domain/shared/errors';
 import { commonErrors } from '../../domain/shared/errors';
 import { isBuiltInChannel, redactConfig, secretsOf } from '../../domain/notify/channel';
 import { notifyErrors } from '../../domain/notify/errors';
@@ -16,6 +17,25 @@ export interface RegisterChannelInput {
 }
 
 /**
+ * The servers a channel's config names (a tenant's SMTP server) that the outbound guard refuses: a
+ * public address is required (and checked again on every connection). Run before the command's
+ * transaction — it may wait for DNS, which must not hold a database connection — and handed to
+ * registerChannel, which refuses with them, so an idempotent replay still answers what was stored.
+ */
+export const channelDestinationProblems = async (
+  ctx: NotifyContext,
+  input: Pick<RegisterChannelInput, 'type' | 'config'>,
+): Promise<FieldError[]> => {
+  const adapter = ctx.adapters.get(input.type);
+  const parsed = adapter?.config.safeParse(input.config);
+  if (!adapter?.destinations || !parsed?.success) return [];
+  const problems = await Promise.all(
+    adapter.destinations(parsed.data).map((d) => ctx.outbound.urlProblem(d.field, d.url)),
+  );
+  return problems.filter((p) => p !== null);
+};
+
+/**
  * Registers a channel: a named instance of an installed adapter type with its own config (a
  * tenant's SMTP server, its own VAPID keys). The config is checked by the adapter; its secrets
  * are sealed in notify.channel_secrets and appear redacted in the event and on every read.
@@ -24,6 +44,7 @@ export const registerChannel = async (
   uow: UnitOfWork,
   ctx: NotifyContext,
   input: RegisterChannelInput,
+  destinationProblems: readonly FieldError[],
 ): Promise<ChannelView> => {
   const tenantId = uow.meta.tenantId;
   const adapter = ctx.adapters.get(input.type);
@@ -47,6 +68,7 @@ export const registerChannel = async (
       })),
     );
   }
+  if (destinationProblems.length) throw commonErrors.validation([...destinationProblems]);
   await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
     `notify.channel-name:${tenantId}:${input.name.toLowerCase()}`,
   ]);

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Agent } from 'node:https';
 import type { Kernel } from '../../infra/kernel';
 import { SecretBox } from '../../infra/security/secret-box';
+import type { OutboundGuard } from '../../infra/security/outbound';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import type { ChannelAdapter } from './channels/adapter';
 import { emailAdapter } from './channels/email';
@@ -27,22 +28,25 @@ export interface NotifyContext {
   ids: IdGenerator;
   /** a number in [0, 1) for the retry jitter */
   random: () => number;
-  pushAgent: Agent | undefined;
+  /** the outbound guard: every server a tenant names (its SMTP server, its push services) is reached through it */
+  outbound: OutboundGuard;
+  /** the HTTPS agent for push services, through the outbound guard */
+  pushAgent: Agent;
 }
 
 export interface NotifyOverrides {
   settings?: Partial<NotifySettings>;
   directory?: RecipientDirectory;
   random?: () => number;
-  /** the HTTPS agent for push services (tests trust their local push service) */
-  pushAgent?: Agent;
+  /** certificate authorities push services are trusted with besides the system's (tests trust their local push service) */
+  pushCa?: string | Buffer;
 }
 
 const contexts = new WeakMap<Kernel, NotifyContext>();
 
 const uniformRandom = () => randomInt(0, 2 ** 32) / 2 ** 32;
 
-/** installs the context; tests pass overrides (settings, a directory, a push agent) */
+/** installs the context; tests pass overrides (settings, a directory, a push service's CA) */
 export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {}): NotifyContext => {
   const previous = contexts.get(kernel);
   const settings = { ...(previous?.settings ?? loadNotifySettings(kernel.config.env)), ...overrides.settings };
@@ -59,7 +63,11 @@ export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {})
     clock: kernel.clock,
     ids: kernel.ids,
     random: overrides.random ?? previous?.random ?? uniformRandom,
-    pushAgent: overrides.pushAgent ?? previous?.pushAgent,
+    outbound: kernel.outbound,
+    pushAgent:
+      overrides.pushCa !== undefined
+        ? kernel.outbound.httpsAgent({ ca: overrides.pushCa })
+        : (previous?.pushAgent ?? kernel.outbound.httpsAgent()),
   };
   contexts.set(kernel, context);
   if (!previous) {
@@ -85,6 +93,8 @@ export const notifyContext = (kernel: Kernel): NotifyContext => contexts.get(ker
 /**
  * A module's own channel type (sms, chat, …): tenants can then register channels of it and send
  * through them. Call it from the module's RoutePlugin.start and its workers (both must know it).
+ * An adapter that connects to a server named in the config declares it in `destinations` (checked
+ * at registration) and connects through kernel.outbound (its agents, lookup or connect).
  */
 export const registerChannelAdapter = (kernel: Kernel, adapter: ChannelAdapter): void => {
   notifyContext(kernel).adapters.set(adapter.type, adapter);

@@ -9,7 +9,8 @@ export const ATTEMPTS_BEFORE_DLQ = 3;
 export const retryDelayMs = (failedAttempts: number, baseMs: number): number =>
   baseMs * 2 ** Math.max(0, failedAttempts - 1);
 
-export type AttemptOutcome = { ok: true } | { ok: false; error: string };
+/** error: what the tenant reads (lastError); detail: what only the platform's log gets */
+export type AttemptOutcome = { ok: true } | { ok: false; error: string; detail?: string };
 
 export type FailureDecision =
   { kind: 'retry'; attempts: number; delayMs: number } | { kind: 'dead-letter'; failureCount: number };

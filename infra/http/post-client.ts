@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { OutboundGuard } from '../security/outbound';
 
 export interface PostAnswer {
   status: number;
@@ -16,17 +17,29 @@ export type HttpPost = (
 ) => Promise<PostAnswer>;
 
 const MAX_KEPT = 4096;
-const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
-};
 
 /**
  * The platform's outgoing POST (webhook deliveries): node:http over keep-alive connections, about
  * half the CPU of a fetch per call; redirects are answers, never followed; the deadline covers the
  * whole exchange, and the rest of a long answer is read and dropped so the connection is reused.
+ * Every connection goes through the outbound guard (a module's endpoint is not the platform's own
+ * destination): a refused address rejects with OutboundRefused before any packet.
  */
-export const httpPost: HttpPost = (url, body, headers, timeoutMs) =>
+export const createHttpPost = (guard: OutboundGuard): HttpPost => {
+  const agents = {
+    'http:': guard.httpAgent({ keepAlive: true, maxSockets: 64 }),
+    'https:': guard.httpsAgent({ keepAlive: true, maxSockets: 64 }),
+  };
+  return (url, body, headers, timeoutMs) => post(agents, url, body, headers, timeoutMs);
+};
+
+const post = (
+  agents: { 'http:': http.Agent; 'https:': https.Agent },
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<PostAnswer> =>
   new Promise((resolve, reject) => {
     const target = new URL(url);
     const protocol = target.protocol === 'https:' ? 'https:' : 'http:';

@@ -14,6 +14,7 @@ import { captureLogger } from './log-capture';
 import { testAuthenticator } from './auth';
 import type { TestClock } from './clock';
 import type { TestDatabase } from './db';
+import type { TestResolver } from './resolver';
 import { createTestDatabase } from './db';
 import { requireEnv } from './env';
 import type { TestModuleName } from './modules';
@@ -58,6 +59,8 @@ export interface TestPlatformOptions {
   kafka?: boolean;
   /** a TestClock is shared with the split roles; any other clock runs only all-in-one */
   clock?: Clock | TestClock;
+  /** the names the outbound guard resolves (tests/support/resolver.ts), in every role */
+  resolver?: TestResolver;
   logger?: Logger;
   /** keep the platform's log lines (info and above) for logLines() */
   captureLogs?: boolean;
@@ -88,6 +91,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
       auth: 'token',
       env: options.env,
       clock: options.clock,
+      resolver: options.resolver,
       database: options.database,
       logLevel: options.captureLogs ? 'info' : undefined,
     });
@@ -127,6 +131,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     logger: capture?.logger ?? options.logger ?? silentLogger(),
     modules,
     clock: options.clock,
+    resolver: options.resolver?.resolver,
   });
   running.kernel.authenticator = testAuthenticator;
   const address = running.app.server.address();

@@ -8,6 +8,7 @@
  *   PLATFORM_TEST_MODULES       comma-separated names of tests/support/modules.ts
  *   PLATFORM_TEST_AUTH          token (the test authenticator, tests/support/auth.ts) or identity (real tokens)
  *   PLATFORM_TEST_CLOCK_FILE    a clock the test moves (tests/support/clock.ts fileClock); real time without it
+ *   PLATFORM_TEST_RESOLVER_FILE the names the outbound guard resolves (tests/support/resolver.ts fileResolver)
  *
  * Prints one line `READY <url>` once it accepts requests; logs are pino JSON lines on stdout.
  * SIGTERM, or the end of the IPC channel of the process that started it, drains and stops it.
@@ -18,6 +19,7 @@ import type { Role } from '../../app/platform';
 import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
 import { fileClock } from './clock';
+import { fileResolver } from './resolver';
 import { isTestModuleName, loadTestModules } from './modules';
 
 const ROLES: readonly Role[] = ['gateway', 'write-api', 'read-api', 'workers'];
@@ -37,12 +39,14 @@ const auth = process.env.PLATFORM_TEST_AUTH ?? 'token';
 if (auth !== 'token' && auth !== 'identity') fail('PLATFORM_TEST_AUTH must be token or identity');
 
 const clockFile = process.env.PLATFORM_TEST_CLOCK_FILE;
+const resolverFile = process.env.PLATFORM_TEST_RESOLVER_FILE;
 const running = await startPlatform({
   role,
   config,
   logger: createLogger({ level: config.LOG_LEVEL, name: role }),
   modules: await loadTestModules(names.filter(isTestModuleName)),
   clock: clockFile ? fileClock(clockFile) : undefined,
+  resolver: resolverFile ? fileResolver(resolverFile) : undefined,
 });
 if (auth === 'token') running.kernel.authenticator = testAuthenticator;
 const address = running.app.server.address();

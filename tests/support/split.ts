@@ -10,6 +10,7 @@ import { silentLogger } from '../../infra/observability/logger';
 import { openKernel } from '../../app/platform';
 import type { TestClock } from './clock';
 import type { TestDatabase } from './db';
+import type { TestResolver } from './resolver';
 import { createTestDatabase } from './db';
 import { requireEnv } from './env';
 import type { TestModuleName } from './modules';
@@ -32,6 +33,8 @@ export interface SplitOptions {
   auth: 'token' | 'identity';
   env?: Record<string, string>;
   clock?: TestClock;
+  /** the outbound guard's names, shared with every role through a file */
+  resolver?: TestResolver;
   database?: TestDatabase;
   /** LOG_LEVEL of the roles (silent by default); their lines are kept for logLines() */
   logLevel?: string;
@@ -171,6 +174,8 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const id = randomBytes(6).toString('hex');
   const clockFile = options.clock ? join(tmpdir(), `platform-split-clock-${process.pid}-${id}.json`) : null;
   if (clockFile) options.clock!.shareThrough(clockFile);
+  const resolverFile = options.resolver ? join(tmpdir(), `platform-split-dns-${process.pid}-${id}.json`) : null;
+  if (resolverFile) options.resolver!.shareThrough(resolverFile);
   // chdb belongs to one process: the roles share it through a ClickHouse HTTP endpoint in a process of its own
   const clickhouse = options.modules.some((m) => NEEDS_CLICKHOUSE.has(m))
     ? await startClickHouse(join(tmpdir(), `platform-split-ch-${process.pid}-${id}`))
@@ -188,6 +193,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     PLATFORM_TEST_MODULES: options.modules.join(','),
     PLATFORM_TEST_AUTH: options.auth,
     ...(clockFile ? { PLATFORM_TEST_CLOCK_FILE: clockFile } : {}),
+    ...(resolverFile ? { PLATFORM_TEST_RESOLVER_FILE: resolverFile } : {}),
     ...(clickhouse ? { CLICKHOUSE_URL: clickhouse.url } : {}),
     ...options.env,
     ROOT_URL: rootUrl,
@@ -198,6 +204,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     logger: silentLogger(),
     modules: await loadTestModules(options.modules),
     clock: options.clock,
+    resolver: options.resolver?.resolver,
   });
   const lines: LogLine[] = [];
   const started: Partial<Record<SplitRole, RoleProcess>> = {};
@@ -262,6 +269,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
           rmSync(clickhouse.folder, { recursive: true, force: true });
         }
         if (clockFile) rmSync(clockFile, { force: true });
+        if (resolverFile) rmSync(resolverFile, { force: true });
         if (ownsDatabase) await database.drop();
       })();
       return stopped;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { notifyErrors } from '../../domain/notify/errors';
 import { AcceptedView, ChannelView, TemplateView } from '../../domain/notify/views';
 import { commonErrors } from '../../domain/shared/errors';
-import { registerChannel } from '../../commands/notify/channels';
+import { channelDestinationProblems, registerChannel } from '../../commands/notify/channels';
 import type { PreparedNotification } from '../../commands/notify/compose';
 import { composeNotifications } from '../../commands/notify/compose';
 import { notifyContext } from '../../commands/notify/context';
@@ -158,10 +158,13 @@ export default defineRoutes({
           response: { 201: ChannelView },
         },
       },
-      (request, reply) =>
-        executeCommand(kernel, request, reply, { status: 201, ...optional }, (uow) =>
-          registerChannel(uow, ctx(), request.body),
-        ),
+      async (request, reply) => {
+        // the URLs a channel names are resolved before the command's transaction opens
+        const refused = await channelDestinationProblems(ctx(), request.body);
+        return executeCommand(kernel, request, reply, { status: 201, ...optional }, (uow) =>
+          registerChannel(uow, ctx(), request.body, refused),
+        );
+      },
     );
 
     r.post(
@@ -176,6 +179,9 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const p = request.principal!;
+        // the push service is a server the caller names: a public address (checked again on every connection)
+        const refused = await kernel.outbound.urlProblem('endpoint', request.body.endpoint);
+        if (refused) throw commonErrors.validation([refused]);
         const createdAt = ctx().clock.now();
         // a browser profile has one subscription per endpoint: whoever subscribes it last receives on it
         await kernel.db.query(

@@ -58,6 +58,11 @@ export interface ChannelAdapter {
   config: z.ZodType<Record<string, unknown>>;
   /** config keys that are secrets: sealed at rest, redacted on read and in events */
   secretFields: readonly string[];
+  /**
+   * the URLs of a (parsed) config that the adapter connects to — a tenant's server: checked by the
+   * outbound guard when the channel is registered, and the adapter connects through kernel.outbound
+   */
+  destinations?(config: Record<string, unknown>): { field: string; url: string }[];
   /** a refusal at accept time for content the channel cannot carry (a push payload over its size) */
   check?(message: DeliveryMessage): FieldError | null;
   /** one attempt; must settle by the signal's deadline */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Kernel } from '../../../infra/kernel';
 import type { Mailer } from '../../../infra/mail';
 import { createSmtpMailer } from '../../../infra/mail/smtp';
+import { errorChain, outboundFailureText } from '../../../infra/security/outbound';
 import type { ChannelAdapter, DeliveryJob } from './adapter';
 import { failure } from './adapter';
 
@@ -34,14 +35,26 @@ const isPermanent = (error: unknown): boolean => {
   return code !== null && code >= 500 && code < 600;
 };
 
-/** the guard's problem with the SMTP client's error under it ("smtp failed …: Message failed: 451 …") */
-const describe = (error: unknown): string => {
-  const cause = (error as { cause?: unknown }).cause;
-  return cause instanceof Error
-    ? `${(error as Error).message} ${cause.message}`
-    : error instanceof Error
-      ? error.message
-      : String(error);
+/** what nodemailer's error codes say, in words that name no server, address or banner */
+const SMTP_FAILURES: Record<string, string> = {
+  EAUTH: 'SMTP authentication failed',
+  EPROTOCOL: 'the server did not answer as an SMTP server',
+  EENVELOPE: 'SMTP envelope refused',
+};
+
+/**
+ * What the tenant reads of a failed send (lastError, the attempt's event): the SMTP reply code and
+ * its class, or a category of the connection's failure — never the server's reply text, greeting
+ * or socket error (a tenant's URL pointing inside read an internal service's banner back through it).
+ */
+export const smtpFailureText = (error: unknown): string => {
+  const code = smtpReplyOf(error);
+  if (code !== null)
+    return `SMTP ${code} (${code >= 500 ? 'refused' : code >= 400 ? 'temporarily refused' : 'unexpected reply'})`;
+  const named = errorChain(error)
+    .map((e) => (typeof e.code === 'string' ? SMTP_FAILURES[e.code] : undefined))
+    .find(Boolean);
+  return named ?? outboundFailureText(error);
 };
 
 /** the guard's deadline passed (504): the server may have taken the message */
@@ -49,11 +62,17 @@ const outcomeUnknown = (error: unknown): boolean => (error as { status?: unknown
 
 const SmtpConfig = z
   .object({
+    // host, port and credentials only: nodemailer's URL options (?proxy=, ?sendmail=, ?tls.…) are not a tenant's to set
     smtpUrl: z
       .string()
       .refine(
-        (v) => URL.canParse(v) && /^smtps?:$/.test(new URL(v).protocol),
-        'an smtp:// or smtps:// URL such as smtps://user:password@mail.example:465',
+        (v) =>
+          URL.canParse(v) &&
+          /^smtps?:$/.test(new URL(v).protocol) &&
+          new URL(v).hostname !== '' &&
+          !/[?#]/.test(v) &&
+          ['', '/'].includes(new URL(v).pathname),
+        'an smtp:// or smtps:// URL of a host, without a path or options, such as smtps://user:password@mail.example:465',
       ),
     from: z.string().min(3).max(254),
   })
@@ -71,7 +90,8 @@ export const emailAdapter = (kernel: Kernel): ChannelAdapter => {
     let mailer = ownServers.get(key);
     if (!mailer) {
       const config = SmtpConfig.parse(job.channel.config);
-      mailer = createSmtpMailer({ url: config.smtpUrl, from: config.from, timeoutMs: 10_000 });
+      // the tenant's server: reached through the outbound guard only
+      mailer = createSmtpMailer({ url: config.smtpUrl, from: config.from, timeoutMs: 10_000, guard: kernel.outbound });
       ownServers.set(key, mailer);
     }
     return mailer;
@@ -82,6 +102,7 @@ export const emailAdapter = (kernel: Kernel): ChannelAdapter => {
     address: z.email({ message: 'must be an email address' }).max(254),
     config: SmtpConfig,
     secretFields: ['smtpUrl'],
+    destinations: (config) => [{ field: 'config.smtpUrl', url: String(config.smtpUrl) }],
     async send(job) {
       const m = job.message;
       if (!m.to) return failure('the notification has no email address', true);
@@ -96,7 +117,11 @@ export const emailAdapter = (kernel: Kernel): ChannelAdapter => {
         });
         return { ok: true };
       } catch (error) {
-        return failure(describe(error), isPermanent(error), outcomeUnknown(error));
+        kernel.logger.warn(
+          { err: error, tenantId: job.tenantId, notificationId: job.notificationId, channelId: job.channel.id },
+          'email delivery attempt failed',
+        );
+        return failure(smtpFailureText(error), isPermanent(error), outcomeUnknown(error));
       }
     },
     async close() {

@@ -6,6 +6,7 @@ import type { Priority } from '../../../domain/notify/priority';
 import type { VapidKeys } from '../../../infra/notify/vapid';
 import type { ChannelAdapter, DeliveryJob, DeliveryMessage } from './adapter';
 import { failure } from './adapter';
+import { outboundFailureText } from '../../../infra/security/outbound';
 
 /** RFC 8291 carries at most 4,096 bytes per record; aes128gcm leaves 3,993 for the plaintext after padding and header */
 export const PUSH_PAYLOAD_MAX_BYTES = 3_900;
@@ -34,6 +35,12 @@ const PushConfig = z
   })
   .strict();
 
+/** what the tenant reads of a failed push: the push service's status, or a category of the connection's failure */
+const pushFailureText = (error: Error): string => {
+  const status = (error as { statusCode?: unknown }).statusCode;
+  return `push service: ${typeof status === 'number' ? `HTTP ${status}` : outboundFailureText(error)}`;
+};
+
 interface Subscription {
   endpoint: string;
   p256dh: string;
@@ -44,8 +51,8 @@ export interface PushOptions {
   /** the platform's VAPID keys and subject (a registered push channel brings its own) */
   vapid: () => { keys: VapidKeys; subject: string };
   attemptTimeoutMs: () => number;
-  /** the HTTPS agent for push services (tests trust their local push service through it) */
-  agent?: () => Agent | undefined;
+  /** the HTTPS agent for push services: the outbound guard's (a subscription's endpoint is the browser's, not ours) */
+  agent: () => Agent;
 }
 
 /**
@@ -81,7 +88,7 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
       ? { subject: own.subject, publicKey: own.vapidPublicKey, privateKey: own.vapidPrivateKey }
       : { subject: platform.subject, publicKey: platform.keys.publicKey, privateKey: platform.keys.privateKey };
     const payload = pushPayloadOf(job.notificationId, job.message, job.priority);
-    const agent = options.agent?.();
+    const agent = options.agent();
     const results = await Promise.all(
       rows.map(async (s) => {
         try {
@@ -92,7 +99,7 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
             contentEncoding: 'aes128gcm',
             timeout: options.attemptTimeoutMs(),
             headers: { 'X-Notification-Id': job.notificationId },
-            ...(agent ? { agent } : {}),
+            agent,
           });
           return 'sent' as const;
         } catch (error) {
@@ -111,9 +118,10 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
     if (results.includes('sent')) return { ok: true };
     const errors = results.filter((r): r is Error => r instanceof Error);
     if (errors.length === 0) return failure('every push subscription of the user has expired', true);
-    return failure(
-      `push service: ${errors[0]!.message}${(errors[0] as { statusCode?: number }).statusCode ? ` (${(errors[0] as { statusCode?: number }).statusCode})` : ''}`,
-      false,
+    kernel.logger.warn(
+      { err: errors[0], tenantId: job.tenantId, notificationId: job.notificationId, failed: errors.length },
+      'push delivery attempt failed',
     );
+    return failure(pushFailureText(errors[0]!), false);
   },
 });

@@ -1,10 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpPost } from '../../../infra/http/post-client';
+import { createHttpPost } from '../../../infra/http/post-client';
+import { OutboundGuard } from '../../../infra/security/outbound';
 
 /** the platform's outgoing POST (webhook deliveries) against a local server that answers as told by the path */
 let server: Server;
+// the guard as in development and test: loopback is reachable (tests/int/security/outbound-guard.spec.ts refuses it)
+const httpPost = createHttpPost(new OutboundGuard({ allowPrivate: true }));
 let base = '';
 const connections = new Set<string>();
 const received: { path: string; body: string; headers: IncomingMessage['headers'] }[] = [];

@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
@@ -122,6 +124,49 @@ describe('the channels', () => {
       404,
       'channel-not-found',
     );
+  });
+
+  it("shows the tenant a category of a failed send, never the words of the server its URL points at (an inside service's banner)", async () => {
+    // development and test let a tenant's URL reach loopback (OUTBOUND_ALLOW_PRIVATE): what it reads back must still be generic
+    const banners = [
+      'SSH-2.0-OpenSSH_9.6 internal-db-01.corp secret-7731',
+      '554 internal-db-01.corp secret-7731 go away',
+    ];
+    const services = await Promise.all(
+      banners.map(async (banner) => {
+        const server = createServer((socket) => {
+          socket.on('error', () => undefined);
+          socket.end(`${banner}\r\n`);
+        });
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        return server;
+      }),
+    );
+    const t = notifyClient(platform.url, 'banner-tenant');
+    try {
+      const errors: string[] = [];
+      for (const [i, server] of services.entries()) {
+        const name = `inside-${i}-${Date.now()}`;
+        const port = (server.address() as AddressInfo).port;
+        const made = await t.post('/notify/channels', {
+          name,
+          type: 'email',
+          config: { smtpUrl: `smtp://127.0.0.1:${port}`, from: 'a@b.example' },
+        });
+        expect(made.status, JSON.stringify(made.body)).toBe(201);
+        const sent = await t.post('/notify', { channel: name, recipient: { address: 'x@example.test' }, body: 'x' });
+        errors.push(
+          await eventually(async () => {
+            const n = (await t.get(`/notify/${sent.body.notificationId}`)).body;
+            return n.lastError ? (n.lastError as string) : undefined;
+          }, 'the attempt to fail'),
+        );
+      }
+      expect(errors).toEqual(['the server did not answer as an SMTP server', 'SMTP 554 (refused)']);
+      for (const e of errors) expect(e).not.toMatch(/secret|internal|127\.0\.0\.1|SSH/);
+    } finally {
+      for (const server of services) server.close();
+    }
   });
 
   it('pages the registered channels after the built-in ones', async () => {

@@ -1,4 +1,3 @@
-import { Agent } from 'node:https';
 import webpush from 'web-push';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureNotify } from '../../../commands/notify/context';
@@ -30,7 +29,7 @@ const until = (id: string, status: string) =>
 beforeAll(async () => {
   service = await startPushService();
   platform = await startTestPlatform({ modules: notifyModules });
-  configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 }, pushAgent: new Agent({ ca: service.ca }) });
+  configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 }, pushCa: service.ca });
   await seedMember(platform.kernel.db, 'push-t', 'pat');
   c = notifyClient(platform.url, 'push-t', 'sender');
   browser = notifyClient(platform.url, 'push-t', 'pat', []);
