@@ -216,10 +216,14 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.addHook('onSend', async (request, reply) => {
     if (reply.getHeader('connection') === 'close' && drainUnreadBody(request)) reply.removeHeader('connection');
   });
-  // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
-  app.addHook('preParsing', async (request, _reply, payload) =>
-    (request.headers['content-type'] ?? '').includes('json') ? payload.pipe(new JsonDepthGuard()) : payload,
-  );
+  // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it;
+  // a client gone mid-body fails the guard too (pipe() alone would leave the parser waiting for ever)
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    if (!(request.headers['content-type'] ?? '').includes('json')) return payload;
+    const guard = new JsonDepthGuard();
+    payload.on('error', (error) => guard.destroy(error));
+    return payload.pipe(guard);
+  });
 
   const tracer = trace.getTracer('platform');
   const edge = options.edge ?? true;
