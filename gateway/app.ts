@@ -19,6 +19,7 @@ import { commonErrors } from '../domain/shared/errors';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import { credentialSchemeFor } from '../infra/http/credentials';
+import { pipeBody } from '../infra/http/body-stream';
 import { drainUnreadBody } from '../infra/http/drain';
 import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
 import { stringifyJson } from '../infra/http/json';
@@ -216,14 +217,10 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.addHook('onSend', async (request, reply) => {
     if (reply.getHeader('connection') === 'close' && drainUnreadBody(request)) reply.removeHeader('connection');
   });
-  // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it;
-  // a client gone mid-body fails the guard too (pipe() alone would leave the parser waiting for ever)
-  app.addHook('preParsing', async (request, _reply, payload) => {
-    if (!(request.headers['content-type'] ?? '').includes('json')) return payload;
-    const guard = new JsonDepthGuard();
-    payload.on('error', (error) => guard.destroy(error));
-    return payload.pipe(guard);
-  });
+  // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
+  app.addHook('preParsing', async (request, _reply, payload) =>
+    (request.headers['content-type'] ?? '').includes('json') ? pipeBody(payload, new JsonDepthGuard()) : payload,
+  );
 
   const tracer = trace.getTracer('platform');
   const edge = options.edge ?? true;
