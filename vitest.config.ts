@@ -40,6 +40,8 @@ export const SPLIT_SUITES = [
   'tests/int/billing/escalation.spec.ts',
   'tests/int/billing/gateways.spec.ts',
   'tests/int/billing/usage.spec.ts',
+  'tests/int/files/local-upload.spec.ts',
+  'tests/int/http/malformed-bodies.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,
