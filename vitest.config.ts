@@ -46,6 +46,8 @@ export const SPLIT_SUITES = [
   'tests/int/billing/gaming.spec.ts',
   'tests/int/billing/suspended.spec.ts',
   'tests/int/security/outbound.spec.ts',
+  'tests/int/files/local-upload.spec.ts',
+  'tests/int/http/malformed-bodies.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

@@ -19,6 +19,7 @@ import { commonErrors } from '../domain/shared/errors';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import { credentialSchemeFor } from '../infra/http/credentials';
+import { pipeBody } from '../infra/http/body-stream';
 import { drainUnreadBody } from '../infra/http/drain';
 import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
 import { stringifyJson } from '../infra/http/json';
@@ -225,7 +226,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   });
   // JSON nesting is bounded while the body streams in, before any parser (or the proxy) sees it
   app.addHook('preParsing', async (request, _reply, payload) =>
-    (request.headers['content-type'] ?? '').includes('json') ? payload.pipe(new JsonDepthGuard()) : payload,
+    (request.headers['content-type'] ?? '').includes('json') ? pipeBody(payload, new JsonDepthGuard()) : payload,
   );
 
   const tracer = trace.getTracer('platform');

@@ -127,7 +127,11 @@ export const rawProblemResponse = (
   problemsBaseUrl: string,
   headers: Record<string, string>,
 ): void => {
-  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+  // A request already handed to a route whose answer has begun on this socket (its body cut short
+  // after the route answered): another answer written over it would garble both; the connection
+  // just ends (node's own rule for its default answer).
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import '@fastify/websocket';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import { pipeBody } from '../infra/http/body-stream';
 import { answeringBeforeTheBody } from '../infra/http/drain';
 import type { Kernel } from '../infra/kernel';
 import { INTERNAL_KEY_PURPOSE, signPrincipal } from './internal-auth';
@@ -101,7 +102,9 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
     if (request.routeOptions.config?.access === 'public' && typeof request.headers.authorization === 'string')
       headers.authorization = request.headers.authorization;
     headers.traceparent = `00-${request.id}-${randomBytes(8).toString('hex')}-01`;
-    headers['x-forwarded-for'] = request.ip;
+    // the address taken when the request arrived: a client gone by now has no socket address left
+    // (request.ip would be undefined, and an undefined header makes the upstream call throw)
+    if (request.clientAddress) headers['x-forwarded-for'] = request.clientAddress;
     if (request.principal)
       Object.assign(headers, signPrincipal(key, request.principal, request.id, kernel.clock.now().getTime()));
 
@@ -157,8 +160,7 @@ const keepRawBody = (request: FastifyRequest, payload: Readable): Readable => {
       done();
     },
   });
-  payload.on('error', (error) => kept.destroy(error));
-  return payload.pipe(kept);
+  return pipeBody(payload, kept);
 };
 
 /** the body as received; a route whose parser consumed the payload some other way falls back to a Buffer or text body */

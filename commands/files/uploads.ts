@@ -156,6 +156,9 @@ export const receiveMultipart = (
       fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
+      // busboy destroys a part's stream with an error when the form ends inside it: a part skipped
+      // here has a listener too, or that error would end the process (the stored part's is storeStream's)
+      stream.on('error', () => undefined);
       if (name !== 'file' || stored) {
         stream.resume(); // only one part named file is read
         return;

@@ -106,6 +106,10 @@ export const createLocalObjectStore = (options: LocalObjectStoreOptions): Object
     kind: 'local',
     async put(key, body, { contentType }) {
       assertObjectKey(key); // before consuming the body
+      // The body is read only once the staging file is open: an error it emits meanwhile (a
+      // refusal of its producer, a client gone) must find a listener, or it ends the process.
+      // The error is not lost: the stream keeps it and the pipeline below rejects with it.
+      if (!Buffer.isBuffer(body)) body.on('error', () => undefined);
       const tmp = await stagingPath();
       const hash = createHash('md5'); // S3's ETag of a single-part object is the MD5 of its bytes
       let size = 0;

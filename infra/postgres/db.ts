@@ -20,6 +20,11 @@ export const createPool = (
   });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // Nor one checked out (a transaction, a worker's session) when its backend is terminated (a
+  // server restart, pg_terminate_backend): pg fails its queries with the error, which is what the
+  // holder sees, and then emits it as an event the pool no longer listens to while the client is
+  // out — without a listener of its own, that event would end the process.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 };
 

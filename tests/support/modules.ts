@@ -1,5 +1,5 @@
 import type { ServiceModules } from '../../infra/modules';
-import { mergeModules } from '../../infra/modules';
+import { discoverModules, mergeModules } from '../../infra/modules';
 
 /**
  * The services a test platform runs, by name, so that a suite can start the same ones in this
@@ -10,6 +10,8 @@ import { mergeModules } from '../../infra/modules';
  * Loaders import lazily: a role process pays only for what it runs.
  */
 export const TEST_MODULES = {
+  /** every service, as `npm start` discovers it (write-api/, read-api/, projections/, workers/) */
+  platform: discoverModules,
   /** the kernel's sample context: counters with an inline and an async projection */
   tally: async () => {
     const [{ tallyRead, tallyWrite }, tally] = await Promise.all([
@@ -42,6 +44,8 @@ export const TEST_MODULES = {
   /** the gateway's audit fallback replay */
   /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */
   'hardening-fixture': async () => (await import('../int/gateway/hardening-fixture')).hardeningFixture,
+  /** routes that make errors reach the top of the process, for the process policy suite (tests/int/http/process-fixture.ts) */
+  'process-fixture': async () => (await import('../int/http/process-fixture')).processFixture,
   /** routes and gateway ports the edge suite needs (tests/int/gateway/edge-fixture.ts) */
   'edge-fixture': async () => (await import('../int/gateway/edge-fixture')).edgeFixture,
 } satisfies Record<string, () => Promise<ServiceModules>>;
@@ -49,7 +53,7 @@ export const TEST_MODULES = {
 export type TestModuleName = keyof typeof TEST_MODULES;
 
 /** modules whose roles need one ClickHouse between them in the split run (chdb is one process's) */
-export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit']);
+export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit', 'platform']);
 
 export const isTestModuleName = (name: string): name is TestModuleName => Object.hasOwn(TEST_MODULES, name);
 

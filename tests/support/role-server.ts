@@ -15,6 +15,7 @@
  */
 import { loadConfig } from '../../infra/config';
 import { createLogger } from '../../infra/observability/logger';
+import { installProcessPolicy } from '../../infra/runtime/process-policy';
 import type { Role } from '../../app/platform';
 import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
@@ -40,10 +41,22 @@ if (auth !== 'token' && auth !== 'identity') fail('PLATFORM_TEST_AUTH must be to
 
 const clockFile = process.env.PLATFORM_TEST_CLOCK_FILE;
 const resolverFile = process.env.PLATFORM_TEST_RESOLVER_FILE;
+const logger = createLogger({ level: config.LOG_LEVEL, name: role });
+let stop: ((code: number) => void) | null = null;
+/** drains and exits once started; before that there is nothing to drain */
+const end = (code: number) => (stop ? stop(code) : process.exit(code));
+// the process policy of `platform serve` (app/cli/main.ts): contained errors logged, a fatal one drains and exits 1
+installProcessPolicy({ logger, context: { role }, onFatal: () => end(1) });
+process.on('SIGTERM', () => end(0));
+process.on('SIGINT', () => end(0));
+// started with an IPC channel by the test harness: a test process that dies does not leave its roles
+// behind, even one that dies while they are still starting
+process.on('disconnect', () => end(0));
+if (process.send && !process.connected) end(0); // it died while this process loaded its code
 const running = await startPlatform({
   role,
   config,
-  logger: createLogger({ level: config.LOG_LEVEL, name: role }),
+  logger,
   modules: await loadTestModules(names.filter(isTestModuleName)),
   clock: clockFile ? fileClock(clockFile) : undefined,
   resolver: resolverFile ? fileResolver(resolverFile) : undefined,
@@ -55,18 +68,14 @@ process.stdout.write(
 );
 
 let stopping = false;
-const stop = () => {
+stop = (code: number) => {
   if (stopping) return;
   stopping = true;
   running.stop().then(
-    () => process.exit(0),
+    () => process.exit(code),
     (error: unknown) => {
       process.stderr.write(`role-server: stop failed: ${String(error)}\n`);
       process.exit(1);
     },
   );
 };
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-// started with an IPC channel by the test harness: a test process that dies does not leave its roles behind
-process.on('disconnect', stop);

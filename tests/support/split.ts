@@ -61,7 +61,8 @@ export interface SplitPlatform {
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const START_TIMEOUT_MS = 90_000;
+/** a role with every service loads all of them (some 6 s of CPU each, four roles at once): on a loaded machine that takes minutes */
+const START_TIMEOUT_MS = 150_000;
 
 export interface RoleProcess {
   child: ChildProcess;

@@ -1,6 +1,6 @@
 import busboy from 'busboy';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { commonErrors, isDomainError } from '../../domain/shared/errors';
 import { filesErrors } from '../../domain/files/errors';
 import { filesContext } from '../../commands/files/context';
@@ -17,7 +17,7 @@ import { drainRest } from '../../infra/http/drain';
  */
 const formProblem = (message: string) => commonErrors.validation([{ field: 'body', message, code: 'INVALID_FORM' }]);
 
-const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> =>
+const receive = (kernel: Kernel, request: FastifyRequest, body: Readable): Promise<void> =>
   new Promise<void>((resolve, reject) => {
     const ctx = filesContext(kernel);
     const secret = kernel.engines.secrets.key('objects.presign.v1').toString('base64');
@@ -34,13 +34,16 @@ const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> =>
     const fail = (error: unknown) => {
       if (settled) return;
       settled = true;
-      request.bodyStream?.unpipe(parser);
+      body.unpipe(parser);
       reject(isDomainError(error) ? error : formProblem('the form is malformed or ended early'));
     };
     parser.on('field', (name, value) => {
       fields[name] = value;
     });
     parser.on('file', (name, stream) => {
+      // busboy destroys a file stream with an error when the form ends inside it: every part,
+      // read or skipped, has a listener, or that error would end the process
+      stream.on('error', (error) => fail(error));
       if (name !== 'file' || stored) return void stream.resume();
       const check = verifyLocalPost(secret, fields, kernel.clock.now().getTime());
       if (!check.valid || !check.policy) {
@@ -55,6 +58,9 @@ const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> =>
           done(bytes > policy.maxBytes ? filesErrors.payloadTooLarge('document', policy.maxBytes) : null, chunk);
         },
       });
+      // The refusal (413) is this transform's error: it can come before the store starts reading
+      // (the local store first makes its staging folder), so it is listened to from the start.
+      bounded.on('error', fail);
       stream.on('error', (error) => bounded.destroy(error));
       stored = ctx.objects.put(policy.key, stream.pipe(bounded), { contentType: policy.contentType }).then(async () => {
         if (bytes < policy.minBytes) {
@@ -65,6 +71,8 @@ const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> =>
       stored.catch(fail);
     });
     parser.on('error', fail);
+    // a client that goes away mid-form: the parser would wait for the rest for ever
+    body.on('error', fail);
     parser.on('close', () => {
       if (!stored) return fail(formProblem('a part named file is required, after the signed fields'));
       stored.then(() => {
@@ -73,7 +81,7 @@ const receive = (kernel: Kernel, request: FastifyRequest): Promise<void> =>
         resolve();
       }, fail);
     });
-    request.bodyStream!.pipe(parser);
+    body.pipe(parser);
   });
 
 export const registerLocalUpload = (app: FastifyInstance, kernel: Kernel): void => {
@@ -89,9 +97,10 @@ export const registerLocalUpload = (app: FastifyInstance, kernel: Kernel): void 
     async (request: FastifyRequest, reply: FastifyReply) => {
       if (filesContext(kernel).objects.kind !== 'local')
         throw commonErrors.notFound('Uploads go to the object store itself.');
-      if (!request.bodyStream) throw filesErrors.multipartRequired(request.headers['content-type']);
+      const body = request.bodyStream;
+      if (!body) throw filesErrors.multipartRequired(request.headers['content-type']);
       try {
-        await receive(kernel, request);
+        await receive(kernel, request, body);
       } catch (error) {
         drainRest(request);
         throw error;
