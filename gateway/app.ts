@@ -288,7 +288,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
               latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
               actorId: p ? (p.impersonatorId ? `${p.userId} (by ${p.impersonatorId})` : p.userId) : null,
               tenantId: p?.tenantId ?? null,
-              clientAddress: request.ip,
+              clientAddress: request.ip ?? null, // undefined once the client has gone
               userAgent: typeof userAgent === 'string' ? userAgent : null,
               traceId: request.id,
               occurredAt: kernel.clock.now().toISOString(),

@@ -11,7 +11,7 @@ export interface ApiCall {
   latencyMs: number;
   actorId: string | null;
   tenantId: string | null;
-  clientAddress: string;
+  clientAddress: string | null;
   userAgent: string | null;
   traceId: string;
   occurredAt: string;

@@ -29,16 +29,16 @@ const auditRedrive = (
     tx,
     rows.map((row) =>
       auditRecord(
-      {
-        action,
-        entityType: 'events.dlq',
-        entityId: row.id,
-        tenantId: row.tenant_id,
-        actorId,
-        traceId,
-        timestamp: kernel.clock.now().toISOString(),
-        before: { status: row.status },
-        after: { status: after },
+        {
+          action,
+          entityType: 'events.dlq',
+          entityId: row.id,
+          tenantId: row.tenant_id,
+          actorId,
+          traceId,
+          timestamp: kernel.clock.now().toISOString(),
+          before: { status: row.status },
+          after: { status: after },
           meta: { eventId: row.event_id, topic: row.topic, type: row.type, subscriptionId: row.subscription_id },
         },
         kernel.ids.next(),
