@@ -166,7 +166,7 @@ export default defineRoutes({
     r.put(
       '/billing/subscriptions/:id/external-id',
       {
-        config: { access: 'bearer', problems: [403, 404, 409] },
+        config: { access: 'bearer', whileSuspended: 'allowed', problems: [403, 404, 409] },
         schema: {
           summary:
             "The platform owner binds a tenant's subscription to the payment provider's subscription id (unique across tenants; 409 when another tenant's)",
