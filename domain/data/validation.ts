@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonValue } from '../shared/json';
 import type { FieldError } from '../shared/errors';
 import type { Column, Model } from './catalog';
 import { DATA_LIMITS, dataErrors } from './errors';
@@ -45,7 +46,7 @@ const valueSchema = (c: Column): z.ZodType => {
       return z.iso.date();
     case 'json':
     case 'jsonb':
-      return z.json();
+      return JsonValue;
     default:
       return c.udt.startsWith('_') ? z.array(z.unknown()) : z.unknown();
   }

@@ -15,6 +15,7 @@ import { createTemplate } from '../../commands/notify/templates';
 import { executeCommand, requestMeta } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
+import { jsonBody } from '../../infra/http/operation-docs';
 import {
   BATCH_MAX,
   BatchBody,
@@ -148,7 +149,18 @@ export default defineRoutes({
     r.post(
       '/notify/channels',
       {
-        config: { ...manage, problems: [409] },
+        config: {
+          ...manage,
+          problems: [409],
+          // the types are the adapters installed when the document is made (modules add theirs at start)
+          openapi: () => ({
+            requestBody: jsonBody(
+              ChannelBody.extend({
+                type: z.enum([...ctx().adapters.keys()] as [string, ...string[]]).describe('an installed adapter type'),
+              }),
+            ),
+          }),
+        },
         schema: {
           summary: 'Register a channel (an instance of an installed adapter type)',
           body: ChannelBody,

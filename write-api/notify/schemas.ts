@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../../domain/shared/json';
 import { TemplateFormat } from '../../domain/notify/events';
 import { Priority } from '../../domain/notify/priority';
 import { VARIABLE_NAME } from '../../domain/notify/template';
@@ -17,10 +18,9 @@ export const Recipient = z
     address: z.string().min(1).max(320).optional(),
   })
   .strict()
-  .refine((r) => (r.userId === undefined) !== (r.address === undefined), 'give exactly one of userId and address');
-export const Meta = z
-  .record(z.string(), z.unknown())
-  .refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON');
+  .refine((r) => (r.userId === undefined) !== (r.address === undefined), 'give exactly one of userId and address')
+  .meta({ oneOf: [{ required: ['userId'] }, { required: ['address'] }] });
+export const Meta = JsonObject.refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON');
 const Subject = z.string().max(998);
 const Body = z.string().max(65_536);
 
@@ -81,10 +81,7 @@ export const ChannelBody = z.object({
     .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore and dash'),
   type: z.string().min(1).max(64).describe('an installed adapter type: email, websocket, push, or one a module added'),
   iconUrl: z.string().url().max(2048).nullable().default(null),
-  config: z
-    .record(z.string(), z.unknown())
-    .default({})
-    .describe("the adapter's settings; secrets in it are sealed and redacted on read"),
+  config: JsonObject.default({}).describe("the adapter's settings; secrets in it are sealed and redacted on read"),
 });
 
 const base64url = (bytes: number, what: string) =>
