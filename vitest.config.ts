@@ -40,6 +40,7 @@ export const SPLIT_SUITES = [
   'tests/int/billing/escalation.spec.ts',
   'tests/int/billing/gateways.spec.ts',
   'tests/int/billing/usage.spec.ts',
+  'tests/int/gateway/contract.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

@@ -144,7 +144,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     genReqId: traceIdOf,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // the documents bound every path parameter by it (gateway/openapi.ts)
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // the router's own refusals (bad percent-encoding, an over-long path parameter) and the HTTP

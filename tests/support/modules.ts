@@ -39,6 +39,8 @@ export const TEST_MODULES = {
   events: async () => (await import('./events')).eventsModules,
   /** the module registry and the data layer (migrations, generated CRUD, introspection) */
   data: async () => (await import('./data')).dataModules,
+  /** every service of the repository, as `platform start` discovers them (the documents of all nine namespaces) */
+  everything: async () => (await import('../../infra/modules')).discoverModules(),
   /** the gateway's audit fallback replay */
   'gateway-workers': async () => mergeModules({ workers: [(await import('../../workers/gateway')).default] }),
   /** a route that fails unexpectedly, for the 5xx of the hardening suite (tests/int/gateway/hardening-fixture.ts) */
@@ -50,7 +52,7 @@ export const TEST_MODULES = {
 export type TestModuleName = keyof typeof TEST_MODULES;
 
 /** modules whose roles need one ClickHouse between them in the split run (chdb is one process's) */
-export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit']);
+export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit', 'everything']);
 
 export const isTestModuleName = (name: string): name is TestModuleName => Object.hasOwn(TEST_MODULES, name);
 

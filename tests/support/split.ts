@@ -58,7 +58,8 @@ export interface SplitPlatform {
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const START_TIMEOUT_MS = 90_000;
+// a role with every service (the documents' suite) takes 90 s and more to start on a loaded 2-core machine
+const START_TIMEOUT_MS = 180_000;
 
 interface RoleProcess {
   child: ChildProcess;
