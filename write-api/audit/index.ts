@@ -127,7 +127,8 @@ export default defineRoutes({
     r.post(
       '/audit/anonymize',
       {
-        config: { access: 'permission', permission: 'audit.anonymize' },
+        // 404: a user the tenant does not know
+        config: { access: 'permission', permission: 'audit.anonymize', problems: [404] },
         schema: { body: z.object({ userId: z.string().min(1).max(128) }), response: { 202: Anonymization } },
       },
       async (request, reply) =>

@@ -39,7 +39,8 @@ export const SendBody = z
   .refine((b) => b.body !== undefined || b.templateId !== undefined, {
     message: 'body is required unless templateId is given',
     path: ['body'],
-  });
+  })
+  .meta({ anyOf: [{ required: ['body'] }, { required: ['templateId'] }] });
 export type SendBody = z.infer<typeof SendBody>;
 
 export const BatchBody = z
@@ -57,7 +58,8 @@ export const BatchBody = z
   .refine((b) => b.body !== undefined || b.templateId !== undefined, {
     message: 'body is required unless templateId is given',
     path: ['body'],
-  });
+  })
+  .meta({ anyOf: [{ required: ['body'] }, { required: ['templateId'] }] });
 export type BatchBody = z.infer<typeof BatchBody>;
 
 export const TemplateBody = z.object({
@@ -88,12 +90,15 @@ const base64url = (bytes: number, what: string) =>
   z
     .string()
     .regex(/^[A-Za-z0-9_-]+={0,2}$/, `${what} in base64url`)
-    .refine((v) => Buffer.from(v, 'base64url').length === bytes, `${what}: ${bytes} bytes in base64url`);
+    .refine((v) => Buffer.from(v, 'base64url').length === bytes, `${what}: ${bytes} bytes in base64url`)
+    // the document says how long that is: unpadded or padded base64url of exactly those bytes
+    .meta({ minLength: Math.ceil((bytes * 4) / 3), maxLength: Math.ceil(bytes / 3) * 4 });
 export const PushSubscriptionBody = z.object({
   endpoint: z
     .string()
     .max(2048)
-    .refine((v) => URL.canParse(v) && new URL(v).protocol === 'https:', 'the push service endpoint, an https URL'),
+    .refine((v) => URL.canParse(v) && new URL(v).protocol === 'https:', 'the push service endpoint, an https URL')
+    .meta({ format: 'uri', pattern: '^https://' }),
   expirationTime: z.number().nullable().optional(),
   keys: z.object({ p256dh: base64url(65, 'the P-256 public key'), auth: base64url(16, 'the auth secret') }),
 });
