@@ -16,6 +16,7 @@ import { $ZodType, safeEncode } from 'zod/v4/core';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { commonErrors } from '../domain/shared/errors';
+import { PLATFORM_WILDCARD } from '../domain/shared/permissions';
 import type { Principal, RouteAccess } from '../infra/http/auth';
 import { bearerToken, hasPermission, isAdmin } from '../infra/http/auth';
 import { credentialSchemeFor } from '../infra/http/credentials';
@@ -23,6 +24,7 @@ import { pipeBody } from '../infra/http/body-stream';
 import { drainUnreadBody } from '../infra/http/drain';
 import { JsonDepthGuard, unstorableText } from '../infra/http/json-guard';
 import { stringifyJson } from '../infra/http/json';
+import type { OperationDoc } from '../infra/http/operation-docs';
 import type { Kernel } from '../infra/kernel';
 import { PLATFORM_VERSION } from '../infra/kernel';
 import type { RoutePlugin } from '../infra/modules';
@@ -32,7 +34,7 @@ import { registerDocs } from './docs';
 import { frameworkProblem, gatewayErrors, problemHandler, rawProblemResponse } from './errors';
 import { INTERNAL_KEY_PURPOSE, verifyPrincipal } from './internal-auth';
 import type { RouteDoc } from './openapi';
-import { openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
+import { MAX_PARAM_LENGTH, openApiTransform, operationKey, PROBLEM_SCHEMA } from './openapi';
 import type { WhileSuspended } from '../infra/http/gateway-ports';
 import { gatewayPorts, PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
 import { proxyScope } from './proxy';
@@ -74,6 +76,8 @@ declare module 'fastify' {
     whileSuspended?: WhileSuspended;
     /** request headers (lower case) the split gateway forwards to the route beyond its usual few (a webhook's signature header) */
     forwardHeaders?: string[];
+    /** what the route's zod schemas cannot say, for its OpenAPI operation: a multipart body, bytes, redirects (infra/http/operation-docs.ts) */
+    openapi?: OperationDoc | (() => OperationDoc);
   }
 }
 
@@ -147,6 +151,8 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'traceId' }),
     genReqId: traceIdOf,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // the documents bound every path parameter by it (gateway/openapi.ts)
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // the router's own refusals (bad percent-encoding, an over-long path parameter) and the HTTP
@@ -168,8 +174,10 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   // other media (file uploads) add their parser in their own scope.
   app.removeContentTypeParser('text/plain');
   // an empty body sent with Content-Type application/json is no body (a bodyless endpoint accepts it;
-  // one that needs a body answers its validation error)
-  const parseJson = app.getDefaultJsonParser('error', 'ignore');
+  // one that needs a body answers its validation error). A member named __proto__ or constructor is
+  // data: JSON.parse makes it an own property, never the object's prototype, and the schemas keep it
+  // (domain/shared/json.ts JsonObject) — refusing it called valid JSON invalid (docs/decisions.md).
+  const parseJson = app.getDefaultJsonParser('ignore', 'ignore');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') done(null, undefined);
@@ -181,19 +189,18 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.setErrorHandler(problemHandler(config.problemsBaseUrl, config.BODY_LIMIT_BYTES));
   // A shadow router of every route's path answers "which methods exist here?" for 405s; the
   // routes themselves are kept for the OpenAPI documents (their config is final once registered).
-  const paths = FindMyWay();
+  const resources = new ResourceMethods();
   const routes = new Map<string, { config?: FastifyContextConfig; schema?: { body?: unknown } }>();
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
       if (method === 'HEAD') continue;
-      paths.on(method as 'GET', route.url, () => undefined);
+      resources.add(method, route.url);
       routes.set(operationKey(method, route.url), route);
     }
   });
   app.setNotFoundHandler((request) => {
-    const url = request.url.split('?')[0] ?? '/';
-    const allowed = METHODS.filter((m) => m !== request.method && paths.find(m, url) !== null);
-    throw allowed.length
+    const allowed = resources.allowed(request.url.split('?')[0] ?? '/');
+    throw allowed?.length
       ? commonErrors.methodNotAllowed(request.method, allowed)
       : commonErrors.notFound(`No route matches ${request.method} ${request.url.split('?')[0]}.`);
   });
@@ -202,12 +209,13 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
   app.addHook('onRequest', async (request, reply) => {
     reply.headers(headers).header('cache-control', NO_STORE);
     if (request.url.startsWith('/api-docs')) reply.header('content-security-policy', DOCS_POLICY);
-    if (!ACCEPTED_METHODS.has(request.method)) {
-      const url = request.url.split('?')[0] ?? '/';
-      throw commonErrors.methodNotAllowed(
-        request.method,
-        METHODS.filter((m) => paths.find(m, url) !== null),
-      );
+    // the resource a path names is its most specific route, whatever the method: GET /v1/files/upload
+    // is a wrong method on the upload (405, Allow: POST), not a file id that is no UUID
+    if (request.method !== 'OPTIONS') {
+      const allowed = resources.allowed(request.url.split('?')[0] ?? '/');
+      const method = request.method === 'HEAD' ? 'GET' : request.method;
+      if (allowed ? !allowed.includes(method) : !ACCEPTED_METHODS.has(request.method))
+        throw commonErrors.methodNotAllowed(request.method, allowed ?? []);
     }
     if (/%00/i.test(request.url))
       throw commonErrors.validation([
@@ -328,6 +336,7 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
       idempotency: c.idempotency,
       problems: c.problems,
       hasBody: Boolean(route.schema?.body),
+      openapi: c.openapi,
     };
   };
   registerDocs(app, config.rootUrl, config.API_SNAPSHOT_DIR, (key, path) => {
@@ -607,6 +616,36 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** methods the platform answers at all; others (QUERY, PROPFIND, …) are 405 before their body is read */
 const ACCEPTED_METHODS = new Set<string>([...METHODS, 'HEAD', 'OPTIONS']);
 
+/**
+ * The methods of each resource: a route's path with its parameters named by position, so that
+ * /files/:id and /files/:fileId/… are one shape. A request's resource is the most specific path
+ * that matches it, whatever the method (the router's order: static segments before parameters
+ * before wildcards) — what the OpenAPI documents list as one path with its operations.
+ */
+class ResourceMethods {
+  readonly #router = FindMyWay();
+  readonly #methods = new Map<string, Set<string>>();
+
+  add(method: string, url: string): void {
+    let i = 0;
+    const shape = url.replace(/:[A-Za-z0-9_]+/g, () => `:p${i++}`);
+    let methods = this.#methods.get(shape);
+    if (!methods) {
+      methods = new Set();
+      this.#methods.set(shape, methods);
+      this.#router.on('GET', shape, () => undefined, { shape });
+    }
+    methods.add(method);
+  }
+
+  /** the methods of the resource at a path, in a fixed order; null when no route has that path */
+  allowed(path: string): string[] | null {
+    const found = this.#router.find('GET', path);
+    const methods = found && this.#methods.get((found.store as { shape: string }).shape);
+    return methods ? METHODS.filter((m) => methods.has(m)) : null;
+  }
+}
+
 const HealthComponent = z.object({
   status: z.enum(['healthy', 'degraded', 'unhealthy']),
   latencyMs: z.number().nullable(),
@@ -656,11 +695,12 @@ const registerOperational = (app: FastifyInstance, kernel: Kernel): void => {
   r.get(
     '/health',
     {
-      config: { access: 'admin', namespace: 'gateway' },
+      // the platform's infrastructure is the platform owner's to see, not any tenant's Owner (docs/decisions.md)
+      config: { access: 'permission', permission: PLATFORM_WILDCARD, namespace: 'gateway' },
       schema: {
         tags,
         security: [{ bearer: [] }],
-        summary: "Each configured component's status and latency (an admin role)",
+        summary: "Each configured component's status and latency (the platform owner: platform.*)",
         response: {
           200: Report.describe('every component healthy'),
           207: Report.describe('some component degraded'),

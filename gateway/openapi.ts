@@ -1,5 +1,7 @@
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
+import { IDEMPOTENCY_KEY_PATTERN } from '../infra/http/commands';
+import type { OperationDoc } from '../infra/http/operation-docs';
 
 /**
  * What the OpenAPI documents say beyond the routes' zod schemas, added generically so that every
@@ -40,6 +42,8 @@ export interface RouteDoc {
   /** problem statuses the route answers beyond the generic ones */
   problems?: number[];
   hasBody: boolean;
+  /** what its zod schemas cannot say: a multipart body, answers that are not JSON (infra/http/operation-docs.ts) */
+  openapi?: OperationDoc | (() => OperationDoc);
 }
 
 /** the key of an operation: method and the route's path in OpenAPI form (/v1/wallets/{id}) */
@@ -76,6 +80,7 @@ const SUCCESS: Record<string, string> = {
   201: 'Created',
   202: 'Accepted',
   204: 'No content',
+  206: 'Partial content: the byte range asked for',
   207: 'Multi-status: an RFC 9457 problem per failed item',
 };
 
@@ -89,22 +94,65 @@ export const problemStatuses = (route: RouteDoc, path: string, rateLimited: bool
   }
   if (path.includes('{') || (route.namespace && !PLATFORM_NAMESPACES.has(route.namespace))) statuses.add(404);
   if (route.idempotency) statuses.add(409);
-  if (route.hasBody) {
+  if (route.hasBody || (route.openapi && typeof route.openapi !== 'function' && route.openapi.requestBody)) {
     statuses.add(413);
     statuses.add(415);
   }
   return [...statuses].sort((a, b) => a - b);
 };
 
-type Operation = { parameters?: { in: string; name: string }[]; responses?: Record<string, { description?: string }> };
+type Media = object;
+type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, Media> };
+type Operation = {
+  parameters?: { in: string; name: string; schema?: { type?: unknown; format?: unknown; maxLength?: unknown } }[];
+  requestBody?: unknown;
+  responses?: Record<string, Response>;
+};
+
+/** a route's own documentation merged in: its request body, and per status a description, headers and media types */
+const mergeDoc = (op: Operation, doc: OperationDoc): void => {
+  if (doc.requestBody) op.requestBody = doc.requestBody;
+  const responses = (op.responses ??= {});
+  for (const [status, answer] of Object.entries(doc.responses ?? {})) {
+    const generated = responses[status] ?? {};
+    responses[status] = {
+      ...generated,
+      description: answer.description,
+      ...(answer.headers || generated.headers ? { headers: { ...generated.headers, ...answer.headers } } : {}),
+      ...(answer.content || generated.content ? { content: { ...generated.content, ...answer.content } } : {}),
+    };
+  }
+};
+
+/** the longest path parameter the router accepts (Fastify maxParamLength); a longer one is 400 TOO_LONG */
+export const MAX_PARAM_LENGTH = 100;
+const UUID_LENGTH = 36;
+
+/** every path parameter as long as the router lets it be: a UUID 36 characters, anything else at most MAX_PARAM_LENGTH */
+const boundPathParameters = (op: Operation): void => {
+  for (const p of op.parameters ?? []) {
+    if (p.in !== 'path' || !p.schema || p.schema.type !== 'string') continue;
+    const most = p.schema.format === 'uuid' ? UUID_LENGTH : MAX_PARAM_LENGTH;
+    const declared = typeof p.schema.maxLength === 'number' ? p.schema.maxLength : most;
+    p.schema.maxLength = Math.min(declared, most);
+  }
+};
 
 /** completes one operation of a generated document in place */
 export const completeOperation = (op: Operation, path: string, route: RouteDoc, rateLimited: boolean): void => {
+  const doc = typeof route.openapi === 'function' ? route.openapi() : route.openapi;
+  if (doc) mergeDoc(op, doc);
+  boundPathParameters(op);
   const responses = op.responses ?? {};
   for (const [status, response] of Object.entries(responses)) {
     if (response.description === 'Default Response' && SUCCESS[status]) response.description = SUCCESS[status];
   }
-  for (const status of problemStatuses(route, path, rateLimited)) responses[String(status)] ??= problemResponse(status);
+  for (const status of problemStatuses(route, path, rateLimited)) {
+    const problem = problemResponse(status);
+    const declared = responses[String(status)];
+    // a route's own headers for a problem status (416's Content-Range) get the Problem body
+    responses[String(status)] = !declared ? problem : declared.content ? declared : { ...problem, ...declared };
+  }
   op.responses = responses;
   if (
     route.idempotency &&
@@ -116,7 +164,7 @@ export const completeOperation = (op: Operation, path: string, route: RouteDoc, 
         in: 'header',
         name: 'Idempotency-Key',
         required: route.idempotency === 'required',
-        schema: { type: 'string', format: 'uuid' },
+        schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN, minLength: 36, maxLength: 36 },
         description:
           'UUID v4 or v7 (compared case-insensitively); the same key and body answer the stored response (Idempotent-Replayed: true)',
       } as { in: string; name: string },

@@ -6,7 +6,7 @@ import type { Kernel } from '../../infra/kernel';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import { ModuleAggregate, moduleStream } from './aggregates';
 import { recordInstallation } from './installations';
-import { findModule } from './lookups';
+import { findModule, tenantExists } from './lookups';
 import type { MigrationOutcome } from './migrate';
 import { clearDirty, dropModuleSchema, forceVersion, migrateModule, schemaStateOf } from './migrate';
 import { reconcilePermissions } from './permissions';
@@ -69,6 +69,8 @@ export const installModule = async (
   tenantId: string,
 ): Promise<InstallationView> => {
   const m = await live(kernel, idOrSlug);
+  // an installation names a tenant that exists: checked before any migration runs
+  if (!(await tenantExists(kernel.db, tenantId))) throw registryErrors.tenantNotFound(tenantId);
   const outcome = await migrate(kernel, m);
   if (outcome.status === 'error') throw registryErrors.migrationFailed(outcome.migrationError ?? 'unknown error');
   return activation(kernel, actor, traceId, m, tenantId, true, outcome.version);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../shared/json';
 
 /** spec 002 "Audit record": the resource every read endpoint and the export answer with */
 export const AuditRecordView = z.object({
@@ -10,9 +11,9 @@ export const AuditRecordView = z.object({
   actorIp: z.string().nullable(),
   actorUserAgent: z.string().nullable(),
   tenantId: z.string(),
-  before: z.record(z.string(), z.unknown()).nullable(),
-  after: z.record(z.string(), z.unknown()).nullable(),
-  meta: z.record(z.string(), z.unknown()).nullable(),
+  before: JsonObject.nullable(),
+  after: JsonObject.nullable(),
+  meta: JsonObject.nullable(),
   traceId: z.string().nullable(),
   timestamp: z.string().describe('ISO 8601 UTC'),
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../shared/json';
 import type { StoredEvent } from '../shared/event';
 import { entityIdOf } from '../shared/event';
 import { PLATFORM_TENANT_ID } from '../identity/constants';
@@ -12,7 +13,7 @@ import type { NewAuditRecord } from './record';
 export const AUDIT_RECORD_CREATED = 'audit.record.created';
 export const API_CALLED = 'audit.api.called';
 
-const Json = z.record(z.string(), z.unknown());
+const Json = JsonObject;
 const RecordCreated = z.object({
   type: z.literal(AUDIT_RECORD_CREATED),
   data: z.object({

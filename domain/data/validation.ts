@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonValue } from '../shared/json';
 import type { FieldError } from '../shared/errors';
 import { CalendarDate, Instant } from '../shared/instant';
 import type { Column, Model } from './catalog';
@@ -48,7 +49,7 @@ const valueSchema = (c: Column): z.ZodType => {
     // JSON null is SQL NULL (statements.ts): a NOT NULL column takes any JSON value but null
     case 'json':
     case 'jsonb':
-      return c.nullable ? z.json() : z.json().refine((v) => v !== null, 'must not be null');
+      return c.nullable ? JsonValue : JsonValue.refine((v) => v !== null, 'must not be null');
     default:
       return c.udt.startsWith('_') ? z.array(z.unknown()) : z.unknown();
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../shared/json';
 
 /** What the bus answers (spec 002, Event and the items and responses it lists; the rest is ours, docs/decisions.md). */
 export const EventView = z.object({
@@ -7,7 +8,7 @@ export const EventView = z.object({
   source: z.string(),
   tenantId: z.string(),
   entityId: z.string(),
-  payload: z.record(z.string(), z.unknown()),
+  payload: JsonObject,
   schemaVersion: z.string(),
   traceId: z.string().nullable(),
   timestamp: z.string(),
@@ -92,7 +93,7 @@ export const DlqView = z.object({
   eventId: z.string(),
   topic: z.string(),
   type: z.string(),
-  payload: z.record(z.string(), z.unknown()),
+  payload: JsonObject,
   failureCount: z.number().int(),
   lastError: z.string(),
   status: z.enum(['pending', 'retrying', 'resolved']),
@@ -107,7 +108,7 @@ export type DlqView = z.infer<typeof DlqView>;
 export const TaskView = z.object({
   id: z.string(),
   type: z.string(),
-  payload: z.record(z.string(), z.unknown()),
+  payload: JsonObject,
   status: z.enum(['queued', 'running', 'done', 'failed']),
   attempts: z.number().int(),
   maxAttempts: z.number().int(),

@@ -20,7 +20,8 @@ export const Operation = z.discriminatedUnion('type', [
   z.object({ type: z.literal('crop'), x: Offset, y: Offset, width: Side, height: Side }),
   z
     .object({ type: z.literal('resize'), width: Side.optional(), height: Side.optional() })
-    .refine((r) => r.width !== undefined || r.height !== undefined, 'resize needs a width, a height or both'),
+    .refine((r) => r.width !== undefined || r.height !== undefined, 'resize needs a width, a height or both')
+    .meta({ anyOf: [{ required: ['width'] }, { required: ['height'] }] }),
   z.object({ type: z.literal('convert'), format: z.enum(OUTPUT_FORMATS) }),
   z.object({ type: z.literal('rotate'), degrees: z.union([z.literal(90), z.literal(180), z.literal(270)]) }),
 ]);

@@ -36,6 +36,14 @@ export const moduleErrors = defineErrors({
 
 /** The data-model layer's refusals of registry commands (install, update, migrations). */
 export const registryErrors = defineErrors({
+  /** an installation for a tenant the platform does not have (the tenant is in the body: 404 naming the field) */
+  tenantNotFound: (tenantId: string) => ({
+    status: 404,
+    suffix: 'not-found',
+    title: 'Not found',
+    detail: `There is no tenant ${tenantId}.`,
+    errors: [{ field: 'tenantId', message: 'no tenant has this id', code: 'NOT_FOUND' }],
+  }),
   notInstalled: () => ({
     status: 404,
     suffix: 'module-not-found',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../shared/json';
 import { Priority } from './priority';
 
 /**
@@ -22,7 +23,7 @@ const NotificationQueued = z.object({
     subject: z.string(),
     priority: Priority,
     templateId: z.string().nullable(),
-    meta: z.record(z.string(), z.unknown()),
+    meta: JsonObject,
     /** the platform module that sent it (identity, billing, …): the per-module rate limit's key */
     module: z.string().nullable(),
     purpose: z.string().nullable(),
@@ -119,7 +120,7 @@ const ChannelRegistered = z.object({
     type: z.string(),
     iconUrl: z.string().nullable(),
     /** with every secret replaced by "[redacted]": secrets are sealed in notify.channel_secrets, never in an event */
-    config: z.record(z.string(), z.unknown()),
+    config: JsonObject,
     registeredAt: z.string(),
   }),
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../shared/json';
 import { TemplateFormat } from './events';
 import { Priority } from './priority';
 
@@ -15,7 +16,7 @@ export const NotificationView = z.object({
   sentAt: z.string().nullable().describe('when the last attempt was handed to the channel'),
   deliveredAt: z.string().nullable(),
   failedAt: z.string().nullable(),
-  meta: z.record(z.string(), z.unknown()),
+  meta: JsonObject,
   templateId: z.string().nullable(),
   /** when the next attempt is due (queued after a failed attempt) */
   nextAttemptAt: z.string().nullable(),
@@ -52,7 +53,7 @@ export const ChannelView = z.object({
   type: z.string(),
   iconUrl: z.string().nullable(),
   status: z.enum(['active', 'disabled']),
-  config: z.record(z.string(), z.unknown()),
+  config: JsonObject,
   registeredAt: z.string().nullable(),
   builtIn: z.boolean(),
 });

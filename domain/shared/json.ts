@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * JSON kept exactly as a client wrote it. JSON.parse turns every number into a double (an integer
  * beyond 2^53 − 1 is rounded, 1.0 becomes 1) and JS objects reorder integer-like keys, so a value
@@ -107,3 +109,20 @@ const endOfValue = (text: string, from: number): number => {
   while (i < text.length && !/[\s,}\]]/.test(text[i]!)) i += 1;
   return i;
 };
+
+const isJsonObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof RawJson);
+
+/**
+ * A JSON object of any members, kept as it was parsed — a member named __proto__ included, as the
+ * own property JSON.parse makes of it (never the object's prototype). zod's records rebuild the
+ * object and leave such a key out, silently; this schema passes the object through unchanged.
+ */
+export const JsonObject = z
+  .custom<Record<string, unknown>>(isJsonObject, 'must be a JSON object')
+  .meta({ type: 'object', additionalProperties: true });
+
+/** any JSON value (a member that is present), kept as parsed: z.json() rebuilds objects without their __proto__ members */
+export const JsonValue = z
+  .custom<unknown>((v) => v !== undefined, 'must be a JSON value')
+  .meta({ description: 'any JSON value' });

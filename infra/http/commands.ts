@@ -8,8 +8,10 @@ import type { Kernel } from '../kernel';
 import { stringifyJson } from './json';
 import { instanceOf, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
-/** UUID v4 or v7, as the spec requires of Idempotency-Key */
-const IDEMPOTENCY_KEY = /^[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/** UUID v4 or v7, any case, as the spec requires of Idempotency-Key (the OpenAPI documents show this pattern) */
+export const IDEMPOTENCY_KEY_PATTERN =
+  '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[47][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
 /** The envelope of the events a request causes: tenant and actor from the verified token only. */
 export const requestMeta = (request: FastifyRequest): CausationMeta => {

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { DomainError } from '../../domain/shared/errors';
 import { commonErrors, isDomainError } from '../../domain/shared/errors';
 import type { Problem } from './problem';
@@ -75,3 +76,29 @@ export const sendMultiStatus = <T>(
 };
 
 const bigintReplacerSafe = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value);
+
+/** an item's RFC 9457 problem, as the documents show it */
+const ItemProblem = z.looseObject({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  instance: z.string().describe('the request path and #/items/<index>'),
+  traceId: z.string(),
+  errors: z.array(z.object({ field: z.string(), message: z.string(), code: z.string().optional() })).optional(),
+});
+
+/** the answer of sendMultiStatus with items of that schema, for a route's response schema (the answer is written as text) */
+export const multiStatusSchema = <T extends z.ZodType>(item: T) =>
+  z.object({
+    results: z.array(
+      z.object({
+        index: z.number().int().min(0),
+        status: z.number().int(),
+        data: item.optional().describe('a succeeded item'),
+        problem: ItemProblem.optional().describe('a failed item'),
+      }),
+    ),
+    succeeded: z.number().int().min(0),
+    failed: z.number().int().min(0),
+  });

@@ -12,6 +12,7 @@ import { callerOf } from '../../infra/http/auth';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
+import { fileAnswer, jsonSchemaOf } from '../../infra/http/operation-docs';
 import { hmacSha256Hex } from '../../infra/security/digest';
 import { anonymizationRules, findExportJob, findRecord, listRecords } from '../../projections/audit/queries';
 
@@ -147,7 +148,15 @@ export default defineRoutes({
     r.get(
       '/audit/export/jobs/:jobId/file',
       {
-        config: exporting,
+        config: {
+          ...exporting,
+          openapi: {
+            responses: fileAnswer("the completed job's file (json: one array; csv: RFC 4180 with a header line)", {
+              'application/json': jsonSchemaOf(z.array(AuditRecordView), 'output'),
+              'text/csv': { type: 'string' },
+            }),
+          },
+        },
         schema: { params: z.object({ jobId: z.uuid() }), querystring: z.object({ tenantId: TenantChoice }) },
       },
       async (request, reply) => {

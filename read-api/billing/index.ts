@@ -89,7 +89,7 @@ export default defineRoutes({
     r.get(
       '/billing/subscriptions',
       {
-        config: view,
+        config: { ...view, problems: [404] }, // 404: a tenant_id of no tenant
         schema: {
           summary: "The tenant's subscriptions, the current one and those it replaced",
           querystring: z.object({ ...pageQuery, ...TenantQuery }),
@@ -126,7 +126,7 @@ export default defineRoutes({
     r.get(
       '/billing/usage',
       {
-        config: view,
+        config: { ...view, problems: [404] }, // 404: a tenant_id of no tenant
         schema: {
           summary: "Usage counters against the plan's limits for the current period",
           querystring: z.object(TenantQuery),
@@ -144,7 +144,7 @@ export default defineRoutes({
     r.get(
       '/billing/usage/history',
       {
-        config: view,
+        config: { ...view, problems: [404] }, // 404: a tenant_id of no tenant
         schema: {
           summary: 'Daily usage snapshots, newest first',
           querystring: z.object({ ...pageQuery, ...TenantQuery }),

@@ -1,5 +1,6 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { JsonObject } from '../../domain/shared/json';
 import { gateIntrospection, gateModel, gateModule } from '../../domain/data/access';
 import type { Model } from '../../domain/data/catalog';
 import { ModelDetail, ModelListItem, modelDetail, modelListItem, servable } from '../../domain/data/catalog';
@@ -19,7 +20,7 @@ const Name = z
   .string()
   .regex(/^[a-z][a-z0-9_]{0,62}$/)
   .describe("the model's name");
-const Record = z.record(z.string(), z.unknown());
+const Record = JsonObject;
 /** the last row of a page: its sort value (null when the column is NULL there) and id */
 const Cursor = z.object({ v: z.string().max(2048).nullable(), id: z.string().max(256) });
 

@@ -7,6 +7,7 @@ import { FileView, JobView } from '../../domain/files/views';
 import { Instant } from '../../infra/http/instant';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
+import { downloadAnswers, redirectAnswer } from '../../infra/http/operation-docs';
 import { readLinks } from '../../projections/files/links';
 import { availableFile, fileView, findFile, findJob, listFiles, storageBytes } from '../../projections/files/queries';
 import { sendObject } from './content';
@@ -85,7 +86,22 @@ export default defineRoutes({
     r.get(
       '/files/:id',
       {
-        config: { ...read, problems: [416, 422] },
+        config: {
+          ...read,
+          problems: [416, 422],
+          openapi: {
+            responses: {
+              ...downloadAnswers('download=1'),
+              200: {
+                ...downloadAnswers('download=1')[200],
+                description: 'meta=1: the File object (JSON); download=1: the bytes, as an attachment',
+              },
+              ...redirectAnswer(
+                'without download or meta: Location is a short-lived signed link (GET it without a token)',
+              ),
+            },
+          },
+        },
         schema: {
           summary:
             'The file: 302 to a signed link; download=1 the bytes as an attachment (Range supported); meta=1 the File object',
@@ -163,7 +179,11 @@ export default defineRoutes({
     r.get(
       '/files/:id/content',
       {
-        config: { access: 'public', problems: [403, 416] },
+        config: {
+          access: 'public',
+          problems: [403, 416],
+          openapi: { responses: downloadAnswers('the file or its thumbnail') },
+        },
         schema: {
           summary: 'The bytes behind a signed link (Range supported)',
           params: IdParams,

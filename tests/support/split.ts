@@ -61,8 +61,8 @@ export interface SplitPlatform {
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** a role with every service loads all of them (some 6 s of CPU each, four roles at once): on a loaded machine that takes minutes */
-const START_TIMEOUT_MS = 150_000;
+// a role with every service (the documents' suite) takes 90 s and more to start on a loaded 2-core machine
+const START_TIMEOUT_MS = 180_000;
 
 export interface RoleProcess {
   child: ChildProcess;

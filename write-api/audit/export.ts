@@ -7,6 +7,8 @@ import { ExportJob, exportFormat, planExport } from '../../domain/audit/export';
 import { AuditTenantChoice, Instant, tenantOf } from '../../domain/audit/filters';
 import { callerOf } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
+import { AuditRecordView } from '../../domain/audit/record';
+import { fileAnswer, jsonSchemaOf } from '../../infra/http/operation-docs';
 
 /** longest wait of an export for a pending anonymization (under the gateway's upstream deadline) */
 const ANONYMIZATION_WAIT_MS = 3000;
@@ -22,7 +24,25 @@ export const registerExport = (app: FastifyInstance, kernel: Kernel): void => {
   app.withTypeProvider<ZodTypeProvider>().get(
     '/audit/export',
     {
-      config: { access: 'permission', permission: 'audit.export' },
+      config: {
+        access: 'permission',
+        permission: 'audit.export',
+        openapi: {
+          responses: {
+            ...fileAnswer(
+              'a range within the hot store: the file (format=json one array, format=csv RFC 4180 with a header line)',
+              {
+                'application/json': jsonSchemaOf(z.array(AuditRecordView), 'output'),
+                'text/csv': { type: 'string' },
+              },
+            ),
+            202: {
+              description: 'a range reaching the cold archives: an export job',
+              headers: { Location: { description: 'the job (statusUrl)', required: true, schema: { type: 'string' } } },
+            },
+          },
+        },
+      },
       schema: {
         querystring: z.object({
           format: z.enum(['json', 'csv']).default('json'),

@@ -1,13 +1,15 @@
 import type { FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { JsonObject } from '../../domain/shared/json';
 import { anonymizeUser } from '../../commands/audit/anonymize';
 import { auditErrors } from '../../domain/audit/errors';
 import { ACTION, isReservedAction } from '../../domain/audit/filters';
 import { commonErrors } from '../../domain/shared/errors';
 import { auditRecord } from '../../infra/audit';
 import { requestMeta } from '../../infra/http/commands';
-import { sendMultiStatus, settleItems } from '../../infra/http/multi-status';
+import { multiStatusSchema, sendMultiStatus, settleItems } from '../../infra/http/multi-status';
+import { jsonSchemaOf } from '../../infra/http/operation-docs';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 import { registerExport } from './export';
@@ -15,9 +17,7 @@ import { registerExport } from './export';
 export const BATCH_LIMIT = 500;
 const JSON_MEMBER_LIMIT = 65_536;
 
-const Member = z
-  .record(z.string(), z.unknown())
-  .nullable()
+const Member = JsonObject.nullable()
   .optional()
   .refine(
     (v) => v == null || JSON.stringify(v).length <= JSON_MEMBER_LIMIT,
@@ -115,7 +115,17 @@ export default defineRoutes({
       {
         config: { whileSuspended: 'allowed' },
         schema: {
-          body: z.object({ records: z.array(z.unknown()).describe(`at most ${BATCH_LIMIT} bodies of POST /audit`) }),
+          // records are checked one by one (each its own outcome); the document shows what each must be
+          body: z.object({
+            records: z
+              .array(z.unknown())
+              .describe(`at most ${BATCH_LIMIT} bodies of POST /audit`)
+              .meta({ items: jsonSchemaOf(AuditRecordBody), maxItems: BATCH_LIMIT }),
+          }),
+          response: {
+            202: multiStatusSchema(Queued).describe('every record queued'),
+            207: multiStatusSchema(Queued).describe('some records refused: each result has its status and a problem'),
+          },
         },
       },
       async (request, reply) => {
@@ -139,8 +149,8 @@ export default defineRoutes({
     r.post(
       '/audit/anonymize',
       {
-        // erasing a person's data is owed whatever the subscription's state
-        config: { access: 'permission', permission: 'audit.anonymize', whileSuspended: 'allowed' },
+        // erasing a person's data is owed whatever the subscription's state; 404: a user the tenant does not know
+        config: { access: 'permission', permission: 'audit.anonymize', whileSuspended: 'allowed', problems: [404] },
         schema: { body: z.object({ userId: z.string().min(1).max(128) }), response: { 202: Anonymization } },
       },
       async (request, reply) =>

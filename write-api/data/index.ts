@@ -1,5 +1,6 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { JsonObject } from '../../domain/shared/json';
 import { createRecord, deleteRecord, updateRecord, writableModel } from '../../commands/data/records';
 import { executeCommand } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
@@ -13,7 +14,16 @@ const Name = z
   .regex(/^[a-z][a-z0-9_]{0,62}$/)
   .describe("the model's name");
 const Id = z.string().min(1).max(256);
-const Record = z.record(z.string(), z.unknown());
+const Record = JsonObject;
+/**
+ * A record's fields, checked by the handler against the model's columns (unknown fields, types and
+ * required ones: 400 with errors[]); the columns are the model's (GET /v1/data/{module}/models/{model}).
+ */
+const RecordBody = z.unknown().meta({
+  type: 'object',
+  additionalProperties: true,
+  description: "the model's columns by name (GET /v1/data/{module}/models/{model}); id is assigned by the server",
+});
 /** a record is at most 1 MB (a 400 from the model's validation); the body may be a little larger so that the answer is that 400 */
 const BODY_LIMIT = 2 * 1024 * 1024;
 
@@ -37,7 +47,7 @@ export default defineRoutes({
         schema: {
           summary: 'Create a record of a generated model',
           params: z.object({ module: Slug, model: Name }),
-          body: z.unknown(),
+          body: RecordBody,
           response: { 201: Record },
         },
       },
@@ -58,7 +68,7 @@ export default defineRoutes({
         schema: {
           summary: 'Change fields of a record',
           params: z.object({ module: Slug, model: Name, id: Id }),
-          body: z.unknown(),
+          body: RecordBody,
           response: { 200: Record },
         },
       },

@@ -1,5 +1,6 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { JsonObject } from '../../domain/shared/json';
 import { replayAll, resolveDeadLetter, retryDeadLetter } from '../../commands/events/dlq';
 import { requireTopic } from '../../commands/events/catalog';
 import { eventsContext } from '../../commands/events/context';
@@ -22,6 +23,7 @@ import { EventType, SemVer, TopicName } from '../../domain/modules/manifest';
 import { commonErrors } from '../../domain/shared/errors';
 import { requestMeta } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
+import { jsonSchemaOf } from '../../infra/http/operation-docs';
 
 /** every mutation of the bus writes the tenant's data (events, subscriptions, dead letters): refused while suspended */
 const publish = { access: 'permission', permission: 'events.publish', whileSuspended: 'refused' } as const;
@@ -31,7 +33,7 @@ const manage = { access: 'permission', permission: 'events.manage', whileSuspend
 /** one event of a publish: the envelope (eventId, source, tenantId, traceId, timestamp) is the platform's */
 const EventInput = z.object({
   type: EventType,
-  payload: z.record(z.string(), z.unknown()).describe('at most 1 MB of JSON (413 above)'),
+  payload: JsonObject.describe('at most 1 MB of JSON (413 above)'),
   schemaVersion: SemVer.optional().describe(
     "the topic schema's version the payload follows (default: the current one)",
   ),
@@ -45,7 +47,12 @@ const EventInput = z.object({
 const PublishBody = EventInput.extend({ topic: TopicName });
 const BatchBody = z.object({
   topic: TopicName,
-  events: z.array(z.unknown()).min(1).describe(`1 to ${BATCH_MAX} events {type, payload, schemaVersion?, entityId?}`),
+  // items are checked one by one after the count (batch-limit-exceeded first); the document shows what each must be
+  events: z
+    .array(z.unknown())
+    .min(1)
+    .describe(`1 to ${BATCH_MAX} events {type, payload, schemaVersion?, entityId?}`)
+    .meta({ items: jsonSchemaOf(EventInput), maxItems: BATCH_MAX }),
 });
 const SubscriptionBody = z.object({
   topic: TopicName,

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { BUCKETS } from '../../domain/files/constants';
+import { BUCKETS, META_MAX_BYTES, ORIGINAL_NAME_MAX_BYTES } from '../../domain/files/constants';
 import { filesErrors } from '../../domain/files/errors';
 import { uploadFields } from '../../domain/files/fields';
 import { limitFor } from '../../domain/files/media';
@@ -14,6 +14,7 @@ import { stagingKey } from '../../commands/files/keys';
 import { countStaged } from '../../commands/files/lookups';
 import { receiveMultipart } from '../../commands/files/uploads';
 import { executeCommand } from '../../infra/http/commands';
+import { BYTES, multipartBody } from '../../infra/http/operation-docs';
 import { answeringBeforeTheBody, drainRest } from '../../infra/http/drain';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
@@ -25,13 +26,48 @@ const IdParams = z.object({ id: Id });
 /** room for the multipart framing and text fields around the largest file allowed */
 const MULTIPART_SLACK = 64 * 1024;
 
+/** a media type such as image/png (what uploads and presigns accept) */
+const MEDIA_TYPE = /^[\w.+-]+\/[\w.+-]+$/;
+/** the multipart body of POST /files/upload as domain/files/fields.ts checks it (the stream is read by the handler, not validated by a schema) */
+const UploadForm = multipartBody(
+  'The text fields first (an unknown bucket or a bad field refuses the upload before its bytes are stored), then the part `file`.',
+  {
+    bucket: { type: 'string', enum: [...BUCKETS] },
+    originalName: {
+      type: 'string',
+      minLength: 1,
+      maxLength: ORIGINAL_NAME_MAX_BYTES,
+      description: 'at most 1024 bytes of UTF-8',
+    },
+    mimeType: {
+      type: 'string',
+      // parameters (; charset=…) are allowed here: the check reads the type before them
+      pattern: '^\\s*[\\w.+-]+/[\\w.+-]+\\s*(;.*)?$',
+      description:
+        'the type the client names: used only for text without a signature; otherwise detected from the bytes',
+    },
+    meta: {
+      type: 'string',
+      maxLength: META_MAX_BYTES,
+      contentMediaType: 'application/json',
+      description: `a JSON object, at most ${META_MAX_BYTES} bytes`,
+    },
+    file: {
+      ...BYTES,
+      description: 'the file: images up to FILES_MAX_IMAGE_SIZE_MB, others up to FILES_MAX_DOCUMENT_SIZE_MB',
+    },
+  },
+  ['bucket', 'originalName', 'file'],
+);
+
 const PresignBody = z.object({
-  bucket: z.string().max(32),
-  originalName: z.string().min(1).max(1024),
-  mimeType: z
+  // an unknown bucket answers its own suffix (bucket-invalid), so the enum is the document's, not the validator's
+  bucket: z
     .string()
-    .regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a media type such as image/png')
-    .max(255),
+    .max(32)
+    .meta({ enum: [...BUCKETS] }),
+  originalName: z.string().min(1).max(1024),
+  mimeType: z.string().regex(MEDIA_TYPE, 'must be a media type such as image/png').max(255),
   sizeBytes: z.number().int().min(1),
 });
 const PresignAnswer = z.object({
@@ -150,7 +186,13 @@ export default defineRoutes({
       '/files/upload',
       {
         // counted: at or above the plan's storage_bytes the gateway answers 402 plan-limit-exceeded (billing)
-        config: { ...write, streamBody: true, counts: 'storage_bytes', problems: [402, 413, 415, 503] },
+        config: {
+          ...write,
+          streamBody: true,
+          counts: 'storage_bytes',
+          problems: [402, 413, 415, 503],
+          openapi: { requestBody: UploadForm },
+        },
         preHandler: beforeUpload(kernel),
         schema: {
           summary: 'Upload a file (multipart/form-data: file, bucket, originalName, mimeType?, meta?)',

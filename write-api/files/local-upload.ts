@@ -7,6 +7,8 @@ import { filesContext } from '../../commands/files/context';
 import { verifyLocalPost } from '../../infra/objects/local-signature';
 import type { Kernel } from '../../infra/kernel';
 import { drainRest } from '../../infra/http/drain';
+import { BYTES, multipartBody } from '../../infra/http/operation-docs';
+import { z } from 'zod';
 
 /**
  * The local object store's form uploads (`npm start` without S3): what S3 does with a presigned
@@ -84,14 +86,31 @@ const receive = (kernel: Kernel, request: FastifyRequest, body: Readable): Promi
     body.pipe(parser);
   });
 
+const signed = (description: string) => ({ type: 'string', maxLength: 4096, description });
+/** the form of POST /files/presign: its `fields`, as received, before the part `file` */
+const LocalForm = multipartBody(
+  'The `fields` of the presigned form, exactly as POST /v1/files/presign answered them, before the part `file`.',
+  {
+    key: signed('the object key'),
+    'Content-Type': signed('the media type named at presign'),
+    expires: signed('when the form expires (epoch seconds)'),
+    min: signed('the least size in bytes'),
+    max: signed('the greatest size in bytes (sizeBytes of the presign)'),
+    signature: signed('the signature over the fields above'),
+    file: { ...BYTES, description: 'the file, at most the presigned size' },
+  },
+  ['key', 'Content-Type', 'expires', 'min', 'max', 'signature', 'file'],
+);
+
 export const registerLocalUpload = (app: FastifyInstance, kernel: Kernel): void => {
   app.post(
     '/objects/local',
     {
-      config: { access: 'public', streamBody: true, problems: [403, 413] },
+      config: { access: 'public', streamBody: true, problems: [403, 413, 415], openapi: { requestBody: LocalForm } },
       schema: {
         summary: 'The upload target of presigned forms when objects are kept in a local folder (npm start)',
         consumes: ['multipart/form-data'],
+        response: { 204: z.null().describe('stored (as S3 answers a presigned POST)') },
       },
     },
     async (request: FastifyRequest, reply: FastifyReply) => {

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { isPreset } from '../../domain/files/constants';
+import { isPreset, PRESET_NAMES } from '../../domain/files/constants';
 import { filesErrors } from '../../domain/files/errors';
 import { filesContext } from '../../commands/files/context';
 import { availableFile } from '../../commands/files/lookups';
 import { makeThumbnail } from '../../commands/files/thumbnails';
 import type { Kernel } from '../../infra/kernel';
+import { redirectAnswer } from '../../infra/http/operation-docs';
 
 /**
  * GET /files/:id/thumbnail/:preset — a GET of the write API: the first request of a preset renders
@@ -16,9 +17,20 @@ export const registerThumbnail = (app: FastifyInstance, kernel: Kernel): void =>
   app.withTypeProvider<ZodTypeProvider>().get(
     '/files/:id/thumbnail/:preset',
     {
-      config: { access: 'permission', permission: 'files.read', problems: [422] },
+      config: {
+        access: 'permission',
+        permission: 'files.read',
+        problems: [422],
+        openapi: {
+          responses: redirectAnswer('the thumbnail: Location is its short-lived signed link (GET it without a token)'),
+        },
+      },
       schema: {
-        params: z.object({ id: z.uuid({ message: 'must be a UUID' }), preset: z.string().max(32) }),
+        // an unknown preset answers its own suffix (preset-not-found), so the enum is the document's
+        params: z.object({
+          id: z.uuid({ message: 'must be a UUID' }),
+          preset: z.string().max(32).meta({ enum: PRESET_NAMES }),
+        }),
         response: { 302: z.null().describe('302: Location is a short-lived signed link (GET it without a token)') },
       },
     },

@@ -60,7 +60,10 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
   // 404: a role_id of no role of the tenant; 403 insufficient-role: a role beyond the inviter's own
   r.post(
     '/auth/invite',
-    { config: { ...perm('users.create'), ...tenantData }, schema: { body: InviteBody, response: { 202: Invited } } },
+    {
+      config: { ...perm('users.create'), ...tenantData, problems: [404] },
+      schema: { body: InviteBody, response: { 202: Invited } },
+    },
     async (request, reply) => {
       const made = await invite(kernel, authorityOf(callerOf(request)), callerOf(request).tenantId, request.body, {
         roleRequired: true,
@@ -71,7 +74,10 @@ export const membershipRoutes: IdentityRoutes = (app, kernel) => {
 
   r.post(
     '/users',
-    { config: { ...perm('users.create'), ...tenantData }, schema: { body: NewUserBody, response: { 202: Invited } } },
+    {
+      config: { ...perm('users.create'), ...tenantData, problems: [404] },
+      schema: { body: NewUserBody, response: { 202: Invited } },
+    },
     async (request, reply) => {
       const made = await invite(kernel, authorityOf(callerOf(request)), callerOf(request).tenantId, request.body, {
         roleRequired: false,

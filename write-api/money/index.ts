@@ -3,9 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { commonErrors } from '../../domain/shared/errors';
 import { parseAmount } from '../../domain/money/amount';
-import { parseDuration } from '../../domain/money/duration';
+import { DURATION_PATTERN, parseDuration } from '../../domain/money/duration';
 import { moneyErrors } from '../../domain/money/errors';
-import { isIsoCurrency } from '../../domain/money/iso-4217';
+import { ISO_4217_CODES, isIsoCurrency } from '../../domain/money/iso-4217';
 import { TransactionView, WalletView } from '../../domain/money/views';
 import { configureMoney, moneyContext } from '../../commands/money/context';
 import { walletStream } from '../../commands/money/aggregates';
@@ -18,12 +18,16 @@ import { defineRoutes } from '../../infra/modules';
 import { parseMoneyBody } from './json-body';
 
 const Id = z.uuid({ message: 'must be a UUID' });
-const Currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+/** a movement's currency: the wallet's, so a code of ISO 4217 List One (anything else is a mismatch) */
+const Currency = z
+  .string()
+  .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
+  .meta({ enum: [...ISO_4217_CODES] });
 /** a new wallet's currency: a code of ISO 4217 List One (domain/money/iso-4217.ts) */
 const IsoCurrency = z
   .string()
   .refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD')
-  .meta({ pattern: '^[A-Z]{3}$', description: 'a code of ISO 4217 List One, such as USD' });
+  .meta({ enum: [...ISO_4217_CODES], description: 'a code of ISO 4217 List One, such as USD' });
 const Reason = z.string().max(500).default('');
 const isObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
 /**
@@ -71,7 +75,8 @@ const HoldBody = Movement.extend({
     .string()
     .max(32)
     .optional()
-    .describe('duration such as 72h, 90m, 1h30m or PT72H; default MONEY_HOLD_TTL_HOURS, at most 168h'),
+    .describe('duration such as 72h, 90m, 1h30m or PT72H; default MONEY_HOLD_TTL_HOURS, at most 168h')
+    .meta({ pattern: DURATION_PATTERN }),
 });
 const ResolveBody = z.object({ holdTransactionId: Id.optional(), reason: Reason, meta: Meta }).prefault({});
 const TransferBody = Movement.extend({ fromWalletId: Id, toWalletId: Id });

@@ -8,6 +8,7 @@ import { channelDestinationProblems, registerChannel } from '../../commands/noti
 import type { PreparedNotification } from '../../commands/notify/compose';
 import { composeNotifications } from '../../commands/notify/compose';
 import { notifyContext } from '../../commands/notify/context';
+import type { ChannelAdapter } from '../../commands/notify/channels/adapter';
 import { installNotifyPort } from '../../commands/notify/port';
 import { acceptorOf, queueInUnit } from '../../commands/notify/queue';
 import { retryNotification } from '../../commands/notify/retry';
@@ -15,6 +16,7 @@ import { createTemplate } from '../../commands/notify/templates';
 import { executeCommand, requestMeta } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
+import { jsonBody } from '../../infra/http/operation-docs';
 import {
   BATCH_MAX,
   BatchBody,
@@ -26,6 +28,14 @@ import {
 } from './schemas';
 
 const Id = z.uuid({ message: 'must be a UUID' });
+
+/** the body of POST /notify/channels as the documents show it: one shape per installed type, its config the adapter's */
+const channelBodies = (adapters: readonly ChannelAdapter[]): z.ZodType => {
+  const [first, ...rest] = adapters.map((a) =>
+    ChannelBody.extend({ type: z.literal(a.type).describe('an installed adapter type'), config: a.config }),
+  );
+  return first && rest.length ? z.discriminatedUnion('type', [first, ...rest]) : (first ?? ChannelBody);
+};
 const optional = { idempotency: 'optional' } as const;
 
 /**
@@ -151,7 +161,12 @@ export default defineRoutes({
     r.post(
       '/notify/channels',
       {
-        config: { ...manage, problems: [409] },
+        config: {
+          ...manage,
+          problems: [409],
+          // the types are the adapters installed when the document is made (modules add theirs at start), each with its config
+          openapi: () => ({ requestBody: jsonBody(channelBodies([...ctx().adapters.values()])) }),
+        },
         schema: {
           summary: 'Register a channel (an instance of an installed adapter type)',
           body: ChannelBody,

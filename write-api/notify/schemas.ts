@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../../domain/shared/json';
 import { TemplateFormat } from '../../domain/notify/events';
 import { Priority } from '../../domain/notify/priority';
 import { VARIABLE_NAME } from '../../domain/notify/template';
@@ -17,10 +18,9 @@ export const Recipient = z
     address: z.string().min(1).max(320).optional(),
   })
   .strict()
-  .refine((r) => (r.userId === undefined) !== (r.address === undefined), 'give exactly one of userId and address');
-export const Meta = z
-  .record(z.string(), z.unknown())
-  .refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON');
+  .refine((r) => (r.userId === undefined) !== (r.address === undefined), 'give exactly one of userId and address')
+  .meta({ oneOf: [{ required: ['userId'] }, { required: ['address'] }] });
+export const Meta = JsonObject.refine((m) => JSON.stringify(m).length <= 16_384, 'meta must be at most 16 KB of JSON');
 const Subject = z.string().max(998);
 const Body = z.string().max(65_536);
 
@@ -39,7 +39,8 @@ export const SendBody = z
   .refine((b) => b.body !== undefined || b.templateId !== undefined, {
     message: 'body is required unless templateId is given',
     path: ['body'],
-  });
+  })
+  .meta({ anyOf: [{ required: ['body'] }, { required: ['templateId'] }] });
 export type SendBody = z.infer<typeof SendBody>;
 
 export const BatchBody = z
@@ -57,7 +58,8 @@ export const BatchBody = z
   .refine((b) => b.body !== undefined || b.templateId !== undefined, {
     message: 'body is required unless templateId is given',
     path: ['body'],
-  });
+  })
+  .meta({ anyOf: [{ required: ['body'] }, { required: ['templateId'] }] });
 export type BatchBody = z.infer<typeof BatchBody>;
 
 export const TemplateBody = z.object({
@@ -81,22 +83,22 @@ export const ChannelBody = z.object({
     .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore and dash'),
   type: z.string().min(1).max(64).describe('an installed adapter type: email, websocket, push, or one a module added'),
   iconUrl: z.string().url().max(2048).nullable().default(null),
-  config: z
-    .record(z.string(), z.unknown())
-    .default({})
-    .describe("the adapter's settings; secrets in it are sealed and redacted on read"),
+  config: JsonObject.default({}).describe("the adapter's settings; secrets in it are sealed and redacted on read"),
 });
 
 const base64url = (bytes: number, what: string) =>
   z
     .string()
     .regex(/^[A-Za-z0-9_-]+={0,2}$/, `${what} in base64url`)
-    .refine((v) => Buffer.from(v, 'base64url').length === bytes, `${what}: ${bytes} bytes in base64url`);
+    .refine((v) => Buffer.from(v, 'base64url').length === bytes, `${what}: ${bytes} bytes in base64url`)
+    // the document says how long that is: unpadded or padded base64url of exactly those bytes
+    .meta({ minLength: Math.ceil((bytes * 4) / 3), maxLength: Math.ceil(bytes / 3) * 4 });
 export const PushSubscriptionBody = z.object({
   endpoint: z
     .string()
     .max(2048)
-    .refine((v) => URL.canParse(v) && new URL(v).protocol === 'https:', 'the push service endpoint, an https URL'),
+    .refine((v) => URL.canParse(v) && new URL(v).protocol === 'https:', 'the push service endpoint, an https URL')
+    .meta({ format: 'uri', pattern: '^https://' }),
   expirationTime: z.number().nullable().optional(),
   keys: z.object({ p256dh: base64url(65, 'the P-256 public key'), auth: base64url(16, 'the auth secret') }),
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAmount } from '../../../domain/money/amount';
 import { JsonNumber, RawJson, withMembers } from '../../../domain/shared/json';
 import { stringifyJson } from '../../../infra/http/json';
-import { parseDuration } from '../../../domain/money/duration';
+import { DURATION_PATTERN, parseDuration } from '../../../domain/money/duration';
 import { parseMoneyBody } from '../../../write-api/money/json-body';
 
 const suffixOf = (fn: () => unknown) => {
@@ -43,7 +43,13 @@ describe('amounts', () => {
       a: '12345678901234567890',
       b: 'x"12345678901234567890',
     }));
-  it('refuses __proto__ keys', () => expect(() => parseMoneyBody('{"__proto__":{"x":1}}')).toThrow(SyntaxError));
+  it('keeps a __proto__ member as data, never as the prototype', () => {
+    const body = parseMoneyBody('{"__proto__":{"x":1},"meta":{"__proto__":{"y":2}}}') as Record<string, unknown>;
+    expect(Object.getPrototypeOf(body)).toBe(Object.prototype);
+    expect(Object.keys(body)).toEqual(['__proto__', 'meta']);
+    expect((body as { x?: unknown }).x).toBeUndefined();
+    expect((body.meta as { text: string }).text).toBe('{"__proto__":{"y":2}}');
+  });
   it('refuses malformed JSON', () =>
     expect(() => parseMoneyBody('{"amount": 012345678901234567890}')).toThrow(SyntaxError));
 });
@@ -77,4 +83,28 @@ describe('hold ttl durations', () => {
     ['30s', 30_000],
   ])('%s', (text, ms) => expect(parseDuration(text)).toBe(ms));
   it.each(['', 'abc', '72', 'P', 'PT', '-1h', '1.5h'])('refuses %j', (text) => expect(parseDuration(text)).toBeNull());
+  it.each([
+    '72h',
+    '90m',
+    '1h30m',
+    '1H30M',
+    'PT72H',
+    'pt72h',
+    'P1DT1H',
+    'P2D',
+    '30s',
+    '2d',
+    '',
+    'abc',
+    '72',
+    'P',
+    'PT',
+    'P1DT',
+    '-1h',
+    '1.5h',
+    '1h ',
+    'h',
+  ])('the documented pattern reads %j as parseDuration does', (text) =>
+    expect(new RegExp(DURATION_PATTERN).test(text)).toBe(parseDuration(text) !== null),
+  );
 });
