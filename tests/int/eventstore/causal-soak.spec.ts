@@ -37,9 +37,11 @@ import { pollUntil } from '../../support/poll';
  *      records in increasing streamVersion, each key on one partition;
  *   3. every read model rebuilt from the log equals the live one the commands wrote inline (and the
  *      generated crm tables, replayed from the log in its order, equal the live ones).
- * The workload is random; the invariants are not. Before the fix (commit f13604c) this workload
- * found dozens of inversions per run on identity.account streams (PATCH /v1/users/:id writes before
- * it loads the account).
+ * The workload is random; the invariants are not. The hazard it drives is a transaction that took
+ * its id before it read what it appends after: most often a command retried after a version
+ * conflict (its failed append already gave the transaction an id, which the retry keeps), also a
+ * worker that claims its job before it loads the stream. Without the fix of commit f13604c it found
+ * 9 to 43 inversions per run, on identity.account (PATCH /v1/users/:id) and identity.member streams.
  *
  * Tunable: CAUSAL_SOAK_SECONDS (default 15) of load, CAUSAL_SOAK_CLIENTS (default 20) concurrent clients.
  *
@@ -135,14 +137,14 @@ const changeMember = (member: Member, what: 'status' | 'role'): Promise<Answer> 
       );
 
 /**
- * The clients' workloads, one loop each, on streams every client of the kind shares. Each names
- * what makes its command a hazard or a contention point.
+ * The clients' workloads, one loop each, on streams every client of the kind shares: a step is
+ * numbered in its client's loop (i), and knows how many clients of its kind come before its own
+ * (ordinal). Each says what makes its command a hazard or a contention point.
  */
-const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: number) => Promise<unknown> }> = {
-  // the account stream of one person, from several clients: identity's PATCH appends in a sibling unit
-  // of work after its member load; before the fix its events could sort before the commit they followed
+const WORKLOADS: Record<string, { step: (i: number, ordinal: number) => Promise<unknown> }> = {
+  // the account stream of one person, from several clients: identity's PATCH appends in a sibling
+  // unit of work after loading the member; one that loses the race is retried in its transaction
   profile: {
-    context: 'identity',
     step: (i) =>
       send(
         'identity',
@@ -157,7 +159,6 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
   },
   // one role's definition (the role stream)
   role: {
-    context: 'identity',
     step: (i) =>
       send(
         'identity',
@@ -172,16 +173,14 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
         }),
       ),
   },
-  // two memberships, each from several clients: its status back and forth, the role given and taken
+  // two memberships, each from three clients: its status back and forth, the role given and taken
   // back. Two kinds of events on one stream, each setting columns of its own under one version guard:
   // a read model rebuilt in an order that is not the stream's loses the one it skips
   member: {
-    context: 'identity',
     step: (i, ordinal) => changeMember(members[1 + (ordinal % 2)]!, i % 2 === 0 ? 'status' : 'role'),
   },
   // three wallets: credits and debits through the group commit, transfers between them
   money: {
-    context: 'money',
     step: (i) => {
       const amount = 1 + Math.floor(Math.random() * 50);
       if (i % 3 === 2) {
@@ -207,9 +206,9 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
       );
     },
   },
-  // the tenant's subscription: upgrade, downgrade (pending), withdraw the downgrade — on the version it read
+  // the tenant's subscription: upgrade, downgrade (pending), withdraw the downgrade — on the version it
+  // read (a pinned version: a lost race is refused with 409, not retried)
   billing: {
-    context: 'billing',
     step: async () => {
       const current = await p.api(`/billing/subscriptions/${subscriptionId}`, { token: owner.token });
       if (current.status !== 200) return send('billing', 'GET /billing/subscriptions/:id', Promise.resolve(current));
@@ -232,9 +231,8 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
     },
   },
   // notifications to one person: accepted alone (with a key) or through the group commit of accepts,
-  // then claimed and delivered by the workers (a claim writes before the delivery appends)
+  // then claimed and delivered by the workers (a claim locks its rows, then appends as a batch)
   notify: {
-    context: 'notify',
     step: (i) =>
       send(
         'notify',
@@ -246,9 +244,9 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
         }),
       ),
   },
-  // one crm record changed from several clients (its stream locked), and notes naming it
+  // one crm record changed from two clients (its stream locked, the table row written before the
+  // append), and notes naming it
   data: {
-    context: 'data',
     step: (i) =>
       i % 4 === 3
         ? send(
@@ -266,9 +264,8 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
             }),
           ),
   },
-  // one file to the trash and back, and new uploads the scan worker appends to
+  // one file to the trash and back, and new uploads the scan worker then appends to
   files: {
-    context: 'files',
     step: (i) =>
       i % 5 === 4
         ? send('files', 'POST /files/upload', upload(owner.token, `soak-${i}.bin`))
@@ -286,7 +283,6 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
   },
   // one topic's schema, a new compatible version at a time (the platform's topic-schema stream)
   events: {
-    context: 'events',
     step: (i) =>
       send(
         'events',
@@ -306,21 +302,13 @@ const WORKLOADS: Record<string, { context: Context; step: (i: number, ordinal: n
   },
 };
 /** the kinds of the clients in turn: every context in the first nine, then more on the hottest streams */
-const ROTATION = ['profile', 'money', 'data', 'notify', 'billing', 'files', 'events', 'role', 'member'].concat([
-  'member',
-  'profile',
-  'member',
-  'money',
-  'notify',
-  'member',
-  'profile',
-  'member',
-  'data',
-  'money',
-  'member',
-]);
+// prettier-ignore
+const ROTATION = [
+  'profile', 'money', 'data', 'notify', 'billing', 'files', 'events', 'role', 'member',
+  'member', 'profile', 'member', 'money', 'notify', 'member', 'profile', 'member', 'data', 'money', 'member',
+];
 
-/** the clients, each looping on its workload until the time is up; a step is numbered in its client's loop */
+/** the clients, each looping on its workload until the time is up */
 const drive = async (): Promise<number> => {
   const until = Date.now() + SECONDS * 1000;
   const loops = Array.from({ length: CLIENTS }, async (_, c) => {
