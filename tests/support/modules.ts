@@ -57,11 +57,17 @@ export const NEEDS_CLICKHOUSE: ReadonlySet<TestModuleName> = new Set(['audit', '
 
 export const isTestModuleName = (name: string): name is TestModuleName => Object.hasOwn(TEST_MODULES, name);
 
-/** the named modules; a projection two of them bring (money brings identity's read models) is kept once */
+/**
+ * the named modules; a projection two of them bring (money brings identity's read models) is kept
+ * once, and so is a route or worker set two of them bring (data and events both bring the module registry)
+ */
 export const loadTestModules = async (names: readonly TestModuleName[]): Promise<ServiceModules> => {
   const merged = mergeModules(...(await Promise.all(names.map((name) => TEST_MODULES[name]()))));
+  const once = <T>(list: T[]): T[] => list.filter((x, i) => list.indexOf(x) === i);
   return {
-    ...merged,
+    write: once(merged.write),
+    read: once(merged.read),
+    workers: once(merged.workers),
     projections: merged.projections.filter((p, i) => merged.projections.findIndex((q) => q.name === p.name) === i),
   };
 };
