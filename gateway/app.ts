@@ -8,6 +8,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type RouteHandlerMethod,
 } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { z } from 'zod';
@@ -197,6 +198,11 @@ export const buildApp = async (kernel: Kernel, options: AppOptions): Promise<Fas
       resources.add(method, route.url);
       routes.set(operationKey(method, route.url), route);
     }
+    if (!route.websocket) route.handler = answeredOnce(route.handler);
+  });
+  // first of the onSend hooks: the answer has begun (answeredOnce)
+  app.addHook('onSend', async (_request, reply) => {
+    (reply as AnsweringReply)[ANSWERING] = true;
   });
   app.setNotFoundHandler((request) => {
     const allowed = resources.allowed(request.url.split('?')[0] ?? '/');
@@ -387,6 +393,21 @@ export const assertSuspensionDeclared = (route: {
     `${[route.method].flat().join(',')} ${route.url} must declare config.whileSuspended: 'refused' (it writes the tenant's data: 402 while its subscription is suspended) or 'allowed' (docs/gateway.md)`,
   );
 };
+
+const ANSWERING = Symbol('answering');
+type AnsweringReply = FastifyReply & { [ANSWERING]?: true };
+
+/**
+ * An async handler that answered with reply.send() and resolved with nothing waits for its answer
+ * to leave. Fastify sends again when such a handler resolves while the answer is still in its
+ * onSend hooks (reply.sent is false until the response ends) — and the edge's onSend waits for the
+ * API-call audit record to be durable, so a second head would be written over the first.
+ */
+const answeredOnce = (handler: RouteHandlerMethod): RouteHandlerMethod =>
+  async function (this: FastifyInstance, request, reply) {
+    const result: unknown = await handler.call(this, request, reply);
+    return result === undefined && (reply as AnsweringReply)[ANSWERING] ? reply : result;
+  };
 
 /**
  * a route plugin in its own encapsulated context, its routes tagged with its namespace for the

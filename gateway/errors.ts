@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
@@ -130,8 +131,10 @@ export const rawProblemResponse = (
   // A request already handed to a route whose answer has begun on this socket (its body cut short
   // after the route answered): another answer written over it would garble both; the connection
   // just ends (node's own rule for its default answer).
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable || inFlight?.headersSent) {
+  // The same holds for an answer still being prepared (a route reading the body, or onSend hooks
+  // waiting for the audit record to be durable): Fastify would write its head after ours.
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable || inFlight) {
     socket.destroy();
     return;
   }
