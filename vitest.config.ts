@@ -51,6 +51,9 @@ export const SPLIT_SUITES = [
   'tests/int/gateway/contract.spec.ts',
 ];
 
+// role processes and the split run's ClickHouse endpoint start from a bundle built once per run
+const TEST_PROGRAMS = 'tests/support/test-programs.ts';
+
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,
 // against the split roles), serial (tests that stop shared servers, one file at a time), e2e (the program as
 // an operator runs it).
@@ -63,6 +66,7 @@ export default defineConfig({
         test: {
           name: 'int',
           include: ['tests/int/**/*.spec.ts'],
+          globalSetup: [TEST_PROGRAMS],
           environment: 'node',
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -74,6 +78,7 @@ export default defineConfig({
         test: {
           name: 'split',
           include: SPLIT_SUITES,
+          globalSetup: [TEST_PROGRAMS],
           environment: 'node',
           env: { PLATFORM_TEST_TOPOLOGY: 'split' },
           testTimeout: 180_000,
@@ -86,7 +91,7 @@ export default defineConfig({
         test: {
           name: 'serial',
           include: ['tests/serial/**/*.spec.ts'],
-          globalSetup: ['tests/serial/kafka-cleanup.ts'],
+          globalSetup: ['tests/serial/kafka-cleanup.ts', TEST_PROGRAMS],
           environment: 'node',
           testTimeout: 240_000,
           hookTimeout: 120_000,

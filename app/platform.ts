@@ -25,7 +25,7 @@ import { isDomainError } from '../domain/shared/errors';
 import { loadSecrets } from '../infra/secrets';
 import { createLog } from '../infra/log';
 import type { ServiceModules } from '../infra/modules';
-import { discoverModules } from '../infra/modules';
+import { loadServices } from './services';
 import type { Logger } from '../infra/observability/logger';
 import { createLogger } from '../infra/observability/logger';
 import { startTelemetry, stopTelemetry } from '../infra/observability/telemetry';
@@ -90,7 +90,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
   const role = options.role;
-  const modules = options.modules ?? (await discoverModules());
+  const modules = options.modules ?? (await loadServices());
   checkRoleConfig({ role, config, projection: options.projection, projections: modules.projections });
   await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 
@@ -210,7 +210,7 @@ export const openKernel = async (options: {
   let analyticsOpened: Promise<AnalyticsStore> | null = null;
   const openAnalytics = engines.analytics;
   engines.analytics = () => (analyticsOpened ??= openAnalytics());
-  const modules = options.modules ?? (await discoverModules());
+  const modules = options.modules ?? (await loadServices());
   const kernel = new Kernel({
     config,
     logger,

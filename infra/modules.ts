@@ -1,16 +1,13 @@
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { RegisteredProjection } from './projections/projection';
 import type { Kernel } from './kernel';
 
 /**
- * The pieces of a service, each found by convention in its own folder, so that adding a service
- * means writing them and nothing else:
+ * The pieces of a service, each in its own folder and named in app/services.ts:
  *   write-api/<context>/index.ts  → default export RoutePlugin (POST/PATCH/PUT/DELETE)
  *   read-api/<context>/index.ts   → default export RoutePlugin (GET)
  *   projections/<context>/index.ts → default export ProjectionSet
+ *   workers/<context>/index.ts    → default export WorkerSet
  */
 export interface RoutePlugin {
   /** the OpenAPI namespace of spec 000 (iam, money, files, …) */
@@ -51,32 +48,6 @@ export interface ServiceModules {
   projections: RegisteredProjection[];
   workers: WorkerSet[];
 }
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-const discover = async <T>(folder: string): Promise<T[]> => {
-  const dir = join(ROOT, folder);
-  const entries = await readdir(dir).catch(() => [] as string[]);
-  const found: T[] = [];
-  for (const name of entries.sort()) {
-    const index = join(dir, name, 'index.ts');
-    if (!(await stat(index).catch(() => null))?.isFile()) continue;
-    const mod = (await import(index)) as { default?: T };
-    if (!mod.default) throw new Error(`${folder}/${name}/index.ts must have a default export`);
-    found.push(mod.default);
-  }
-  return found;
-};
-
-export const discoverModules = async (): Promise<ServiceModules> => {
-  const [write, read, sets, workers] = await Promise.all([
-    discover<RoutePlugin>('write-api'),
-    discover<RoutePlugin>('read-api'),
-    discover<ProjectionSet>('projections'),
-    discover<WorkerSet>('workers'),
-  ]);
-  return { write, read, projections: sets.flatMap((s) => s.projections), workers };
-};
 
 export const mergeModules = (...parts: Partial<ServiceModules>[]): ServiceModules => ({
   write: parts.flatMap((p) => p.write ?? []),

@@ -1,5 +1,6 @@
 import type { ServiceModules } from '../../infra/modules';
-import { discoverModules, mergeModules } from '../../infra/modules';
+import { mergeModules } from '../../infra/modules';
+import { loadServices } from '../../app/services';
 
 /**
  * The services a test platform runs, by name, so that a suite can start the same ones in this
@@ -11,7 +12,7 @@ import { discoverModules, mergeModules } from '../../infra/modules';
  */
 export const TEST_MODULES = {
   /** every service, as `npm start` discovers it (write-api/, read-api/, projections/, workers/) */
-  platform: discoverModules,
+  platform: loadServices,
   /** the kernel's sample context: counters with an inline and an async projection */
   tally: async () => {
     const [{ tallyRead, tallyWrite }, tally] = await Promise.all([

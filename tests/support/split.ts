@@ -16,6 +16,7 @@ import { requireEnv } from './env';
 import type { TestModuleName } from './modules';
 import { loadTestModules, NEEDS_CLICKHOUSE } from './modules';
 import { freePort } from './process';
+import { testProgramArgs } from './test-programs';
 
 export type SplitRole = 'gateway' | 'write-api' | 'read-api' | 'workers';
 const ROLES: readonly SplitRole[] = ['write-api', 'read-api', 'workers', 'gateway'];
@@ -71,7 +72,7 @@ export interface RoleProcess {
 }
 
 const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[]): RoleProcess => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/role-server.ts'], {
+  const child = spawn(process.execPath, testProgramArgs('role-server'), {
     // the IPC channel closes when this process dies, however it dies: the role then stops itself
     cwd: ROOT,
     env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role },
@@ -131,7 +132,7 @@ export const stopRole = async (p: RoleProcess): Promise<void> => {
 export const startClickHouse = async (
   folder: string,
 ): Promise<{ url: string; folder: string; process: RoleProcess }> => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/clickhouse-server.ts', folder], {
+  const child = spawn(process.execPath, [...testProgramArgs('clickhouse-server'), folder], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

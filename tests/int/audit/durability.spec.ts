@@ -10,6 +10,7 @@ import { createTestDatabase } from '../../support/db';
 import { pollUntil } from '../../support/poll';
 import type { RoleProcess } from '../../support/split';
 import { startClickHouse, stopRole } from '../../support/split';
+import { testProgramArgs } from '../../support/test-programs';
 
 /*
  * Acknowledged means durable (spec 002: audit writes are "asynchronous and never lost"; DESIGN.md
@@ -30,7 +31,7 @@ const headers = (traceId: string) => ({
 /** the audit service (tests/support/service-server.ts) as a child process; resolves with its URL */
 const startServer = (env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/service-server.ts'], {
+    const child = spawn(process.execPath, testProgramArgs('service-server'), {
       env: { ...process.env, SERVICE: 'audit', PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

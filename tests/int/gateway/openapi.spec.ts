@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NAMESPACES } from '../../../gateway/docs';
-import { discoverModules } from '../../../infra/modules';
+import { loadServices } from '../../../app/services';
 import { requireEnv } from '../../support/env';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
@@ -31,7 +31,7 @@ let dir: string;
 const documents = new Map<string, Document>();
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: await discoverModules() });
+  platform = await startTestPlatform({ modules: await loadServices() });
   dir = await mkdtemp(join(tmpdir(), 'openapi-'));
   for (const namespace of NAMESPACES) {
     const res = await platform.http(`/api/v1/${namespace}/openapi.json`);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import { pollUntil } from '../../support/poll';
+import { testProgramArgs } from '../../support/test-programs';
 import { freePort } from '../../support/process';
 import type { LogLine } from '../../support/split';
 
@@ -28,7 +29,7 @@ let exited: Promise<number | null>;
 beforeAll(async () => {
   database = await createTestDatabase('policy');
   const port = await freePort();
-  child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/role-server.ts'], {
+  child = spawn(process.execPath, testProgramArgs('role-server'), {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -6,11 +6,12 @@ import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import { moneyClient } from '../../support/money';
 import { checkMoneyInvariants, recordedTransfers } from '../../support/money-checks';
+import { testProgramArgs } from '../../support/test-programs';
 
 /** starts the money service (tests/support/service-server.ts) as a child process on the database; resolves with its URL */
 const startServer = (databaseUrl: string): Promise<{ child: ChildProcess; url: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'tests/support/service-server.ts'], {
+    const child = spawn(process.execPath, testProgramArgs('service-server'), {
       env: {
         ...process.env,
         SERVICE: 'money',

@@ -6,7 +6,7 @@ import type { Invocation } from '../../../app/cli/commands';
 import { parseCommandLine } from '../../../app/cli/commands';
 import type { Config } from '../../../infra/config';
 import { loadConfig } from '../../../infra/config';
-import { discoverModules } from '../../../infra/modules';
+import { loadServices } from '../../../app/services';
 import type { RegisteredProjection } from '../../../infra/projections/projection';
 import { roleConfigProblems } from '../../../app/role-config';
 import type { ComposeFile, ComposeService, Vars } from '../../support/compose';
@@ -52,7 +52,7 @@ beforeAll(async () => {
       throw new Error(`service ${name}: ${(error as Error).message}`, { cause: error });
     }
   });
-  projections = (await discoverModules()).projections;
+  projections = (await loadServices()).projections;
 });
 
 describe('docker-compose.yml with the .env that .env.example describes', () => {
