@@ -145,7 +145,7 @@ export default defineRoutes({
       },
       (request, reply) =>
         executeCommand(kernel, request, reply, { status: 202, ...optional }, (uow) =>
-          retryNotification(kernel, uow, request.params.id),
+          retryNotification(kernel, uow, request.params.id, request.principal!.source ?? null),
         ),
     );
 

@@ -152,6 +152,18 @@ describe('a module key as a caller of the data layer and notify', () => {
       [sent.body.notificationId],
     );
     expect(row.rows).toEqual([{ tenant_id: TENANT_A, module: 'crm', rate_limited: true }]);
+    // and it may not retry what another sender of the tenant queued: not there for it (the tenant's user gets 400, not failed)
+    const users = await user(TENANT_A, ['notify.send']).call('POST', '/notify', {
+      channel: 'email',
+      recipient: { address: 'someone@example.com' },
+      body: 'From a person',
+    });
+    expect(users.status, JSON.stringify(users.body)).toBe(202);
+    const retried = await as(crmKey, TENANT_A).call('POST', `/notify/${users.body.notificationId}/retry`);
+    expect({ status: retried.status, type: retried.body.type }).toEqual({
+      status: 404,
+      type: expect.stringMatching(/\/not-found$/),
+    });
     // and a module whose manifest does not declare notify.send may not send
     const refused = await as(tasksKey, TENANT_A).call('POST', '/notify', {
       channel: 'email',
