@@ -28,6 +28,7 @@ export const SPLIT_SUITES = [
   'tests/int/data/expand.spec.ts',
   'tests/int/data/owner-permissions.spec.ts',
   'tests/int/data/integrity.spec.ts',
+  'tests/int/data/module-caller.spec.ts',
   'tests/int/audit/time-filters.spec.ts',
   'tests/int/gateway/edge.spec.ts',
   'tests/int/http/problems.spec.ts',

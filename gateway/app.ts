@@ -564,10 +564,13 @@ const edgeGuard = (kernel: Kernel) => {
     if (UNLIMITED.has(request.routeOptions.url ?? '')) return;
     const keys: RateKey[] = principal
       ? [
-          {
-            key: `rl:u:${principal.tenantId}:${principal.userId}`,
-            limit: isAdmin(principal) ? config.RATE_LIMIT_ADMIN_PER_MIN : config.RATE_LIMIT_USER_PER_MIN,
-          },
+          // a module's key counts per module within the tenant (the scope of notify's per-module limit), a person per user
+          principal.source !== undefined
+            ? { key: `rl:m:${principal.tenantId}:${principal.source}`, limit: config.RATE_LIMIT_MODULE_PER_MIN }
+            : {
+                key: `rl:u:${principal.tenantId}:${principal.userId}`,
+                limit: isAdmin(principal) ? config.RATE_LIMIT_ADMIN_PER_MIN : config.RATE_LIMIT_USER_PER_MIN,
+              },
           {
             key: `rl:t:${principal.tenantId}`,
             limit: (await tenantCeiling(principal.tenantId)) ?? config.RATE_LIMIT_TENANT_PER_MIN,
@@ -610,10 +613,12 @@ const edgeGuard = (kernel: Kernel) => {
     // the data layer's paths name their module: /v1/data/<module>/… answers only for a module the tenant has installed
     const dataModule =
       namespace === 'data' ? (request.params as Record<string, unknown> | undefined)?.module : undefined;
+    // a module's key reaches its own module's data only: another's answers as a module that is not installed
     if (
       typeof dataModule === 'string' &&
       request.principal &&
-      (await ports().moduleStatus(request.principal.tenantId, dataModule)) !== 'installed'
+      ((request.principal.source !== undefined && request.principal.source !== dataModule) ||
+        (await ports().moduleStatus(request.principal.tenantId, dataModule)) !== 'installed')
     ) {
       throw gatewayErrors.moduleNotFound(dataModule);
     }

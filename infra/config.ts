@@ -152,6 +152,8 @@ export const ConfigSchema = z
     RATE_LIMIT_USER_PER_MIN: int(1000, 1),
     RATE_LIMIT_ADMIN_PER_MIN: int(5000, 1),
     RATE_LIMIT_ANONYMOUS_PER_MIN: int(300, 1),
+    /** a module's key, per module within the tenant it acts for (README, Modules and data) */
+    RATE_LIMIT_MODULE_PER_MIN: int(1000, 1),
     /** the per-tenant ceiling until billing provides one per plan */
     RATE_LIMIT_TENANT_PER_MIN: int(20_000, 1),
     GRPC_CALL_TIMEOUT_MS: int(5000, 1),

@@ -1,5 +1,5 @@
 import type { Action } from '../../domain/data/access';
-import { gateModel, gateModule } from '../../domain/data/access';
+import { gateCaller, gateModel, gateModule } from '../../domain/data/access';
 import type { Model } from '../../domain/data/catalog';
 import type { WriteContext } from '../../domain/data/database-errors';
 import { databaseErrorFields, writeProblem } from '../../domain/data/database-errors';
@@ -37,6 +37,7 @@ export const writableModel = async (
   action: Action,
 ): Promise<WriteTarget> => {
   const ctx = dataContext(kernel);
+  gateCaller(principal, slug);
   const row = gateModule(await moduleRowOf(kernel.db, slug, principal.tenantId));
   const { models, archived } = await ctx.catalog.of(kernel.db, row);
   return { slug, model: gateModel(models, slug, model, action, principal.permissions, archived), models };

@@ -2,6 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { moduleErrors } from '../../domain/modules/errors';
+import { MODULE_BUS_PERMISSIONS } from '../../domain/modules/manifest';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Principal } from '../../infra/http/auth';
 import type { CredentialScheme } from '../../infra/http/credentials';
@@ -20,8 +21,8 @@ const KEY_FORM = /^pmk_([0-9a-f]{32})\.([A-Za-z0-9_-]{43})$/;
 const HASH_PURPOSE = 'modules.key-hash.v1';
 const WEBHOOK_PURPOSE = 'events.webhook-signing.v1';
 export const MODULE_TENANT_HEADER = 'x-module-tenant';
-/** what a module may call: the bus (scoped to its manifest and its own subscriptions by the bus) */
-export const MODULE_PERMISSIONS: readonly string[] = ['events.publish', 'events.subscribe', 'events.manage'];
+/** what every module key may call: the bus (scoped to its manifest and its own subscriptions by the bus) */
+export const MODULE_PERMISSIONS: readonly string[] = MODULE_BUS_PERMISSIONS;
 
 export interface IssuedKey {
   keyId: string;
@@ -85,6 +86,8 @@ interface KeyLookup {
   slug: string;
   /** the module's active installations: the one named (if it is one), else up to two of them */
   tenants: string[];
+  /** manifest.keyPermissions of the module's current version (checked at registration; null before it existed) */
+  key_permissions: string[] | null;
 }
 const DUMMY_HASH = Buffer.alloc(32);
 
@@ -110,6 +113,7 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
       const found = (
         await kernel.db.query<KeyLookup>(
           `SELECT k.secret_hash, k.revoked_at, m.id AS module_id, m.slug,
+             ARRAY(SELECT jsonb_array_elements_text(coalesce(m.manifest->'keyPermissions', '[]'::jsonb))) AS key_permissions,
              ARRAY(SELECT i.tenant_id FROM modules.installations i WHERE i.module_id = m.id AND i.status = 'active'
                AND ($3::text IS NULL OR i.tenant_id = $3) ORDER BY i.tenant_id LIMIT 2) AS tenants
            FROM modules.keys k JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`,
@@ -127,7 +131,8 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
         tenantId,
         email: `${found.slug}@modules.invalid`,
         roles: [],
-        permissions: new Set(MODULE_PERMISSIONS),
+        // the bus, and what its manifest declares for itself (read on every call: a new version applies at once)
+        permissions: new Set([...MODULE_PERMISSIONS, ...(found.key_permissions ?? [])]),
         emailVerified: true,
         source: found.slug,
         moduleId: found.module_id,

@@ -14,13 +14,19 @@ export const retryNotification = async (
   kernel: Kernel,
   uow: UnitOfWork,
   id: string,
+  /**
+   * a module's key retries only what its module sent and is still in the queue: the tenant's other
+   * notifications are not there for it (404), whatever their state
+   */
+  module: string | null = null,
 ): Promise<{ notificationId: string; status: 'queued' }> => {
   const ctx = notifyContext(kernel);
   const tenantId = uow.meta.tenantId;
-  const { rows } = await uow.tx.query<{ rate_limited: boolean }>(
-    'SELECT rate_limited FROM notify.deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
+  const { rows } = await uow.tx.query<{ rate_limited: boolean; module: string | null }>(
+    'SELECT rate_limited, module FROM notify.deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
     [tenantId, id],
   );
+  if (module !== null && rows[0]?.module !== module) throw notifyErrors.notificationNotFound();
   const loaded = await uow.load(NotificationAggregate, notificationStream(tenantId, id));
   const now = ctx.clock.now();
   uow.decide(NotificationAggregate, loaded, { type: 'Retry', now: now.toISOString() });

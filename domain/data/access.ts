@@ -46,6 +46,14 @@ export const gateModule = (row: ModuleRow | null): ModuleRow => {
   return row;
 };
 
+/**
+ * A module's key reaches its own module's data only: another module's paths answer as if that module
+ * were not installed (404), whatever the tenant installed — a module learns nothing of the others.
+ */
+export const gateCaller = (caller: { source?: string }, slug: string): void => {
+  if (caller.source !== undefined && caller.source !== slug) throw registryErrors.notInstalled();
+};
+
 export type Action = 'read' | 'write' | 'delete';
 export const permissionOf = (slug: string, model: string, action: Action): string => `${slug}.${model}.${action}`;
 

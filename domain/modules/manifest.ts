@@ -128,9 +128,56 @@ export const Manifest = z
         z.string().max(500),
       )
       .optional(),
+    /**
+     * What the module's own key may do beyond the bus (README, Modules and data): permissions over its
+     * own models (<slug>.<model>.read|write|delete, <slug>.*, its own `permissions`) and the platform
+     * permissions a module may hold for itself (MODULE_GRANTABLE); granted to the key, never to a role.
+     */
+    keyPermissions: z
+      .array(
+        z
+          .string()
+          .max(200)
+          .regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_-]+)*\.([a-z0-9_-]+|\*)$/, 'a permission is a dotted key or <module>.*'),
+      )
+      .max(200)
+      .optional(),
   })
   .strict();
 export type Manifest = z.infer<typeof Manifest>;
+
+/**
+ * The platform permissions a module's key may be granted: the bus (always, scoped to its manifest by
+ * the bus) and sending notifications as itself (counted against its per-module limit). Reading the
+ * tenant's history, managing channels, templates, roles, money or the registry stay with people.
+ */
+export const MODULE_BUS_PERMISSIONS: readonly string[] = ['events.publish', 'events.subscribe', 'events.manage'];
+export const MODULE_GRANTABLE: readonly string[] = [...MODULE_BUS_PERMISSIONS, 'notify.send'];
+const GENERATED_ACTIONS = ['read', 'write', 'delete'];
+/** the first segments of the platform's permissions: its domains and identity's users.* and roles.* */
+const PLATFORM_PERMISSION_DOMAINS: readonly string[] = [...PLATFORM_DOMAINS, 'users', 'roles'];
+
+/** why a module may not hold this permission for itself, or null when it may */
+const keyPermissionProblem = (m: Manifest, key: string): { message: string; code: string } | null => {
+  if (MODULE_GRANTABLE.includes(key)) return null;
+  const domain = key.split('.')[0] ?? '';
+  if (domain !== m.slug) {
+    return PLATFORM_PERMISSION_DOMAINS.includes(domain)
+      ? {
+          message: `a module key may hold only ${MODULE_GRANTABLE.join(', ')} of the platform`,
+          code: 'PLATFORM_PERMISSION',
+        }
+      : { message: `a module key may hold only ${m.slug}.* permissions of modules`, code: 'FOREIGN_MODULE' };
+  }
+  if (key === `${m.slug}.*` || Object.hasOwn(m.permissions ?? {}, key)) return null;
+  const [, model, action, ...rest] = key.split('.');
+  const generated = m.models.find((x) => x.name === model && x.autoApi);
+  if (generated && rest.length === 0 && GENERATED_ACTIONS.includes(action ?? '')) return null;
+  return {
+    message: `${key} is neither a generated permission of an autoApi model of ${m.slug} nor one of its permissions`,
+    code: 'UNKNOWN_PERMISSION',
+  };
+};
 
 /** the domain of an event type: its first segment */
 export const domainOfType = (type: string): string => type.slice(0, type.indexOf('.'));
@@ -187,6 +234,13 @@ export const manifestProblems = (m: Manifest): ManifestProblem[] => {
         code: 'FOREIGN_DOMAIN',
       });
   });
+  const keyPermissions = m.keyPermissions ?? [];
+  keyPermissions.forEach((key, i) => {
+    const problem = keyPermissionProblem(m, key);
+    if (problem) problems.push({ field: `keyPermissions.${i}`, ...problem });
+  });
+  if (new Set(keyPermissions).size !== keyPermissions.length)
+    problems.push({ field: 'keyPermissions', message: 'permissions are listed once', code: 'DUPLICATE' });
   if (m.events.subscribes.length > 0 && !m.events.endpoint)
     problems.push({
       field: 'events.endpoint',

@@ -1,7 +1,8 @@
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { JsonObject } from '../../domain/shared/json';
-import { gateIntrospection, gateModel, gateModule } from '../../domain/data/access';
+import { gateCaller, gateIntrospection, gateModel, gateModule } from '../../domain/data/access';
+import type { Principal } from '../../infra/http/auth';
 import type { Model } from '../../domain/data/catalog';
 import { ModelDetail, ModelListItem, modelDetail, modelListItem, servable } from '../../domain/data/catalog';
 import { databaseErrorFields, readProblem } from '../../domain/data/database-errors';
@@ -54,8 +55,9 @@ export default defineRoutes({
   namespace: 'data',
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const resolve = async (tenantId: string, slug: string) => {
-      const row = gateModule(await moduleRowOf(kernel.db, slug, tenantId));
+    const resolve = async (caller: Principal, slug: string) => {
+      gateCaller(caller, slug);
+      const row = gateModule(await moduleRowOf(kernel.db, slug, caller.tenantId));
       return { row, ...(await catalogOf(kernel, row)) };
     };
 
@@ -75,9 +77,11 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const tenantId = request.principal!.tenantId;
+        const { tenantId, source } = request.principal!;
         const modules = [];
         for (const slug of await activeModulesOf(kernel.db, tenantId)) {
+          // a module's key sees its own module only (the others are not there for it)
+          if (source !== undefined && slug !== source) continue;
           const row = await moduleRowOf(kernel.db, slug, tenantId);
           if (row && !row.dirty) modules.push({ slug, models: (await catalogOf(kernel, row)).models.filter(servable) });
         }
@@ -98,7 +102,7 @@ export default defineRoutes({
       },
       async (request) => {
         const p = request.principal!;
-        const { models, archived } = await resolve(p.tenantId, request.params.module);
+        const { models, archived } = await resolve(p, request.params.module);
         gateIntrospection(models, request.params.module, p.permissions, archived);
         return { data: models.map(modelListItem) };
       },
@@ -116,7 +120,7 @@ export default defineRoutes({
       },
       async (request) => {
         const p = request.principal!;
-        const { models, archived } = await resolve(p.tenantId, request.params.module);
+        const { models, archived } = await resolve(p, request.params.module);
         gateIntrospection(models, request.params.module, p.permissions, archived);
         const m = models.find((x) => x.name === request.params.model);
         if (!m) throw dataErrors.modelNotFound();
@@ -142,7 +146,7 @@ export default defineRoutes({
       async (request) => {
         const p = request.principal!;
         const { module, model } = request.params;
-        const { models, archived } = await resolve(p.tenantId, module);
+        const { models, archived } = await resolve(p, module);
         const m = gateModel(models, module, model, 'read', p.permissions, archived);
         const q = request.query;
         const list = parseListQuery(m, q);
@@ -192,7 +196,7 @@ export default defineRoutes({
       async (request) => {
         const p = request.principal!;
         const { module, model, id } = request.params;
-        const { models, archived } = await resolve(p.tenantId, module);
+        const { models, archived } = await resolve(p, module);
         const m = gateModel(models, module, model, 'read', p.permissions, archived);
         const row = await asTenantRead(kernel, p.tenantId, (tx) => findRecord(tx, m, p.tenantId, id));
         if (!row) throw dataErrors.recordNotFound();

@@ -94,7 +94,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const prepared = await composeNotifications(kernel, ctx(), request.principal!.tenantId, [
-          sendRequestOf(request.body),
+          sendRequestOf(request.body, request.principal!.source ?? null),
         ]);
         return accept(kernel, request, reply, prepared, (a) => a[0]!);
       },
@@ -114,7 +114,10 @@ export default defineRoutes({
       async (request, reply) => {
         const b = request.body;
         const requests = b.recipients.map(({ variables, ...recipient }) =>
-          sendRequestOf({ ...b, recipient, variables: { ...b.variables, ...variables } }),
+          sendRequestOf(
+            { ...b, recipient, variables: { ...b.variables, ...variables } },
+            request.principal!.source ?? null,
+          ),
         );
         const prepared = await composeNotifications(
           kernel,
@@ -142,7 +145,7 @@ export default defineRoutes({
       },
       (request, reply) =>
         executeCommand(kernel, request, reply, { status: 202, ...optional }, (uow) =>
-          retryNotification(kernel, uow, request.params.id),
+          retryNotification(kernel, uow, request.params.id, request.principal!.source ?? null),
         ),
     );
 

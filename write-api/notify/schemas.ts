@@ -103,9 +103,13 @@ export const PushSubscriptionBody = z.object({
   keys: z.object({ p256dh: base64url(65, 'the P-256 public key'), auth: base64url(16, 'the auth secret') }),
 });
 
-/** a request of the HTTP API as the service's send request (no module: a caller's module is not known yet) */
+/**
+ * A request of the HTTP API as the service's send request. A module's key sends as its module, so its
+ * messages count against the per-module limit exactly as a platform module's through kernel.notifications.
+ */
 export const sendRequestOf = (
   b: Omit<SendBody, 'recipient'> & { recipient: { userId?: string; address?: string } },
+  module: string | null,
 ): SendRequest => ({
   channel: b.channel,
   recipient: b.recipient,
@@ -113,7 +117,7 @@ export const sendRequestOf = (
   priority: b.priority,
   variables: b.variables,
   meta: b.meta,
-  module: null,
+  module,
   purpose: null,
   ...(b.subject === undefined ? {} : { subject: b.subject }),
   ...(b.body === undefined ? {} : { body: b.body }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gateModel, gateModule, permissionChanges, type ModuleRow } from '../../../domain/data/access';
+import { gateCaller, gateModel, gateModule, permissionChanges, type ModuleRow } from '../../../domain/data/access';
 import type { Model } from '../../../domain/data/catalog';
 import { parseListQuery } from '../../../domain/data/query';
 import { recordDecider } from '../../../domain/data/record';
@@ -198,6 +198,44 @@ describe('the registry: manifests and the module decider', () => {
         .map((p) => p.code)
         .sort(),
     ).toEqual(['FOREIGN_DOMAIN', 'NOT_SEQUENTIAL', 'RESERVED']);
+  });
+
+  it("grants a module's key only its own models' permissions, its own permissions and notify.send", () => {
+    const m = Manifest.parse({
+      slug: 'crm',
+      version: '1.0.0',
+      models: [{ name: 'contacts', autoApi: true }, { name: 'audit_trail' }],
+      permissions: { 'crm.export': 'export contacts' },
+      keyPermissions: [
+        'crm.contacts.read',
+        'crm.*',
+        'crm.export',
+        'notify.send',
+        'events.publish',
+        'crm.audit_trail.read',
+        'crm.contacts.purge',
+        'stock.items.read',
+        'notify.read',
+        'money.*',
+        'roles.assign',
+        'crm.contacts.read',
+      ],
+    });
+    expect(manifestProblems(m).map((p) => `${p.field} ${p.code}`)).toEqual([
+      'keyPermissions.5 UNKNOWN_PERMISSION',
+      'keyPermissions.6 UNKNOWN_PERMISSION',
+      'keyPermissions.7 FOREIGN_MODULE',
+      'keyPermissions.8 PLATFORM_PERMISSION',
+      'keyPermissions.9 PLATFORM_PERMISSION',
+      'keyPermissions.10 PLATFORM_PERMISSION',
+      'keyPermissions DUPLICATE',
+    ]);
+  });
+
+  it("keeps a module's key out of every other module's data (404, as if not installed); people pass", () => {
+    expect(suffixOf(() => gateCaller({ source: 'crm' }, 'stock'))).toBe('404 module-not-found');
+    expect(() => gateCaller({ source: 'crm' }, 'crm')).not.toThrow();
+    expect(() => gateCaller({}, 'stock')).not.toThrow();
   });
 
   it('installs, deactivates and activates per tenant; a new version must be greater; purge needs a deletion first', () => {
