@@ -191,7 +191,6 @@ describe('provider price ids (the plan a Stripe or Paddle price stands for)', ()
  * the wire: price_cents 0 and description "" arrive as absent and must mean "free" and "".
  */
 describe('a generic proto3 client (Python grpcio)', () => {
-  const python = requireEnv('TEST_GRPC_PYTHON');
   const script = fileURLToPath(new URL('../../support/grpc_generic_client.py', import.meta.url));
   const protoDir = fileURLToPath(new URL('../../../proto', import.meta.url));
   interface PyResult {
@@ -203,7 +202,7 @@ describe('a generic proto3 client (Python grpcio)', () => {
   const py = (calls: { method: string; request: Record<string, unknown> }[]) =>
     new Promise<PyResult[]>((resolve, reject) => {
       const child = execFile(
-        python,
+        requireEnv('TEST_GRPC_PYTHON'),
         [script, protoDir, `127.0.0.1:${billingGrpcPort(p.kernel)}`],
         { timeout: 120_000 },
         (error, stdout, stderr) =>
