@@ -8,7 +8,7 @@
 #
 # Idempotent: a second run finds everything running and only re-checks it (a few seconds).
 # Servers: PostgreSQL 15 and Redis and clamd from Debian packages; Kafka 3.9 (KRaft) and
-# S3Proxy from Maven Central jars; chdb from node_modules; openapi-spec-validator from PyPI in a
+# S3Proxy from Maven Central jars; chdb from node_modules; openapi-spec-validator and grpcio from PyPI in a
 # venv under the cache (pinned). Ports and paths: scripts/infra/lib.sh.
 # Stop/start one server to simulate an outage: scripts/test-infra-ctl.sh.
 set -euo pipefail
@@ -58,6 +58,7 @@ install_missing() {
   fi
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   install_openapi_validator
+  install_grpc_python
   if ! jars_present; then
     if [[ -n $fetch_pid ]]; then
       wait "$fetch_pid" || { tail_log "$fetch_log"; die "maven: could not fetch the jars (log: $fetch_log)"; }
@@ -99,6 +100,7 @@ write_env() {
       TEST_CLAMD_HOST "$HOST" \
       TEST_CLAMD_PORT "$CLAMD_PORT" \
       TEST_OPENAPI_VALIDATOR "$(openapi_validator_bin)" \
+      TEST_GRPC_PYTHON "$(grpc_python_bin)" \
       TEST_CHDB "$chdb"
   } >"$tmp"
   mv -f "$tmp" "$INFRA_ENV_FILE"

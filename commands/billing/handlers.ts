@@ -1,6 +1,6 @@
 import { billingErrors } from '../../domain/billing/errors';
-import type { Plan, PlanPatch, PlanSnapshot } from '../../domain/billing/plan';
-import { FREE_PLAN, FREE_PLAN_ID } from '../../domain/billing/plan';
+import type { Plan, PlanPatch, PlanSnapshot, ProviderPriceIds } from '../../domain/billing/plan';
+import { FREE_PLAN, FREE_PLAN_ID, NO_PRICE_IDS } from '../../domain/billing/plan';
 import type { PlanLimits } from '../../domain/billing/resources';
 import type { PlanFacts, Subscription, SubscriptionCommand } from '../../domain/billing/subscription';
 import { plusDays } from '../../domain/billing/timeline';
@@ -8,7 +8,14 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Queryable } from '../../infra/postgres/db';
 import { PlanAggregate, planStream, SubscriptionAggregate, subscriptionStream } from './aggregates';
 import type { BillingContext } from './context';
-import { externalIdHolder, findPlan, findPlanByName, findSubscription, hasActiveSubscribers } from './lookups';
+import {
+  externalIdHolder,
+  findPlan,
+  findPlanByName,
+  findSubscription,
+  hasActiveSubscribers,
+  plansByProviderPrices,
+} from './lookups';
 
 const nowOf = (ctx: BillingContext): string => ctx.clock.now().toISOString();
 
@@ -34,6 +41,29 @@ const claimName = async (uow: UnitOfWork, name: string, exceptId: string | null)
   if (holder && holder.id !== exceptId) throw billingErrors.planNameTaken(name);
 };
 
+/**
+ * A provider's price id names one plan: the claims of each id are serialized (in one order, so two
+ * claimants never wait on each other), then the read model is asked who holds it. Answers the ids
+ * without repeats.
+ */
+const claimPriceIds = async (uow: UnitOfWork, ids: ProviderPriceIds, planId: string): Promise<ProviderPriceIds> => {
+  const claimed: ProviderPriceIds = { stripe: [...new Set(ids.stripe)], paddle: [...new Set(ids.paddle)] };
+  for (const provider of ['paddle', 'stripe'] as const) {
+    for (const priceId of [...claimed[provider]].sort()) {
+      await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `billing.plan-price:${provider}:${priceId}`,
+      ]);
+    }
+    const holders = await plansByProviderPrices(uow.tx, provider, claimed[provider]);
+    const other = holders.find((h) => h.id !== planId);
+    if (other) {
+      const taken = claimed[provider].find((id) => other.providerPriceIds[provider].includes(id));
+      throw billingErrors.providerPriceTaken(provider, taken ?? '');
+    }
+  }
+  return claimed;
+};
+
 export interface NewPlan {
   name: string;
   description: string;
@@ -41,15 +71,18 @@ export interface NewPlan {
   currency: string;
   limits: PlanLimits;
   features: string[];
+  /** none when left out */
+  providerPriceIds?: ProviderPriceIds;
 }
 
 export const createPlan = async (uow: UnitOfWork, ctx: BillingContext, input: NewPlan): Promise<PlanSnapshot> => {
   await claimName(uow, input.name, null);
   const id = ctx.ids.next();
+  const providerPriceIds = await claimPriceIds(uow, input.providerPriceIds ?? NO_PRICE_IDS, id);
   const loaded = await uow.load(PlanAggregate, planStream(id));
   const { state } = uow.decide(PlanAggregate, loaded, {
     type: 'CreatePlan',
-    plan: { id, ...input, features: [...new Set(input.features)] },
+    plan: { id, ...input, features: [...new Set(input.features)], providerPriceIds },
     now: nowOf(ctx),
   });
   uow.afterCommit(() => ctx.changed(null));
@@ -63,12 +96,14 @@ export const updatePlan = async (
   patch: PlanPatch,
 ): Promise<PlanSnapshot> => {
   if (patch.name !== undefined) await claimName(uow, patch.name, planId);
+  const providerPriceIds =
+    patch.providerPriceIds === undefined ? undefined : await claimPriceIds(uow, patch.providerPriceIds, planId);
   const loaded = await uow.load(PlanAggregate, planStream(planId), { lock: true });
   const hasSubscribers = patch.isActive === false ? await hasActiveSubscribers(uow.tx, planId) : false;
   const features = patch.features === undefined ? undefined : [...new Set(patch.features)];
   const { state } = uow.decide(PlanAggregate, loaded, {
     type: 'UpdatePlan',
-    patch: { ...patch, features },
+    patch: { ...patch, features, providerPriceIds },
     now: nowOf(ctx),
     hasActiveSubscribers: hasSubscribers,
   });

@@ -15,7 +15,7 @@ import type { Queryable } from '../../infra/postgres/db';
  * platform's (they live in the platform tenant).
  */
 const PLAN_COLUMNS =
-  'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
+  'id, name, description, price_cents::text, currency, limits, features, provider_price_ids, is_active, created_at, updated_at';
 
 export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
   const { rows } = await q.query<PlanRow>(
@@ -31,6 +31,23 @@ export const findPlanByName = async (q: Queryable, name: string): Promise<PlanSn
     [PLATFORM_TENANT_ID, name],
   );
   return rows[0] ? planFromRow(rows[0]) : null;
+};
+
+/**
+ * The plans that list any of these price ids of the provider, with the ids each lists (a few
+ * plans: the platform's catalog, read without an index).
+ */
+export const plansByProviderPrices = async (
+  q: Queryable,
+  provider: 'stripe' | 'paddle',
+  priceIds: string[],
+): Promise<PlanSnapshot[]> => {
+  if (priceIds.length === 0) return [];
+  const { rows } = await q.query<PlanRow>(
+    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND provider_price_ids -> $2::text ?| $3::text[] ORDER BY id`,
+    [PLATFORM_TENANT_ID, provider, priceIds],
+  );
+  return rows.map(planFromRow);
 };
 
 /** by id, active ones only unless includeInactive; keyset on id (ListPlans) */

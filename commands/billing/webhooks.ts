@@ -8,7 +8,7 @@ import { systemMeta } from '../../infra/kernel';
 import type { BillingContext } from './context';
 import type { ProviderCommand } from './handlers';
 import { applyProviderCommands } from './handlers';
-import { currentSubscription, externalIdHolder } from './lookups';
+import { currentSubscription, externalIdHolder, plansByProviderPrices } from './lookups';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 
 /**
@@ -185,7 +185,7 @@ const processOne = async (
       [provider, eventId],
     );
     if (!locked.rowCount) return false;
-    let outcome = 'applied';
+    let outcome: string;
     let status = 'processed';
     if (!target) {
       status = 'ignored';
@@ -195,7 +195,7 @@ const processOne = async (
       outcome = `event type ${event.eventType} is not handled`;
     } else {
       try {
-        await applyAction(uow, ctx, target.tenantId, target.linked, event);
+        outcome = await applyAction(uow, ctx, provider, target.tenantId, target.linked, event);
       } catch (error) {
         // a refusal (a terminated subscription paid, a downgrade pending) is an outcome, not a failure to retry
         if (!isDomainError(error)) throw error;
@@ -233,13 +233,29 @@ const targetOf = async (
   return null;
 };
 
+/**
+ * The plan a provider's subscription now stands for: the first of its prices that a plan lists
+ * (the price is what the customer pays), else the plan our own metadata names (plan_id), else none.
+ */
+const planOf = async (uow: UnitOfWork, provider: Provider, event: ProviderEvent): Promise<string | null> => {
+  const plans = await plansByProviderPrices(uow.tx, provider, event.priceIds);
+  for (const priceId of event.priceIds) {
+    const plan = plans.find((p) => p.providerPriceIds[provider].includes(priceId));
+    if (plan) return plan.id;
+  }
+  return event.planId;
+};
+
+/** applies the event; answers the outcome recorded on its row */
 const applyAction = async (
   uow: UnitOfWork,
   ctx: BillingContext,
+  provider: Provider,
   tenantId: string,
   linked: boolean,
   event: ProviderEvent,
-): Promise<void> => {
+): Promise<string> => {
+  let outcome = 'applied';
   const now = ctx.clock.now().toISOString();
   const commands: ProviderCommand[] =
     !linked && event.externalId ? [{ type: 'LinkExternal', externalId: event.externalId, now }] : [];
@@ -253,13 +269,18 @@ const applyAction = async (
     case 'canceled':
       commands.push({ type: 'RecordProviderCancellation', now });
       break;
-    case 'plan_updated':
-      if (event.planId) commands.push({ type: 'SyncPlan', planId: event.planId, now });
+    case 'plan_updated': {
+      const planId = await planOf(uow, provider, event);
+      if (planId) commands.push({ type: 'SyncPlan', planId, now });
+      else
+        outcome = `applied: no plan lists the price (${event.priceIds.join(', ') || 'none'}) and no plan_id metadata`;
       break;
+    }
     case 'ignored':
       break;
     default:
       event.action satisfies never;
   }
   await applyProviderCommands(uow, ctx, tenantId, commands);
+  return outcome;
 };

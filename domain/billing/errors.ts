@@ -24,6 +24,13 @@ export const billingErrors = defineErrors({
     title: 'Conflict',
     detail: `A plan named ${JSON.stringify(name)} exists already.`,
   }),
+  /** a provider's price id names one plan (the webhook maps the price a customer pays to it) */
+  providerPriceTaken: (provider: string, priceId: string) => ({
+    status: 409,
+    suffix: 'conflict',
+    title: 'Conflict',
+    detail: `The ${provider} price ${JSON.stringify(priceId)} belongs to another plan already.`,
+  }),
   subscriptionExists: () => ({
     status: 409,
     suffix: 'conflict',

@@ -10,6 +10,15 @@ export const PlanLimitsSchema = z.object(
   Object.fromEntries(LIMIT_KEYS.map((k) => [k, Count])) as Record<keyof PlanLimits, typeof Count>,
 );
 
+/**
+ * The payment providers' price ids that stand for the plan (Stripe `price_…`, Paddle `pri_…`): a
+ * provider's subscription.updated names the price the customer now pays, and this is how billing
+ * knows which plan that is (docs/decisions.md). A price id names one plan at most.
+ */
+export const ProviderPriceIds = z.object({ stripe: z.array(z.string()), paddle: z.array(z.string()) });
+export type ProviderPriceIds = z.infer<typeof ProviderPriceIds>;
+export const NO_PRICE_IDS: ProviderPriceIds = { stripe: [], paddle: [] };
+
 export const PlanSnapshot = z.object({
   id: z.string(),
   name: z.string(),
@@ -18,6 +27,8 @@ export const PlanSnapshot = z.object({
   currency: z.string(),
   limits: PlanLimitsSchema,
   features: z.array(z.string()),
+  // plans created before price ids existed have none
+  providerPriceIds: ProviderPriceIds.default(NO_PRICE_IDS),
   isActive: z.boolean(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -51,6 +62,8 @@ export interface PlanPatch {
   limits?: PlanLimits;
   /** replaces the whole list when present */
   features?: string[];
+  /** replaces both lists when present */
+  providerPriceIds?: ProviderPriceIds;
 }
 
 export type PlanCommand =
@@ -63,7 +76,8 @@ const sameLimits = (a: PlanLimits, b: PlanLimits): boolean => LIMIT_KEYS.every((
 
 const snapshotOf = (s: Extract<Plan, { status: 'exists' }>): PlanSnapshot => {
   const { status: _status, ...snapshot } = s;
-  return snapshot;
+  // a state stored before price ids existed lacks them
+  return { ...snapshot, providerPriceIds: (snapshot as Partial<PlanSnapshot>).providerPriceIds ?? NO_PRICE_IDS };
 };
 
 export const planDecider: Decider<Plan, PlanCommand, PlanEvent> = {
@@ -100,6 +114,7 @@ export const planDecider: Decider<Plan, PlanCommand, PlanEvent> = {
           ...(p.isActive !== undefined ? { isActive: p.isActive } : {}),
           ...(p.limits !== undefined ? { limits: p.limits } : {}),
           ...(p.features !== undefined ? { features: [...p.features] } : {}),
+          ...(p.providerPriceIds !== undefined ? { providerPriceIds: p.providerPriceIds } : {}),
         };
         if (JSON.stringify({ ...after, updatedAt: '' }) === JSON.stringify({ ...before, updatedAt: '' })) return [];
         after.updatedAt = c.now;
@@ -130,6 +145,7 @@ export const FREE_PLAN = {
   priceCents: 0,
   currency: 'USD',
   features: [] as string[],
+  providerPriceIds: NO_PRICE_IDS,
   limits: {
     users: 5,
     records: 10_000,
@@ -154,6 +170,7 @@ export interface PlanRow {
   currency: string;
   limits: PlanLimits;
   features: string[];
+  provider_price_ids: ProviderPriceIds | null;
   is_active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -167,6 +184,7 @@ export const planFromRow = (r: PlanRow): PlanSnapshot => ({
   currency: r.currency,
   limits: r.limits,
   features: r.features,
+  providerPriceIds: r.provider_price_ids ?? NO_PRICE_IDS,
   isActive: r.is_active,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),

@@ -12,13 +12,14 @@ import { sql } from '../../infra/projections/projection';
  */
 export const plansProjection: Projection<'billing_plans'> = {
   name: 'billing.plans',
-  version: 1,
+  // 2: provider_price_ids
+  version: 2,
   mode: 'inline',
   handles: ['billing.plan.changed'],
   tables: {
     billing_plans: (t) => [
       `CREATE TABLE ${t} (tenant_id text NOT NULL, id text NOT NULL, name text NOT NULL, description text NOT NULL, price_cents bigint NOT NULL,
-        currency text NOT NULL, limits jsonb NOT NULL, features text[] NOT NULL, is_active boolean NOT NULL, created_at timestamptz NOT NULL,
+        currency text NOT NULL, limits jsonb NOT NULL, features text[] NOT NULL, provider_price_ids jsonb NOT NULL, is_active boolean NOT NULL, created_at timestamptz NOT NULL,
         updated_at timestamptz NOT NULL, version int NOT NULL, PRIMARY KEY (tenant_id, id))`,
       `CREATE UNIQUE INDEX ON ${t} (tenant_id, lower(name))`,
     ],
@@ -28,10 +29,11 @@ export const plansProjection: Projection<'billing_plans'> = {
     const p = e.data.plan;
     return [
       sql(
-        `INSERT INTO ${t.billing_plans} AS p (tenant_id, id, name, description, price_cents, currency, limits, features, is_active, created_at, updated_at, version)
-      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)
+        `INSERT INTO ${t.billing_plans} AS p (tenant_id, id, name, description, price_cents, currency, limits, features, provider_price_ids, is_active, created_at, updated_at, version)
+      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $13::jsonb, $9, $10, $11, $12)
       ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, price_cents = EXCLUDED.price_cents,
-        currency = EXCLUDED.currency, limits = EXCLUDED.limits, features = EXCLUDED.features, is_active = EXCLUDED.is_active, updated_at = EXCLUDED.updated_at,
+        currency = EXCLUDED.currency, limits = EXCLUDED.limits, features = EXCLUDED.features, provider_price_ids = EXCLUDED.provider_price_ids,
+        is_active = EXCLUDED.is_active, updated_at = EXCLUDED.updated_at,
         version = EXCLUDED.version WHERE p.version < EXCLUDED.version`,
         stored.tenantId,
         p.id,
@@ -45,6 +47,7 @@ export const plansProjection: Projection<'billing_plans'> = {
         p.createdAt,
         p.updatedAt,
         stored.streamVersion,
+        JSON.stringify(p.providerPriceIds),
       ),
     ];
   },

@@ -14,7 +14,7 @@ import type { Queryable } from '../../infra/postgres/db';
  * (The command side — commands, workers, the gRPC service — reads through commands/billing/lookups.ts.)
  */
 const PLAN_COLUMNS =
-  'id, name, description, price_cents::text, currency, limits, features, is_active, created_at, updated_at';
+  'id, name, description, price_cents::text, currency, limits, features, provider_price_ids, is_active, created_at, updated_at';
 
 export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
   const { rows } = await q.query<PlanRow>(

@@ -30,6 +30,7 @@ CLAMD_PORT=53310
 
 KAFKA_VERSION=3.9.2   # keep in step with scripts/infra/kafka-pom.xml
 OPENAPI_VALIDATOR_VERSION=0.9.0 # openapi-spec-validator (PyPI), in a venv under the cache
+GRPC_PYTHON_VERSION=1.68.1      # grpcio + grpcio-tools (PyPI), in a venv under the cache: a gRPC client that is not ours
 S3PROXY_VERSION=4.1.0 # keep in step with scripts/infra/s3proxy-pom.xml
 S3_ACCESS_KEY=platform-test
 S3_SECRET_KEY=platform-test-secret
@@ -526,6 +527,32 @@ install_openapi_validator() {
   done
   tail_log "$logf"
   die "pip: could not install openapi-spec-validator $OPENAPI_VALIDATOR_VERSION (log: $logf)"
+}
+
+# grpcio and grpcio-tools in their own Python venv under the cache: the billing gRPC test generates
+# stubs from proto/ with them and calls the server as a generic proto3 client would (zero values
+# left off the wire); installed once per pinned version, reused afterwards.
+grpc_python_dir() { printf '%s/python-grpc-%s' "$INFRA_CACHE" "$GRPC_PYTHON_VERSION"; }
+grpc_python_bin() { printf '%s/bin/python' "$(grpc_python_dir)"; }
+install_grpc_python() {
+  local dir logf=$INFRA_RUN/logs/python-grpc.log try
+  dir=$(grpc_python_dir)
+  [[ -x $dir/bin/python && -f $dir/.complete ]] && return 0
+  log "pip: installing grpcio and grpcio-tools $GRPC_PYTHON_VERSION into $dir…"
+  mkdir -p "$(dirname "$logf")"
+  for try in 1 2 3; do
+    rm -rf "$dir"
+    if python3 -m venv "$dir" >>"$logf" 2>&1 &&
+      "$dir/bin/pip" install -q --disable-pip-version-check --only-binary=:all: \
+        "grpcio==$GRPC_PYTHON_VERSION" "grpcio-tools==$GRPC_PYTHON_VERSION" >>"$logf" 2>&1 &&
+      "$dir/bin/python" -c 'import grpc, grpc_tools.protoc' >>"$logf" 2>&1; then
+      touch "$dir/.complete"
+      return 0
+    fi
+    sleep $((try * 5))
+  done
+  tail_log "$logf"
+  die "pip: could not install grpcio $GRPC_PYTHON_VERSION (log: $logf)"
 }
 
 need_node_modules() {

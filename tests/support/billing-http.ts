@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { PlanSnapshot } from '../../domain/billing/plan';
+import type { PlanSnapshot, ProviderPriceIds } from '../../domain/billing/plan';
 import type { PlanLimits } from '../../domain/billing/resources';
 import { billingContext } from '../../commands/billing/context';
 import { escalationStep } from '../../commands/billing/escalation';
@@ -30,7 +30,7 @@ export const generousLimits = (overrides: Partial<PlanLimits> = {}): PlanLimits 
 /** an operator's plan, made behind the API (the test process's kernel: the same database in either topology) */
 export const operatorPlan = (
   kernel: Kernel,
-  input: { priceCents: number; limits?: Partial<PlanLimits>; name?: string },
+  input: { priceCents: number; limits?: Partial<PlanLimits>; name?: string; providerPriceIds?: ProviderPriceIds },
 ): Promise<PlanSnapshot> =>
   kernel.commands.run(systemMeta(PLATFORM_TENANT_ID), (uow) =>
     createPlan(uow, billingContext(kernel), {
@@ -40,6 +40,7 @@ export const operatorPlan = (
       currency: 'USD',
       limits: generousLimits(input.limits),
       features: [],
+      providerPriceIds: input.providerPriceIds,
     }),
   );
 

@@ -1,7 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { billingErrors, billingGrpcStatus } from '../../domain/billing/errors';
-import type { PlanSnapshot } from '../../domain/billing/plan';
+import type { PlanSnapshot, ProviderPriceIds } from '../../domain/billing/plan';
 import type { PlanLimits, Resource } from '../../domain/billing/resources';
 import { LIMIT_KEYS, LIMIT_OF, percentageOf, RESOURCES } from '../../domain/billing/resources';
 import type { Subscription, SubscriptionStatus } from '../../domain/billing/subscription';
@@ -81,6 +81,25 @@ const features = (value: unknown): string[] => {
   return list.map((f, i) => text(`features[${i}]`, f));
 };
 
+/** a provider's price id: printable, no spaces (Stripe price_…, Paddle pri_…) */
+const priceIds = (field: string, value: unknown): string[] => {
+  const list = Array.isArray(value) ? value : [];
+  if (list.length > 50) throw invalid(field, 'at most 50 price ids');
+  return list.map((id, i) => {
+    if (typeof id !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(id))
+      throw invalid(`${field}[${i}]`, 'must be a price id: 1 to 200 printable characters without spaces');
+    return id;
+  });
+};
+
+const providerPriceIdsFrom = (message: unknown): ProviderPriceIds => {
+  const m = (message ?? {}) as Msg;
+  return {
+    stripe: priceIds('provider_price_ids.stripe', m.stripe),
+    paddle: priceIds('provider_price_ids.paddle', m.paddle),
+  };
+};
+
 const planMessage = (p: PlanSnapshot) => ({
   id: p.id,
   name: p.name,
@@ -92,6 +111,7 @@ const planMessage = (p: PlanSnapshot) => ({
   is_active: p.isActive,
   created_at: p.createdAt,
   updated_at: p.updatedAt,
+  provider_price_ids: p.providerPriceIds,
 });
 
 const subscriptionMessage = (s: Subscription) => ({
@@ -147,9 +167,9 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
 
   return {
     CreatePlan: rpc('CreatePlan', async (r) => {
+      // a proto3 client puts no zero value on the wire: description "" and price_cents 0 (a free
+      // plan) arrive as absent, so only what has presence or cannot be zero is required
       const name = text('name', r.name);
-      if (r.description === undefined) throw invalid('description', 'is required');
-      if (r.price_cents === undefined) throw invalid('price_cents', 'is required');
       const currency = text('currency', r.currency);
       if (!isIsoCurrency(currency)) throw invalid('currency', 'must be an ISO 4217 currency code such as USD');
       if (r.limits === undefined) throw invalid('limits', 'is required');
@@ -160,6 +180,7 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
         currency,
         limits: limitsFrom(r.limits),
         features: features(r.features),
+        providerPriceIds: providerPriceIdsFrom(r.provider_price_ids),
       };
       return { plan: planMessage(await asPlatform((uow) => billing.createPlan(uow, ctx, input))) };
     }),
@@ -189,6 +210,9 @@ export const billingServiceImplementation = (kernel: Kernel): grpc.UntypedServic
         ...(r.limits !== undefined ? { limits: limitsFrom(r.limits) } : {}),
         ...(r.replace_features === true || (Array.isArray(r.features) && r.features.length > 0)
           ? { features: features(r.features) }
+          : {}),
+        ...(r.provider_price_ids !== undefined && r.provider_price_ids !== null
+          ? { providerPriceIds: providerPriceIdsFrom(r.provider_price_ids) }
           : {}),
       };
       if (!(await findPlan(kernel.db, id))) throw billingErrors.planNotFound();

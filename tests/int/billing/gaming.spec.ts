@@ -125,6 +125,27 @@ const stripeEvent = (type: string, object: Record<string, unknown>) => {
   };
 };
 
+/** a signed event posted through the gateway and applied by the worker */
+const processed = async ({ raw, headers }: { raw: string; headers: Record<string, string> }) => {
+  const res = await p.http('/v1/billing/webhooks/stripe', { method: 'POST', headers, body: raw });
+  expect(res.status, await res.text()).toBe(200);
+  const eventId = (JSON.parse(raw) as { id: string }).id;
+  await eventually(
+    async () => {
+      await processWebhooks(p.kernel, billingContext(p.kernel));
+      return (
+        await p.kernel.db.query<{ status: string }>(
+          'SELECT status FROM billing.webhook_events WHERE provider = $1 AND event_id = $2',
+          ['stripe', eventId],
+        )
+      ).rows[0]?.status;
+    },
+    (s) => s !== undefined && s !== 'pending',
+    15_000,
+    'the webhook processed',
+  );
+};
+
 /** the provider reports a paid invoice of its subscription (metadata as the platform's checkout sets it), applied by the worker */
 const invoicePaid = async (subscription: string, metadata: Record<string, string> = {}) => {
   const { raw, headers } = stripeEvent('invoice.paid', {
@@ -358,6 +379,35 @@ describe("a provider's subscription id (externalId)", () => {
     } finally {
       clock.reset();
     }
+  });
+
+  it("in Stripe's current shapes too (through the gateway): a basil invoice's parent.subscription_details pays the bound tenant whatever its metadata names; a subscription's price moves it to the plan listing that price", async () => {
+    const priceId = `price_${randomUUID().replace(/-/g, '').slice(0, 14)}`;
+    const pro = await operatorPlan(p.kernel, { priceCents: 9900, providerPriceIds: { stripe: [priceId], paddle: [] } });
+    const other = await canceledTenant();
+    const external = `sub_${randomUUID().replace(/-/g, '')}`;
+    const bound = await tenantWithTrial(paidPlanId, external);
+    await processed(
+      stripeEvent('invoice.payment_succeeded', {
+        id: `in_${randomUUID().slice(0, 8)}`,
+        object: 'invoice',
+        parent: {
+          type: 'subscription_details',
+          subscription_details: { subscription: external, metadata: { tenant_id: other.tenantId } },
+        },
+      }),
+    );
+    expect(await statusOf(bound.tenantId)).toBe('active');
+    expect(await statusOf(other.tenantId)).toBe('canceled');
+    await processed(
+      stripeEvent('customer.subscription.updated', {
+        id: external,
+        object: 'subscription',
+        metadata: {},
+        items: { object: 'list', data: [{ id: 'si_1', price: { id: priceId, object: 'price' } }] },
+      }),
+    );
+    expect(await current(bound)).toMatchObject({ planId: pro.id });
   });
 
   it('is bound to one tenant only when several bind it at once (a constraint, not a lookup): one wins, the others 409', async () => {

@@ -2,9 +2,11 @@ import { createHmac, randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingContext } from '../../../commands/billing/context';
-import { createSubscription } from '../../../commands/billing/handlers';
+import { createPlan, createSubscription } from '../../../commands/billing/handlers';
 import { processWebhooks } from '../../../commands/billing/webhooks';
-import { FREE_PLAN_ID } from '../../../domain/billing/plan';
+import type { ProviderPriceIds } from '../../../domain/billing/plan';
+import { FREE_PLAN, FREE_PLAN_ID } from '../../../domain/billing/plan';
+import { PLATFORM_TENANT_ID } from '../../../domain/identity/constants';
 import { systemMeta } from '../../../infra/kernel';
 import { seedTenant } from '../../support/billing';
 import { eventually } from '../../support/billing-http';
@@ -58,6 +60,35 @@ const subscriptionWithExternalId = async (externalId: string) => {
   );
   return { tenantId, id: s.id };
 };
+
+/** a bigger plan than the free one (a move to it is immediate), standing for these provider prices */
+const planWithPrices = async (providerPriceIds: Partial<ProviderPriceIds>) =>
+  p.kernel.commands.run(systemMeta(PLATFORM_TENANT_ID), (uow) =>
+    createPlan(uow, billingContext(p.kernel), {
+      name: `pro-${randomUUID()}`,
+      description: 'pro',
+      priceCents: 4900,
+      currency: 'USD',
+      limits: { ...FREE_PLAN.limits, users: 50, records: 1_000_000 },
+      features: [],
+      providerPriceIds: { stripe: [], paddle: [], ...providerPriceIds },
+    }),
+  );
+
+const planOfTenant = async (tenantId: string) =>
+  (
+    await p.kernel.db.query<{ plan_id: string }>('SELECT plan_id FROM rm.billing_subscriptions WHERE tenant_id = $1', [
+      tenantId,
+    ])
+  ).rows[0]!.plan_id;
+
+const outcomeOf = async (eventId: string) =>
+  (
+    await p.kernel.db.query<{ status: string; outcome: string }>(
+      'SELECT status, outcome FROM billing.webhook_events WHERE event_id = $1',
+      [eventId],
+    )
+  ).rows[0];
 
 const statusOf = async (tenantId: string) =>
   (
@@ -135,6 +166,152 @@ describe('stripe', () => {
     const unknown = await post('braintree', junk, stripeHeader(junk));
     expect(unknown.status).toBe(404);
     expect(unknown.body.type).toMatch(/\/not-found$/);
+  });
+});
+
+describe('stripe, current API versions', () => {
+  it('an invoice of 2025-03-31.basil or later names its subscription under parent.subscription_details: the payment applies', async () => {
+    const externalId = `sub_${randomUUID().replace(/-/g, '')}`;
+    const sub = await subscriptionWithExternalId(externalId);
+    const raw = JSON.stringify({
+      id: `evt_${randomUUID().replace(/-/g, '')}`,
+      object: 'event',
+      api_version: '2025-09-30.clover',
+      type: 'invoice.payment_succeeded',
+      data: {
+        object: {
+          id: `in_${randomUUID().slice(0, 8)}`,
+          object: 'invoice',
+          status: 'paid',
+          parent: {
+            type: 'subscription_details',
+            quote_details: null,
+            subscription_details: { subscription: externalId, metadata: {} },
+          },
+        },
+      },
+    });
+    expect((await post('stripe', raw, stripeHeader(raw))).status).toBe(200);
+    await eventually(
+      () => statusOf(sub.tenantId),
+      (s) => s.status === 'active',
+      10_000,
+      'the payment applied',
+    );
+  });
+
+  it("customer.subscription.updated moves the tenant to the plan that lists the subscription's price, without our metadata", async () => {
+    const priceId = `price_${randomUUID().replace(/-/g, '').slice(0, 14)}`;
+    const plan = await planWithPrices({ stripe: [priceId] });
+    const externalId = `sub_${randomUUID().replace(/-/g, '')}`;
+    const sub = await subscriptionWithExternalId(externalId);
+    const raw = JSON.stringify({
+      id: `evt_${randomUUID().replace(/-/g, '')}`,
+      object: 'event',
+      api_version: '2025-09-30.clover',
+      type: 'customer.subscription.updated',
+      data: {
+        object: {
+          id: externalId,
+          object: 'subscription',
+          status: 'active',
+          metadata: {},
+          items: {
+            object: 'list',
+            data: [
+              {
+                id: 'si_1',
+                object: 'subscription_item',
+                price: { id: priceId, object: 'price', recurring: { interval: 'month' } },
+              },
+            ],
+          },
+        },
+        previous_attributes: { items: { data: [{ price: { id: 'price_old' } }] } },
+      },
+    });
+    expect((await post('stripe', raw, stripeHeader(raw))).status).toBe(200);
+    await eventually(
+      () => planOfTenant(sub.tenantId),
+      (id) => id === plan.id,
+      10_000,
+      'the plan synchronised',
+    );
+    // a price no plan lists changes nothing, and says so
+    const unknown = JSON.stringify({
+      id: `evt_${randomUUID().replace(/-/g, '')}`,
+      object: 'event',
+      type: 'customer.subscription.updated',
+      data: {
+        object: { id: externalId, object: 'subscription', items: { data: [{ price: { id: 'price_nobody' } }] } },
+      },
+    });
+    expect((await post('stripe', unknown, stripeHeader(unknown))).status).toBe(200);
+    await eventually(
+      () => outcomeOf(JSON.parse(unknown).id),
+      (o) => o?.status === 'processed',
+      10_000,
+      'the event processed',
+    );
+    expect((await outcomeOf(JSON.parse(unknown).id))!.outcome).toMatch(/no plan lists the price \(price_nobody\)/);
+    expect(await planOfTenant(sub.tenantId)).toBe(plan.id);
+  });
+});
+
+describe('paddle billing, current shapes', () => {
+  it('transaction.completed names subscription_id (and custom_data.tenant_id links it); subscription.updated moves the tenant to the plan listing items[].price.id', async () => {
+    const priceId = `pri_01${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    const plan = await planWithPrices({ paddle: [priceId] });
+    const { tenantId } = await seedTenant(p.kernel.db);
+    const sub = await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
+      createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId: null }),
+    );
+    const externalId = `sub_01${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    const completed = JSON.stringify({
+      event_id: `evt_01${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+      event_type: 'transaction.completed',
+      occurred_at: clock.now().toISOString(),
+      notification_id: `ntf_01${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+      data: {
+        id: `txn_01${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+        status: 'completed',
+        origin: 'subscription_recurring',
+        subscription_id: externalId,
+        custom_data: { tenant_id: tenantId },
+        items: [{ price_id: priceId, price: { id: priceId }, quantity: 1 }],
+      },
+    });
+    expect((await post('paddle', completed, paddleHeader(completed))).body).toMatchObject({ processed: true });
+    await eventually(
+      async () =>
+        (
+          await p.kernel.db.query<{ status: string; external_id: string }>(
+            'SELECT status, external_id FROM rm.billing_subscriptions WHERE id = $1',
+            [sub.id],
+          )
+        ).rows[0],
+      (s) => s?.status === 'active' && s.external_id === externalId,
+      10_000,
+      'the payment applied and the subscription linked',
+    );
+    const updated = JSON.stringify({
+      event_id: `evt_01${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+      event_type: 'subscription.updated',
+      occurred_at: clock.now().toISOString(),
+      data: {
+        id: externalId,
+        status: 'active',
+        custom_data: { tenant_id: tenantId },
+        items: [{ status: 'active', quantity: 1, price: { id: priceId, product_id: 'pro_01' } }],
+      },
+    });
+    expect((await post('paddle', updated, paddleHeader(updated))).status).toBe(200);
+    await eventually(
+      () => planOfTenant(tenantId),
+      (id) => id === plan.id,
+      10_000,
+      'the plan synchronised',
+    );
   });
 });
 

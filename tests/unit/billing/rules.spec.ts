@@ -116,6 +116,7 @@ describe('provider events', () => {
       externalId: 'sub_1',
       tenantId: null,
       planId: null,
+      priceIds: [],
     });
     expect(
       readProviderEvent('stripe', {
@@ -125,6 +126,55 @@ describe('provider events', () => {
       }),
     ).toMatchObject({ action: 'plan_updated', externalId: 'sub_2', tenantId: 't', planId: 'p' });
     expect(readProviderEvent('stripe', { type: 'invoice.paid' })).toBeNull();
+  });
+  it('stripe, current API versions (2025-03-31.basil on): the invoice names its subscription and its metadata under parent.subscription_details; the subscription lists its prices', () => {
+    expect(
+      readProviderEvent('stripe', {
+        id: 'evt_3',
+        type: 'invoice.payment_succeeded',
+        data: {
+          object: {
+            id: 'in_3',
+            object: 'invoice',
+            parent: {
+              type: 'subscription_details',
+              quote_details: null,
+              subscription_details: { subscription: 'sub_3', metadata: { tenant_id: 't3' } },
+            },
+          },
+        },
+      }),
+    ).toMatchObject({ action: 'payment_succeeded', externalId: 'sub_3', tenantId: 't3' });
+    // before basil (from 2022-11-15): subscription at the top, its metadata in subscription_details
+    expect(
+      readProviderEvent('stripe', {
+        id: 'evt_4',
+        type: 'invoice.payment_failed',
+        data: {
+          object: { id: 'in_4', subscription: 'sub_4', subscription_details: { metadata: { tenant_id: 't4' } } },
+        },
+      }),
+    ).toMatchObject({ action: 'payment_failed', externalId: 'sub_4', tenantId: 't4' });
+    expect(
+      readProviderEvent('stripe', {
+        id: 'evt_5',
+        type: 'customer.subscription.updated',
+        data: {
+          object: {
+            id: 'sub_5',
+            object: 'subscription',
+            items: {
+              object: 'list',
+              data: [
+                { id: 'si_1', price: { id: 'price_a', object: 'price' } },
+                { id: 'si_2', plan: { id: 'price_b' } },
+                { id: 'si_3', price: { id: 'price_a' } },
+              ],
+            },
+          },
+        },
+      }),
+    ).toMatchObject({ action: 'plan_updated', externalId: 'sub_5', planId: null, priceIds: ['price_a', 'price_b'] });
   });
   it('paddle: both vocabularies, event_id and event_type', () => {
     expect(
@@ -140,6 +190,40 @@ describe('provider events', () => {
     expect(readProviderEvent('paddle', { event_id: 'e', event_type: 'customer.created', data: {} })).toMatchObject({
       action: 'ignored',
     });
+  });
+  it('paddle billing: transactions name subscription_id, subscriptions list items[].price.id, custom_data carries the tenant', () => {
+    expect(
+      readProviderEvent('paddle', {
+        event_id: 'evt_01',
+        event_type: 'transaction.completed',
+        occurred_at: '2026-01-01T00:00:00.000Z',
+        notification_id: 'ntf_01',
+        data: {
+          id: 'txn_01',
+          status: 'completed',
+          subscription_id: 'sub_01',
+          custom_data: { tenant_id: 't' },
+          items: [{ price_id: 'pri_01', price: { id: 'pri_01' }, quantity: 1 }],
+        },
+      }),
+    ).toMatchObject({ action: 'payment_succeeded', externalId: 'sub_01', tenantId: 't', priceIds: [] });
+    expect(
+      readProviderEvent('paddle', {
+        event_id: 'evt_02',
+        event_type: 'subscription.updated',
+        data: {
+          id: 'sub_01',
+          status: 'active',
+          items: [
+            { status: 'active', quantity: 1, price: { id: 'pri_02', product_id: 'pro_01' } },
+            { price_id: 'pri_03' },
+          ],
+        },
+      }),
+    ).toMatchObject({ action: 'plan_updated', externalId: 'sub_01', priceIds: ['pri_02', 'pri_03'] });
+    expect(
+      readProviderEvent('paddle', { event_id: 'e', event_type: 'subscription.past_due', data: { id: 'sub_01' } }),
+    ).toMatchObject({ action: 'payment_failed', externalId: 'sub_01' });
   });
 });
 
