@@ -58,7 +58,8 @@ export const dataEraser: Eraser = {
       // as the tenant (the data role and its row-level security): nothing of another tenant can go
       const useRole = await dataContext(kernel).useRole();
       await asTenant(tx, tenantId, useRole, () => deleteModuleRows(tx, tenantId));
-      await deleteTenantStreams(tx, tenantId, ['record']);
+      // record streams are named data:<tenant>:<module>.<model>.<id> (commands/data/aggregates.ts)
+      await deleteTenantStreams(tx, tenantId, ['data']);
       await deleteTenantRows(tx, tenantId, ['modules.installations']);
     });
   },
