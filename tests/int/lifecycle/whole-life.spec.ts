@@ -8,6 +8,7 @@ import { EVENTS_TEST_ENV, startReceiver, uniqueSlug } from '../../support/events
 import { clamdEnv, testBucket } from '../../support/files';
 import type { IdentityPlatform, Member, Registered } from '../../support/identity';
 import { addMember, PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../../support/identity';
+import { solidPng } from '../../support/images';
 
 /**
  * One tenant's whole life on one platform with every service (issue 23), in either topology:
@@ -177,12 +178,12 @@ describe("a tenant's whole life", () => {
     }
   });
 
-  it('uploads files, scanned and stored', async () => {
-    for (const t of [a, b, c]) {
+  it('uploads files, scanned and stored; a picture gets its thumbnails', async () => {
+    const upload = async (t: Tenant, bytes: Buffer, bucketName: string, name: string): Promise<string> => {
       const form = new FormData();
-      form.append('bucket', 'documents');
-      form.append('originalName', 'report.txt');
-      form.append('file', new Blob([Buffer.from(`the report of ${t.owner.tenantId}`)]), 'report.txt');
+      form.append('bucket', bucketName);
+      form.append('originalName', name);
+      form.append('file', new Blob([bytes]), name);
       const res = await fetch(`${p.url}/v1/files/upload`, {
         method: 'POST',
         headers: { authorization: `Bearer ${t.token}` },
@@ -190,14 +191,23 @@ describe("a tenant's whole life", () => {
       });
       const body = (await res.json()) as { id: string };
       expect(res.status, JSON.stringify(body)).toBe(201);
-      t.fileId = body.id;
       await eventually(
-        async () => (await call('GET', `/files/${t.fileId}?meta=1`, t.token)).body?.status,
+        async () => (await call('GET', `/files/${body.id}?meta=1`, t.token)).body?.status,
         (status) => status === 'available',
         30_000,
         'file available',
       );
-    }
+      return body.id;
+    };
+    for (const t of [a, b, c])
+      t.fileId = await upload(t, Buffer.from(`the report of ${t.owner.tenantId}`), 'documents', 'report.txt');
+    const picture = await upload(a, await solidPng(64, 48), 'assets', 'picture.png');
+    await eventually(
+      async () => Object.keys((await call('GET', `/files/${picture}?meta=1`, a.token)).body?.thumbnails ?? {}),
+      (presets) => presets.length === 2,
+      30_000,
+      'thumbnails',
+    );
   });
 
   it('publishes on the bus to a subscribed module (one event delivered, one dead-lettered), sends a notification, keeps a wallet', async () => {
@@ -332,6 +342,8 @@ describe("a tenant's whole life", () => {
   it('files phase, then completed: objects, thumbnails and files erased, then members and sessions; only ledger and audit remain', async () => {
     await advance(24 * HOUR);
     await untilPhase(a, 'completed');
+    // before: two files, the picture's thumbnails beside its contents
+    expect(before[a.owner.tenantId]!.objects.length).toBeGreaterThanOrEqual(4);
     const h = await holdings(a.owner.tenantId);
     expect(h).toMatchObject({ files: 0, objects: [], members: 0, sessions: 0 });
     expect(h.wallets).toBe(before[a.owner.tenantId]!.wallets);
