@@ -42,6 +42,7 @@ export const SPLIT_SUITES = [
   'tests/int/events/api.spec.ts',
   'tests/int/billing/gateway.spec.ts',
   'tests/int/billing/escalation.spec.ts',
+  'tests/int/lifecycle/whole-life.spec.ts',
   'tests/int/billing/gateways.spec.ts',
   'tests/int/billing/usage.spec.ts',
   'tests/int/billing/gaming.spec.ts',

@@ -46,6 +46,7 @@ export const loadServices = async (): Promise<ServiceModules> => {
     defaults<WorkerSet>([
       import('../workers/audit'),
       import('../workers/billing'),
+      import('../workers/data'),
       import('../workers/events'),
       import('../workers/files'),
       import('../workers/identity'),

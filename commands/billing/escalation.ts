@@ -1,3 +1,7 @@
+import type { ErasurePhase } from '../../domain/shared/erasure';
+import { terminationIdOf } from '../../domain/shared/erasure';
+import { phaseErased, requestErasure } from '../../infra/erasure';
+import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import { dueNotices } from '../../domain/billing/notices';
 import { FREE_PLAN, FREE_PLAN_ID } from '../../domain/billing/plan';
 import { LIMIT_OF, RESOURCES } from '../../domain/billing/resources';
@@ -43,6 +47,32 @@ const overLimit = async (kernel: Kernel, s: Subscription): Promise<boolean> => {
 };
 
 /**
+ * Whether the services have confirmed the erasure billing asked for in the current phase of a
+ * termination (their confirmations on the log, infra/erasure.ts); nothing outside a termination.
+ */
+const erasedPhases = async (kernel: Kernel, s: Subscription): Promise<Partial<Record<ErasurePhase, boolean>>> => {
+  const t = s.termination;
+  if (s.status !== 'terminated' || !t?.erasureRequested || t.phase === 'completed') return {};
+  return { [t.phase]: await phaseErased(kernel.db, s.tenantId, terminationIdOf(s.id, t.startedAt), t.phase) };
+};
+
+/**
+ * The erasure request of a phase, on the log in the transition's own transaction: recorded when
+ * the advance asked for the erasure of records or moved on to the files (domain/shared/erasure.ts).
+ */
+const requestDueErasure = async (uow: UnitOfWork, before: Subscription, after: Subscription): Promise<void> => {
+  const t = after.termination;
+  if (after.status !== 'terminated' || !t?.erasureRequested || t.phase === 'completed') return;
+  const was = before.termination;
+  if (was?.erasureRequested && was.phase === t.phase && was.startedAt === t.startedAt) return;
+  await requestErasure(uow, after.tenantId, {
+    terminationId: terminationIdOf(after.id, t.startedAt),
+    subscriptionId: after.id,
+    phase: t.phase,
+  });
+};
+
+/**
  * One pass of the escalation worker (spec 001 escalation timeline): for every subscription with
  * something due, the transitions the clock makes due and the notices they call for, recorded in
  * one transaction; then the notices are delivered. Safe to run in several processes at once:
@@ -62,6 +92,7 @@ export const escalationStep = async (
       const before = row.snapshot;
       try {
         const facts = {
+          erased: await erasedPhases(kernel, before),
           overLimit: await overLimit(kernel, before),
           noticesSent: before.pastDueSince
             ? await noticesDelivered(kernel.db, row.tenant_id, before.id, before.pastDueSince)
@@ -70,6 +101,7 @@ export const escalationStep = async (
         const result = await kernel.commands.run(systemMeta(row.tenant_id), async (uow) => {
           const s = await advanceSubscription(uow, ctx, row.tenant_id, facts);
           if (!s) return { moved: false, recorded: 0 };
+          await requestDueErasure(uow, before, s);
           const plan = (await findPlan(uow.tx, s.planId)) ?? { priceCents: FREE_PLAN.priceCents };
           const recorded = await recordNotices(
             uow.tx,

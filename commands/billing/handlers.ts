@@ -1,3 +1,4 @@
+import type { ErasurePhase } from '../../domain/shared/erasure';
 import { billingErrors } from '../../domain/billing/errors';
 import type { Plan, PlanPatch, PlanSnapshot, ProviderPriceIds } from '../../domain/billing/plan';
 import { FREE_PLAN, FREE_PLAN_ID, NO_PRICE_IDS } from '../../domain/billing/plan';
@@ -312,7 +313,7 @@ export const advanceSubscription = async (
   uow: UnitOfWork,
   ctx: BillingContext,
   tenantId: string,
-  facts: { overLimit: boolean; noticesSent: number },
+  facts: { overLimit: boolean; noticesSent: number; erased?: Partial<Record<ErasurePhase, boolean>> },
 ): Promise<Subscription | null> => {
   const loaded = await uow.load(SubscriptionAggregate, subscriptionStream(tenantId));
   if (loaded.state.status !== 'exists') return null;
@@ -326,5 +327,6 @@ export const advanceSubscription = async (
     pendingPlan: pending ? factsOf(pending) : null,
     overLimit: facts.overLimit,
     noticesSent: facts.noticesSent,
+    erased: facts.erased,
   });
 };

@@ -16,6 +16,11 @@ export const Termination = z.object({
   phase: z.enum(TERMINATION_PHASES),
   startedAt: z.string(),
   phaseStartedAt: z.string(),
+  /**
+   * billing has asked the services to erase what this phase erases (domain/shared/erasure.ts);
+   * absent in terminations recorded before erasure existed
+   */
+  erasureRequested: z.boolean().optional(),
 });
 
 export const SubscriptionSnapshot = z.object({
@@ -57,6 +62,7 @@ export const CHANGES = [
   'suspended',
   'terminated',
   'termination_phase',
+  'erasure_requested',
   'recovered',
   'linked',
   'downgrade_settled',
@@ -134,6 +140,8 @@ export type SubscriptionCommand =
       pendingPlan: PlanFacts | null;
       overLimit: boolean;
       noticesSent: number;
+      /** every service of the phase has confirmed its erasure of the current termination (read from the log) */
+      erased?: Partial<Record<'deleting_records' | 'deleting_files', boolean>>;
     }
   /** the platform owner: back to active before the termination completes */
   | { type: 'Recover'; now: string };
@@ -376,16 +384,33 @@ const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Ac
       }),
     );
   }
+  // termination: the first day nothing is erased (a recovery then restores everything); then each
+  // phase asks the services to erase, and moves on only when all of them confirmed (decisions.md)
   if (s.status === 'terminated' && s.termination) {
     const t = s.termination;
-    if (t.phase === 'deleting_records' && hoursSince(t.startedAt, now) >= TIMELINE.deletingFilesAfterHours) {
+    if (
+      t.phase === 'deleting_records' &&
+      !t.erasureRequested &&
+      hoursSince(t.startedAt, now) >= TIMELINE.eraseRecordsAfterHours
+    ) {
+      step('erasure_requested', mutate(s, now, { termination: { ...t, erasureRequested: true, phaseStartedAt: now } }));
+    }
+    const t1 = s.termination;
+    if (t1.phase === 'deleting_records' && t1.erasureRequested && c.erased?.deleting_records) {
       step(
         'termination_phase',
-        mutate(s, now, { termination: { ...t, phase: 'deleting_files', phaseStartedAt: now } }),
+        mutate(s, now, {
+          termination: { ...t1, phase: 'deleting_files', erasureRequested: true, phaseStartedAt: now },
+        }),
       );
     }
     const t2 = s.termination;
-    if (t2.phase === 'deleting_files' && hoursSince(t2.startedAt, now) >= TIMELINE.completedAfterHours) {
+    if (
+      t2.phase === 'deleting_files' &&
+      t2.erasureRequested &&
+      c.erased?.deleting_files &&
+      hoursSince(t2.startedAt, now) >= TIMELINE.completedAfterHours
+    ) {
       step('termination_phase', mutate(s, now, { termination: { ...t2, phase: 'completed', phaseStartedAt: now } }));
     }
   }

@@ -18,8 +18,12 @@ export const TIMELINE = {
   suspendedNoticeDay: 8,
   /** warnings before termination: a week before and the day before */
   terminationWarningDays: [31, 37],
-  /** termination phases, hours after termination: deleting_records → deleting_files → completed (spec: 24-48 hours) */
-  deletingFilesAfterHours: 24,
+  /**
+   * termination (spec: soft delete over 24-48 hours): nothing is erased in the first 24 hours; then
+   * records are erased, then files, each phase ending on the services' confirmations, and the
+   * termination completes once the files are erased and not before 48 hours
+   */
+  eraseRecordsAfterHours: 24,
   completedAfterHours: 48,
   /** a downgraded tenant still over a limit this long after the downgrade took effect becomes past_due (rule 2) */
   downgradeGraceDays: 30,

@@ -1,3 +1,5 @@
+import { auditEraser } from '../../commands/audit/erasure';
+import { erasureWorker } from '../erasure';
 import { ingestAuditRecords } from '../../commands/audit/ingest';
 import { AUDIT_TOPIC } from '../../infra/audit';
 import type { Kernel } from '../../infra/kernel';
@@ -66,6 +68,7 @@ export default defineWorkers({
     const step = auditMaintenanceStep(kernel);
     return [
       auditConsumer(kernel),
+      erasureWorker(kernel, auditEraser),
       {
         name: 'audit.maintenance',
         start() {

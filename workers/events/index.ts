@@ -1,3 +1,5 @@
+import { eventsEraser } from '../../commands/events/erasure';
+import { erasureWorker } from '../erasure';
 import { eventsContext } from '../../commands/events/context';
 import { redriveDue } from '../../commands/events/dlq';
 import { checkLag } from '../../commands/events/lag';
@@ -77,5 +79,6 @@ export default defineWorkers({
     redriveWorker(kernel),
     lagWorker(kernel),
     taskWorker(kernel),
+    erasureWorker(kernel, eventsEraser),
   ],
 });

@@ -1,3 +1,5 @@
+import { filesEraser } from '../../commands/files/erasure';
+import { erasureWorker } from '../erasure';
 import { filesContext } from '../../commands/files/context';
 import { runProcessingJob } from '../../commands/files/processing';
 import { scanStaged } from '../../commands/files/scanning';
@@ -18,6 +20,7 @@ export default defineWorkers({
     const { concurrency } = ctx.settings;
     let sweep: Loop | null = null;
     return [
+      erasureWorker(kernel, filesEraser),
       taskWorker(ctx, 'files.scanner', 'scan', concurrency, (task) => scanStaged(ctx, task)),
       taskWorker(ctx, 'files.processing', 'process', Math.max(1, Math.floor(concurrency / 2)), (task) =>
         runProcessingJob(ctx, task),

@@ -1,3 +1,5 @@
+import { identityEraser } from '../../commands/identity/erasure';
+import { erasureWorker } from '../erasure';
 import { purgeExpiredIdentityTokens } from '../../commands/identity/maintenance';
 import { defineWorkers } from '../../infra/modules';
 import type { Loop } from '../loop';
@@ -10,6 +12,7 @@ export default defineWorkers({
   workers: (kernel) => {
     let loop: Loop | null = null;
     return [
+      erasureWorker(kernel, identityEraser),
       {
         name: 'identity.token-purge',
         start() {

@@ -1,3 +1,5 @@
+import { moneyEraser } from '../../commands/money/erasure';
+import { erasureWorker } from '../erasure';
 import { moneyContext } from '../../commands/money/context';
 import { defineWorkers } from '../../infra/modules';
 import type { Loop } from '../loop';
@@ -8,6 +10,7 @@ export default defineWorkers({
   workers: (kernel) => {
     let loop: Loop | null = null;
     return [
+      erasureWorker(kernel, moneyEraser),
       {
         name: 'money.hold-expiry',
         start() {

@@ -1,3 +1,5 @@
+import { notifyEraser } from '../../commands/notify/erasure';
+import { erasureWorker } from '../erasure';
 import { notifyContext } from '../../commands/notify/context';
 import { attemptAll, claim, reapAbandoned, recordOutcomes } from '../../commands/notify/delivery';
 import { installNotifyPort } from '../../commands/notify/port';
@@ -100,4 +102,6 @@ const retentionWorker = (kernel: Kernel): Worker => {
   };
 };
 
-export default defineWorkers({ workers: (kernel) => [deliveryWorker(kernel), retentionWorker(kernel)] });
+export default defineWorkers({
+  workers: (kernel) => [deliveryWorker(kernel), retentionWorker(kernel), erasureWorker(kernel, notifyEraser)],
+});

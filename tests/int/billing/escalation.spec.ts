@@ -159,13 +159,10 @@ describe('an unpaid subscription on a paid plan', () => {
       phase: 'deleting_records',
     });
 
-    // phases: deleting_files after 24 h; the platform owner recovers b then; a runs to completion
-    await advanceTo(24 * HOUR + 60_000);
+    // the first 24 hours nothing is erased: the platform owner recovers b then; a runs to completion
+    await advanceTo(12 * HOUR);
     const ownerToken = await login(p, owner);
     a.token = await login(p, a.user.email);
-    expect((await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, ownerToken)).body.phase).toBe(
-      'deleting_files',
-    );
     // a terminated tenant is refused like on every request (402), its billing mutations included
     expect((await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, a.token)).status).toBe(402);
     const recovered = await call('POST', `/admin/tenants/${b.user.tenantId}/recover`, ownerToken);
@@ -184,11 +181,43 @@ describe('an unpaid subscription on a paid plan', () => {
     // only the platform owner recovers
     expect((await call('POST', `/admin/tenants/${a.user.tenantId}/recover`, b.token)).status).toBe(403);
 
-    await advanceTo(24 * HOUR);
+    // after 24 h billing asks for the records' erasure; the phase moves on only when money (the
+    // one service of the phase here, which keeps its journal) has confirmed on the log
+    const phaseAfterEscalation = async () => {
+      await escalate(p.kernel);
+      return (await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, await login(p, owner))).body
+        .phase as string;
+    };
+    // a service of the phase that never confirms (registered, silent) holds the phase however long it takes
+    await p.kernel.db.query(
+      `INSERT INTO es.erasure_participants (domain, phase, registered_at) VALUES ('silent', 'deleting_records', now())`,
+    );
+    await advanceTo(12 * HOUR + 60_000);
+    await eventually(
+      () =>
+        p.kernel.db.query(`SELECT 1 FROM es.events WHERE tenant_id = $1 AND type = 'money.tenant.erased'`, [
+          a.user.tenantId,
+        ]),
+      (r) => r.rowCount === 1,
+      20_000,
+      "money's confirmation",
+    );
+    await advanceTo(6 * HOUR);
+    expect(await phaseAfterEscalation()).toBe('deleting_records');
+    // the silent service leaves the platform: the confirmations are complete
+    await p.kernel.db.query(`DELETE FROM es.erasure_participants WHERE domain = 'silent'`);
+    await eventually(phaseAfterEscalation, (phase) => phase === 'deleting_files', 20_000, 'deleting_files');
+    // completed on the files' confirmations, not before 48 h
+    expect(await phaseAfterEscalation()).toBe('deleting_files');
+    await advanceTo(18 * HOUR);
+    await eventually(phaseAfterEscalation, (phase) => phase === 'completed', 20_000, 'completed');
     const ownerAgain = await login(p, owner);
     b.token = await login(p, b.user.email);
     const done = await call('GET', `/admin/tenants/${a.user.tenantId}/termination-status`, ownerAgain);
     expect(done.body).toMatchObject({ status: 'terminated', phase: 'completed' });
+    // the money records of a are kept: its wallet and journal are still there, frozen
+    const kept = await p.kernel.db.query('SELECT 1 FROM rm.money_wallets WHERE tenant_id = $1', [a.user.tenantId]);
+    expect(kept.rowCount).toBe(1);
     const late = await call('POST', `/admin/tenants/${a.user.tenantId}/recover`, ownerAgain);
     expect(late.status).toBe(422);
     expect(late.body.type).toMatch(/\/invalid-transition$/);

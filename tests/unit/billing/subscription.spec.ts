@@ -163,10 +163,34 @@ describe('the unpaid episode', () => {
     const g = given(create(), change(paid, 1), advance(14), advance(22));
     expect(g.when(advance(14 + 60, paid, { noticesSent: 4 }))).toEqual([]);
   });
-  it('phases: deleting_files after 24 h, completed after 48 h', () => {
+  it('phases: nothing is asked the first 24 h; then the records erasure is requested, and the phase moves only on the confirmations', () => {
     const g = given(create(), change(paid, 1), advance(14), advance(22), advance(52));
-    expect(after(g.when(advance(53)))).toMatchObject({ termination: { phase: 'deleting_files' } });
-    expect(after(g.when(advance(54))).termination?.phase).toBe('completed');
+    expect(g.when(advance(52.99, paid, { erased: { deleting_records: true } }))).toEqual([]);
+    const requested = g.when(advance(53));
+    expect(requested.map((e) => e.data.change)).toEqual(['erasure_requested']);
+    expect(after(requested)).toMatchObject({ termination: { phase: 'deleting_records', erasureRequested: true } });
+    const asked = given(create(), change(paid, 1), advance(14), advance(22), advance(52), advance(53));
+    // no confirmation, however late: the phase stays
+    expect(asked.when(advance(80))).toEqual([]);
+    expect(after(asked.when(advance(53.1, paid, { erased: { deleting_records: true } })))).toMatchObject({
+      termination: { phase: 'deleting_files', erasureRequested: true },
+    });
+  });
+  it('completed once the files are erased, not before 48 h after the termination', () => {
+    const inFiles = given(
+      create(),
+      change(paid, 1),
+      advance(14),
+      advance(22),
+      advance(52),
+      advance(53),
+      advance(53.1, paid, { erased: { deleting_records: true } }),
+    );
+    expect(inFiles.when(advance(53.2, paid, { erased: { deleting_files: true } }))).toEqual([]);
+    expect(inFiles.when(advance(60))).toEqual([]);
+    expect(after(inFiles.when(advance(54, paid, { erased: { deleting_files: true } }))).termination?.phase).toBe(
+      'completed',
+    );
   });
   it('payment received → active, data untouched (past_due and suspended alike)', () => {
     expect(after(pastDue().when({ type: 'RecordPayment', now: plusDays(T0, 16) }))).toMatchObject({
@@ -185,7 +209,16 @@ describe('the unpaid episode', () => {
       status: 'active',
       termination: null,
     });
-    const completed = given(create(), change(paid, 1), advance(14), advance(22), advance(52), advance(53), advance(54));
+    const completed = given(
+      create(),
+      change(paid, 1),
+      advance(14),
+      advance(22),
+      advance(52),
+      advance(53),
+      advance(53.1, paid, { erased: { deleting_records: true } }),
+      advance(54, paid, { erased: { deleting_files: true } }),
+    );
     expect(completed.refuses({ type: 'Recover', now: plusDays(T0, 55) })).toBe('422 invalid-transition');
   });
   it('an active subscription whose payment fails → past_due', () =>

@@ -1,0 +1,6 @@
+import { dataEraser } from '../../commands/data/erasure';
+import { defineWorkers } from '../../infra/modules';
+import { erasureWorker } from '../erasure';
+
+/** the data layer's one worker: a terminated tenant's module rows erased in the phase billing drives */
+export default defineWorkers({ workers: (kernel) => [erasureWorker(kernel, dataEraser)] });
