@@ -43,6 +43,7 @@ export const SPLIT_SUITES = [
   'tests/int/billing/escalation.spec.ts',
   'tests/int/billing/gateways.spec.ts',
   'tests/int/billing/usage.spec.ts',
+  'tests/int/billing/metering.spec.ts',
   'tests/int/billing/gaming.spec.ts',
   'tests/int/billing/suspended.spec.ts',
   'tests/int/security/outbound.spec.ts',
