@@ -87,7 +87,7 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
     if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
   });
   kernel.invalidations.on(USAGE_EVENT_TYPES, (event) =>
-    book.changed(usageTenantOf(event.type, event.tenantId, event.data)),
+    book.changed(usageTenantOf(event.type, event.tenantId, event.data ?? {})),
   );
   return context;
 };

@@ -166,6 +166,17 @@ export const assertRoom = async (
   const { limit } = await book.checkLimit(tenantId, resource);
   if (limit === 0) return;
   await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`billing.usage:${tenantId}:${resource}`]);
-  const used = (await usageOf(tx, tenantId, clock.now()))[resource];
+  // the read model's counter alone unless the resource counts more (pending invitations, the day's bus events)
+  const used =
+    resource === 'users' || resource === 'events_per_day'
+      ? (await usageOf(tx, tenantId, clock.now()))[resource]
+      : Number(
+          (
+            await tx.query<{ used: string }>(
+              'SELECT used::text FROM rm.billing_usage WHERE tenant_id = $1 AND resource = $2',
+              [tenantId, resource],
+            )
+          ).rows[0]?.used ?? 0,
+        );
   if (used + adding > limit) throw billingErrors.planLimitExceeded(resource, used, limit);
 };
