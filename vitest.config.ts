@@ -45,6 +45,7 @@ export const SPLIT_SUITES = [
   'tests/int/lifecycle/whole-life.spec.ts',
   'tests/int/billing/gateways.spec.ts',
   'tests/int/billing/usage.spec.ts',
+  'tests/int/billing/metering.spec.ts',
   'tests/int/billing/gaming.spec.ts',
   'tests/int/billing/suspended.spec.ts',
   'tests/int/security/outbound.spec.ts',

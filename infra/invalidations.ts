@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { topicOf } from '../domain/shared/event';
+import { isTypePattern, topicOf, typeMatches } from '../domain/shared/event';
 import type { LogPort, LogRecord, Subscription } from './log/port';
 import type { Logger } from './observability/logger';
 
@@ -33,6 +33,8 @@ const RETRY_MS = [500, 1_000, 2_000, 5_000];
  */
 export class Invalidations {
   private readonly handlers = new Map<string, InvalidationHandler[]>();
+  /** handlers of a pattern of types (data.*.*.created: types made at run time) */
+  private readonly patterns: { pattern: string; handler: InvalidationHandler }[] = [];
   /** one subscription per topic, started on the first handler for one of its types */
   private readonly topics = new Map<string, Promise<void>>();
   private readonly subscriptions: Subscription[] = [];
@@ -46,7 +48,9 @@ export class Invalidations {
 
   /** calls handler with every event of these types published from now on, in this process */
   on(types: readonly string[], handler: InvalidationHandler): void {
-    for (const type of types) this.handlers.set(type, [...(this.handlers.get(type) ?? []), handler]);
+    for (const type of types)
+      if (isTypePattern(type)) this.patterns.push({ pattern: type, handler });
+      else this.handlers.set(type, [...(this.handlers.get(type) ?? []), handler]);
     for (const topic of new Set(types.map(topicOf))) {
       if (!this.topics.has(topic)) this.topics.set(topic, this.subscribe(topic));
     }
@@ -88,8 +92,12 @@ export class Invalidations {
 
   private async deliver(records: LogRecord[]): Promise<void> {
     for (const record of records) {
-      const handlers = this.handlers.get(record.headers.type ?? '');
-      if (!handlers) continue;
+      const type = record.headers.type ?? '';
+      const handlers = [
+        ...(this.handlers.get(type) ?? []),
+        ...this.patterns.filter((p) => typeMatches(p.pattern, type)).map((p) => p.handler),
+      ];
+      if (handlers.length === 0) continue;
       let event: PublishedEvent;
       try {
         event = JSON.parse(record.value) as PublishedEvent;

@@ -3,7 +3,7 @@ import type { Kernel } from '../../infra/kernel';
 import type { LogRecord } from '../../infra/log/port';
 import { inTransaction } from '../../infra/postgres/db';
 import { executeBatch } from '../../infra/projections/batch';
-import { isAnalytics, relationsFor, statementsFor } from '../../infra/projections/projection';
+import { handlesType, isAnalytics, relationsFor, statementsFor } from '../../infra/projections/projection';
 import { progressBar } from './progress';
 
 export interface ReplayOptions {
@@ -50,7 +50,6 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
   const ends = await log.offsetsForTime(o.topic, Number.MAX_SAFE_INTEGER);
   const total = Object.entries(starts).reduce((n, [p, start]) => n + Math.max(0, (ends[Number(p)] ?? 0) - start), 0);
   const bar = progressBar('replay');
-  const handled = new Set(projection.handles);
   const { rows } = await kernel.db.query<{ active_generation: number }>(
     'SELECT active_generation FROM es.projections WHERE name = $1',
     [projection.name],
@@ -63,7 +62,7 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
     for (;;) {
       const records = await log.read(o.topic, partition, offset, 500);
       const due = records.filter((r) => !o.to || ('offset' in o.to ? r.offset < o.to.offset : r.timestamp < o.to.time));
-      const events = due.map(fromRecord).filter((e) => handled.has(e.type));
+      const events = due.map(fromRecord).filter((e) => handlesType(projection, e.type));
       await inTransaction(kernel.db, (tx) => executeBatch(tx, statementsFor(projection, events, relations)));
       applied += events.length;
       seen += records.length;

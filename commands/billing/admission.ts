@@ -2,7 +2,7 @@ import { billingErrors } from '../../domain/billing/errors';
 import type { PlanInfo } from '../../domain/billing/plan-info';
 import type { LimitAnswer, Resource } from '../../domain/billing/resources';
 import { isResource } from '../../domain/billing/resources';
-import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import { USAGE_EVENT_TYPES, usageTenantOf } from '../../domain/billing/usage';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { AdmissionRequest } from '../../infra/http/gateway-ports';
 import type { Kernel } from '../../infra/kernel';
@@ -32,6 +32,7 @@ export const COUNTED_ROUTES: Readonly<Record<string, Resource>> = {
 
 const MUTATIONS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SETTLE_WINDOW_MS = 3_000;
+const DAY_MS = 86_400_000;
 const SETTLE_TTL_MS = 2_000;
 const MAX_ENTRIES = 200_000;
 
@@ -60,7 +61,9 @@ export class BillingAdmission {
   ) {
     kernel.invalidations.on(['billing.subscription.changed'], (event) => this.flushTenant(event.tenantId));
     kernel.invalidations.on(['billing.plan.changed'], () => this.flushAll());
-    kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => this.flushLimits(event.tenantId));
+    kernel.invalidations.on(USAGE_EVENT_TYPES, (event) =>
+      this.flushLimits(usageTenantOf(event.type, event.tenantId, event.data ?? {})),
+    );
   }
 
   async admit(r: AdmissionRequest): Promise<void> {
@@ -107,7 +110,13 @@ export class BillingAdmission {
   }
 
   checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer | null> | LimitAnswer {
-    return this.cached(this.limits, `${tenantId}:${resource}`, tenantId, this.options.limitTtlMs, () =>
+    // a day's count is not kept past the day's end (UTC midnight: events_per_day starts again)
+    const now = this.now();
+    const ttl =
+      resource === 'events_per_day'
+        ? Math.max(1, Math.min(this.options.limitTtlMs, DAY_MS - (now % DAY_MS)))
+        : this.options.limitTtlMs;
+    return this.cached(this.limits, `${tenantId}:${resource}`, tenantId, ttl, () =>
       this.answers.checkLimit(tenantId, resource),
     );
   }

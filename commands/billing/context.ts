@@ -1,4 +1,4 @@
-import { USAGE_EVENT_TYPES } from '../../domain/billing/usage';
+import { USAGE_EVENT_TYPES, usageTenantOf } from '../../domain/billing/usage';
 import { CacheEpochs } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
@@ -39,7 +39,7 @@ const SHARED_LIMITS_TTL_MS = 60_000;
 
 /** money's cache entry of a tenant's plan limits (docs/decisions.md, "Money plan-limit cache"): written fresh by billing */
 const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void> => {
-  const { info } = await loadTenantLimits(kernel.db, tenantId);
+  const { info } = await loadTenantLimits(kernel.db, tenantId, kernel.clock.now());
   const value = {
     maxTxAmount: String(info.limits.moneyMaxTransaction),
     maxBalance: String(info.limits.moneyMaxBalance),
@@ -86,7 +86,9 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
     await book.changed(null);
     if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
   });
-  kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => book.changed(event.tenantId));
+  kernel.invalidations.on(USAGE_EVENT_TYPES, (event) =>
+    book.changed(usageTenantOf(event.type, event.tenantId, event.data ?? {})),
+  );
   return context;
 };
 

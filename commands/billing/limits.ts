@@ -2,12 +2,15 @@ import type { PlanInfo } from '../../domain/billing/plan-info';
 import type { LimitAnswer, Resource } from '../../domain/billing/resources';
 import { checkLimit, LIMIT_OF } from '../../domain/billing/resources';
 import type { Usage } from '../../domain/billing/usage';
-import { emptyUsage } from '../../domain/billing/usage';
+import { emptyUsage, utcDay } from '../../domain/billing/usage';
 import type { CacheEpochs } from '../../infra/cache/epochs';
 import type { KeyValueCache } from '../../infra/cache/port';
 import type { Queryable } from '../../infra/postgres/db';
 import type { Clock } from '../../infra/runtime/clock';
-import { loadTenantLimits } from './lookups';
+import { billingErrors } from '../../domain/billing/errors';
+import { isResource } from '../../domain/billing/resources';
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import { loadTenantLimits, usageOf } from './lookups';
 
 /** the questions the gateway asks billing: in process, or over gRPC in split deployment */
 export interface BillingAnswers {
@@ -35,6 +38,8 @@ export interface SharedLimits {
 
 interface Stored {
   tag: string;
+  /** the UTC day the usage was counted on: events_per_day starts again at midnight, which bumps no epoch */
+  day?: string;
   info: PlanInfo;
   usage: Usage;
 }
@@ -102,7 +107,7 @@ export class LimitBook implements BillingAnswers {
 
   private async load(tenantId: string): Promise<{ info: PlanInfo; usage: Usage }> {
     const shared = this.shared;
-    if (!shared) return loadTenantLimits(this.db, tenantId);
+    if (!shared) return loadTenantLimits(this.db, tenantId, this.clock.now());
     // the epochs before the read models: an entry stored under them predates no change made after; null: Redis unreachable, not shared now
     const [tag, raw] = await Promise.all([
       shared.epochs.current([tenantId, EVERY_PLAN]).catch(() => null),
@@ -110,12 +115,13 @@ export class LimitBook implements BillingAnswers {
     ]);
     if (tag !== null && raw !== null) {
       const stored = JSON.parse(raw) as Stored;
-      if (stored.tag === tag) return stored;
+      if (stored.tag === tag && stored.day === utcDay(this.clock.now())) return stored;
     }
-    const fresh = await loadTenantLimits(this.db, tenantId);
+    const now = this.clock.now();
+    const fresh = await loadTenantLimits(this.db, tenantId, now);
     if (tag !== null)
       await shared.cache
-        .set(sharedKey(tenantId), JSON.stringify({ tag, ...fresh } satisfies Stored), shared.ttlMs)
+        .set(sharedKey(tenantId), JSON.stringify({ tag, day: utcDay(now), ...fresh } satisfies Stored), shared.ttlMs)
         .catch(() => undefined);
     return fresh;
   }
@@ -141,3 +147,36 @@ export class LimitBook implements BillingAnswers {
     return pending;
   }
 }
+
+/**
+ * The authoritative check of a creation (infra/usage-limits.ts assertRoom): under the tenant's
+ * transaction lock of the resource, the usage as committed (the usage read model is inline, so the
+ * creations before this one are counted by the time their locks are released) plus `adding` must
+ * stay within the limit — the same limit and count CheckLimit and GET usage answer with.
+ */
+export const assertRoom = async (
+  book: LimitBook,
+  clock: Clock,
+  tx: Queryable,
+  tenantId: string,
+  resource: string,
+  adding: number,
+): Promise<void> => {
+  if (tenantId === PLATFORM_TENANT_ID || !isResource(resource)) return;
+  const { limit } = await book.checkLimit(tenantId, resource);
+  if (limit === 0) return;
+  await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`billing.usage:${tenantId}:${resource}`]);
+  // the read model's counter alone unless the resource counts more (pending invitations, the day's bus events)
+  const used =
+    resource === 'users' || resource === 'events_per_day'
+      ? (await usageOf(tx, tenantId, clock.now()))[resource]
+      : Number(
+          (
+            await tx.query<{ used: string }>(
+              'SELECT used::text FROM rm.billing_usage WHERE tenant_id = $1 AND resource = $2',
+              [tenantId, resource],
+            )
+          ).rows[0]?.used ?? 0,
+        );
+  if (used + adding > limit) throw billingErrors.planLimitExceeded(resource, used, limit);
+};

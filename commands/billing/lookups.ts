@@ -4,9 +4,10 @@ import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
 import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription, SubscriptionStatus } from '../../domain/billing/subscription';
 import type { Usage } from '../../domain/billing/usage';
-import { usageFromRows } from '../../domain/billing/usage';
+import { EVENTS_OF_DAY_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
+import { pendingInvitations } from '../identity/lookups';
 
 /**
  * What billing's commands, workers and gRPC service read of read models — billing's own
@@ -139,19 +140,32 @@ export const listSubscriptions = async (
   return rows.map((r) => r.snapshot);
 };
 
-export const usageOf = async (q: Queryable, tenantId: string): Promise<Usage> =>
-  usageFromRows(
-    (
-      await q.query<{ resource: string; used: string }>(
-        'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
-        [tenantId],
-      )
-    ).rows,
+/**
+ * A tenant's usage: the counters of billing's usage read model, plus what its owners count without
+ * events — users' pending invitations (identity's, spec 001: users = members plus pending
+ * invitations) and the events the tenant published on the bus today (the bus's daily counter).
+ */
+export const usageOf = async (q: Queryable, tenantId: string, now: Date): Promise<Usage> => {
+  // one after the other: q may be a transaction's single connection
+  const rows = await q.query<{ resource: string; used: string }>(
+    'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
+    [tenantId],
   );
+  const invitations = await pendingInvitations(q, tenantId, now);
+  const events = await q.query<{ n: string }>(EVENTS_OF_DAY_SQL, [tenantId, utcDay(now)]);
+  const usage = usageFromRows(rows.rows);
+  usage.users += invitations;
+  usage.events_per_day = Number(events.rows[0]?.n ?? 0);
+  return usage;
+};
 
 /** a tenant's plan info and usage from the read models (one subscription, up to two plans, one usage read) */
-export const loadTenantLimits = async (q: Queryable, tenantId: string): Promise<{ info: PlanInfo; usage: Usage }> => {
-  const [subscription, usage] = await Promise.all([currentSubscription(q, tenantId), usageOf(q, tenantId)]);
+export const loadTenantLimits = async (
+  q: Queryable,
+  tenantId: string,
+  now: Date,
+): Promise<{ info: PlanInfo; usage: Usage }> => {
+  const [subscription, usage] = await Promise.all([currentSubscription(q, tenantId), usageOf(q, tenantId, now)]);
   const [plan, pending] = subscription
     ? await Promise.all([
         findPlan(q, subscription.planId),

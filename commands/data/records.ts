@@ -11,6 +11,7 @@ import { validateRecord } from '../../domain/data/validation';
 import type { Principal } from '../../infra/http/auth';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
+import { usageLimits } from '../../infra/usage-limits';
 import type { Queryable } from '../../infra/postgres/db';
 import { RecordAggregate, recordStream } from './aggregates';
 import { moduleRowOf } from './catalog';
@@ -116,6 +117,8 @@ const recordDependents = async (uow: UnitOfWork, t: WriteTarget, changed: Depend
 export const createRecord = async (kernel: Kernel, uow: UnitOfWork, t: WriteTarget, body: unknown): Promise<Row> => {
   const m = t.model;
   const values = validateRecord(m, body, 'create');
+  // the plan's records limit, held under the tenant's lock to the commit (the gateway's 402 answers earlier)
+  await usageLimits(kernel).assertRoom(uow.tx, uow.meta.tenantId, 'records', 1);
   const id = kernel.ids.next();
   const loaded = uow.fresh(RecordAggregate, recordStream(uow.meta.tenantId, t.slug, m.name, id));
   const { events } = uow.decide(RecordAggregate, loaded, {

@@ -3,9 +3,13 @@ import { BULK_IMPORT_SUPPRESSION_MS } from '../../domain/events/lag';
 import { eventErrors } from '../../domain/events/errors';
 import { publishVerdict, sourceOf, typeFitsTopic } from '../../domain/events/publishing';
 import { compareSemver } from '../../domain/events/semver';
+import { billingErrors } from '../../domain/billing/errors';
+import { utcDay } from '../../domain/billing/usage';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
+import { inTransaction } from '../../infra/postgres/db';
+import { usageLimits } from '../../infra/usage-limits';
 import { publishingOf } from './catalog';
 import { eventsContext } from './context';
 import { currentSchema } from './schemas';
@@ -98,11 +102,29 @@ export const publishEvents = async (
       headers: JSON.stringify({ eventId, type: input.type, tenantId: principal.tenantId, source, traceId }),
     };
   });
-  await kernel.db.query(
-    `INSERT INTO events.outbox (topic, key, value, headers, ts)
-    SELECT $1, k, v, h::jsonb, $5 FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(k, v, h, n) ORDER BY n`,
-    [topic, events.map((e) => e.key), events.map((e) => e.value), events.map((e) => e.headers), now],
-  );
+  const limit = await usageLimits(kernel).limitOf(principal.tenantId, 'events_per_day');
+  await inTransaction(kernel.db, async (tx) => {
+    // the plan's events_per_day, held under the tenant's counter row: concurrent publishes never overshoot
+    const day = utcDay(now);
+    const { rows } = await tx.query<{ published: string }>(
+      `INSERT INTO events.daily_usage (tenant_id, day, published) VALUES ($1, $2, 0)
+      ON CONFLICT (tenant_id, day) DO UPDATE SET published = events.daily_usage.published RETURNING published::text`,
+      [principal.tenantId, day],
+    );
+    const used = Number(rows[0]?.published ?? 0);
+    if (limit > 0 && used + events.length > limit) throw billingErrors.planLimitExceeded('events_per_day', used, limit);
+    await tx.query(
+      `INSERT INTO events.outbox (topic, key, value, headers, ts)
+      SELECT $1, k, v, h::jsonb, $5 FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(k, v, h, n) ORDER BY n`,
+      [topic, events.map((e) => e.key), events.map((e) => e.value), events.map((e) => e.headers), now],
+    );
+    await tx.query('UPDATE events.daily_usage SET published = published + $3 WHERE tenant_id = $1 AND day = $2', [
+      principal.tenantId,
+      day,
+      events.length,
+    ]);
+  });
+  await usageLimits(kernel).changed(principal.tenantId);
   await noteVolume(kernel, principal.tenantId, topic, events.length).catch((error: unknown) =>
     kernel.logger.warn({ err: error }, 'bulk-import detection failed'),
   );

@@ -10,6 +10,7 @@ import type {
 } from '../../domain/identity/views';
 import { toProviderLink } from '../../domain/identity/views';
 import type { Kernel } from '../../infra/kernel';
+import { PENDING_INVITATIONS_SQL } from '../../domain/billing/usage';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -184,3 +185,31 @@ export const loadAccess = async (
 
 export const accessLoader = (kernel: Kernel) => (q: Queryable, userId: string, tenantId: string) =>
   loadAccess(kernel, q, userId, tenantId);
+
+/**
+ * A tenant's pending invitations as billing counts them (spec 001 users = members plus pending
+ * invitations): distinct addresses invited and not yet accepted nor expired, other than those of
+ * counted members (a re-sent invitation, an address that joined by another way).
+ */
+export const pendingInvitations = async (q: Queryable, tenantId: string, now: Date): Promise<number> =>
+  Number((await q.query<{ n: string }>(PENDING_INVITATIONS_SQL, [tenantId, now, PLATFORM_TENANT_ID])).rows[0]?.n ?? 0);
+
+/** the tenant's members billing counts: every membership not deleted (locked ones hold their seat) */
+export const countedMembers = async (q: Queryable, tenantId: string): Promise<number> =>
+  Number(
+    (
+      await q.query<{ n: string }>(
+        "SELECT count(*) AS n FROM rm.iam_members WHERE tenant_id = $1 AND status <> 'pending_deletion'",
+        [tenantId],
+      )
+    ).rows[0]?.n ?? 0,
+  );
+
+/** whether an invitation of this address to the tenant is pending (not accepted, not expired) */
+export const invitationPending = async (q: Queryable, tenantId: string, email: string, now: Date): Promise<boolean> =>
+  ((
+    await q.query(
+      `SELECT 1 FROM identity.one_time_tokens WHERE purpose = 'invite' AND tenant_id = $1 AND lower(email) = lower($2) AND expires_at > $3 LIMIT 1`,
+      [tenantId, email, now],
+    )
+  ).rowCount ?? 0) > 0;

@@ -9,6 +9,8 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import { bumpAccessEpoch } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
+import { inTransaction } from '../../infra/postgres/db';
+import { usageLimits } from '../../infra/usage-limits';
 import { hashPassword, verifyPassword } from '../../infra/security/passwords';
 import { recordLogin } from './account';
 import {
@@ -23,7 +25,16 @@ import {
   tenantStream,
 } from './aggregates';
 import { requestEmailChange } from './email-change';
-import { activeOwnerIds, findRole, findRolesByName, findUser, memberByEmail, memberElsewhere } from './lookups';
+import {
+  activeOwnerIds,
+  findRole,
+  findRolesByName,
+  findUser,
+  invitationPending,
+  memberByEmail,
+  memberElsewhere,
+} from './lookups';
+import { assertSeatForInvitation, assertSeatForMember } from './seats';
 import { link, sendLater } from './mail';
 import { assertPasswordPolicy, claimEmail, normalizeEmail, passwordWork } from './passwords';
 import { credentials } from './repositories/credentials';
@@ -147,7 +158,9 @@ export const deleteUser = async (kernel: Kernel, uow: UnitOfWork, userId: string
 };
 
 export const restoreUser = async (kernel: Kernel, uow: UnitOfWork, userId: string): Promise<UserView> => {
-  uow.decide(Membership, await memberOf(uow, userId), { type: 'RestoreMember' });
+  const member = await memberOf(uow, userId);
+  if (member.state.status === 'pending_deletion') await assertSeatForMember(kernel, uow.tx, uow.meta.tenantId);
+  uow.decide(Membership, member, { type: 'RestoreMember' });
   return changedMember(kernel, uow, userId);
 };
 
@@ -222,13 +235,13 @@ export const invite = async (
     firstName: input.firstName ?? '',
     lastName: input.lastName ?? '',
   };
-  const { token, expiresAt } = await createOneTimeToken(kernel, kernel.db, {
-    purpose: 'invite',
-    ttlMs: LIFETIMES.inviteMs,
-    tenantId,
-    email,
-    payload,
+  // a re-sent invitation to an address already pending takes no new seat
+  const { token, expiresAt } = await inTransaction(kernel.db, async (tx) => {
+    if (!(await invitationPending(tx, tenantId, email, kernel.clock.now())))
+      await assertSeatForInvitation(kernel, tx, tenantId);
+    return createOneTimeToken(kernel, tx, { purpose: 'invite', ttlMs: LIFETIMES.inviteMs, tenantId, email, payload });
   });
+  await usageLimits(kernel).changed(tenantId);
   sendLater(kernel, {
     to: email,
     subject: 'You are invited',
@@ -293,6 +306,9 @@ export const acceptInvite = async (
       if (role) live.push({ id, name: role.name });
     }
     const member = await uow.load(Membership, memberStream(tenantId, userId));
+    // a membership coming (back) takes a seat: checked under the tenant's seat lock (commands/identity/seats.ts)
+    if (member.state.status === 'none' || member.state.status === 'pending_deletion')
+      await assertSeatForMember(kernel, uow.tx, tenantId);
     if (member.state.status === 'none') {
       uow.decide(Membership, member, {
         type: 'AddMember',

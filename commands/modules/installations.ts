@@ -1,3 +1,4 @@
+import { billingErrors } from '../../domain/billing/errors';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { PLATFORM_DOMAINS } from '../../domain/modules/manifest';
 import type { Queryable } from '../../infra/postgres/db';
@@ -53,4 +54,26 @@ export const moduleStatusOf = async (
   ).rows[0];
   if (!row) return 'unknown';
   return row.status === 'registered' && row.installation === 'active' ? 'installed' : 'absent';
+};
+
+/**
+ * The modules limit of the tenant's plan (spec 001: max installed modules), held here under the
+ * tenant's installation lock so that concurrent installations never overshoot: a module becoming
+ * active for the tenant needs a free place among its other active installations.
+ */
+export const assertInstallationAllowed = async (
+  q: Queryable,
+  moduleId: string,
+  tenantId: string,
+  limit: number,
+): Promise<void> => {
+  if (limit === 0) return;
+  await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`modules.installations:${tenantId}`]);
+  const { rows } = await q.query<{ n: string; here: boolean }>(
+    `SELECT count(*) FILTER (WHERE module_id <> $2) AS n, bool_or(module_id = $2) AS here
+    FROM modules.installations WHERE tenant_id = $1 AND status = 'active'`,
+    [tenantId, moduleId],
+  );
+  const others = Number(rows[0]?.n ?? 0);
+  if (rows[0]?.here !== true && others + 1 > limit) throw billingErrors.planLimitExceeded('modules', others, limit);
 };

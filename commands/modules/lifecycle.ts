@@ -4,8 +4,9 @@ import type { ModuleRecord } from '../../domain/modules/views';
 import { moduleView } from '../../domain/modules/views';
 import type { Kernel } from '../../infra/kernel';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
+import { usageLimits } from '../../infra/usage-limits';
 import { ModuleAggregate, moduleStream } from './aggregates';
-import { recordInstallation } from './installations';
+import { assertInstallationAllowed, recordInstallation } from './installations';
 import { findModule, tenantExists } from './lookups';
 import type { MigrationOutcome } from './migrate';
 import { clearDirty, dropModuleSchema, forceVersion, migrateModule, schemaStateOf } from './migrate';
@@ -87,6 +88,8 @@ const activation = async (
 ) =>
   runRegistry(kernel, actor, traceId, async (uow) => {
     const at = kernel.clock.now();
+    // the installing tenant's plan limits its active modules (booked to it by billing, domain/billing/usage.ts)
+    await assertInstallationAllowed(uow.tx, m.id, tenantId, await usageLimits(kernel).limitOf(tenantId, 'modules'));
     uow.decide(ModuleAggregate, await uow.load(ModuleAggregate, moduleStream(m.id), { lock: true }), {
       type: 'ActivateModule',
       data: {

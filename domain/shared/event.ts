@@ -41,3 +41,18 @@ export const topicOf = (eventType: string): string => `platform.${eventType.spli
 export const streamIdOf = (aggregate: string, tenantId: string, entityId: string): string =>
   `${aggregate}:${tenantId}:${entityId}`;
 export const entityIdOf = (streamId: string): string => streamId.slice(streamId.lastIndexOf(':') + 1);
+
+/**
+ * A handled type may be a pattern: a `*` segment stands for any one segment of the type
+ * (`data.*.*.created` is every generated model's creation, whose types are made at run time).
+ */
+export const isTypePattern = (handled: string): boolean => handled !== '*' && handled.split('.').includes('*');
+export const typeMatches = (handled: string, type: string): boolean => {
+  if (handled === type) return true;
+  if (!isTypePattern(handled)) return false;
+  const want = handled.split('.');
+  const got = type.split('.');
+  return want.length === got.length && want.every((w, i) => w === '*' || w === got[i]);
+};
+/** the SQL LIKE form of handled types, for a first cut in the database (typeMatches decides) */
+export const likeOfType = (handled: string): string => handled.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');

@@ -1,4 +1,5 @@
 import type { NewEvent, StoredEvent } from '../../domain/shared/event';
+import { isTypePattern, likeOfType } from '../../domain/shared/event';
 import type { Queryable, Tx } from '../postgres/db';
 import { literal } from '../postgres/inline';
 import type { Clock, IdGenerator } from '../runtime/clock';
@@ -353,9 +354,14 @@ RELEASE SAVEPOINT es_causal_order`,
       params.push(filter.tenantId);
       where += ` AND tenant_id = $${params.length}`;
     }
-    if (filter.types) {
-      params.push(filter.types);
-      where += ` AND type = ANY($${params.length}::text[])`;
+    if (filter.types && !filter.types.includes('*')) {
+      // a pattern (data.*.*.created) is a first cut in SQL; the caller keeps what it handles
+      const exact = filter.types.filter((t) => !isTypePattern(t));
+      const patterns = filter.types.filter(isTypePattern).map(likeOfType);
+      params.push(exact);
+      where += ` AND (type = ANY($${params.length}::text[])`;
+      params.push(patterns);
+      where += ` OR type LIKE ANY($${params.length}::text[]))`;
     }
     const { rows } = await q.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM es.events

@@ -8,7 +8,16 @@ import { executeBatch } from './batch';
 import type { AnalyticsStore } from '../clickhouse/port';
 import { AnalyticsProjector } from './analytics';
 import type { AnyProjection, RegisteredProjection, Statement } from './projection';
-import { generationTable, isAnalytics, relationsFor, statementsFor, viewName } from './projection';
+import {
+  generationTable,
+  handlesType,
+  isAnalytics,
+  isTypePattern,
+  relationsFor,
+  statementsFor,
+  typeMatches,
+  viewName,
+} from './projection';
 
 export interface ProjectionStatus {
   name: string;
@@ -33,6 +42,8 @@ const BATCH = 1000;
 export class ProjectionEngine {
   private readonly byName = new Map<string, RegisteredProjection>();
   private readonly inlineByType = new Map<string, AnyProjection[]>();
+  /** inline projections that handle a pattern of types (data.*.*.created) */
+  private readonly inlinePatterns: { pattern: string; projection: AnyProjection }[] = [];
   private readonly analytics: AnalyticsProjector;
 
   /** analytics: the ClickHouse store, for projections that target it (opened on first use) */
@@ -53,7 +64,9 @@ export class ProjectionEngine {
       if (isAnalytics(p) && (p.mode as string) !== 'async')
         throw new Error(`projection ${p.name} targets ClickHouse and must be async`);
       if (isAnalytics(p) || p.mode !== 'inline') continue;
-      for (const type of p.handles) this.inlineByType.set(type, [...(this.inlineByType.get(type) ?? []), p]);
+      for (const type of p.handles)
+        if (isTypePattern(type)) this.inlinePatterns.push({ pattern: type, projection: p });
+        else this.inlineByType.set(type, [...(this.inlineByType.get(type) ?? []), p]);
     }
   }
 
@@ -76,7 +89,8 @@ export class ProjectionEngine {
   inlineStatements(events: StoredEvent<Record<string, unknown>>[]): Statement[] {
     const byProjection = new Map<AnyProjection, StoredEvent<Record<string, unknown>>[]>();
     for (const event of events) {
-      for (const p of this.inlineByType.get(event.type) ?? []) {
+      const patterned = this.inlinePatterns.filter((i) => typeMatches(i.pattern, event.type)).map((i) => i.projection);
+      for (const p of new Set([...(this.inlineByType.get(event.type) ?? []), ...patterned])) {
         const handled = byProjection.get(p);
         if (handled) handled.push(event);
         else byProjection.set(p, [event]);
@@ -207,7 +221,9 @@ export class ProjectionEngine {
       let applied = 0;
       for (;;) {
         const events = await this.store.readAll(tx, after, BATCH, { tenantId, types: p.handles, allCommitted: true });
-        const due = until ? events.filter((e) => compare(checkpointOf(e), until) <= 0) : events;
+        const due = (until ? events.filter((e) => compare(checkpointOf(e), until) <= 0) : events).filter((e) =>
+          handlesType(p, e.type),
+        );
         await executeBatch(tx, statementsFor(p, due, relations));
         applied += due.length;
         onProgress?.({ name, applied, total: applied });
@@ -278,13 +294,12 @@ export class ProjectionEngine {
     const events = await this.store.readAll(tx, from, limit, { allCommitted });
     if (events.length === 0) return 0;
     const relations = relationsFor(p, generation);
-    const handled = new Set(p.handles);
     await withSpan('projection.batch', { projection: p.name, generation, events: events.length }, () =>
       executeBatch(
         tx,
         statementsFor(
           p,
-          events.filter((e) => handled.has(e.type)),
+          events.filter((e) => handlesType(p, e.type)),
           relations,
         ),
       ),

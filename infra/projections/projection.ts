@@ -1,4 +1,7 @@
 import type { StoredEvent } from '../../domain/shared/event';
+import { typeMatches } from '../../domain/shared/event';
+
+export { isTypePattern, likeOfType, typeMatches } from '../../domain/shared/event';
 import type { BoundStatement } from '../postgres/inline';
 
 /** One SQL statement a projection wants executed; values are bound, never interpolated. */
@@ -88,8 +91,9 @@ export const isAnalytics = (p: RegisteredProjection): p is AnyAnalyticsProjectio
 
 /** handles: '*' stands for every event type */
 export const EVERY_EVENT = '*';
+
 export const handlesType = (p: Pick<RegisteredProjection, 'handles'>, type: string): boolean =>
-  p.handles.includes(EVERY_EVENT) || p.handles.includes(type);
+  p.handles.includes(EVERY_EVENT) || p.handles.some((h) => typeMatches(h, type));
 
 /** rm.<table>: what readers query (a view onto the active generation). */
 export const viewName = (table: string): string => `rm.${table}`;

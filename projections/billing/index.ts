@@ -158,8 +158,8 @@ export const externalIdsProjection: Projection<'billing_external_ids'> = {
  */
 export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'> = {
   name: 'billing.usage',
-  version: 2,
-  mode: 'inline', // 2: files.file.processed replaces a file's bytes
+  version: 3,
+  mode: 'inline', // 2: files.file.processed replaces a file's bytes; 3: generated records, modules booked to the installing tenant
   handles: USAGE_EVENT_TYPES,
   tables: {
     billing_usage_items: (t) => [
@@ -187,7 +187,7 @@ export const usageProjection: Projection<'billing_usage' | 'billing_usage_items'
       INSERT INTO ${t.billing_usage} AS u (tenant_id, resource, used, updated_at)
         SELECT $1, $2, item.after - COALESCE((SELECT before FROM previous), 0), $7 FROM item
       ON CONFLICT (tenant_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used, updated_at = EXCLUDED.updated_at`,
-        stored.tenantId,
+        effect.tenantId ?? stored.tenantId,
         effect.resource,
         effect.itemId,
         effect.amount,

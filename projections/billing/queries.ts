@@ -5,7 +5,7 @@ import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
 import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription } from '../../domain/billing/subscription';
 import type { Usage } from '../../domain/billing/usage';
-import { usageFromRows } from '../../domain/billing/usage';
+import { EVENTS_OF_DAY_SQL, PENDING_INVITATIONS_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -87,13 +87,16 @@ export interface TenantUsage {
 }
 
 /** GET /billing/usage: the tenant's usage against the limits in force, read fresh; null for a tenant neither billing nor identity knows */
-export const tenantUsage = async (q: Queryable, tenantId: string): Promise<TenantUsage | null> => {
-  const [subscription, usageRows] = await Promise.all([
+export const tenantUsage = async (q: Queryable, tenantId: string, now: Date): Promise<TenantUsage | null> => {
+  const [subscription, usageRows, invitations, events] = await Promise.all([
     currentSubscription(q, tenantId),
     q.query<{ resource: string; used: string }>(
       'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
       [tenantId],
     ),
+    // what is counted without events, as commands/billing/lookups.ts usageOf counts it
+    q.query<{ n: string }>(PENDING_INVITATIONS_SQL, [tenantId, now, PLATFORM_TENANT_ID]),
+    q.query<{ n: string }>(EVENTS_OF_DAY_SQL, [tenantId, utcDay(now)]),
   ]);
   if (!subscription && !(await tenantKnown(q, tenantId))) return null;
   const [plan, pending] = subscription
@@ -102,12 +105,10 @@ export const tenantUsage = async (q: Queryable, tenantId: string): Promise<Tenan
         subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null,
       ])
     : [null, null];
-  return {
-    tenantId,
-    subscription,
-    info: planInfoOf(tenantId, subscription, plan, pending),
-    usage: usageFromRows(usageRows.rows),
-  };
+  const usage = usageFromRows(usageRows.rows);
+  usage.users += Number(invitations.rows[0]?.n ?? 0);
+  usage.events_per_day = Number(events.rows[0]?.n ?? 0);
+  return { tenantId, subscription, info: planInfoOf(tenantId, subscription, plan, pending), usage };
 };
 
 export interface UsageSnapshotRow {

@@ -135,7 +135,7 @@ export default defineRoutes({
       },
       async (request) => {
         const tenantId = tenantAsked(request.principal!, request.query.tenant_id ?? request.query.tenantId);
-        const u = await tenantUsage(kernel.db, tenantId);
+        const u = await tenantUsage(kernel.db, tenantId, kernel.clock.now());
         if (!u) throw billingErrors.tenantNotFound();
         return usageView(tenantId, u.subscription, u.usage, u.info.limits, kernel.clock.now().toISOString());
       },

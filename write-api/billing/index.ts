@@ -3,10 +3,12 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { billingErrors } from '../../domain/billing/errors';
+import { isResource } from '../../domain/billing/resources';
 import { SubscriptionView, subscriptionView, TerminationStatusView } from '../../domain/billing/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { billingContext } from '../../commands/billing/context';
 import * as billing from '../../commands/billing/handlers';
+import { assertRoom } from '../../commands/billing/limits';
 import { findSubscription } from '../../commands/billing/lookups';
 import { receiveWebhook, SIGNATURE_HEADERS } from '../../commands/billing/webhooks';
 import { installMoneyBillingPorts } from '../../commands/money/context';
@@ -14,6 +16,7 @@ import { startBillingServing } from './serving';
 import type { Principal } from '../../infra/http/auth';
 import { executeCommand } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
+import { setUsageLimits } from '../../infra/usage-limits';
 import { systemMeta } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 
@@ -94,6 +97,15 @@ export default defineRoutes({
           return status === 'none' ? 'trialing' : status;
         },
       },
+    });
+    // services that meter a resource under their own lock (identity's seats, the registry's installations)
+    setUsageLimits(kernel, {
+      limitOf: async (tenantId, resource) =>
+        tenantId === PLATFORM_TENANT_ID || !isResource(resource)
+          ? 0
+          : (await ctx.book.checkLimit(tenantId, resource)).limit,
+      changed: (tenantId) => ctx.changed(tenantId),
+      assertRoom: (tx, tenantId, resource, adding) => assertRoom(ctx.book, ctx.clock, tx, tenantId, resource, adding),
     });
     await startBillingServing(kernel, ctx);
   },

@@ -43,7 +43,14 @@ export default defineRoutes({
       '/data/:module/:model',
       {
         bodyLimit: BODY_LIMIT,
-        config: { access: 'bearer', idempotency: 'optional', problems: [409, 422], whileSuspended: 'refused' },
+        // a counted route: at the plan's records limit the gateway answers 402 plan-limit-exceeded (spec 001)
+        config: {
+          access: 'bearer',
+          idempotency: 'optional',
+          counts: 'records',
+          problems: [402, 409, 422],
+          whileSuspended: 'refused',
+        },
         schema: {
           summary: 'Create a record of a generated model',
           params: z.object({ module: Slug, model: Name }),

@@ -91,7 +91,7 @@ export default defineRoutes({
     r.post(
       '/events/publish',
       {
-        config: { ...publish, problems: [403, 404, 413, 503] },
+        config: { ...publish, counts: 'events_per_day', problems: [402, 403, 404, 413, 503] },
         bodyLimit: 1_048_576 + 64 * 1024,
         schema: { summary: 'Publish an event', body: PublishBody, response: { 202: PublishedView } },
       },
@@ -114,7 +114,7 @@ export default defineRoutes({
     r.post(
       '/events/publish/batch',
       {
-        config: { ...publish, problems: [403, 404, 413, 503] },
+        config: { ...publish, counts: 'events_per_day', problems: [402, 403, 404, 413, 503] },
         bodyLimit: eventsContext(kernel).settings.batchMaxBytes,
         schema: {
           summary: `Publish up to ${BATCH_MAX} events on one topic, all or nothing`,
