@@ -26,8 +26,10 @@ let p: IdentityPlatform;
 let bucket: ReturnType<typeof testBucket>;
 let receiver: Receiver;
 let ownerEmail: string;
-/** the bus module's key: it acts for a tenant that installed it */
+/** the bus module's key: it acts for a tenant that installed it; its topic and event type */
 let busKey: string;
+let busTopic: string;
+let busType: string;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
 type Res = { status: number; body: any };
@@ -84,6 +86,14 @@ const holdings = async (tenantId: string) => ({
 });
 type Holdings = Awaited<ReturnType<typeof holdings>>;
 const before: Record<string, Holdings> = {};
+/** the resource a 402 names (spec 001's resource types) for each counter of GET /billing/usage */
+const PROBLEM_RESOURCE = {
+  users: 'users',
+  records: 'records',
+  storageBytes: 'storage_bytes',
+  eventsPerDay: 'events_per_day',
+  modules: 'modules',
+} as const;
 
 /** moves the clock and runs the escalation worker (as the workers role does, on the shared clock) */
 const advance = async (ms: number) => {
@@ -110,6 +120,31 @@ const untilPhase = (t: Tenant, phase: string) =>
     30_000,
     `phase ${phase}`,
   );
+
+/** an upload through the gateway: its answer */
+const postUpload = async (t: Tenant, bytes: Buffer, bucketName: string, name: string): Promise<Res> => {
+  const form = new FormData();
+  form.append('bucket', bucketName);
+  form.append('originalName', name);
+  form.append('file', new Blob([bytes]), name);
+  const res = await fetch(`${p.url}/v1/files/upload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.token}` },
+    body: form,
+  });
+  return { status: res.status, body: await res.json() };
+};
+/** an upload waited for until it is scanned and available; its id */
+const upload = async (t: Tenant, bytes: Buffer, bucketName: string, name: string): Promise<string> => {
+  const { id } = ok(await postUpload(t, bytes, bucketName, name), 201, 'upload').body as { id: string };
+  await eventually(
+    async () => (await call('GET', `/files/${id}?meta=1`, t.token)).body?.status,
+    (status) => status === 'available',
+    30_000,
+    'file available',
+  );
+  return id;
+};
 
 beforeAll(async () => {
   bucket = testBucket();
@@ -156,13 +191,6 @@ describe("a tenant's whole life", () => {
     for (const t of [a, b, c]) t.member = await addMember(p, { accessToken: t.token });
   });
 
-  // ── LIMIT STEPS (wt-limits, issue 23 "every limit metered") ─────────────────────────────────
-  // The lead adds them here after merging the limit metering: members and invitations up to the
-  // users limit, records up to the records limit, files up to storage_bytes, bus events up to
-  // events_per_day, modules — a 402 plan-limit-exceeded at each, and an upgrade that lifts them.
-  it.todo('402 plan-limit-exceeded at each limit of the plan, lifted by an upgrade (wt-limits)');
-  // ─────────────────────────────────────────────────────────────────────────────────────────────
-
   it('installs a module and creates records', async () => {
     const owner = await platformOwner();
     ok(await call('POST', '/modules', owner, await crmManifest()), 201, 'crm registered');
@@ -179,26 +207,6 @@ describe("a tenant's whole life", () => {
   });
 
   it('uploads files, scanned and stored; a picture gets its thumbnails', async () => {
-    const upload = async (t: Tenant, bytes: Buffer, bucketName: string, name: string): Promise<string> => {
-      const form = new FormData();
-      form.append('bucket', bucketName);
-      form.append('originalName', name);
-      form.append('file', new Blob([bytes]), name);
-      const res = await fetch(`${p.url}/v1/files/upload`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${t.token}` },
-        body: form,
-      });
-      const body = (await res.json()) as { id: string };
-      expect(res.status, JSON.stringify(body)).toBe(201);
-      await eventually(
-        async () => (await call('GET', `/files/${body.id}?meta=1`, t.token)).body?.status,
-        (status) => status === 'available',
-        30_000,
-        'file available',
-      );
-      return body.id;
-    };
     for (const t of [a, b, c])
       t.fileId = await upload(t, Buffer.from(`the report of ${t.owner.tenantId}`), 'documents', 'report.txt');
     const picture = await upload(a, await solidPng(64, 48), 'assets', 'picture.png');
@@ -224,7 +232,7 @@ describe("a tenant's whole life", () => {
       'bus module',
     );
     const key = registered.body.credentials.key as string;
-    busKey = key;
+    [busKey, busTopic, busType] = [key, topic, `${slug}.thing.happened`];
     for (const t of [a, b, c]) {
       ok(await call('POST', `/modules/${slug}/installations`, owner, { tenantId: t.owner.tenantId }), 201, 'installed');
       const asModule = { 'x-module-tenant': t.owner.tenantId };
@@ -280,6 +288,94 @@ describe("a tenant's whole life", () => {
       before[t.owner.tenantId] = await holdings(t.owner.tenantId);
     }
     expect(receiver.received.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('meets every limit of its plan — 402 plan-limit-exceeded at each — and an upgrade lifts them all', async () => {
+    const owner = await platformOwner();
+    const extra = uniqueSlug('extra');
+    ok(await call('POST', '/modules', owner, { slug: extra, version: '1.0.0' }), 201, 'another module');
+    const asModule = { 'x-module-tenant': a.owner.tenantId };
+    const attempts = {
+      users: () => call('POST', '/users', a.token, { email: uniqueEmail('one-too-many') }),
+      records: () => call('POST', '/data/crm/contacts', a.token, { name: 'Grace', email: 'grace@example.com' }),
+      storageBytes: () => postUpload(a, Buffer.from('one byte too many'), 'documents', 'more.txt'),
+      eventsPerDay: () =>
+        call('POST', '/events/publish', busKey, { topic: busTopic, type: busType, payload: { fail: false } }, asModule),
+      modules: () => call('POST', `/modules/${extra}/installations`, owner, { tenantId: a.owner.tenantId }),
+    };
+    const used = ok(await call('GET', '/billing/usage', a.token), 200, 'usage').body.usage as Record<string, number>;
+    for (const resource of Object.keys(attempts)) expect(used[resource], resource).toBeGreaterThan(0);
+    // a plan whose every limit is what the tenant holds now: the next creation of each is one too many
+    const tight = await operatorPlan(p.kernel, {
+      priceCents: 4900,
+      limits: Object.fromEntries(Object.keys(attempts).map((r) => [r, used[r]!])),
+    });
+    const sub = await currentSubscriptionOf(p, a.token);
+    ok(
+      await call('PATCH', `/billing/subscriptions/${a.subscriptionId}`, a.token, {
+        planId: tight.id,
+        version: sub.version,
+      }),
+      200,
+      'the tight plan',
+    );
+    for (const [resource, attempt] of Object.entries(attempts)) {
+      const refused = await eventually(attempt, (res) => res.status === 402, 15_000, `402 for ${resource}`);
+      expect(refused.body, resource).toMatchObject({
+        resource: PROBLEM_RESOURCE[resource as keyof typeof PROBLEM_RESOURCE],
+        limit: used[resource],
+        currentUsage: used[resource],
+      });
+      expect(refused.body.type).toMatch(/\/plan-limit-exceeded$/);
+    }
+    // the upgrade: the pending downgrade canceled, then a dearer plan with room in every limit
+    const canceled = ok(
+      await call('POST', `/billing/subscriptions/${a.subscriptionId}/cancel-downgrade`, a.token, { reason: 'room' }),
+      200,
+      'downgrade canceled',
+    );
+    const roomy = await operatorPlan(p.kernel, { priceCents: 9900 });
+    ok(
+      await call('PATCH', `/billing/subscriptions/${a.subscriptionId}`, a.token, {
+        planId: roomy.id,
+        version: canceled.body.version,
+      }),
+      200,
+      'the upgrade',
+    );
+    const accepted = { users: 202, records: 201, storageBytes: 201, eventsPerDay: 202, modules: 201 };
+    const answers: Partial<Record<keyof typeof accepted, Res>> = {};
+    for (const [resource, attempt] of Object.entries(attempts)) {
+      const want = accepted[resource as keyof typeof accepted];
+      answers[resource as keyof typeof accepted] = await eventually(
+        attempt,
+        (res) => res.status === want,
+        15_000,
+        `${resource} accepted again`,
+      );
+    }
+    // the other tenants never met a limit of a's plan
+    for (const t of [b, c])
+      ok(
+        await call('POST', '/data/crm/contacts', t.token, { name: 'Lin', email: 'lin@example.com' }),
+        201,
+        'untouched',
+      );
+    // what the tenants hold now, once the new file is stored and the new event is on the bus, is what must survive
+    await eventually(
+      async () => (await call('GET', `/files/${answers.storageBytes!.body.id}?meta=1`, a.token)).body?.status,
+      (status) => status === 'available',
+      30_000,
+      'the new file available',
+    );
+    const hadBusRecords = before[a.owner.tenantId]!.busRecords;
+    before[a.owner.tenantId] = await eventually(
+      async () => holdings(a.owner.tenantId),
+      (h) => h.busRecords > hadBusRecords,
+      30_000,
+      'the new event on the bus',
+    );
+    for (const t of [b, c]) before[t.owner.tenantId] = await holdings(t.owner.tenantId);
   });
 
   it('stops paying: past_due at the end of the trial, suspended on day 8, terminated on day 38 (402 on every request)', async () => {
