@@ -49,6 +49,7 @@ export const SPLIT_SUITES = [
   'tests/int/files/local-upload.spec.ts',
   'tests/int/http/malformed-bodies.spec.ts',
   'tests/int/gateway/contract.spec.ts',
+  'tests/int/events/platform-envelope.spec.ts',
 ];
 
 // Suites: unit (pure, fast), int (real engines started by scripts/test-infra.sh), split (SPLIT_SUITES again,

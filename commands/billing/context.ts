@@ -84,7 +84,8 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
   });
   kernel.invalidations.on(['billing.plan.changed'], async (event) => {
     await book.changed(null);
-    if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
+    if (settings.enabled && event.payload.limitsChanged)
+      await dropMoneyLimitsOfPlan(kernel, String(event.payload.planId));
   });
   kernel.invalidations.on(USAGE_EVENT_TYPES, (event) => book.changed(event.tenantId));
   return context;
