@@ -77,7 +77,7 @@ export const storedPayloadOf = (type: string, eventText: string): Record<string,
   const metaAsText = type.startsWith('money.') || type.startsWith('files.');
   const out: Record<string, unknown> = {};
   for (const [name, text] of members) {
-    const value =
+    const value: unknown =
       name === 'meta' && metaAsText && text.startsWith('{')
         ? text
         : JSON.parse(text.replace(LONG_INTEGER, (m) => (m.startsWith('"') ? m : `"${m}"`)));
