@@ -64,7 +64,7 @@ try {
     start: 'latest',
     eachBatch: async (records) => {
       const now = Date.now();
-      for (const r of records) lags.push(now - Number(JSON.parse(r.value).data.committedAt));
+      for (const r of records) lags.push(now - Number(JSON.parse(r.value).payload.committedAt));
     },
   });
   await new Promise((r) => setTimeout(r, 2000));

@@ -1,3 +1,5 @@
+import { NO_TENANT } from '../domain/shared/envelope';
+import { eventRecord } from '../infra/events/envelope';
 import type { OutgoingRecord } from '../infra/log/port';
 
 export const API_CALLED = 'audit.api.called';
@@ -17,29 +19,30 @@ export interface ApiCall {
   occurredAt: string;
 }
 
-/** The wire form: the platform's event envelope, keyed by tenant so one tenant's calls keep their order. */
-export const toAuditRecord = (call: ApiCall, eventId: string): OutgoingRecord => ({
-  key: call.tenantId ?? '-',
-  value: JSON.stringify({
-    eventId,
-    type: API_CALLED,
-    schemaVersion: 1,
-    tenantId: call.tenantId,
-    actorId: call.actorId,
-    traceId: call.traceId,
-    causationId: null,
-    correlationId: call.traceId,
-    occurredAt: call.occurredAt,
-    entityId: call.traceId,
-    data: {
-      method: call.method,
-      route: call.route,
-      status: call.status,
-      latencyMs: call.latencyMs,
-      clientAddress: call.clientAddress,
-      userAgent: call.userAgent,
+/**
+ * The wire form: the platform's Event (infra/events/envelope.ts), keyed by tenant so one tenant's
+ * calls keep their order; an anonymous call belongs to no tenant (NO_TENANT, the platform's).
+ */
+export const toAuditRecord = (call: ApiCall, eventId: string): OutgoingRecord =>
+  eventRecord(
+    {
+      eventId,
+      type: API_CALLED,
+      source: 'gateway',
+      tenantId: call.tenantId ?? NO_TENANT,
+      traceId: call.traceId,
+      timestamp: call.occurredAt,
+      schemaVersion: '1.0.0',
+      payload: {
+        method: call.method,
+        route: call.route,
+        status: call.status,
+        latencyMs: call.latencyMs,
+        actorId: call.actorId,
+        clientAddress: call.clientAddress,
+        userAgent: call.userAgent,
+      },
     },
-  }),
-  headers: { eventId, type: API_CALLED, ...(call.tenantId ? { tenantId: call.tenantId } : {}), traceId: call.traceId },
-  timestamp: Date.parse(call.occurredAt),
-});
+    call.tenantId ?? '-',
+    { traceId: call.traceId, ...(call.actorId ? { actorId: call.actorId } : {}) },
+  );

@@ -1,6 +1,8 @@
 import type { Db, Queryable } from './postgres/db';
 import { commonErrors } from '../domain/shared/errors';
 import type { Logger } from './observability/logger';
+import { traceIdOf } from '../domain/shared/envelope';
+import { eventRecord } from './events/envelope';
 import type { LogPort, OutgoingRecord } from './log/port';
 import type { IdGenerator } from './runtime/clock';
 
@@ -55,29 +57,20 @@ export const auditRecord = (a: AuditAction, id: string): OutgoingRecord => {
     traceId: a.traceId ?? null,
     timestamp: a.timestamp,
   };
-  return {
-    key: a.entityId,
-    value: JSON.stringify({
+  return eventRecord(
+    {
       eventId: id,
       type: AUDIT_RECORD_CREATED,
-      schemaVersion: 1,
+      source: 'audit',
       tenantId: a.tenantId,
-      actorId: a.actorId,
-      traceId: a.traceId ?? null,
-      causationId: null,
-      correlationId: a.traceId ?? null,
-      occurredAt: a.timestamp,
-      entityId: a.entityId,
-      data,
-    }),
-    headers: {
-      eventId: id,
-      type: AUDIT_RECORD_CREATED,
-      tenantId: a.tenantId,
-      ...(a.traceId ? { traceId: a.traceId } : {}),
+      traceId: traceIdOf({ eventId: id, traceId: a.traceId }),
+      timestamp: a.timestamp,
+      schemaVersion: '1.0.0',
+      payload: data,
     },
-    timestamp: Date.parse(a.timestamp),
-  };
+    a.entityId,
+    { ...(a.traceId ? { traceId: a.traceId } : {}), actorId: a.actorId },
+  );
 };
 
 export interface RecorderOptions {

@@ -1,16 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isTypePattern, topicOf, typeMatches } from '../domain/shared/event';
+import type { PlatformEvent } from '../domain/shared/envelope';
+import { decodeEvent } from './events/envelope';
 import type { LogPort, LogRecord, Subscription } from './log/port';
 import type { Logger } from './observability/logger';
 
-/** an event as the outbox relay publishes it (workers/outbox-relay.ts), the part invalidation handlers read */
-export interface PublishedEvent {
-  eventId: string;
-  type: string;
-  tenantId: string;
-  data: Record<string, unknown>;
-}
+/** an event as the log carries it: the platform's Event (domain/shared/envelope.ts) */
+export type PublishedEvent = PlatformEvent;
 
 export type InvalidationHandler = (event: PublishedEvent) => void | Promise<void>;
 
@@ -21,7 +18,7 @@ const RETRY_MS = [500, 1_000, 2_000, 5_000];
  * hold, delivered through the log to every process (DESIGN.md mechanism 8). A context names the
  * event types and what to drop:
  *
- *   kernel.invalidations.on(['auth.role.changed', ...], (event) => cache.drop(event.data.userId));
+ *   kernel.invalidations.on(['auth.role.changed', ...], (event) => cache.drop(event.payload.userId));
  *
  * Each process reads platform.<domain>.events of those types in a consumer group of its own (so
  * every process gets every event) from the latest offset: an invalidation concerns what a process
@@ -98,13 +95,11 @@ export class Invalidations {
         ...this.patterns.filter((p) => typeMatches(p.pattern, type)).map((p) => p.handler),
       ];
       if (handlers.length === 0) continue;
-      let event: PublishedEvent;
-      try {
-        event = JSON.parse(record.value) as PublishedEvent;
-      } catch (error) {
+      const event = decodeEvent(record.value);
+      if (!event) {
         this.logger.warn(
-          { err: error, topic: record.topic, offset: record.offset },
-          'an event on the log is not JSON; no invalidation',
+          { topic: record.topic, offset: record.offset },
+          'an event on the log is not an Event; no invalidation',
         );
         continue;
       }

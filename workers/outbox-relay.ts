@@ -1,4 +1,8 @@
+import { platformSourceOf } from '../domain/events/topics';
+import { wirePayloadOf } from '../domain/events/platform-events';
+import { semverOf, traceIdOf } from '../domain/shared/envelope';
 import type { StoredEvent } from '../domain/shared/event';
+import { eventRecord } from '../infra/events/envelope';
 import { entityIdOf, topicOf } from '../domain/shared/event';
 import type { EventStore, LogCheckpoint } from '../infra/eventstore/event-store';
 import { checkpointOf, LOG_START } from '../infra/eventstore/event-store';
@@ -24,27 +28,36 @@ const defaults: RelayOptions = {
   topicDefaults: { partitions: 3, retentionMs: 168 * 3600_000 },
 };
 
-/** The wire form of an event on platform.<domain>.events. */
-export const toLogRecord = (e: StoredEvent): OutgoingRecord => ({
-  key: entityIdOf(e.streamId),
-  value: JSON.stringify({
-    eventId: e.eventId,
-    type: e.type,
-    schemaVersion: e.schemaVersion,
-    tenantId: e.tenantId,
-    actorId: e.actorId,
-    traceId: e.traceId,
-    causationId: e.causationId,
-    correlationId: e.correlationId,
-    occurredAt: e.occurredAt,
-    streamId: e.streamId,
-    streamVersion: e.streamVersion,
-    entityId: entityIdOf(e.streamId),
-    data: e.data,
-  }),
-  headers: { eventId: e.eventId, type: e.type, tenantId: e.tenantId, ...(e.traceId ? { traceId: e.traceId } : {}) },
-  timestamp: Date.parse(e.occurredAt),
-});
+/**
+ * The wire form of an event on platform.<domain>.events: the spec's Event (domain/shared/envelope.ts,
+ * encoded by infra/events/envelope.ts) — source the service of its domain, schemaVersion as semver,
+ * the payload in its wire form (money's amounts JSON integers, meta objects) — keyed by entity; the
+ * kernel's provenance (actor, causation, correlation, stream and version) in the headers.
+ */
+export const toLogRecord = (e: StoredEvent): OutgoingRecord => {
+  const topic = topicOf(e.type);
+  return eventRecord(
+    {
+      eventId: e.eventId,
+      type: e.type,
+      source: platformSourceOf(topic),
+      tenantId: e.tenantId,
+      traceId: traceIdOf(e),
+      timestamp: e.occurredAt,
+      schemaVersion: semverOf(e.schemaVersion),
+      payload: wirePayloadOf(e.type, e.data),
+    },
+    entityIdOf(e.streamId),
+    {
+      ...(e.traceId ? { traceId: e.traceId } : {}),
+      ...(e.actorId ? { actorId: e.actorId } : {}),
+      ...(e.causationId ? { causationId: e.causationId } : {}),
+      ...(e.correlationId ? { correlationId: e.correlationId } : {}),
+      streamId: e.streamId,
+      streamVersion: String(e.streamVersion),
+    },
+  );
+};
 
 /**
  * Publishes committed events to the log in commit order, at least once: a batch is published,

@@ -1,6 +1,6 @@
-import type { StoredEvent } from '../../domain/shared/event';
 import type { Kernel } from '../../infra/kernel';
-import type { LogRecord } from '../../infra/log/port';
+import { storedPayloadOf } from '../../domain/events/platform-events';
+import { storedEventOf } from '../../infra/events/envelope';
 import { inTransaction } from '../../infra/postgres/db';
 import { executeBatch } from '../../infra/projections/batch';
 import { handlesType, isAnalytics, relationsFor, statementsFor } from '../../infra/projections/projection';
@@ -12,12 +12,6 @@ export interface ReplayOptions {
   to?: { offset: number } | { time: number };
   into: string;
 }
-
-/** the stored form of an event as it travels on the log (see workers/outbox-relay.ts toLogRecord) */
-const fromRecord = (r: LogRecord): StoredEvent<Record<string, unknown>> => {
-  const e = JSON.parse(r.value) as Omit<StoredEvent<Record<string, unknown>>, 'position' | 'transactionId'>;
-  return { ...e, position: BigInt(r.offset), transactionId: 0n };
-};
 
 /**
  * Re-delivers a topic's events from an offset or a time. Into a projection: the events are applied
@@ -62,7 +56,9 @@ export const replay = async (kernel: Kernel, o: ReplayOptions): Promise<number> 
     for (;;) {
       const records = await log.read(o.topic, partition, offset, 500);
       const due = records.filter((r) => !o.to || ('offset' in o.to ? r.offset < o.to.offset : r.timestamp < o.to.time));
-      const events = due.map(fromRecord).filter((e) => handlesType(projection, e.type));
+      const events = due
+        .flatMap((r) => storedEventOf(r, storedPayloadOf) ?? [])
+        .filter((e) => handlesType(projection, e.type));
       await inTransaction(kernel.db, (tx) => executeBatch(tx, statementsFor(projection, events, relations)));
       applied += events.length;
       seen += records.length;

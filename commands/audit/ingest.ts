@@ -1,6 +1,7 @@
 import type { AuditRow, UnchainedRow } from '../../domain/audit/rows';
 import { insertable, RECORDS, rowOf } from '../../domain/audit/rows';
 import { API_CALLED, recordOfAuditEvent } from '../../domain/audit/sources';
+import { decodeEvent } from '../../infra/events/envelope';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { Db } from '../../infra/postgres/db';
 import type { ChainHead } from './chain';
@@ -37,7 +38,8 @@ export const ingestAuditRecords = async (
   const seen = new Set<string>();
   const rows: (UnchainedRow & { source: string })[] = [];
   for (const value of values) {
-    const record = recordOfAuditEvent(value);
+    const event = decodeEvent(value, { source: 'audit' });
+    const record = event && recordOfAuditEvent(event);
     if (!record) {
       skipped += 1;
       continue;

@@ -62,7 +62,7 @@ export class BillingAdmission {
     kernel.invalidations.on(['billing.subscription.changed'], (event) => this.flushTenant(event.tenantId));
     kernel.invalidations.on(['billing.plan.changed'], () => this.flushAll());
     kernel.invalidations.on(USAGE_EVENT_TYPES, (event) =>
-      this.flushLimits(usageTenantOf(event.type, event.tenantId, event.data ?? {})),
+      this.flushLimits(usageTenantOf(event.type, event.tenantId, event.payload)),
     );
   }
 

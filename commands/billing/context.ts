@@ -84,10 +84,11 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
   });
   kernel.invalidations.on(['billing.plan.changed'], async (event) => {
     await book.changed(null);
-    if (settings.enabled && event.data.limitsChanged) await dropMoneyLimitsOfPlan(kernel, String(event.data.planId));
+    if (settings.enabled && event.payload.limitsChanged)
+      await dropMoneyLimitsOfPlan(kernel, String(event.payload.planId));
   });
   kernel.invalidations.on(USAGE_EVENT_TYPES, (event) =>
-    book.changed(usageTenantOf(event.type, event.tenantId, event.data ?? {})),
+    book.changed(usageTenantOf(event.type, event.tenantId, event.payload)),
   );
   return context;
 };

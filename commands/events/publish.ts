@@ -5,6 +5,7 @@ import { publishVerdict, sourceOf, typeFitsTopic } from '../../domain/events/pub
 import { compareSemver } from '../../domain/events/semver';
 import { billingErrors } from '../../domain/billing/errors';
 import { utcDay } from '../../domain/billing/usage';
+import type { EventHeaders } from '../../domain/shared/envelope';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
@@ -89,18 +90,14 @@ export const publishEvents = async (
   const events = inputs.map((input, i) => {
     const eventId = kernel.ids.next();
     const entityId = input.entityId ?? eventId;
-    // the payload's JSON text is spliced in as it was measured: what was checked is what is sent
+    // the spec's Event (domain/shared/envelope.ts), members in encodeEvent's order; the payload's
+    // JSON text is spliced in as it was measured: what was checked is what is sent
     const value =
       `{"eventId":${JSON.stringify(eventId)},"type":${JSON.stringify(input.type)},"source":${JSON.stringify(source)},"tenantId":${JSON.stringify(principal.tenantId)},` +
-      `"actorId":${JSON.stringify(actorId)},"schemaVersion":${JSON.stringify(input.schemaVersion ?? schema.schemaVersion)},"traceId":${JSON.stringify(traceId)},` +
-      `"timestamp":${JSON.stringify(timestamp)},"entityId":${JSON.stringify(entityId)},"payload":${payloads[i]}}`;
-    return {
-      eventId,
-      type: input.type,
-      key: entityId,
-      value,
-      headers: JSON.stringify({ eventId, type: input.type, tenantId: principal.tenantId, source, traceId }),
-    };
+      `"traceId":${JSON.stringify(traceId)},"timestamp":${JSON.stringify(timestamp)},"schemaVersion":${JSON.stringify(input.schemaVersion ?? schema.schemaVersion)},` +
+      `"payload":${payloads[i]}}`;
+    const headers: EventHeaders = { eventId, type: input.type, tenantId: principal.tenantId, source, traceId, actorId };
+    return { eventId, type: input.type, key: entityId, value, headers: JSON.stringify(headers) };
   });
   const limit = await usageLimits(kernel).limitOf(principal.tenantId, 'events_per_day');
   await inTransaction(kernel.db, async (tx) => {

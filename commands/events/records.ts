@@ -1,48 +1,30 @@
-import { SEMVER } from '../../domain/modules/manifest';
 import { platformSourceOf } from '../../domain/events/topics';
 import type { EventView } from '../../domain/events/views';
+import { decodeEvent } from '../../infra/events/envelope';
 import type { LogRecord } from '../../infra/log/port';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * A log record as the bus's Event resource (spec 002, Event). Records of the bus (published through
- * POST /events/publish) carry source and payload; records the outbox relay publishes from the event
- * store carry data and an integer schemaVersion, and their source is the service of their domain.
- * A record that is no event (no UUID eventId, no type, no tenant) is not delivered to anyone.
+ * A log record as the bus's Event resource (spec 002, Event), read by the one decoder
+ * (infra/events/envelope.ts) — records of the bus and of the outbox relay alike, and those written
+ * before the envelope was the spec's (their source is then the service of the topic's domain). The
+ * entity is the record's key (the partition key). A record that is no event (no UUID eventId, no
+ * type, no tenant) is not delivered to anyone.
  */
 export const eventOfRecord = (topic: string, record: LogRecord): EventView | null => {
-  let v: Record<string, unknown>;
-  try {
-    v = JSON.parse(record.value) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-  if (typeof v !== 'object' || v === null) return null;
-  const { eventId, type, tenantId } = v;
-  if (
-    typeof eventId !== 'string' ||
-    !UUID.test(eventId) ||
-    typeof type !== 'string' ||
-    typeof tenantId !== 'string' ||
-    tenantId === ''
-  )
-    return null;
-  const payload = (v.payload ?? v.data ?? {}) as Record<string, unknown>;
-  const version = v.schemaVersion;
+  const v = decodeEvent(record.value, { source: platformSourceOf(topic) });
+  if (!v || !UUID.test(v.eventId)) return null;
   return {
-    eventId: eventId.toLowerCase(),
-    type,
-    tenantId,
-    source: typeof v.source === 'string' ? v.source : platformSourceOf(topic),
-    entityId: typeof v.entityId === 'string' ? v.entityId : record.key,
-    payload: typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? payload : { value: payload },
-    schemaVersion:
-      typeof version === 'string' && SEMVER.test(version)
-        ? version
-        : `${Number.isInteger(version) ? String(version) : '1'}.0.0`,
-    traceId: typeof v.traceId === 'string' ? v.traceId : null,
-    timestamp: isoOrNull(v.timestamp) ?? isoOrNull(v.occurredAt) ?? new Date(record.timestamp).toISOString(),
+    eventId: v.eventId.toLowerCase(),
+    type: v.type,
+    tenantId: v.tenantId,
+    source: v.source,
+    entityId: record.key,
+    payload: v.payload,
+    schemaVersion: v.schemaVersion,
+    traceId: v.traceId,
+    timestamp: isoOrNull(v.timestamp) ?? new Date(record.timestamp).toISOString(),
   };
 };
 

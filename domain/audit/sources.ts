@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JsonObject } from '../shared/json';
+import type { PlatformEvent } from '../shared/envelope';
 import type { StoredEvent } from '../shared/event';
 import { entityIdOf } from '../shared/event';
 import { PLATFORM_TENANT_ID } from '../identity/constants';
@@ -14,6 +15,7 @@ export const AUDIT_RECORD_CREATED = 'audit.record.created';
 export const API_CALLED = 'audit.api.called';
 
 const Json = JsonObject;
+/** a service's audit record (spec 002 "Audit record"), the payload of audit.record.created */
 const RecordCreated = z.object({
   type: z.literal(AUDIT_RECORD_CREATED),
   data: z.object({
@@ -32,49 +34,41 @@ const RecordCreated = z.object({
     timestamp: z.string().min(1),
   }),
 });
+/** the gateway's record of a request (gateway/audit.ts), the payload of audit.api.called */
 const ApiCalled = z.object({
   type: z.literal(API_CALLED),
-  eventId: z.string().min(1),
-  tenantId: z.string().nullable(),
-  actorId: z.string().nullable(),
-  traceId: z.string().nullable(),
-  occurredAt: z.string().min(1),
   data: z.object({
     method: z.string(),
     route: z.string().nullable(),
     status: z.number(),
     latencyMs: z.number(),
+    actorId: z.string().nullish(),
     clientAddress: z.string().nullish(),
     userAgent: z.string().nullish(),
   }),
 });
-const Envelope = z.discriminatedUnion('type', [RecordCreated, ApiCalled]);
+/** what platform.audit.events carries (the topic's schema is derived from it: domain/events/platform-events.ts) */
+export const AuditEvent = z.discriminatedUnion('type', [RecordCreated, ApiCalled]);
 
-/** the record an event of platform.audit.events carries; null for a type the store does not keep or a malformed value */
-export const recordOfAuditEvent = (value: string): NewAuditRecord | null => {
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch {
-    return null;
-  }
-  const parsed = Envelope.safeParse(json);
+/** the record an Event of platform.audit.events carries; null for a type the store does not keep or a malformed payload */
+export const recordOfAuditEvent = (event: PlatformEvent): NewAuditRecord | null => {
+  const parsed = AuditEvent.safeParse({ type: event.type, data: event.payload });
   if (!parsed.success) return null;
   const e = parsed.data;
   if (e.type === AUDIT_RECORD_CREATED) return e.data;
   // anonymous requests (no token, a refused one) belong to the platform: its owner reads them
   return {
-    id: e.eventId,
-    tenantId: e.tenantId ?? PLATFORM_TENANT_ID,
+    id: event.eventId,
+    tenantId: event.tenantId,
     action: API_CALLED,
     entityType: 'route',
     entityId: `${e.data.method} ${e.data.route ?? '(no route)'}`,
-    actorId: e.actorId ?? 'anonymous',
+    actorId: e.data.actorId ?? 'anonymous',
     actorIp: e.data.clientAddress ?? null,
     actorUserAgent: e.data.userAgent ?? null,
     meta: { method: e.data.method, route: e.data.route, status: e.data.status, latencyMs: e.data.latencyMs },
-    traceId: e.traceId,
-    timestamp: e.occurredAt,
+    traceId: event.traceId,
+    timestamp: event.timestamp,
   };
 };
 

@@ -1,6 +1,7 @@
 import type { BreakingChangesPolicy } from './compatibility';
 import type { Manifest } from '../modules/manifest';
 import { domainOfTopic, topicOfDomain } from '../modules/manifest';
+import { platformTopicSchema } from './platform-events';
 import { APP_TOPIC, PLATFORM_TOPICS } from './topics';
 
 /**
@@ -83,7 +84,11 @@ export interface RegisteredSchemaRow {
   registered_at: Date;
 }
 
-/** the topic's current schema: the last registered, else the module manifest's, else the envelope (1.0.0) */
+/**
+ * the topic's current schema: the last registered, else the module manifest's, else — a platform
+ * topic — the one derived from the payloads its domain publishes (domain/events/platform-events.ts),
+ * else the envelope (1.0.0)
+ */
 export const currentSchemaOf = (entry: TopicEntry, registered: RegisteredSchemaRow | null): CurrentSchema => {
   if (registered) {
     return {
@@ -95,6 +100,14 @@ export const currentSchemaOf = (entry: TopicEntry, registered: RegisteredSchemaR
     };
   }
   if (entry.manifestSchema) return { topic: entry.topic, ...entry.manifestSchema, breakingChangesPolicy: 'BACKWARD' };
+  if (entry.owner.kind === 'platform')
+    return {
+      topic: entry.topic,
+      schemaVersion: '1.0.0',
+      protoDefinition: platformTopicSchema(entry.topic, entry.domain),
+      breakingChangesPolicy: 'BACKWARD',
+      registeredAt: null,
+    };
   return {
     topic: entry.topic,
     schemaVersion: '1.0.0',

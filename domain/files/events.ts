@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonObject } from '../shared/json';
 import { BUCKETS, PRESET_NAMES, REJECTION_REASONS } from './constants';
 import { Operation } from './operations';
 
@@ -11,6 +12,13 @@ import { Operation } from './operations';
 const Bucket = z.enum(BUCKETS);
 const Preset = z.enum(PRESET_NAMES as [string, ...string[]]);
 const Size = z.number().int().min(0);
+/**
+ * meta: the JSON text of the client's object, as sent; on the log it is the object itself
+ * (domain/events/platform-events.ts wirePayloadOf), read back as its text (a replay from the log)
+ */
+export const FileMeta = z
+  .union([z.string(), JsonObject])
+  .transform((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
 
 export const FileStaged = z.object({
   type: z.literal('files.file.staged'),
@@ -20,7 +28,7 @@ export const FileStaged = z.object({
     originalName: z.string(),
     mimeType: z.string(),
     sizeBytes: Size,
-    meta: z.string(),
+    meta: FileMeta,
     uploadedBy: z.string(),
     via: z.enum(['upload', 'presign']),
     stagingKey: z.string(),

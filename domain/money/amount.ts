@@ -31,8 +31,11 @@ export const parseAmount = (value: unknown): bigint => {
   return amount;
 };
 
-/** amounts inside events and stored states: decimal strings in JSON, bigint in memory */
-export const Cents = z.union([z.bigint(), z.string().regex(/^-?\d+$/)]).transform((v) => BigInt(v));
+/**
+ * amounts inside events and stored states: decimal strings in JSON, bigint in memory; JSON integers
+ * as the log carries them (an event replayed from platform.money.events, domain/money/wire.ts)
+ */
+export const Cents = z.union([z.bigint(), z.string().regex(/^-?\d+$/), z.number().int()]).transform((v) => BigInt(v));
 
 export const Balance = z.object({ available: Cents, pending: Cents, frozen: Cents });
 export type Balance = z.infer<typeof Balance>;

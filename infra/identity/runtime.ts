@@ -231,7 +231,7 @@ const build = async (kernel: Kernel, options: IdentityRuntimeOptions): Promise<S
 };
 
 const accessScopeOf = (event: PublishedEvent, scope: AccessEventScope): AccessScope => {
-  const { userId, tenantId } = event.data as { userId?: string; tenantId?: string };
+  const { userId, tenantId } = event.payload as { userId?: string; tenantId?: string };
   if (scope === 'user') return { userId };
   if (scope === 'tenant') return { tenantId };
   return { userId, tenantId };

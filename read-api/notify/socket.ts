@@ -9,6 +9,7 @@ import { REPLAY_LIMIT, REPLAY_WINDOW_MS } from '../../domain/notify/socket';
  * The real-time socket (GET /v1/notify/ws). Protocol (spec 002, the rest decided here):
  *   client → {type: "auth", token, last_notification_id?}   first, within 10 s
  *   server → {type: "notification", notification_id, …, replay: true}   up to 100 missed messages of the last hour, oldest first
+ *            (without last_notification_id: the last 100 of the hour — the spec's replay; clients deduplicate by notification_id)
  *   server → {type: "ready", user_id, replayed}
  *   server → {type: "notification", notification_id, …}   live, as delivered
  *   client → {type: "ping"}  → server {type: "pong"}
@@ -109,8 +110,8 @@ export class SocketHub {
 
   /**
    * What the client missed: the messages delivered after the last one it saw, within the hour (the
-   * 100 sent last of them), in the order they were sent; the last 100 of the hour when the last one
-   * it saw is unknown (expired from the buffer).
+   * 100 sent last of them), in the order they were sent; the last 100 of the hour when the client
+   * names no last message, or one that is unknown (expired from the buffer).
    */
   async replay(tenantId: string, userId: string, lastId: string | null): Promise<SocketPayload[]> {
     const since = new Date(this.kernel.clock.now().getTime() - REPLAY_WINDOW_MS);
@@ -195,7 +196,9 @@ export class SocketHub {
     this.attach(c);
     try {
       await this.ready();
-      const missed = lastId === null ? [] : await this.replay(principal.tenantId, principal.userId, lastId);
+      // spec 002: after a reconnect the server replays up to 100 messages of the hour's buffer; a
+      // client that names no last message gets them all (it deduplicates by notification_id)
+      const missed = await this.replay(principal.tenantId, principal.userId, lastId);
       for (const payload of missed) sendNotification(c, payload, true);
       send(c, { type: 'ready', user_id: principal.userId, replayed: missed.length });
       const live = c.pending ?? [];

@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { entityIdOf } from '../../domain/shared/event';
+import { storedEventOf } from '../../infra/events/envelope';
 import { CommandRunner } from '../../infra/eventstore/command-runner';
 import { EventStore } from '../../infra/eventstore/event-store';
 import { KafkaLog } from '../../infra/log/kafka-log';
@@ -44,14 +46,14 @@ const consume = async (tenant: string) => {
     start: 'earliest',
     eachBatch: async (records: LogRecord[]) => {
       for (const r of records) {
-        const e = JSON.parse(r.value) as { eventId: string; tenantId: string; streamVersion: number; entityId: string };
-        if (e.tenantId === tenant)
+        const e = storedEventOf(r);
+        if (e?.tenantId === tenant)
           received.push({
             eventId: e.eventId,
             key: r.key,
             partition: r.partition,
             streamVersion: e.streamVersion,
-            entityId: e.entityId,
+            entityId: entityIdOf(e.streamId),
           });
       }
     },

@@ -229,7 +229,13 @@ export const topicEvents = async (
     for (let offset = from[p] ?? 0; ;) {
       const records = await log.read(topic, p, offset, 1000);
       if (records.length === 0) break;
-      events.push(...records.map((r) => JSON.parse(r.value) as { type: string; tenantId: string; data: Body }));
+      // the Event's payload (spec 002), named data as the event store calls it
+      events.push(
+        ...records.map((r) => {
+          const e = JSON.parse(r.value) as { type: string; tenantId: string; payload: Body };
+          return { type: e.type, tenantId: e.tenantId, data: e.payload };
+        }),
+      );
       offset = records[records.length - 1]!.offset + 1;
     }
   }

@@ -45,8 +45,9 @@ describe.each([
         const records = await log.read(AUDIT_TOPIC, p, offset, 1000);
         if (records.length === 0) break;
         for (const r of records) {
-          const v = JSON.parse(r.value) as { data?: { action?: string; entityId?: string } };
-          if (v.data?.action && v.data.entityId) found.push({ action: v.data.action, entityId: v.data.entityId });
+          const v = JSON.parse(r.value) as { payload?: { action?: string; entityId?: string } };
+          if (v.payload?.action && v.payload.entityId)
+            found.push({ action: v.payload.action, entityId: v.payload.entityId });
         }
         offset = records[records.length - 1]!.offset + 1;
       }

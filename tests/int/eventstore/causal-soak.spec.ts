@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPlatformOwner } from '../../../commands/identity/account';
 import type { StoredEvent } from '../../../domain/shared/event';
+import { storedEventOf } from '../../../infra/events/envelope';
 import { entityIdOf, topicOf } from '../../../domain/shared/event';
 import type { LogCheckpoint } from '../../../infra/eventstore/event-store';
 import { checkpointOf, LOG_START } from '../../../infra/eventstore/event-store';
@@ -579,7 +580,8 @@ describe('given concurrent commands on shared streams of every context, once eve
     let records = 0;
     for (const list of partitions.values()) {
       for (const r of list) {
-        const value = JSON.parse(r.value) as { eventId: string; streamId: string; streamVersion: number; type: string };
+        // the Event, its stream and version read back from the record's headers (infra/events/envelope.ts)
+        const value = storedEventOf(r)!;
         // another publisher's record on the topic, or a record the relay published again (at least once)
         if (!known.has(value.eventId) || delivered.has(value.eventId)) continue;
         delivered.add(value.eventId);

@@ -28,11 +28,12 @@ const traced = () => {
 type AuditEvent = {
   eventId: string;
   type: string;
-  tenantId: string | null;
-  actorId: string | null;
+  source: string;
+  tenantId: string;
   traceId: string;
-  occurredAt: string;
-  data: Record<string, unknown>;
+  timestamp: string;
+  schemaVersion: string;
+  payload: Record<string, unknown>;
 };
 
 const findAudit = async (traceId: string): Promise<AuditEvent | null> => {
@@ -73,10 +74,12 @@ describe('the API-call audit', () => {
     const event = await eventually(() => findAudit(traceId));
     expect(event).toMatchObject({
       type: 'audit.api.called',
+      source: 'gateway',
       tenantId: 'tenant-a',
-      actorId: 'user-1',
       traceId,
-      data: {
+      schemaVersion: '1.0.0',
+      payload: {
+        actorId: 'user-1',
         method: 'GET',
         route: '/v1/tally/counters',
         status: 200,
@@ -84,7 +87,7 @@ describe('the API-call audit', () => {
         userAgent: 'audit-test/1',
       },
     });
-    expect(event.data.latencyMs).toEqual(expect.any(Number));
+    expect(event.payload.latencyMs).toEqual(expect.any(Number));
     expect(event.eventId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -92,7 +95,10 @@ describe('the API-call audit', () => {
     const { traceId, traceparent } = traced();
     expect((await platform.http('/v1/tally/counters', { headers: { traceparent } })).status).toBe(401);
     const event = await eventually(() => findAudit(traceId));
-    expect(event).toMatchObject({ tenantId: null, actorId: null, data: { status: 401, route: '/v1/tally/counters' } });
+    expect(event).toMatchObject({
+      tenantId: '00000000-0000-0000-0000-000000000000',
+      payload: { actorId: null, status: 401, route: '/v1/tally/counters' },
+    });
   });
 
   it('parks records in the fallback table while the log is down and replays them when it is back', async () => {
@@ -112,7 +118,7 @@ describe('the API-call audit', () => {
       log.publish = publish;
     }
     const event = await eventually(() => findAudit(traceId));
-    expect(event).toMatchObject({ type: 'audit.api.called', traceId, data: { status: 200 } });
+    expect(event).toMatchObject({ type: 'audit.api.called', traceId, payload: { status: 200 } });
     await eventually(async () => (await fallbackRows(traceId)) === 0);
   });
 

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { v7 as uuidv7 } from 'uuid';
+import { eventRecord } from '../../../infra/events/envelope';
 import { Invalidations, type PublishedEvent } from '../../../infra/invalidations';
 import { KafkaLog } from '../../../infra/log/kafka-log';
 import { PgLog } from '../../../infra/log/pg-log';
@@ -18,11 +20,20 @@ afterAll(async () => {
 
 /** a domain of its own per test, so its topic holds only this test's events */
 const domain = () => `inv${randomBytes(4).toString('hex')}`;
-const published = (type: string, data: Record<string, unknown> = {}) => ({
-  key: 'entity-1',
-  value: JSON.stringify({ eventId: randomBytes(8).toString('hex'), type, tenantId: 't1', data }),
-  headers: { type },
-});
+const published = (type: string, payload: Record<string, unknown> = {}) =>
+  eventRecord(
+    {
+      eventId: uuidv7(),
+      type,
+      source: 'test',
+      tenantId: 't1',
+      traceId: randomBytes(16).toString('hex'),
+      timestamp: new Date().toISOString(),
+      schemaVersion: '1.0.0',
+      payload,
+    },
+    'entity-1',
+  );
 
 const adapters: [string, () => Promise<LogPort>][] = [
   [
@@ -73,7 +84,7 @@ describe.each(adapters)('cache invalidation through the %s log', (_name, open) =
       expect([...kinds('one')]).toEqual(['plan']);
       expect([...kinds('two')].sort()).toEqual(expect.arrayContaining(['plan']));
       expect(kinds('two').has('other')).toBe(false);
-      expect(seen.every(([, e]) => e.data.n !== 0)).toBe(true);
+      expect(seen.every(([, e]) => e.payload.n !== 0)).toBe(true);
       expect(seen[0]![1]).toMatchObject({ tenantId: 't1', eventId: expect.any(String) });
     } finally {
       await Promise.all([one.close(), two.close()]);
@@ -91,8 +102,8 @@ describe.each(adapters)('cache invalidation through the %s log', (_name, open) =
     const seen: number[] = [];
     try {
       invalidations.on([`${d}.plan.changed`], (e) => {
-        if (e.data.n === 1) throw new Error('handler broke');
-        seen.push(Number(e.data.n));
+        if (e.payload.n === 1) throw new Error('handler broke');
+        seen.push(Number(e.payload.n));
       });
       await invalidations.ready();
       for (let round = 1; seen.length === 0 && round < 100; round += 1) {
@@ -107,7 +118,7 @@ describe.each(adapters)('cache invalidation through the %s log', (_name, open) =
       expect(capture.lines.map((l) => l.msg)).toEqual(
         expect.arrayContaining([
           'cache invalidation handler failed',
-          'an event on the log is not JSON; no invalidation',
+          'an event on the log is not an Event; no invalidation',
         ]),
       );
     } finally {

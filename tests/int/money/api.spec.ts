@@ -341,12 +341,12 @@ describe('holds', () => {
     // and one audit record of the expiry on platform.audit.events (committed with it, relayed from the outbox)
     const audits = await pollUntil(
       async () =>
-        (await auditEvents()).filter((e) => e.type === 'audit.record.created' && e.data.entityId === h.body.id),
+        (await auditEvents()).filter((e) => e.type === 'audit.record.created' && e.payload.entityId === h.body.id),
       (found) => found.length > 0,
       { timeoutMs: 20_000, what: 'the expiry audit record on platform.audit.events' },
     );
     expect(audits).toHaveLength(1);
-    expect(audits[0]!.data).toMatchObject({
+    expect(audits[0]!.payload).toMatchObject({
       action: 'money.hold.expired',
       entityType: 'hold',
       tenantId: 'tenant-a',
@@ -358,15 +358,15 @@ describe('holds', () => {
 });
 
 /** the audit records published since this file started (the topic of a shared Kafka holds every run's) */
-const auditEvents = async (): Promise<{ type: string; data: Body }[]> => {
+const auditEvents = async (): Promise<{ type: string; payload: Body }[]> => {
   const log = platform.kernel.log;
-  const events: { type: string; data: Body }[] = [];
+  const events: { type: string; payload: Body }[] = [];
   const from = await log.offsetsForTime(AUDIT_TOPIC, startedAt);
   for (let p = 0; p < (await log.partitionsOf(AUDIT_TOPIC)); p += 1) {
     for (let offset = from[p] ?? 0; ;) {
       const records = await log.read(AUDIT_TOPIC, p, offset, 1000);
       if (records.length === 0) break;
-      events.push(...records.map((r) => JSON.parse(r.value) as { type: string; data: Body }));
+      events.push(...records.map((r) => JSON.parse(r.value) as { type: string; payload: Body }));
       offset = records[records.length - 1]!.offset + 1;
     }
   }

@@ -6,6 +6,8 @@ import { actionFilter } from '../../../domain/audit/filters';
 import type { AuditRecordView } from '../../../domain/audit/record';
 import { recordOfAuditEvent, recordOfDomainEvent } from '../../../domain/audit/sources';
 import type { StoredEvent } from '../../../domain/shared/event';
+import { toAuditRecord } from '../../../gateway/audit';
+import { decodeEvent } from '../../../infra/events/envelope';
 import { parseCommandLine } from '../../../app/cli/commands';
 import { chain, START, verifyPage } from '../../../commands/audit/chain';
 import { rowOf } from '../../../domain/audit/rows';
@@ -176,30 +178,41 @@ describe('sources of records', () => {
   });
 
   it('maps an anonymous API call to the platform tenant and skips what is not a record', () => {
-    const call = JSON.stringify({
-      eventId: 'c1',
-      type: 'audit.api.called',
-      tenantId: null,
-      actorId: null,
-      traceId: 'tr',
-      occurredAt: '2026-01-01T00:00:00.000Z',
-      data: {
+    const call = toAuditRecord(
+      {
         method: 'POST',
         route: '/v1/auth/login',
         status: 401,
         latencyMs: 3,
+        actorId: null,
+        tenantId: null,
         clientAddress: '1.2.3.4',
         userAgent: 'ua',
+        traceId: 'tr',
+        occurredAt: '2026-01-01T00:00:00.000Z',
       },
-    });
-    expect(recordOfAuditEvent(call)).toMatchObject({
+      '0190a0a0-0000-7000-8000-000000000001',
+    );
+    expect(recordOfAuditEvent(decodeEvent(call.value)!)).toMatchObject({
       tenantId: '00000000-0000-0000-0000-000000000000',
       actorId: 'anonymous',
       entityId: 'POST /v1/auth/login',
       actorIp: '1.2.3.4',
     });
-    expect(recordOfAuditEvent('{"type":"other"}')).toBeNull();
-    expect(recordOfAuditEvent('not json')).toBeNull();
+    // a record written before the envelope was the spec's (still on the log, or in the outbox) reads the same
+    const legacy = JSON.stringify({
+      eventId: '0190a0a0-0000-7000-8000-000000000002',
+      type: 'audit.api.called',
+      schemaVersion: 1,
+      tenantId: null,
+      actorId: 'u-1',
+      traceId: 'tr',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      data: { method: 'GET', route: null, status: 404, latencyMs: 1, clientAddress: null, userAgent: null },
+    });
+    expect(recordOfAuditEvent(decodeEvent(legacy)!)).toMatchObject({ actorId: 'u-1', entityId: 'GET (no route)' });
+    expect(decodeEvent('{"type":"other"}')).toBeNull();
+    expect(decodeEvent('not json')).toBeNull();
   });
 });
 
