@@ -5,8 +5,10 @@ import { isResource } from '../../domain/billing/resources';
 import { USAGE_EVENT_TYPES, usageTenantOf } from '../../domain/billing/usage';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { AdmissionRequest } from '../../infra/http/gateway-ports';
+import type { CacheEpochs } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { BillingAnswers } from './limits';
+import { EVERY_PLAN } from './limits';
 
 /**
  * The gateway's side of billing (spec 001, Limit enforcement flow): before a request reaches a
@@ -23,12 +25,13 @@ import type { BillingAnswers } from './limits';
  * outage of billing must not take the platform down (logged once a minute).
  */
 
-/** routes of services that predate route configs: the counted resource each creates */
-export const COUNTED_ROUTES: Readonly<Record<string, Resource>> = {
-  'POST /v1/users': 'users',
-  'POST /v1/auth/invite': 'users',
-  'PATCH /v1/users/:id/restore': 'users',
-};
+/**
+ * routes of services that predate route configs: the counted resource each creates. None today:
+ * identity's invitations, acceptances and restores are checked by identity itself under the
+ * tenant's seat lock — only it knows that a re-sent invitation takes no new seat, which the
+ * gateway, seeing the tenant at its limit, would refuse.
+ */
+export const COUNTED_ROUTES: Readonly<Record<string, Resource>> = {};
 
 const MUTATIONS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SETTLE_WINDOW_MS = 3_000;
@@ -39,11 +42,19 @@ const MAX_ENTRIES = 200_000;
 interface Cached<T> {
   value: T;
   expiresAt: number;
+  /** the epochs of the tenant's answers when it was fetched (undefined: without epochs) */
+  tag?: string;
 }
 
 export interface AdmissionOptions {
   planInfoTtlMs: number;
   limitTtlMs: number;
+  /**
+   * billing's epochs (BillingContext.epochs): an answer is served only while the tenant's epochs
+   * are the ones it was fetched under, so a change billing committed (a plan, a subscription, a
+   * count) decides the very next request in every process — the log's invalidations come later
+   */
+  epochs?: CacheEpochs;
 }
 
 export class BillingAdmission {
@@ -150,10 +161,28 @@ export class BillingAdmission {
     ttlMs: number,
     fetch: () => Promise<T>,
   ): Promise<T | null> | T {
+    const epochs = this.options.epochs;
+    if (!epochs) return this.cachedUnder(undefined, map, key, tenantId, ttlMs, fetch);
+    return epochs.current([tenantId, EVERY_PLAN]).then(
+      (tag) => this.cachedUnder(tag, map, key, tenantId, ttlMs, fetch),
+      // the shared cache unreachable: entries live to their TTL and the log's invalidations
+      () => this.cachedUnder(undefined, map, key, tenantId, ttlMs, fetch),
+    );
+  }
+
+  /** tag: the tenant's epochs now (null: none could be established, nothing is served from memory) */
+  private cachedUnder<T>(
+    tag: string | null | undefined,
+    map: Map<string, Cached<T>>,
+    key: string,
+    tenantId: string,
+    ttlMs: number,
+    fetch: () => Promise<T>,
+  ): Promise<T | null> | T {
     const now = this.now();
     const hit = map.get(key);
-    if (hit && now < hit.expiresAt) return hit.value;
-    const flightKey = `${map === (this.plans as Map<string, unknown>) ? 'p' : 'l'}:${key}`;
+    if (hit && now < hit.expiresAt && tag !== null && (tag === undefined || hit.tag === tag)) return hit.value;
+    const flightKey = `${map === (this.plans as Map<string, unknown>) ? 'p' : 'l'}:${key}:${tag ?? ''}`;
     let flight = this.inflight.get(flightKey) as Promise<T | null> | undefined;
     if (!flight) {
       flight = fetch()
@@ -162,7 +191,8 @@ export class BillingAdmission {
             if (this.inflight.get(flightKey) === flight) {
               const settlingUntil = Math.max(this.settling.get(tenantId) ?? 0, this.settling.get('*') ?? 0);
               if (map.size >= MAX_ENTRIES) map.clear();
-              map.set(key, { value, expiresAt: now + (now < settlingUntil ? Math.min(ttlMs, SETTLE_TTL_MS) : ttlMs) });
+              const expiresAt = now + (now < settlingUntil ? Math.min(ttlMs, SETTLE_TTL_MS) : ttlMs);
+              if (tag !== null) map.set(key, { value, expiresAt, tag });
             }
             return value;
           },

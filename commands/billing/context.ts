@@ -3,7 +3,7 @@ import { CacheEpochs } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import { planLimitsKey } from '../money/plan-limits';
-import { LimitBook } from './limits';
+import { EVERY_PLAN, LimitBook } from './limits';
 import type { TenantDirectory } from './lookups';
 import { identityTenants, loadTenantLimits, tenantsOfPlan } from './lookups';
 import { WebhookIntake } from './intake';
@@ -22,7 +22,12 @@ export interface BillingContext {
   intake: WebhookIntake;
   clock: Clock;
   ids: IdGenerator;
-  /** after a committed change of the tenant's subscription (or every tenant's, for a plan): fresh answers in this process at once */
+  /**
+   * the epochs of billing's answers, per tenant and EVERY_PLAN (in the process's cache engine:
+   * Redis when configured, so every process sees them): cached answers are served only while unchanged
+   */
+  epochs: CacheEpochs;
+  /** after a committed change of the tenant's subscription (or every tenant's, for a plan): fresh answers on the next request in every process */
   changed(tenantId: string | null): Promise<void>;
 }
 
@@ -58,10 +63,8 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
   const settings = { ...billingSettingsOf(kernel.config), ...overrides.settings };
   const cache = kernel.engines.cache;
   // shared by billing's processes through Redis when it is configured (an in-process cache would only duplicate the book)
-  const shared =
-    cache.kind === 'redis'
-      ? { cache, epochs: new CacheEpochs(cache, 'billing-limits'), ttlMs: SHARED_LIMITS_TTL_MS }
-      : null;
+  const epochs = new CacheEpochs(cache, 'billing-limits');
+  const shared = cache.kind === 'redis' ? { cache, epochs, ttlMs: SHARED_LIMITS_TTL_MS } : null;
   const book = new LimitBook(kernel.db, kernel.clock, 2_000, shared);
   const context: BillingContext = {
     settings,
@@ -71,8 +74,11 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
     intake: new WebhookIntake(kernel.db),
     clock: kernel.clock,
     ids: kernel.ids,
+    epochs,
     changed: async (tenantId) => {
       await book.changed(tenantId);
+      // the book bumps the shared epochs; without Redis they live in this process's cache engine, bumped here
+      if (!shared) await epochs.bump([tenantId ?? EVERY_PLAN]).catch(() => undefined);
       if (tenantId !== null && settings.enabled) await writeMoneyLimits(kernel, tenantId);
     },
   };

@@ -44,7 +44,8 @@ interface Stored {
   usage: Usage;
 }
 
-const EVERY_PLAN = '*';
+/** the epoch scope of every tenant's answers (a plan changed); a tenant's own scope is its id */
+export const EVERY_PLAN = '*';
 const sharedKey = (tenantId: string): string => `billing:limits:${tenantId}`;
 
 /**

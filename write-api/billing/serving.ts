@@ -38,6 +38,7 @@ export const startBillingServing = async (kernel: Kernel, ctx: BillingContext): 
     const admission = new BillingAdmission(kernel, answers, {
       planInfoTtlMs: ctx.settings.planInfoTtlMs,
       limitTtlMs: ctx.settings.limitCacheTtlMs,
+      epochs: ctx.epochs,
     });
     admissions.set(kernel, admission);
     setGatewayPorts(kernel, {
