@@ -6,12 +6,12 @@ import type { Subscription, SubscriptionStatus } from '../../domain/billing/subs
 import type { Usage } from '../../domain/billing/usage';
 import { EVENTS_OF_DAY_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
-import { pendingInvitations } from '../identity/lookups';
 
 /**
  * What billing's commands, workers and gRPC service read of read models — billing's own
- * (rm.billing_*) and identity's (rm.iam_tenants, rm.iam_accounts; never its streams) — with SQL of
+ * (rm.billing_*), and identity's through the directory of people (kernel.people) — with SQL of
  * their own (the read API has its own in projections/billing/queries.ts). Plans are the
  * platform's (they live in the platform tenant).
  */
@@ -145,13 +145,13 @@ export const listSubscriptions = async (
  * events — users' pending invitations (identity's, spec 001: users = members plus pending
  * invitations) and the events the tenant published on the bus today (the bus's daily counter).
  */
-export const usageOf = async (q: Queryable, tenantId: string, now: Date): Promise<Usage> => {
+export const usageOf = async (q: Queryable, people: People, tenantId: string, now: Date): Promise<Usage> => {
   // one after the other: q may be a transaction's single connection
   const rows = await q.query<{ resource: string; used: string }>(
     'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
     [tenantId],
   );
-  const invitations = await pendingInvitations(q, tenantId, now);
+  const invitations = await people.pendingInvitations(q, tenantId, now);
   const events = await q.query<{ n: string }>(EVENTS_OF_DAY_SQL, [tenantId, utcDay(now)]);
   const usage = usageFromRows(rows.rows);
   usage.users += invitations;
@@ -162,10 +162,14 @@ export const usageOf = async (q: Queryable, tenantId: string, now: Date): Promis
 /** a tenant's plan info and usage from the read models (one subscription, up to two plans, one usage read) */
 export const loadTenantLimits = async (
   q: Queryable,
+  people: People,
   tenantId: string,
   now: Date,
 ): Promise<{ info: PlanInfo; usage: Usage }> => {
-  const [subscription, usage] = await Promise.all([currentSubscription(q, tenantId), usageOf(q, tenantId, now)]);
+  const [subscription, usage] = await Promise.all([
+    currentSubscription(q, tenantId),
+    usageOf(q, people, tenantId, now),
+  ]);
   const [plan, pending] = subscription
     ? await Promise.all([
         findPlan(q, subscription.planId),
@@ -176,8 +180,8 @@ export const loadTenantLimits = async (
 };
 
 /**
- * What billing needs to know about tenants, read from identity's read models (rm.iam_tenants,
- * rm.iam_accounts), never its streams: a port, so a platform without identity installs another.
+ * What billing needs to know about tenants, from the directory of people (identity's tenants and
+ * accounts, never its streams): a port, so a test may install another.
  */
 export interface TenantDirectory {
   exists(q: Queryable, tenantId: string): Promise<boolean>;
@@ -187,26 +191,26 @@ export interface TenantDirectory {
   noticeRecipient(q: Queryable, tenantId: string): Promise<string | null>;
 }
 
-/** identity's tenants; the platform pseudo-tenant is no customer and has no subscription */
-export const identityTenants: TenantDirectory = {
-  exists: async (q, tenantId) =>
-    tenantId !== PLATFORM_TENANT_ID &&
-    ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0,
-  withoutSubscription: async (q, limit) =>
-    (
-      await q.query<{ tenant_id: string; created_at: Date }>(
-        `SELECT t.tenant_id, t.created_at FROM rm.iam_tenants t
-     WHERE t.tenant_id <> $1 AND NOT EXISTS (SELECT 1 FROM rm.billing_subscriptions s WHERE s.tenant_id = t.tenant_id)
-     ORDER BY t.created_at LIMIT $2`,
-        [PLATFORM_TENANT_ID, limit],
-      )
-    ).rows.map((r) => ({ tenantId: r.tenant_id, createdAt: r.created_at })),
-  noticeRecipient: async (q, tenantId) =>
-    (
-      await q.query<{ email: string }>(
-        `SELECT a.email FROM rm.iam_tenants t JOIN rm.iam_accounts a ON a.tenant_id = $2 AND a.id = t.owner_id
-     WHERE t.tenant_id = $1 AND a.email NOT LIKE '%.invalid'`,
-        [tenantId, PLATFORM_TENANT_ID],
-      )
-    ).rows[0]?.email ?? null,
-};
+/** the directory's customer tenants: the platform pseudo-tenant is no customer and has no subscription */
+export const tenantDirectory = (people: People): TenantDirectory => ({
+  exists: async (q, tenantId) => tenantId !== PLATFORM_TENANT_ID && (await people.tenantExists(q, tenantId)),
+  // the directory's tenants oldest first, a page at a time, less those billing has a subscription of
+  withoutSubscription: async (q, limit) => {
+    const missing: { tenantId: string; createdAt: Date }[] = [];
+    let after: { tenantId: string; createdAt: Date } | null = null;
+    while (missing.length < limit) {
+      const page = await people.tenants(q, after, limit);
+      if (page.length === 0) break;
+      const { rows } = await q.query<{ tenant_id: string }>(
+        'SELECT DISTINCT tenant_id FROM rm.billing_subscriptions WHERE tenant_id = ANY($1::text[])',
+        [page.map((t) => t.tenantId)],
+      );
+      const subscribed = new Set(rows.map((r) => r.tenant_id));
+      missing.push(...page.filter((t) => !subscribed.has(t.tenantId)));
+      after = page.length < limit ? null : (page.at(-1) ?? null);
+      if (!after) break;
+    }
+    return missing.slice(0, limit);
+  },
+  noticeRecipient: async (q, tenantId) => people.ownerAddress(q, tenantId),
+});

@@ -10,7 +10,6 @@ import type {
 } from '../../domain/identity/views';
 import { toProviderLink } from '../../domain/identity/views';
 import type { Kernel } from '../../infra/kernel';
-import { PENDING_INVITATIONS_SQL } from '../../domain/billing/usage';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -192,7 +191,17 @@ export const accessLoader = (kernel: Kernel) => (q: Queryable, userId: string, t
  * counted members (a re-sent invitation, an address that joined by another way).
  */
 export const pendingInvitations = async (q: Queryable, tenantId: string, now: Date): Promise<number> =>
-  Number((await q.query<{ n: string }>(PENDING_INVITATIONS_SQL, [tenantId, now, PLATFORM_TENANT_ID])).rows[0]?.n ?? 0);
+  Number(
+    (
+      await q.query<{ n: string }>(
+        `SELECT count(DISTINCT lower(o.email))::text AS n FROM identity.one_time_tokens o
+         WHERE o.purpose = 'invite' AND o.tenant_id = $1 AND o.expires_at > $2 AND o.email IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
+             WHERE m.tenant_id = $1 AND m.status <> 'pending_deletion' AND lower(a.email) = lower(o.email))`,
+        [tenantId, now, PLATFORM_TENANT_ID],
+      )
+    ).rows[0]?.n ?? 0,
+  );
 
 /** the tenant's members billing counts: every membership not deleted (locked ones hold their seat) */
 export const countedMembers = async (q: Queryable, tenantId: string): Promise<number> =>

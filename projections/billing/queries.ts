@@ -5,7 +5,8 @@ import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
 import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription } from '../../domain/billing/subscription';
 import type { Usage } from '../../domain/billing/usage';
-import { EVENTS_OF_DAY_SQL, PENDING_INVITATIONS_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
+import { EVENTS_OF_DAY_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
+import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -74,10 +75,9 @@ export const currentSubscription = async (q: Queryable, tenantId: string): Promi
   return rows[0]?.snapshot ?? null;
 };
 
-/** a customer tenant identity knows (rm.iam_tenants); the platform pseudo-tenant is none */
-export const tenantKnown = async (q: Queryable, tenantId: string): Promise<boolean> =>
-  tenantId !== PLATFORM_TENANT_ID &&
-  ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0;
+/** a customer tenant the directory of people knows (identity's tenants); the platform pseudo-tenant is none */
+export const tenantKnown = async (q: Queryable, people: People, tenantId: string): Promise<boolean> =>
+  tenantId !== PLATFORM_TENANT_ID && (await people.tenantExists(q, tenantId));
 
 export interface TenantUsage {
   tenantId: string;
@@ -87,7 +87,12 @@ export interface TenantUsage {
 }
 
 /** GET /billing/usage: the tenant's usage against the limits in force, read fresh; null for a tenant neither billing nor identity knows */
-export const tenantUsage = async (q: Queryable, tenantId: string, now: Date): Promise<TenantUsage | null> => {
+export const tenantUsage = async (
+  q: Queryable,
+  people: People,
+  tenantId: string,
+  now: Date,
+): Promise<TenantUsage | null> => {
   const [subscription, usageRows, invitations, events] = await Promise.all([
     currentSubscription(q, tenantId),
     q.query<{ resource: string; used: string }>(
@@ -95,10 +100,10 @@ export const tenantUsage = async (q: Queryable, tenantId: string, now: Date): Pr
       [tenantId],
     ),
     // what is counted without events, as commands/billing/lookups.ts usageOf counts it
-    q.query<{ n: string }>(PENDING_INVITATIONS_SQL, [tenantId, now, PLATFORM_TENANT_ID]),
+    people.pendingInvitations(q, tenantId, now),
     q.query<{ n: string }>(EVENTS_OF_DAY_SQL, [tenantId, utcDay(now)]),
   ]);
-  if (!subscription && !(await tenantKnown(q, tenantId))) return null;
+  if (!subscription && !(await tenantKnown(q, people, tenantId))) return null;
   const [plan, pending] = subscription
     ? await Promise.all([
         findPlan(q, subscription.planId),
@@ -106,7 +111,7 @@ export const tenantUsage = async (q: Queryable, tenantId: string, now: Date): Pr
       ])
     : [null, null];
   const usage = usageFromRows(usageRows.rows);
-  usage.users += Number(invitations.rows[0]?.n ?? 0);
+  usage.users += invitations;
   usage.events_per_day = Number(events.rows[0]?.n ?? 0);
   return { tenantId, subscription, info: planInfoOf(tenantId, subscription, plan, pending), usage };
 };

@@ -135,7 +135,7 @@ export default defineRoutes({
       },
       async (request) => {
         const tenantId = tenantAsked(request.principal!, request.query.tenant_id ?? request.query.tenantId);
-        const u = await tenantUsage(kernel.db, tenantId, kernel.clock.now());
+        const u = await tenantUsage(kernel.db, kernel.people, tenantId, kernel.clock.now());
         if (!u) throw billingErrors.tenantNotFound();
         return usageView(tenantId, u.subscription, u.usage, u.info.limits, kernel.clock.now().toISOString());
       },
@@ -178,7 +178,7 @@ export default defineRoutes({
       async (request) => {
         const tenantId = tenantAsked(request.principal!, request.params.id);
         const s = await currentSubscription(kernel.db, tenantId);
-        if (!s && !(await tenantKnown(kernel.db, tenantId))) throw billingErrors.tenantNotFound();
+        if (!s && !(await tenantKnown(kernel.db, kernel.people, tenantId))) throw billingErrors.tenantNotFound();
         return {
           tenantId,
           status: s?.status ?? ('none' as const),

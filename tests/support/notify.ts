@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
 import type { Db, Queryable } from '../../infra/postgres/db';
+import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
 import notifyProjections from '../../projections/notify';
 import notifyRead from '../../read-api/notify';
@@ -21,6 +22,7 @@ export const notifyModules: ServiceModules = mergeModules({
   write: [notifyWrite],
   read: [notifyRead],
   projections: [...notifyProjections.projections, ...identityProjections.projections],
+  people: identityPeople,
   workers: [notifyWorkers],
 });
 /** the same without the delivery workers: an HTTP role, or a test that runs the worker steps itself */
