@@ -64,7 +64,7 @@ export const claimItems = async <R extends object>(q: Queryable, shape: QueueSha
 export type Backoff = { steps: readonly number[] } | { baseMs: number; capMs: number; jitter: number };
 
 export const backoffMs = (backoff: Backoff, attempt: number, random = 0.5): number => {
-  if ('steps' in backoff) return backoff.steps[Math.min(Math.max(0, attempt - 1), backoff.steps.length - 1)]!;
+  if ('steps' in backoff) return backoff.steps[Math.min(Math.max(0, attempt - 1), backoff.steps.length - 1)] ?? 0;
   const base = Math.min(backoff.capMs, backoff.baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (1 - backoff.jitter + 2 * backoff.jitter * random));
 };
