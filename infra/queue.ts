@@ -82,3 +82,29 @@ export const afterFailure = (
   attempt >= maxAttempts
     ? { retry: false }
     : { retry: true, at: new Date(now.getTime() + (backoff ? backoffMs(backoff, attempt, random) : 0)) };
+
+/**
+ * Runs claimed items paced per key (a tenant, a module): the items of one key one after another,
+ * never closer than `intervalMs` apart — measured from `last`, which the caller keeps across claims
+ * (real time) so that items claimed late do not go out in a burst —; the keys side by side.
+ */
+export const runPaced = async <T>(
+  items: readonly T[],
+  keyOf: (item: T) => string,
+  intervalMs: number,
+  last: Map<string, number>,
+  run: (item: T) => Promise<void>,
+): Promise<void> => {
+  const byKey = new Map<string, T[]>();
+  for (const item of items) byKey.set(keyOf(item), [...(byKey.get(keyOf(item)) ?? []), item]);
+  await Promise.all(
+    [...byKey.entries()].map(async ([key, keyed]) => {
+      for (const item of keyed) {
+        const wait = (last.get(key) ?? 0) + intervalMs - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        last.set(key, Date.now());
+        await run(item);
+      }
+    }),
+  );
+};

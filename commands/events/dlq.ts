@@ -6,7 +6,7 @@ import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Tx } from '../../infra/postgres/db';
 import type { QueueShape } from '../../infra/queue';
-import { claimItems } from '../../infra/queue';
+import { claimItems, runPaced } from '../../infra/queue';
 import { inTransaction } from '../../infra/postgres/db';
 import { DLQ_COLUMNS, findDlq, subscriptionById, type DlqRow } from './lookups';
 import { eventsContext } from './context';
@@ -197,19 +197,12 @@ export const redriveDue = async (
   });
   const sent = lastSent.get(kernel) ?? new Map<string, number>();
   lastSent.set(kernel, sent);
-  const interval = 1000 / ctx.settings.replayRatePerSecond;
-  const byTenant = new Map<string, (DlqRow & { scheduled_at: Date })[]>();
-  for (const row of rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime()))
-    byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
-  await Promise.all(
-    [...byTenant.entries()].map(async ([tenantId, tenantRows]) => {
-      for (const row of tenantRows) {
-        const wait = (sent.get(tenantId) ?? 0) + interval - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        sent.set(tenantId, Date.now());
-        await redeliver(kernel, ctx, row);
-      }
-    }),
+  await runPaced(
+    rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime()),
+    (row) => row.tenant_id,
+    1000 / ctx.settings.replayRatePerSecond,
+    sent,
+    (row) => redeliver(kernel, ctx, row),
   );
   const { rows: next } = await kernel.db.query<{ due: Date | null }>(
     `SELECT min(due_at) AS due FROM events.dlq WHERE status = 'retrying'`,

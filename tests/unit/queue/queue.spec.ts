@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, backoffMs, claimSql } from '../../../infra/queue';
+import { afterFailure, backoffMs, claimSql, runPaced } from '../../../infra/queue';
 
 describe('the kernel work queue (infra/queue.ts)', () => {
   it('given steps, waits the step of the attempt and repeats the last one', () => {
@@ -40,5 +40,31 @@ describe('the kernel work queue (infra/queue.ts)', () => {
     expect(sql).toContain(
       'UPDATE s.items t SET attempts = t.attempts + 1 FROM due WHERE t.kind = due.kind AND t.id = due.id',
     );
+  });
+
+  it('paces the items of one key at the interval, keys side by side, continuing from the last run', async () => {
+    const started: { key: string; at: number }[] = [];
+    const last = new Map<string, number>([['b', Date.now()]]);
+    const items = [
+      { key: 'a', n: 1 },
+      { key: 'b', n: 1 },
+      { key: 'a', n: 2 },
+      { key: 'a', n: 3 },
+    ];
+    const t0 = Date.now();
+    await runPaced(
+      items,
+      (i) => i.key,
+      50,
+      last,
+      async (i) => {
+        started.push({ key: i.key, at: Date.now() - t0 });
+      },
+    );
+    const a = started.filter((s) => s.key === 'a').map((s) => s.at);
+    expect(a).toHaveLength(3);
+    expect(a[1]! - a[0]!).toBeGreaterThanOrEqual(45);
+    expect(a[2]! - a[1]!).toBeGreaterThanOrEqual(45);
+    expect(started.find((s) => s.key === 'b')!.at).toBeGreaterThanOrEqual(45);
   });
 });
