@@ -117,6 +117,7 @@ describe('Kafka stopped in the middle of a stream of 10,000 audit records', () =
           throw new Error(`after the outage: ${left} records still parked, ${await stored()} stored`);
         await sleep(500);
       }
+      // deliberately let time pass: no record may land twice after the outage (an absence)
       await sleep(2000);
       const [row] = await ch.query<{ n: string; ids: string }>(
         `SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`,
