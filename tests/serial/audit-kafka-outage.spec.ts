@@ -103,6 +103,7 @@ describe('Kafka stopped in the middle of a stream of 10,000 audit records', () =
             ),
           ),
         );
+        // pace the producer a little, so the outage falls mid-stream
         if (i % 250 === 0) await sleep(5);
       }
       await Promise.all(acknowledged); // every record durable: on the log, or in the outbox

@@ -121,6 +121,7 @@ describe('the log unreachable in the middle of a stream of 10,000 records', () =
       for (let i = 0; i < 10_000; i += 1) {
         if (i === 5000) await proxy.cut();
         acknowledged.push(recorder.record(aRecord(tenantId, i)));
+        // pace the producer a little, so the stream keeps flowing while it is consumed
         if (i % 250 === 0) await sleep(5);
       }
       await Promise.all(acknowledged); // every record durable: on the log, or in the outbox
