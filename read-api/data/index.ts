@@ -12,6 +12,7 @@ import { decodeCursor, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/modules';
 import { activeModulesOf, catalogOf, moduleRowOf } from '../../projections/data/catalog';
 import { asTenantRead, expandRelations, findRecord, listRecords, usageOf } from '../../projections/data/queries';
+import { callerOf } from '../../infra/http/auth';
 
 const Slug = z
   .string()
@@ -77,7 +78,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const { tenantId, source } = request.principal!;
+        const { tenantId, source } = callerOf(request);
         const modules = [];
         for (const slug of await activeModulesOf(kernel.db, tenantId)) {
           // a module's key sees its own module only (the others are not there for it)
@@ -101,7 +102,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { models, archived } = await resolve(p, request.params.module);
         gateIntrospection(models, request.params.module, p.permissions, archived);
         return { data: models.map(modelListItem) };
@@ -119,7 +120,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { models, archived } = await resolve(p, request.params.module);
         gateIntrospection(models, request.params.module, p.permissions, archived);
         const m = models.find((x) => x.name === request.params.model);
@@ -144,7 +145,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { module, model } = request.params;
         const { models, archived } = await resolve(p, module);
         const m = gateModel(models, module, model, 'read', p.permissions, archived);
@@ -194,7 +195,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { module, model, id } = request.params;
         const { models, archived } = await resolve(p, module);
         const m = gateModel(models, module, model, 'read', p.permissions, archived);

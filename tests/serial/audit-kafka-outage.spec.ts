@@ -104,6 +104,7 @@ describe('Kafka stopped in the middle of a stream of 10,000 audit records', () =
             ),
           ),
         );
+        // pace the producer a little, so the outage falls mid-stream
         if (i % 250 === 0) await sleep(5);
       }
       await Promise.all(acknowledged); // every record durable: on the log, or in the outbox
@@ -118,6 +119,7 @@ describe('Kafka stopped in the middle of a stream of 10,000 audit records', () =
           throw new Error(`after the outage: ${left} records still parked, ${await stored()} stored`);
         await sleep(500);
       }
+      // deliberately let time pass: no record may land twice after the outage (an absence)
       await sleep(2000);
       const [row] = await ch.query<{ n: string; ids: string }>(
         `SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`,

@@ -17,6 +17,7 @@ import { ProjectionEngine } from '../../../infra/projections/engine';
 import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
+import { pollUntil } from '../../support/poll';
 
 /*
  * Group commit (infra/eventstore/command-batch.ts) against PostgreSQL, on an account of our own
@@ -394,19 +395,18 @@ describe('given a batch in which something unexpected fails', () => {
       );
       const batch = submitBatch([add('f-other', 1), add('f-new', 1)]);
       // the batch's second round trip waits on the uncommitted stream row; then the writer commits
-      const deadline = Date.now() + 10_000;
-      while (
-        Number(
-          (
-            await t.db.query<{ n: string }>(
-              "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-            )
-          ).rows[0]!.n,
-        ) === 0
-      ) {
-        if (Date.now() > deadline) throw new Error('the batch never waited on the new stream');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await pollUntil(
+        async () =>
+          Number(
+            (
+              await t.db.query<{ n: string }>(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+              )
+            ).rows[0]?.n,
+          ),
+        (waiting) => waiting > 0,
+        { timeoutMs: 10_000, everyMs: 10, what: 'the batch waiting on the new stream' },
+      );
       await other.query('COMMIT');
       results = await batch;
     } finally {
@@ -558,6 +558,7 @@ describe('given two batches in flight at once (concurrency 2)', () => {
     // given X needs the held stream and the shared one, and Y (arriving after X) only the shared one
     const x = two.runBatched({ ...add(shared, 1), locks: [streamOf(shared), streamOf(held)] });
     const y = two.runBatched(add(shared, 10));
+    // deliberately let both be queued behind the held stream before it opens (a wait inside the batcher, not on the server)
     await new Promise((r) => setTimeout(r, 50));
     open();
     await blocker;

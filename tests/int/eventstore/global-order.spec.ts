@@ -37,7 +37,7 @@ const follow = () => {
       });
       for (const e of batch) seen.push({ eventId: e.eventId, at: checkpointOf(e) });
       if (batch.length) after = checkpointOf(batch[batch.length - 1]!);
-      else await sleep(5);
+      else await sleep(5); // the reader's own idle pause, as the relay's
     }
   })();
   return {
@@ -84,6 +84,7 @@ describe('the global log while a slow transaction holds events uncommitted', () 
           written.push(...events.map((e) => e.eventId));
         }
       })();
+      // the slow transaction deliberately stays open while the fast ones commit past it
       await Promise.all([fast, sleep(2000)]);
       await client.query('COMMIT');
       client.release();
@@ -92,9 +93,11 @@ describe('the global log while a slow transaction holds events uncommitted', () 
     // ten rounds at a time, so the test keeps to its time budget; each round is independent
     for (let wave = 0; wave < 10; wave += 1)
       await Promise.all(Array.from({ length: 10 }, (_, k) => round(wave * 10 + k)));
-    const deadline = Date.now() + 30_000;
-    while (reader.seen.length < written.length && Date.now() < deadline) await sleep(50);
-    await reader.stop();
+    await pollUntil(
+      async () => reader.seen.length,
+      (n) => n >= written.length,
+      { timeoutMs: 30_000, what: 'every written event read' },
+    ).finally(() => reader.stop());
 
     expect(reader.errors).toEqual([]);
     expect(written).toHaveLength(10 * 10 * 1001);
