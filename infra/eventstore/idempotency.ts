@@ -108,7 +108,7 @@ const bodyLiteral = (body: Buffer): string => {
   const text = body.toString('utf8');
   return !text.includes('\0') && Buffer.from(text, 'utf8').equals(body)
     ? `convert_to(${quoteLiteral(text)}, 'UTF8')`
-    : `'\\x${body.toString('hex')}'::bytea`;
+    : literal(body);
 };
 
 /** the hash that decides whether a repeated key carries the same request */
