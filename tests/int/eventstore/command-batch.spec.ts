@@ -11,6 +11,7 @@ import { EventStore } from '../../../infra/eventstore/event-store';
 import type { IdempotencyRequest } from '../../../infra/eventstore/idempotency';
 import type { UnitOfWork } from '../../../infra/eventstore/unit-of-work';
 import { inTransaction } from '../../../infra/postgres/db';
+import { pipelined } from '../../../infra/postgres/pipeline';
 import type { Projection } from '../../../infra/projections/projection';
 import { sql } from '../../../infra/projections/projection';
 import { ProjectionEngine } from '../../../infra/projections/engine';
@@ -444,14 +445,14 @@ describe('EventStore.prepareAppends', () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('g', 0, [1])], meta));
     // read at version 1; meanwhile another writer appends
     await inTransaction(t.db, (tx) => store.append(tx, [request('g', 1, [2])], meta));
-    const { sql: statement } = store.prepareAppends(
+    const { statements } = store.prepareAppends(
       [
         { request: request('g-fresh', 0, [10]), meta },
         { request: request('g', 1, [3, 4]), meta },
       ],
       new Date(),
     );
-    await expect(inTransaction(t.db, (tx) => tx.query(statement))).rejects.toMatchObject({ code: '23505' });
+    await expect(inTransaction(t.db, (tx) => pipelined(tx, statements))).rejects.toMatchObject({ code: '23505' });
 
     expect(await streamRow('g')).toEqual({ version: 2, state: { value: 2 } });
     expect((await eventsOf('g')).map((e) => e.data.value)).toEqual([1, 2]);
@@ -461,8 +462,8 @@ describe('EventStore.prepareAppends', () => {
 
   it('given a stream that exists, when the statement creates it (expected version 0), then it fails with a unique violation and writes nothing', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('h', 0, [1])], meta));
-    const { sql: statement } = store.prepareAppends([{ request: request('h', 0, [5]), meta }], new Date());
-    await expect(inTransaction(t.db, (tx) => tx.query(statement))).rejects.toMatchObject({ code: '23505' });
+    const { statements } = store.prepareAppends([{ request: request('h', 0, [5]), meta }], new Date());
+    await expect(inTransaction(t.db, (tx) => pipelined(tx, statements))).rejects.toMatchObject({ code: '23505' });
     expect(await streamRow('h')).toEqual({ version: 1, state: { value: 1 } });
     expect((await eventsOf('h')).map((e) => e.data.value)).toEqual([1]);
   });
@@ -470,7 +471,7 @@ describe('EventStore.prepareAppends', () => {
   it('given appends at their versions, when the statement runs, then the events are stored as returned, whose position and transaction id throw until then', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('i', 0, [1])], meta));
     const at = new Date('2030-01-02T03:04:05.678Z');
-    const { sql: statement, events } = store.prepareAppends(
+    const { statements, events } = store.prepareAppends(
       [
         { request: request('i', 1, [2, 3]), meta },
         { request: request('i-new', 0, [9]), meta: { ...meta, actorId: 'u2' } },
@@ -480,7 +481,7 @@ describe('EventStore.prepareAppends', () => {
     );
     expect(() => events[0]!.position).toThrow(/assigned by PostgreSQL/);
     expect(() => events[0]!.transactionId).toThrow(/assigned by PostgreSQL/);
-    await inTransaction(t.db, (tx) => tx.query(statement));
+    await inTransaction(t.db, (tx) => pipelined(tx, statements));
 
     expect(await streamRow('i')).toEqual({ version: 4, state: { value: 4 } });
     expect(await streamRow('i-new')).toEqual({ version: 1, state: { value: 9 } });
