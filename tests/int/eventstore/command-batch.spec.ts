@@ -515,6 +515,39 @@ describe('EventStore.prepareAppends', () => {
     expect(new Set(stored.map((e) => e.transactionId)).size).toBe(1);
   });
 
+  it('given event data and state with a $1, quotes, backslashes, unicode and a megabyte of text, when the statements run with standard_conforming_strings off, then they read back exactly', async () => {
+    const awkward = { text: `$1 it's "q" C:\\x41\\ 水🙂 $$`, big: "x\\'$2".repeat(200_000) };
+    const { statements } = store.prepareAppends(
+      [
+        {
+          request: {
+            streamId: streamOf('awkward'),
+            expectedVersion: 0,
+            events: [{ type: 'test.account.changed', data: awkward }],
+            state: { value: awkward, schema: 'account.v1' },
+          },
+          meta: { ...meta, traceId: "trace'$1\\" },
+        },
+      ],
+      new Date(),
+    );
+    const client = await t.db.connect();
+    try {
+      await client.query('SET standard_conforming_strings = off');
+      await pipelined(
+        client,
+        ['BEGIN', ...statements, 'COMMIT'].map((s) => (typeof s === 'string' ? { text: s, values: [] } : s)),
+      );
+      await client.query('RESET standard_conforming_strings');
+    } finally {
+      client.release();
+    }
+    const [event] = await store.readStream(t.db, streamOf('awkward'));
+    expect(event!.data).toEqual(awkward);
+    expect(event!.traceId).toBe("trace'$1\\");
+    expect((await streamRow('awkward'))?.state).toEqual(awkward);
+  });
+
   it('given appends to one stream that do not follow each other, or an unknown expected version, then it refuses to prepare them', () => {
     expect(() =>
       store.prepareAppends(
