@@ -1,5 +1,4 @@
 import type { Queryable } from './postgres/db';
-import { inline } from './postgres/inline';
 import type { Backoff } from './queue';
 
 /**
@@ -76,9 +75,6 @@ export const insertTasks = (tasks: readonly PendingTask[]): { text: string; valu
     tasks.map((t) => t.createdAt),
   ],
 });
-
-/** the same insert with its values written in, for a batch that sends its writes in one round trip */
-export const insertTasksSql = (tasks: readonly PendingTask[]): string => inline(insertTasks(tasks));
 
 export const writeTasks = async (q: Queryable, tasks: readonly PendingTask[]): Promise<void> => {
   if (tasks.length === 0) return;

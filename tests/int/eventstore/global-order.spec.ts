@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LogCheckpoint } from '../../../infra/eventstore/event-store';
 import { checkpointOf, EventStore, LOG_START } from '../../../infra/eventstore/event-store';
 import { inTransaction } from '../../../infra/postgres/db';
+import { pipelined, statement } from '../../../infra/postgres/pipeline';
 import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
 import { compare } from '../../../infra/projections/engine';
 import type { TestDatabase } from '../../support/db';
@@ -201,7 +202,7 @@ describe('a command whose transaction wrote before it read a stream another tran
       await client.query(`INSERT INTO public.early_writes VALUES ('a claim, before the batch read its heads')`);
       await increment('hazard-batch');
       const head = (await store.head(client, id))!;
-      const { sql } = store.prepareAppends(
+      const { statements } = store.prepareAppends(
         [
           {
             request: {
@@ -215,7 +216,7 @@ describe('a command whose transaction wrote before it read a stream another tran
         ],
         new Date(),
       );
-      await client.query(`${sql};\nCOMMIT`);
+      await pipelined(client, [...statements, statement('COMMIT')]);
     } finally {
       client.release();
     }
