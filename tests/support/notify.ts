@@ -87,7 +87,8 @@ export const idempotent = () => ({ 'idempotency-key': randomUUID() });
 export const eventually = async <T>(
   check: () => Promise<T | undefined | false>,
   what: string,
-  timeoutMs = 15_000,
+  // the delivery worker's passes on a 2-core machine loaded many times over (15 s was missed at load average 33)
+  timeoutMs = 45_000,
 ): Promise<T> =>
   (await pollUntil(check, (value) => value !== undefined && value !== false, { timeoutMs, everyMs: 25, what })) as T;
 

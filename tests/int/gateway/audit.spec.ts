@@ -151,8 +151,9 @@ describe('the API-call audit', () => {
       const traces = Array.from({ length: 20 }, traced);
       for (const { traceparent } of traces)
         expect((await platform.http('/v1/tally/counters', { headers: { ...headers, traceparent } })).status).toBe(200);
-      // one publish deadline (1 s) for the first answer; the log is then known down for a while
-      expect(Date.now() - started).toBeLessThan(1_000 + 2_000);
+      // one publish deadline (1 s) for the first answer; the log is then known down for a while — far
+      // below the 20 s of one deadline per request, with room for a loaded machine's slow requests
+      expect(Date.now() - started).toBeLessThan(1_000 + 9_000);
       for (const { traceId } of traces) expect(await fallbackRows(traceId)).toBe(1);
     } finally {
       log.publish = publish;
