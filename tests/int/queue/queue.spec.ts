@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db, Tx } from '../../../infra/postgres/db';
+import type { Db } from '../../../infra/postgres/db';
+import { inTransaction } from '../../../infra/postgres/db';
 import type { RateCandidate } from '../../../infra/queue';
 import {
   admitInWindows,
@@ -106,15 +107,10 @@ describe('wake-up on new work', () => {
         (n) => n >= 1,
         { timeoutMs: 15_000, what: 'the first idle step' },
       );
-      const client = await db.connect();
-      try {
-        await client.query('BEGIN');
-        await add(client, [10]);
-        await client.query(wakeSql('queue_test_work'));
-        await client.query('COMMIT');
-      } finally {
-        client.release();
-      }
+      await inTransaction(db, async (tx) => {
+        await add(tx, [10]);
+        await tx.query(wakeSql('queue_test_work'));
+      });
 
       await pollUntil(
         async () => taken,
@@ -129,12 +125,10 @@ describe('wake-up on new work', () => {
 
 describe('rate windows shared by every worker', () => {
   /** one runner's claim: pick due items whose window has room, admit them in the shared windows, mark them */
-  const claimWithin = async (limit: number, batch: number): Promise<number[]> => {
-    const client: Tx = await db.connect();
-    try {
+  const claimWithin = (limit: number, batch: number): Promise<number[]> =>
+    inTransaction(db, async (tx) => {
       const now = new Date();
-      await client.query('BEGIN');
-      const { rows } = await client.query<{ id: number; tenant: string }>(
+      const { rows } = await tx.query<{ id: number; tenant: string }>(
         pickSql(ITEMS, {
           columns: 'item.id, item.tenant',
           due: `item.state = 'queued' AND NOT ${windowFull(WINDOWS, `'t:' || item.tenant`, limit, now)}`,
@@ -146,20 +140,12 @@ describe('rate windows shared by every worker', () => {
         id: String(r.id),
         scopes: [{ key: `t:${r.tenant}`, limit }],
       }));
-      const { admitted, record } = await admitInWindows(client, WINDOWS, candidates, now);
+      const { admitted, record } = await admitInWindows(tx, WINDOWS, candidates, now);
       const ids = [...admitted].map(Number);
-      if (ids.length)
-        await client.query(`UPDATE ${ITEMS.table} SET state = 'running' WHERE id = ANY($1::int[])`, [ids]);
-      if (record) await client.query(record);
-      await client.query('COMMIT');
+      if (ids.length) await tx.query(`UPDATE ${ITEMS.table} SET state = 'running' WHERE id = ANY($1::int[])`, [ids]);
+      if (record) await tx.query(record);
       return ids;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
-  };
+    });
 
   it('given two runners claiming side by side, when a tenant has more work than its window allows, then together they take exactly the window (the other tenant unaffected)', async () => {
     await db.query(`TRUNCATE ${ITEMS.table}; TRUNCATE ${WINDOWS}`);
