@@ -31,6 +31,8 @@ export interface QueueShape {
   key: readonly string[];
 }
 
+// The statements: one pick, the claim built on it, and the conditions a queue puts in their `due`
+
 export interface Claim {
   /**
    * the condition of a claimable item: due, not leased (or its lease passed), and whatever the
@@ -77,12 +79,26 @@ export const claimSql = (shape: QueueShape, claim: Omit<Claim, 'values' | 'limit
     RETURNING ${claim.returning}`;
 };
 
-/** claims up to `limit` due items; committed when it returns (unless `q` is a transaction) */
-export const claimItems = async <R extends object>(q: Queryable, shape: QueueShape, claim: Claim): Promise<R[]> => {
-  if (claim.limit <= 0) return [];
-  const { rows } = await q.query<R>(claimSql(shape, claim, claim.values.length + 1), [...claim.values, claim.limit]);
-  return rows;
-};
+/** SQL: the worker holding key expression k (a bigint) is alive, its session lock held */
+export const holderIsLive = (k: string) => `EXISTS (
+  SELECT 1 FROM pg_locks l
+   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+     AND l.classid = ((${k} >> 32) & 4294967295)::oid
+     AND l.objid = (${k} & 4294967295)::oid)`;
+
+/** SQL: a claimed item whose lease passed, or whose holder's session is gone */
+export const leaseLapsed = (holder: string, leaseUntil: string, now: string) =>
+  `(${leaseUntil} <= ${now} OR ${holder} IS NULL OR NOT ${holderIsLive(holder)})`;
+
+/** SQL for a pick: the window of scope expression `scope` is used up (its items are skipped, not locked) */
+export const windowFull = (table: string, scope: string, limit: number, now: Date) =>
+  `EXISTS (SELECT 1 FROM ${table} w WHERE w.scope = ${scope} AND w.window_start > ${literal(new Date(now.getTime() - WINDOW_MS))} AND w.used >= ${limit})`;
+
+/** new work announced (with the transaction that adds it): every session LISTENing on the channel wakes */
+export const wakeSql = (channel: string) => `SELECT pg_notify('${channel}', '')`;
+
+// The pure decisions: when an item runs again or is given up, which items a rate window admits
 
 /**
  * The wait before an item runs again after its `attempt`-th failure: either a list of steps (the
@@ -111,29 +127,92 @@ export const afterFailure = (
     : { retry: true, at: new Date(now.getTime() + (backoff ? backoffMs(backoff, attempt, random) : 0)) };
 
 /**
- * Runs claimed items paced per key (a tenant, a module): the items of one key one after another,
- * never closer than `intervalMs` apart — measured from `last`, which the caller keeps across claims
- * (real time) so that items claimed late do not go out in a burst —; the keys side by side.
+ * Rate windows shared by every worker process: a fixed window per scope (a tenant, a module),
+ * opened by the first item it admits, kept in the user's table (scope text primary key,
+ * window_start timestamptz, used int). An item over a limit is not refused — it stays queued and
+ * is admitted in a later window (delayed, never dropped).
  */
-export const runPaced = async <T>(
-  items: readonly T[],
-  keyOf: (item: T) => string,
-  intervalMs: number,
-  last: Map<string, number>,
-  run: (item: T) => Promise<void>,
-): Promise<void> => {
-  const byKey = new Map<string, T[]>();
-  for (const item of items) byKey.set(keyOf(item), [...(byKey.get(keyOf(item)) ?? []), item]);
-  await Promise.all(
-    [...byKey.entries()].map(async ([key, keyed]) => {
-      for (const item of keyed) {
-        const wait = (last.get(key) ?? 0) + intervalMs - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        last.set(key, Date.now());
-        await run(item);
-      }
-    }),
-  );
+export interface RateWindow {
+  /** epoch ms the window opened */
+  start: number;
+  used: number;
+}
+
+export interface RateCandidate {
+  id: string;
+  /** the scopes the item counts against; none for exempt items */
+  scopes: readonly { key: string; limit: number }[];
+}
+
+export const WINDOW_MS = 60_000;
+
+const current = (w: RateWindow | undefined, now: number): RateWindow =>
+  !w || now >= w.start + WINDOW_MS ? { start: now, used: 0 } : w;
+
+/**
+ * Admits candidates in the order given (priority, then age) while every scope they count against
+ * has room. Returns the admitted ids and the windows after admission (only scopes it touched).
+ */
+export const admit = (
+  candidates: readonly RateCandidate[],
+  windows: ReadonlyMap<string, RateWindow>,
+  now: number,
+): { admitted: string[]; windows: Map<string, RateWindow> } => {
+  const next = new Map<string, RateWindow>();
+  const windowOf = (key: string) => next.get(key) ?? current(windows.get(key), now);
+  const admitted: string[] = [];
+  for (const c of candidates) {
+    if (c.scopes.some((s) => windowOf(s.key).used >= s.limit)) continue;
+    for (const s of c.scopes) {
+      const w = windowOf(s.key);
+      next.set(s.key, { start: w.start, used: w.used + 1 });
+    }
+    admitted.push(c.id);
+  }
+  return { admitted, windows: next };
+};
+
+// Running: claim and admit, hold the worker's session, bound and pace the work
+
+/** claims up to `limit` due items; committed when it returns (unless `q` is a transaction) */
+export const claimItems = async <R extends object>(q: Queryable, shape: QueueShape, claim: Claim): Promise<R[]> => {
+  if (claim.limit <= 0) return [];
+  const { rows } = await q.query<R>(claimSql(shape, claim, claim.values.length + 1), [...claim.values, claim.limit]);
+  return rows;
+};
+
+/**
+ * Admits picked candidates against the windows, inside the claim's transaction: the windows' rows
+ * are locked (created first, so two claimers serialize on them instead of both inserting). Answers
+ * the admitted ids and the statement that records the windows (run it before the commit), if any.
+ */
+export const admitInWindows = async (
+  tx: Queryable,
+  table: string,
+  candidates: readonly RateCandidate[],
+  now: Date,
+): Promise<{ admitted: Set<string>; record: string | null }> => {
+  const keys = [...new Set(candidates.flatMap((c) => c.scopes.map((s) => s.key)))].sort();
+  const windows = new Map<string, RateWindow>();
+  if (keys.length) {
+    const [, locked] =
+      (await tx.query(`INSERT INTO ${table} (scope, window_start, used) SELECT k, 'epoch', 0 FROM unnest(${literal(keys)}::text[]) k ON CONFLICT DO NOTHING;
+      SELECT scope, window_start, used FROM ${table} WHERE scope = ANY(${literal(keys)}::text[]) ORDER BY scope FOR UPDATE`)) as unknown as [
+        unknown,
+        { rows: { scope: string; window_start: Date; used: number }[] },
+      ];
+    for (const w of locked.rows) windows.set(w.scope, { start: w.window_start.getTime(), used: w.used });
+  }
+  const decision = admit(candidates, windows, now.getTime());
+  const values = [...decision.windows]
+    .map(([scope, w]) => `(${literal(scope)}, ${literal(new Date(w.start))}, ${w.used})`)
+    .join(', ');
+  return {
+    admitted: new Set(decision.admitted),
+    record: values
+      ? `UPDATE ${table} r SET window_start = v.start, used = v.used FROM (VALUES ${values}) AS v(scope, start, used) WHERE r.scope = v.scope`
+      : null,
+  };
 };
 
 /**
@@ -216,105 +295,6 @@ export const keptSession = (open: () => Promise<QueueSession>) => {
   };
 };
 
-/** SQL: the worker holding key expression k (a bigint) is alive, its session lock held */
-export const holderIsLive = (k: string) => `EXISTS (
-  SELECT 1 FROM pg_locks l
-   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-     AND l.classid = ((${k} >> 32) & 4294967295)::oid
-     AND l.objid = (${k} & 4294967295)::oid)`;
-
-/** SQL: a claimed item whose lease passed, or whose holder's session is gone */
-export const leaseLapsed = (holder: string, leaseUntil: string, now: string) =>
-  `(${leaseUntil} <= ${now} OR ${holder} IS NULL OR NOT ${holderIsLive(holder)})`;
-
-/** new work announced (with the transaction that adds it): every session LISTENing on the channel wakes */
-export const wakeSql = (channel: string) => `SELECT pg_notify('${channel}', '')`;
-
-/**
- * Rate windows shared by every worker process: a fixed window per scope (a tenant, a module),
- * opened by the first item it admits, kept in the user's table (scope text primary key,
- * window_start timestamptz, used int). An item over a limit is not refused — it stays queued and
- * is admitted in a later window (delayed, never dropped).
- */
-export interface RateWindow {
-  /** epoch ms the window opened */
-  start: number;
-  used: number;
-}
-
-export interface RateCandidate {
-  id: string;
-  /** the scopes the item counts against; none for exempt items */
-  scopes: readonly { key: string; limit: number }[];
-}
-
-export const WINDOW_MS = 60_000;
-
-const current = (w: RateWindow | undefined, now: number): RateWindow =>
-  !w || now >= w.start + WINDOW_MS ? { start: now, used: 0 } : w;
-
-/**
- * Admits candidates in the order given (priority, then age) while every scope they count against
- * has room. Returns the admitted ids and the windows after admission (only scopes it touched).
- */
-export const admit = (
-  candidates: readonly RateCandidate[],
-  windows: ReadonlyMap<string, RateWindow>,
-  now: number,
-): { admitted: string[]; windows: Map<string, RateWindow> } => {
-  const next = new Map<string, RateWindow>();
-  const windowOf = (key: string) => next.get(key) ?? current(windows.get(key), now);
-  const admitted: string[] = [];
-  for (const c of candidates) {
-    if (c.scopes.some((s) => windowOf(s.key).used >= s.limit)) continue;
-    for (const s of c.scopes) {
-      const w = windowOf(s.key);
-      next.set(s.key, { start: w.start, used: w.used + 1 });
-    }
-    admitted.push(c.id);
-  }
-  return { admitted, windows: next };
-};
-
-/** SQL for a pick: the window of scope expression `scope` is used up (its items are skipped, not locked) */
-export const windowFull = (table: string, scope: string, limit: number, now: Date) =>
-  `EXISTS (SELECT 1 FROM ${table} w WHERE w.scope = ${scope} AND w.window_start > ${literal(new Date(now.getTime() - WINDOW_MS))} AND w.used >= ${limit})`;
-
-/**
- * Admits picked candidates against the windows, inside the claim's transaction: the windows' rows
- * are locked (created first, so two claimers serialize on them instead of both inserting). Answers
- * the admitted ids and the statement that records the windows (run it before the commit), if any.
- */
-export const admitInWindows = async (
-  tx: Queryable,
-  table: string,
-  candidates: readonly RateCandidate[],
-  now: Date,
-): Promise<{ admitted: Set<string>; record: string | null }> => {
-  const keys = [...new Set(candidates.flatMap((c) => c.scopes.map((s) => s.key)))].sort();
-  const windows = new Map<string, RateWindow>();
-  if (keys.length) {
-    const [, locked] =
-      (await tx.query(`INSERT INTO ${table} (scope, window_start, used) SELECT k, 'epoch', 0 FROM unnest(${literal(keys)}::text[]) k ON CONFLICT DO NOTHING;
-      SELECT scope, window_start, used FROM ${table} WHERE scope = ANY(${literal(keys)}::text[]) ORDER BY scope FOR UPDATE`)) as unknown as [
-        unknown,
-        { rows: { scope: string; window_start: Date; used: number }[] },
-      ];
-    for (const w of locked.rows) windows.set(w.scope, { start: w.window_start.getTime(), used: w.used });
-  }
-  const decision = admit(candidates, windows, now.getTime());
-  const values = [...decision.windows]
-    .map(([scope, w]) => `(${literal(scope)}, ${literal(new Date(w.start))}, ${w.used})`)
-    .join(', ');
-  return {
-    admitted: new Set(decision.admitted),
-    record: values
-      ? `UPDATE ${table} r SET window_start = v.start, used = v.used FROM (VALUES ${values}) AS v(scope, start, used) WHERE r.scope = v.scope`
-      : null,
-  };
-};
-
 /** runs `run` under a deadline of `ms`: past it the run is aborted (its signal) and `timedOut()` answered */
 export const withinDeadline = async <T>(
   ms: number,
@@ -334,4 +314,30 @@ export const withinDeadline = async <T>(
   } finally {
     clearTimeout(timer);
   }
+};
+
+/**
+ * Runs claimed items paced per key (a tenant, a module): the items of one key one after another,
+ * never closer than `intervalMs` apart — measured from `last`, which the caller keeps across claims
+ * (real time) so that items claimed late do not go out in a burst —; the keys side by side.
+ */
+export const runPaced = async <T>(
+  items: readonly T[],
+  keyOf: (item: T) => string,
+  intervalMs: number,
+  last: Map<string, number>,
+  run: (item: T) => Promise<void>,
+): Promise<void> => {
+  const byKey = new Map<string, T[]>();
+  for (const item of items) byKey.set(keyOf(item), [...(byKey.get(keyOf(item)) ?? []), item]);
+  await Promise.all(
+    [...byKey.entries()].map(async ([key, keyed]) => {
+      for (const item of keyed) {
+        const wait = (last.get(key) ?? 0) + intervalMs - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        last.set(key, Date.now());
+        await run(item);
+      }
+    }),
+  );
 };
