@@ -14,7 +14,7 @@ interface OutboxRow {
  * it, whatever services are installed): publishes the audit outbox — records committed with
  * business operations, and records acknowledged while the log was down — onto
  * platform.audit.events in insertion order, then deletes them (the relay core: workers/relay.ts).
- * It looks every AUDIT_RELAY_IDLE_MS (250 ms) and backs off up to AUDIT_REPLAY_INTERVAL_MS (30 s)
+ * It looks every AUDIT_RELAY_IDLE_MS (250 ms), at once again only after a full batch, and backs off up to AUDIT_REPLAY_INTERVAL_MS (30 s)
  * while the log refuses; a publish has a deadline (5 s), after which the same records are
  * published again.
  */
@@ -37,6 +37,7 @@ export const auditRelay = (
     },
     {
       ...options,
+      again: 'after a full batch',
       failure: { message: 'audit relay cannot publish the outbox; retrying', every: 20 },
       published: 'audit records relayed from the outbox',
     },

@@ -1,5 +1,6 @@
+import pg from 'pg';
 import type { LogPort, OutgoingRecord, TopicSpec } from '../infra/log/port';
-import type { Db, Tx } from '../infra/postgres/db';
+import type { Db } from '../infra/postgres/db';
 import type { Logger } from '../infra/observability/logger';
 import { withSpan } from '../infra/observability/tracing';
 import type { Loop } from './loop';
@@ -26,8 +27,14 @@ export interface RelaySource<Item> {
 
 export interface RelayOptions {
   batchSize: number;
-  /** the pause after a look that found nothing */
+  /** the pause after a look that found nothing (or, with `again: 'after a full batch'`, less than a full batch) */
   idleMs: number;
+  /**
+   * when the relay reads again at once instead of pausing idleMs: after any published batch
+   * (default), or only after a full one — the audit outbox, whose records arrive one by one, is
+   * read every idleMs and so published in batches rather than a publish per record
+   */
+  again?: 'after any batch' | 'after a full batch';
   /** the longest pause while publishing fails (the loop backs off from idleMs) */
   maxBackoffMs?: number;
   /** a publish not finished by then counts as failed, and the same batch is published again */
@@ -45,11 +52,15 @@ export interface RelayOptions {
  * deduplicate by eventId. While the log refuses, the same batch is retried with backoff, so nothing
  * is skipped. No transaction stays open across the publish (it would hold back pg_snapshot_xmin for
  * every reader of the global log): one relay per source and database works at a time by a session
- * advisory lock held on its own connection, which takes no transaction id; other processes stand by.
+ * advisory lock held on a connection of its own, which takes no transaction id; other processes
+ * stand by. That connection is not the pool's: held for the relay's whole life, it would take a
+ * pooled connection from every request and worker of the process (a pool of one would deadlock:
+ * the lock held, every read waiting for the pool); the log's group sessions keep theirs out of the
+ * pool for the same reason.
  */
 export class Relay<Item> {
   private loop: Loop | null = null;
-  private leader: Tx | null = null;
+  private leader: pg.Client | null = null;
   private readonly knownTopics = new Set<string>();
 
   constructor(
@@ -87,8 +98,9 @@ export class Relay<Item> {
   }
 
   start(): this {
-    const { failure } = this.options;
-    this.loop = startLoop(async () => (await this.lead()) && (await this.runOnce()) > 0, {
+    const { failure, batchSize } = this.options;
+    const full = this.options.again === 'after a full batch';
+    this.loop = startLoop(async () => (await this.lead()) && (await this.runOnce()) >= (full ? batchSize : 1), {
       idleMs: this.options.idleMs,
       maxBackoffMs: this.options.maxBackoffMs,
       onError: (error, n) => {
@@ -100,28 +112,42 @@ export class Relay<Item> {
 
   async stop(): Promise<void> {
     await this.loop?.stop();
-    if (this.leader) {
-      await this.leader.query('SELECT pg_advisory_unlock(hashtext($1))', [this.source.name]).catch(() => undefined);
-      this.leader.release();
-      this.leader = null;
-    }
+    const leader = this.leader;
+    this.leader = null;
+    // closing the session frees its lock; the unlock first lets a standby take over without waiting for the close
+    await leader?.query('SELECT pg_advisory_unlock(hashtext($1))', [this.source.name]).catch(() => undefined);
+    await leader?.end().catch(() => undefined);
   }
 
   /** takes the source's lock, or tells that another relay holds it */
   async lead(): Promise<boolean> {
     if (this.leader) return true;
-    const client = await this.db.connect();
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
-      this.source.name,
-    ]);
-    if (rows[0]?.ok) {
-      this.leader = client;
-      client.on('error', () => {
-        this.leader = null;
-      });
-      return true;
+    const options = this.db.options;
+    const client = new pg.Client({
+      ...options,
+      // recognisable in pg_stat_activity beside the pool's connections
+      application_name: `${options.application_name ?? 'platform'}/relay-leader`.slice(0, 63),
+      keepAlive: options.keepAlive ?? true,
+    });
+    // a lost session has lost its lock: lead again (another relay may have taken it meanwhile)
+    client.on('error', () => {
+      if (this.leader === client) this.leader = null;
+      void client.end().catch(() => undefined);
+    });
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+        this.source.name,
+      ]);
+      if (rows[0]?.ok) {
+        this.leader = client;
+        return true;
+      }
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
     }
-    client.release();
+    await client.end().catch(() => undefined);
     return false;
   }
 
