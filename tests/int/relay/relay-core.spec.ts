@@ -8,6 +8,8 @@ import { createPool, inTransaction } from '../../../infra/postgres/db';
 import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
 import { auditRelay } from '../../../workers/audit-relay';
 import { OutboxRelay } from '../../../workers/outbox-relay';
+import type { RelayOptions } from '../../../workers/relay';
+import { Relay } from '../../../workers/relay';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import { pollUntil } from '../../support/poll';
@@ -103,5 +105,57 @@ describe('relays over a pool of one connection', () => {
       await audit.stop();
       await events.stop();
     }
+  });
+});
+
+describe('when a relay reads again', () => {
+  /** a source of `items` records, counting its reads; done() resolves `published` */
+  const counted = (items: number) => {
+    let left = items;
+    let published: () => void = () => undefined;
+    const source = {
+      name: `relay-core-test-${Math.random()}`,
+      reads: 0,
+      published: new Promise<void>((resolve) => {
+        published = resolve;
+      }),
+      async read(limit: number) {
+        source.reads += 1;
+        const n = Math.min(left, limit);
+        left -= n;
+        return Array.from({ length: n }, (_, i) => i);
+      },
+      recordOf: (i: number) => ({ topic: AUDIT_TOPIC, record: { key: `k${i}`, value: String(i) } }),
+      async done() {
+        published();
+      },
+    };
+    return source;
+  };
+  const readsAfterOneBatch = async (items: number, again: RelayOptions['again']) => {
+    const source = counted(items);
+    const relay = new Relay(pool, log, logger, source, {
+      batchSize: 2,
+      idleMs: 60_000,
+      again,
+      failure: { message: 'relay-core test cannot publish', every: 1 },
+    }).start();
+    try {
+      await source.published;
+      // deliberate: a read that should not come at once (the next look is idleMs = 60 s away)
+      await new Promise((r) => setTimeout(r, 500));
+      return source.reads;
+    } finally {
+      await relay.stop();
+    }
+  };
+
+  it('reads again at once after any published batch by default', async () => {
+    expect(await readsAfterOneBatch(1, undefined)).toBe(2);
+  });
+
+  it("waits idleMs after a batch that was not full with again: 'after a full batch' (the audit relay), not after a full one", async () => {
+    expect(await readsAfterOneBatch(1, 'after a full batch')).toBe(1);
+    expect(await readsAfterOneBatch(2, 'after a full batch')).toBe(2);
   });
 });
