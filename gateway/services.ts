@@ -1,6 +1,6 @@
 import type { FastifyContextConfig, FastifyInstance } from 'fastify';
 import type { Kernel } from '../infra/kernel';
-import type { RoutePlugin } from '../infra/modules';
+import type { RoutePlugin } from '../infra/services';
 import { proxyScope } from './proxy';
 import { Upstream } from './upstream/client';
 

@@ -6,8 +6,8 @@ import { installNotifyPort } from '../../commands/notify/port';
 import { purgeExpired } from '../../commands/notify/retention';
 import { WorkerSession } from '../../commands/notify/worker-session';
 import type { Kernel } from '../../infra/kernel';
-import { defineWorkers } from '../../infra/modules';
-import type { Worker } from '../../infra/modules';
+import { defineWorkers } from '../../infra/services';
+import type { Worker } from '../../infra/services';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 
