@@ -40,22 +40,38 @@ const importCall = (regex, message) => ({
   message,
 });
 
+/**
+ * Every role answers HTTP through one host (infra/http/host.ts: problems, security headers, body
+ * limits, drain); the edge and the services register plugins on it. Only the host creates Fastify.
+ */
+const HTTP_HOST = 'infra/http/host.ts';
+const oneHttpHost = {
+  selector: "ImportDeclaration[source.value='fastify'][importKind!='type'] > ImportDefaultSpecifier",
+  message: `Fastify is created by the HTTP host only (${HTTP_HOST}): register a plugin on it instead.`,
+};
+
 const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why }) =>
   Array.from({ length: MAX_DEPTH }, (_, i) => {
     const depth = i + 1;
+    const files = `${folder}/${'*/'.repeat(i)}*.ts`;
     const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : [])].map((regex) => ({
       regex,
       message: why,
     }));
     if (packages) regexes.push({ regex: packages.regex, message: packages.why });
-    return {
-      files: [`${folder}/${'*/'.repeat(i)}*.ts`],
-      rules: {
-        'no-restricted-imports': ['error', { patterns: regexes }],
-        'no-restricted-syntax': ['error', ...regexes.map((r) => importCall(r.regex, r.message)), ...syntax],
-      },
-    };
-  });
+    const rules = (host) => ({
+      'no-restricted-imports': ['error', { patterns: regexes }],
+      'no-restricted-syntax': [
+        'error',
+        ...regexes.map((r) => importCall(r.regex, r.message)),
+        ...syntax,
+        ...(host ? [] : [oneHttpHost]),
+      ],
+    });
+    // the host's own file keeps its layer's rules, less the one that keeps Fastify in it
+    const host = HTTP_HOST.startsWith(`${folder}/`) && HTTP_HOST.split('/').length === depth + 1;
+    return [{ files: [files], rules: rules(false) }, ...(host ? [{ files: [HTTP_HOST], rules: rules(true) }] : [])];
+  }).flat();
 
 const others = (...allowed) => TOP.filter((folder) => !allowed.includes(folder));
 

@@ -24,7 +24,7 @@ import { createVirusScanner } from '../infra/scan';
 import { isDomainError } from '../domain/shared/errors';
 import { loadSecrets } from '../infra/secrets';
 import { createLog } from '../infra/log';
-import type { ServiceModules } from '../infra/modules';
+import type { ServiceModules } from '../infra/services';
 import { loadServices } from './services';
 import type { Logger } from '../infra/observability/logger';
 import { createLogger } from '../infra/observability/logger';

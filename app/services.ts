@@ -4,7 +4,7 @@
  * path, so the layer lint sees it and a bundler follows it; each is lazy, so a CLI command that
  * needs no service (migrate, a projection rebuild of one context) does not load them all.
  */
-import type { ProjectionSet, RoutePlugin, ServiceModules, WorkerSet } from '../infra/modules';
+import type { ProjectionSet, RoutePlugin, ServiceModules, WorkerSet } from '../infra/services';
 
 const defaults = async <T>(imports: Promise<{ default: T }>[]): Promise<T[]> =>
   (await Promise.all(imports)).map((m) => m.default);

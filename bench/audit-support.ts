@@ -1,4 +1,4 @@
-import { mergeModules } from '../infra/modules';
+import { mergeModules } from '../infra/services';
 import type { AnalyticsStore } from '../infra/clickhouse/port';
 import { auditModules } from '../tests/support/audit';
 import { startTestPlatform } from '../tests/support/platform';

@@ -9,7 +9,7 @@
 import { loadavg } from 'node:os';
 import Fastify from 'fastify';
 import { loadConfig } from '../infra/config';
-import { mergeModules } from '../infra/modules';
+import { mergeModules } from '../infra/services';
 import { silentLogger } from '../infra/observability/logger';
 import { startPlatform } from '../app/platform';
 import { benchAuthenticator, benchRoutes, KONG, pingHandler, run } from './gateway-support';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Authenticator } from '../infra/http/auth';
-import { defineRoutes } from '../infra/modules';
+import { defineRoutes } from '../infra/services';
 import { KeyRing } from '../infra/security/jwt';
 
 /**

@@ -12,7 +12,7 @@ import { loadConfig } from '../infra/config';
 import { silentLogger } from '../infra/observability/logger';
 import { startPlatform } from '../app/platform';
 import { tallyModules } from '../tests/support/platform';
-import { mergeModules } from '../infra/modules';
+import { mergeModules } from '../infra/services';
 import { benchAuthenticator, benchRoutes, KONG, run } from './gateway-support';
 import { benchDatabase, machine } from './support';
 

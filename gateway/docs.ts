@@ -1,10 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { commonErrors } from '../domain/shared/errors';
+import type { HttpHost } from '../infra/http/host';
+import { PLATFORM_VERSION } from '../infra/kernel';
+import { UNLIMITED } from './edge';
 import type { RouteDoc } from './openapi';
-import { completeOperation } from './openapi';
+import { completeOperation, openApiTransform, PROBLEM_SCHEMA } from './openapi';
 import { isVersion, registerSnapshots, SNAPSHOT_DIR, snapshotIndex } from './versioning';
 
 /** The namespaces of spec 000 that have an OpenAPI document. */
@@ -33,6 +37,39 @@ type OpenApiDoc = {
 
 /** what the documents need to know of the route behind an operation (method + OpenAPI path) */
 export type DescribeRoute = (operationKey: string, path: string) => { route: RouteDoc; rateLimited: boolean } | null;
+
+/** the generator of the documents: registered before any route, so that it sees them all */
+export const registerOpenApi = async (app: FastifyInstance): Promise<void> => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Platform API', version: PLATFORM_VERSION },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        schemas: { Problem: PROBLEM_SCHEMA },
+      },
+    },
+    transform: openApiTransform,
+  });
+};
+
+/** the route behind an operation, as the host registered it, and whether the edge rate-limits its path */
+export const describeRoutes =
+  (host: HttpHost): DescribeRoute =>
+  (key, path) => {
+    const route = host.route(key);
+    if (!route) return null;
+    const c = route.config ?? {};
+    const doc: RouteDoc = {
+      access: c.access ?? 'bearer',
+      namespace: c.namespace,
+      idempotency: c.idempotency,
+      problems: c.problems,
+      hasBody: Boolean(route.schema?.body),
+      openapi: c.openapi,
+    };
+    return { route: doc, rateLimited: !UNLIMITED.has(path) };
+  };
 
 /**
  * One OpenAPI 3.1 document per namespace, cut from the document @fastify/swagger generates out of

@@ -1,6 +1,7 @@
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
 import { IDEMPOTENCY_KEY_PATTERN } from '../infra/http/commands';
+import { MAX_PARAM_LENGTH } from '../infra/http/host';
 import type { OperationDoc } from '../infra/http/operation-docs';
 
 /**
@@ -45,10 +46,6 @@ export interface RouteDoc {
   /** what its zod schemas cannot say: a multipart body, answers that are not JSON (infra/http/operation-docs.ts) */
   openapi?: OperationDoc | (() => OperationDoc);
 }
-
-/** the key of an operation: method and the route's path in OpenAPI form (/v1/wallets/{id}) */
-export const operationKey = (method: string, url: string): string =>
-  `${method.toUpperCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
 
 const REASONS: Record<number, string> = {
   400: "Bad request (validation-error and the operation's own suffixes)",
@@ -124,8 +121,6 @@ const mergeDoc = (op: Operation, doc: OperationDoc): void => {
   }
 };
 
-/** the longest path parameter the router accepts (Fastify maxParamLength); a longer one is 400 TOO_LONG */
-export const MAX_PARAM_LENGTH = 100;
 const UUID_LENGTH = 36;
 
 /** every path parameter as long as the router lets it be: a UUID 36 characters, anything else at most MAX_PARAM_LENGTH */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { PAGE_POLICY } from './security-headers';
+import { PAGE_POLICY } from '../infra/http/security-headers';
 
 /**
  * The pages the links in identity mails open when APP_URL is not set (it defaults to ROOT_URL):

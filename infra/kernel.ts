@@ -13,7 +13,7 @@ import type { Db } from './postgres/db';
 import { ProjectionEngine } from './projections/engine';
 import type { Clock, IdGenerator } from './runtime/clock';
 import { systemClock, uuidV7Ids } from './runtime/clock';
-import type { ServiceModules } from './modules';
+import type { ServiceModules } from './services';
 import type { KeyValueCache } from './cache';
 import type { AnalyticsStore } from './clickhouse';
 import { migrateAnalytics } from './clickhouse/migrate';

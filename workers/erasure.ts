@@ -1,7 +1,7 @@
 import type { Eraser } from '../infra/erasure';
 import { eraseStep, registerParticipant } from '../infra/erasure';
 import type { Kernel } from '../infra/kernel';
-import type { Worker } from '../infra/modules';
+import type { Worker } from '../infra/services';
 import type { Loop } from './loop';
 import { startLoop } from './loop';
 

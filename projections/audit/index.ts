@@ -3,7 +3,7 @@ import { hashChain, START } from '../../domain/audit/chain';
 import type { UnchainedRow } from '../../domain/audit/rows';
 import { DOMAIN_VIEW, insertable, rowOf } from '../../domain/audit/rows';
 import { recordOfDomainEvent, tenantOfDomainEvent } from '../../domain/audit/sources';
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import type { AnalyticsProjection } from '../../infra/projections/projection';
 import { EVERY_EVENT } from '../../infra/projections/projection';
 import { sha256Hex } from '../../infra/security/digest';

@@ -1,7 +1,7 @@
 import { PlanEvent } from '../../domain/billing/plan';
 import { SubscriptionEvent } from '../../domain/billing/subscription';
 import { USAGE_EVENT_TYPES, usageEffectOf } from '../../domain/billing/usage';
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import type { Projection } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
 

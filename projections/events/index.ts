@@ -1,5 +1,5 @@
 import { SchemaEvent, SubscriptionEvent, subscriptionEventTypes } from '../../domain/events/events';
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import type { Projection } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
 

@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../../domain/shared/event';
 import { FileEvent, fileEventTypes } from '../../domain/files/events';
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import type { Projection, Statement } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
 

@@ -1,4 +1,4 @@
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import { accounts } from './account';
 import { members } from './membership';
 import { roles } from './role';

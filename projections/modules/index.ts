@@ -1,5 +1,5 @@
 import { ModuleEvent, moduleEventTypes } from '../../domain/modules/events';
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import type { Projection } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
 

@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../../domain/shared/event';
 import { ReversalEvent, WalletEvent, walletEventTypes } from '../../domain/money/events';
-import { defineProjections } from '../../infra/modules';
+import { defineProjections } from '../../infra/services';
 import type { Projection, Statement } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
 import { legOf } from '../../domain/money/history';

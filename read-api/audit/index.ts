@@ -11,7 +11,7 @@ import { isoOf, viewOf } from '../../domain/audit/rows';
 import { callerOf } from '../../infra/http/auth';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { fileAnswer, jsonSchemaOf } from '../../infra/http/operation-docs';
 import { hmacSha256Hex } from '../../infra/security/digest';
 import { anonymizationRules, findExportJob, findRecord, listRecords } from '../../projections/audit/queries';

@@ -15,7 +15,7 @@ import {
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import type { Principal } from '../../infra/http/auth';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import {
   currentSubscription,
   findPlan,

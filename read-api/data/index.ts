@@ -9,7 +9,7 @@ import { databaseErrorFields, readProblem } from '../../domain/data/database-err
 import { dataErrors } from '../../domain/data/errors';
 import { parseListQuery, valueProblem } from '../../domain/data/query';
 import { decodeCursor, pageQuery, toPage } from '../../infra/http/pagination';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { activeModulesOf, catalogOf, moduleRowOf } from '../../projections/data/catalog';
 import { asTenantRead, expandRelations, findRecord, listRecords, usageOf } from '../../projections/data/queries';
 import { callerOf } from '../../infra/http/auth';

@@ -17,7 +17,7 @@ import { dlqTopicOfDomain } from '../../domain/modules/manifest';
 import type { Principal } from '../../infra/http/auth';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import type { Queryable } from '../../infra/postgres/db';
 import { findModule } from '../../projections/modules/queries';
 import {

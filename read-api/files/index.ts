@@ -6,7 +6,7 @@ import { DEFAULT_LINK_TTL_SECONDS, isLinkVariant, MAX_LINK_TTL_SECONDS } from '.
 import { FileView, JobView } from '../../domain/files/views';
 import { Instant } from '../../infra/http/instant';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { downloadAnswers, redirectAnswer } from '../../infra/http/operation-docs';
 import { readLinks } from '../../projections/files/links';
 import { availableFile, fileView, findFile, findJob, listFiles, storageBytes } from '../../projections/files/queries';

@@ -1,7 +1,7 @@
 import { tokenSettings } from '../../domain/identity/access';
 import { startIdentityRuntime } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { membershipReads } from './membership';
 import { mfaReads } from './mfa';
 import { providerReads } from './providers';

@@ -5,7 +5,7 @@ import { permissionCatalogEvents } from '../../domain/modules/events';
 import { KeyView, ModuleView, moduleView } from '../../domain/modules/views';
 import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { trackStoredPermissions } from '../../infra/permissions';
 import { findModule, keysOf, listModules, schemaStatusOf } from '../../projections/modules/queries';
 

@@ -5,7 +5,7 @@ import { BalanceView, TransactionView, WalletView } from '../../domain/money/vie
 import { Instant } from '../../infra/http/instant';
 import type { Cursor } from '../../infra/http/pagination';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import {
   findTransactionView,
   findWallet,

@@ -7,7 +7,7 @@ import { BUILT_IN_CHANNELS } from '../../domain/notify/channel';
 import { Instant } from '../../infra/http/instant';
 import type { Cursor } from '../../infra/http/pagination';
 import { decodeCursor, encodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { loadNotifySettings } from '../../infra/notify/settings';
 import { deriveVapidKeys } from '../../infra/notify/vapid';
 import {

@@ -1,5 +1,5 @@
-import type { ServiceModules } from '../../infra/modules';
-import { mergeModules } from '../../infra/modules';
+import type { ServiceModules } from '../../infra/services';
+import { mergeModules } from '../../infra/services';
 import auditProjections from '../../projections/audit';
 import auditRead from '../../read-api/audit';
 import auditWrite from '../../write-api/audit';

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { readModuleFolder } from '../../app/cli/module-folder';
-import type { ServiceModules } from '../../infra/modules';
-import { mergeModules } from '../../infra/modules';
+import type { ServiceModules } from '../../infra/services';
+import { mergeModules } from '../../infra/services';
 import modulesProjections from '../../projections/modules';
 import dataRead from '../../read-api/data';
 import modulesRead from '../../read-api/modules';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ServiceModules } from '../../infra/modules';
-import { mergeModules } from '../../infra/modules';
+import type { ServiceModules } from '../../infra/services';
+import { mergeModules } from '../../infra/services';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 import { identityPeople } from '../../commands/identity/people';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ServiceModules } from '../../infra/modules';
-import { mergeModules } from '../../infra/modules';
+import type { ServiceModules } from '../../infra/services';
+import { mergeModules } from '../../infra/services';
 import type { Db, Queryable } from '../../infra/postgres/db';
 import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';

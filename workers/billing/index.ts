@@ -8,8 +8,8 @@ import {
 import { trialsForNewTenants } from '../../commands/billing/tenants';
 import { processWebhooks } from '../../commands/billing/webhooks';
 import type { Kernel } from '../../infra/kernel';
-import { defineWorkers } from '../../infra/modules';
-import type { Worker } from '../../infra/modules';
+import { defineWorkers } from '../../infra/services';
+import type { Worker } from '../../infra/services';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 

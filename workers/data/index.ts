@@ -1,5 +1,5 @@
 import { dataEraser } from '../../commands/data/erasure';
-import { defineWorkers } from '../../infra/modules';
+import { defineWorkers } from '../../infra/services';
 import { erasureWorker } from '../erasure';
 
 /** the data layer's one worker: a terminated tenant's module rows erased in the phase billing drives */

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Kernel } from '../../infra/kernel';
-import type { Worker } from '../../infra/modules';
+import type { Worker } from '../../infra/services';
 import { eventsContext } from '../../commands/events/context';
 import { deliverTurn, subscriptionsWithWork, targetOf } from '../../commands/events/delivery';
 import { RECORDS_CHANNEL } from '../../commands/events/fanout';

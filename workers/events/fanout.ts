@@ -1,5 +1,5 @@
 import type { Kernel } from '../../infra/kernel';
-import type { Worker } from '../../infra/modules';
+import type { Worker } from '../../infra/services';
 import type { Subscription } from '../../infra/log/port';
 import { eventsContext } from '../../commands/events/context';
 import { copyRecords, fanoutTopics } from '../../commands/events/fanout';

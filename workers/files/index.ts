@@ -4,7 +4,7 @@ import { filesContext } from '../../commands/files/context';
 import { runProcessingJob } from '../../commands/files/processing';
 import { scanStaged } from '../../commands/files/scanning';
 import { claimSweep, sweepFiles } from '../../commands/files/sweep';
-import { defineWorkers } from '../../infra/modules';
+import { defineWorkers } from '../../infra/services';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 import { taskWorker } from './tasks';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FilesContext } from '../../commands/files/context';
 import type { Task, TaskKind } from '../../commands/files/tasks';
 import { claimTasks } from '../../commands/files/tasks';
-import type { Worker } from '../../infra/modules';
+import type { Worker } from '../../infra/services';
 
 /** spec 002: with more than 1,000 scans waiting, the newest go first */
 const NEWEST_FIRST_OVER = 1000;

@@ -1,7 +1,7 @@
 import { identityEraser } from '../../commands/identity/erasure';
 import { erasureWorker } from '../erasure';
 import { purgeExpiredIdentityTokens } from '../../commands/identity/maintenance';
-import { defineWorkers } from '../../infra/modules';
+import { defineWorkers } from '../../infra/services';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 

@@ -1,7 +1,7 @@
 import { moneyEraser } from '../../commands/money/erasure';
 import { erasureWorker } from '../erasure';
 import { moneyContext } from '../../commands/money/context';
-import { defineWorkers } from '../../infra/modules';
+import { defineWorkers } from '../../infra/services';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 import { holdExpiryStep } from './hold-expiry';

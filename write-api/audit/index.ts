@@ -11,7 +11,7 @@ import { requestMeta } from '../../infra/http/commands';
 import { multiStatusSchema, sendMultiStatus, settleItems } from '../../infra/http/multi-status';
 import { jsonSchemaOf } from '../../infra/http/operation-docs';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { registerExport } from './export';
 
 export const BATCH_LIMIT = 500;

@@ -18,7 +18,7 @@ import { executeCommand } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
 import { setUsageLimits } from '../../infra/usage-limits';
 import { systemMeta } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { callerOf } from '../../infra/http/auth';
 
 const Id = z

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { JsonObject } from '../../domain/shared/json';
 import { createRecord, deleteRecord, updateRecord, writableModel } from '../../commands/data/records';
 import { executeCommand } from '../../infra/http/commands';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { callerOf } from '../../infra/http/auth';
 
 const Slug = z

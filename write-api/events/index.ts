@@ -22,7 +22,7 @@ import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { EventType, SemVer, TopicName } from '../../domain/modules/manifest';
 import { commonErrors } from '../../domain/shared/errors';
 import { requestMeta } from '../../infra/http/commands';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { jsonSchemaOf } from '../../infra/http/operation-docs';
 import { callerOf } from '../../infra/http/auth';
 

@@ -17,7 +17,7 @@ import { executeCommand } from '../../infra/http/commands';
 import { BYTES, multipartBody } from '../../infra/http/operation-docs';
 import { answeringBeforeTheBody, drainRest } from '../../infra/http/drain';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { registerLocalUpload } from './local-upload';
 import { registerThumbnail } from './thumbnail';
 import { callerOf } from '../../infra/http/auth';

@@ -2,7 +2,7 @@ import { tokenSettings } from '../../domain/identity/access';
 import { IDENTITY_PERMISSIONS } from '../../domain/identity/constants';
 import { startIdentityRuntime } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { accessLoader } from '../../commands/identity/lookups';
 import { accountRoutes } from './account';
 import { membershipRoutes } from './membership';

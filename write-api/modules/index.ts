@@ -10,7 +10,7 @@ import { registerModule, registryMeta } from '../../commands/modules/register';
 import { auditRecord } from '../../infra/audit';
 import { addCredentialScheme } from '../../infra/http/credentials';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { findModule } from '../../commands/modules/lookups';
 import {
   activateModule,

@@ -14,7 +14,7 @@ import { HOLD_TTL_MAX_HOURS } from '../../commands/money/settings';
 import { RawJson } from '../../domain/shared/json';
 import { normalizeIdempotencyKey } from '../../infra/eventstore/idempotency';
 import { executeCommand } from '../../infra/http/commands';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { parseMoneyBody } from './json-body';
 
 const Id = z.uuid({ message: 'must be a UUID' });

@@ -10,7 +10,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
  *   `9223372036854775807`), so that parseAmount accepts plain digits only and no integer beyond
  *   2^53 − 1 is rounded;
  * - `meta`, when it is an object, becomes a RawJson (its text, stored and answered as sent).
- * A member named __proto__ is data, as everywhere (gateway/app.ts): JSON.parse makes it an own property.
+ * A member named __proto__ is data, as everywhere (infra/http/host.ts): JSON.parse makes it an own property.
  */
 export const parseMoneyBody = (text: string): unknown => {
   const value: unknown = JSON.parse(text);

@@ -15,7 +15,7 @@ import { retryNotification } from '../../commands/notify/retry';
 import { createTemplate } from '../../commands/notify/templates';
 import { executeCommand, requestMeta } from '../../infra/http/commands';
 import type { Kernel } from '../../infra/kernel';
-import { defineRoutes } from '../../infra/modules';
+import { defineRoutes } from '../../infra/services';
 import { jsonBody } from '../../infra/http/operation-docs';
 import {
   BATCH_MAX,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archiveClosedMonths, purgeExpiredArchives, readArchive } from '../../../commands/audit/archive';
 import { auditRecord } from '../../../infra/audit';
-import { mergeModules } from '../../../infra/modules';
+import { mergeModules } from '../../../infra/services';
 import type { Body } from '../../support/audit';
 import { auditClient, auditModules, eventually } from '../../support/audit';
 import type { TestPlatform } from '../../support/platform';

@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeModules } from '../../../infra/modules';
+import { mergeModules } from '../../../infra/services';
 import { auditClient, auditModules, eventually } from '../../support/audit';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';

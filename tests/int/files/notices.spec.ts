@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureNotify } from '../../../commands/notify/context';
-import { mergeModules } from '../../../infra/modules';
+import { mergeModules } from '../../../infra/services';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';

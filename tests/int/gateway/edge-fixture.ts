@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { commonErrors } from '../../../domain/shared/errors';
 import { setGatewayPorts } from '../../../infra/http/gateway-ports';
 import { sendMultiStatus, settleItems } from '../../../infra/http/multi-status';
-import { defineRoutes, mergeModules } from '../../../infra/modules';
+import { defineRoutes, mergeModules } from '../../../infra/services';
 
 /**
  * What the edge suite runs beside tally, in whichever process serves it (all-in-one or each split

@@ -1,4 +1,4 @@
-import { defineRoutes, mergeModules } from '../../../infra/modules';
+import { defineRoutes, mergeModules } from '../../../infra/services';
 
 /** a route that fails unexpectedly: the 5xx of the hardening suite's header checks */
 const boom = defineRoutes({

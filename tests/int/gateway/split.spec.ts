@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerToken } from '../../../infra/http/auth';
-import { defineRoutes, mergeModules } from '../../../infra/modules';
+import { defineRoutes, mergeModules } from '../../../infra/services';
 import { testToken } from '../../support/auth';
 import { moneyClient, moneyModules } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { defineRoutes, mergeModules } from '../../../infra/modules';
+import { defineRoutes, mergeModules } from '../../../infra/services';
 
 /**
  * Routes that make an error reach the top of the process after they have answered, outside any

@@ -5,7 +5,7 @@ import { startTestPlatform } from '../../support/platform';
 /**
  * A stop drains: requests in flight are answered, then the process stops at once — not after the
  * keep-alive timeout (72 s) of a connection whose response was still being written when the stop
- * began (gateway/app.ts closeConnectionsAsTheyIdle). buildApp serves every role, so one process
+ * began (infra/http/host.ts closeConnectionsAsTheyIdle). buildApp serves every role, so one process
  * shows it for all.
  */
 describe('stopping the platform while a request is in flight', () => {

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeModules } from '../../../infra/modules';
+import { mergeModules } from '../../../infra/services';
 import type { AnalyticsProjection } from '../../../infra/projections/projection';
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';

@@ -1,4 +1,4 @@
-import { defineProjections } from '../../../infra/modules';
+import { defineProjections } from '../../../infra/services';
 import type { Projection } from '../../../infra/projections/projection';
 import { sql } from '../../../infra/projections/projection';
 

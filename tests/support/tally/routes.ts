@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { commonErrors } from '../../../domain/shared/errors';
 import { executeCommand } from '../../../infra/http/commands';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../../infra/http/pagination';
-import { defineRoutes } from '../../../infra/modules';
+import { defineRoutes } from '../../../infra/services';
 import { handleTally } from './commands';
 import { callerOf } from '../../../infra/http/auth';
 

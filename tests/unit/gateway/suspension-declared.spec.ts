@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertSuspensionDeclared } from '../../../gateway/app';
+import { assertSuspensionDeclared } from '../../../gateway/services';
 
 /*
  * A suspended tenant is read-only for its data (spec 001), and only for its data: each mutation a

@@ -125,6 +125,20 @@ describe('the layer rules', () => {
       "export const load = () => import('../../commands/identity/account');",
       /infra\/ imports no context and no API layer/,
     ],
+    [
+      'infra',
+      'infra/http/x.ts',
+      "import { edgeDoor } from '../../gateway/edge';",
+      /infra\/ imports no context and no API layer/,
+    ],
+    ['gateway', 'gateway/x.ts', "import Fastify from 'fastify';", /Fastify is created by the HTTP host only/],
+    [
+      'write-api',
+      'write-api/files/x.ts',
+      "import Fastify, { type FastifyInstance } from 'fastify';",
+      /Fastify is created by the HTTP host only/,
+    ],
+    ['infra', 'infra/http/x.ts', "import Fastify from 'fastify';", /Fastify is created by the HTTP host only/],
   ])(
     'refuses a violation in %s (%s: %s)',
     async (_layer, path, source, message) => {
@@ -162,6 +176,11 @@ describe('the layer rules', () => {
       "import { login } from '../../commands/identity/session';\nimport { findUser } from '../../projections/identity/queries';",
     ],
     ['app', 'app/x.ts', "import { buildApp } from '../gateway/app';\nimport routes from '../write-api/identity';"],
+    [
+      'gateway',
+      'gateway/x.ts',
+      "import type { FastifyInstance } from 'fastify';\nimport { hostWide } from '../infra/http/host';",
+    ],
     ['domain', 'domain/identity/x.ts', "import { z } from 'zod';\nimport { commonErrors } from '../shared/errors';"],
   ])(
     'lets %s import what it may (%s)',
@@ -170,4 +189,18 @@ describe('the layer rules', () => {
     },
     60_000,
   );
+
+  it('lets the HTTP host create Fastify, and keeps its layer rules there', async () => {
+    const [host] = await eslint.lintFiles([join(ROOT, 'infra/http/host.ts')]);
+    expect((host?.messages ?? []).map((m) => m.message)).toEqual([]);
+    const [probe] = await eslint.lintText(
+      "import Fastify from 'fastify';\nimport { buildApp } from '../../gateway/app';\n",
+      {
+        filePath: join(ROOT, 'infra/http/host.ts'),
+      },
+    );
+    const messages = (probe?.messages ?? []).map((m) => m.message).join('\n');
+    expect(messages).toMatch(/infra\/ imports no context and no API layer/);
+    expect(messages).not.toMatch(/Fastify is created by the HTTP host only/);
+  }, 60_000);
 });

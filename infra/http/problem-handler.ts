@@ -3,10 +3,10 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import type { FieldError } from '../domain/shared/errors';
-import { commonErrors, defineErrors, DomainError, isDomainError } from '../domain/shared/errors';
-import { instanceOf, PROBLEM_CONTENT_TYPE, sendProblem, toProblem } from '../infra/http/problem';
-import { isPoolTimeout } from '../infra/postgres/db';
+import type { FieldError } from '../../domain/shared/errors';
+import { commonErrors, DomainError, isDomainError } from '../../domain/shared/errors';
+import { instanceOf, PROBLEM_CONTENT_TYPE, sendProblem, toProblem } from './problem';
+import { isPoolTimeout } from '../postgres/db';
 
 /**
  * The one place where anything thrown becomes an RFC 9457 problem (DESIGN.md mechanism 7):
@@ -167,13 +167,3 @@ export const rawProblemResponse = (
 };
 
 const randomTraceId = () => randomBytes(16).toString('hex');
-
-/** The gateway's own refusals beyond the common catalog. */
-export const gatewayErrors = defineErrors({
-  moduleNotFound: (namespace: string) => ({
-    status: 404,
-    suffix: 'module-not-found',
-    title: 'Module not found',
-    detail: `The module ${namespace} is not installed for this tenant.`,
-  }),
-});

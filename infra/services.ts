@@ -4,7 +4,9 @@ import type { Kernel } from './kernel';
 import type { People } from './people';
 
 /**
- * The pieces of a service, each in its own folder and named in app/services.ts:
+ * The contract between the kernel and a service (was infra/modules.ts; "module" names a
+ * third-party module of the data layer): the pieces of a service, each in its own folder and named
+ * in app/services.ts:
  *   write-api/<context>/index.ts  → default export RoutePlugin (POST/PATCH/PUT/DELETE)
  *   read-api/<context>/index.ts   → default export RoutePlugin (GET)
  *   projections/<context>/index.ts → default export ProjectionSet
