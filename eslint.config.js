@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
@@ -40,13 +41,13 @@ const importCall = (regex, message) => ({
   message,
 });
 
-const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why }) =>
-  Array.from({ length: MAX_DEPTH }, (_, i) => {
-    const depth = i + 1;
-    const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : [])].map((regex) => ({
-      regex,
-      message: why,
-    }));
+const layer = (folder, { forbidden, contexts = false, packages, syntax = [], extra = () => [], why }) => {
+  const base = folder.split('/').length;
+  return Array.from({ length: MAX_DEPTH - base + 1 }, (_, i) => {
+    const depth = base + i;
+    const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : []), ...extra(depth)].map(
+      (regex) => ({ regex, message: why }),
+    );
     if (packages) regexes.push({ regex: packages.regex, message: packages.why });
     return {
       files: [`${folder}/${'*/'.repeat(i)}*.ts`],
@@ -56,6 +57,21 @@ const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why
       },
     };
   });
+};
+
+/** the bounded contexts of the command side (commands/<ctx>/), read when the lint loads */
+const COMMAND_CONTEXTS = readdirSync(new URL('./commands', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+
+/**
+ * From commands/<ctx>/…: any of projections/ but projections/<ctx>/queries — a context's commands
+ * read its own read models through the queries its read side runs (one copy of each lookup), never
+ * a projection's handlers nor another context's read side.
+ */
+const projectionsBut = (ctx) => (depth) => [
+  `^(\\./)?(\\.\\./){${depth}}projections(/(?!${ctx}/queries(\\.[jt]s)?$)|$)`,
+];
 
 const others = (...allowed) => TOP.filter((folder) => !allowed.includes(folder));
 
@@ -83,6 +99,13 @@ export const layerRules = [
     forbidden: others('domain', 'infra', 'commands'),
     why: 'commands/ imports domain/ and infra/ (read models through a lookup port of its own).',
   }),
+  ...COMMAND_CONTEXTS.flatMap((ctx) =>
+    layer(`commands/${ctx}`, {
+      forbidden: others('domain', 'infra', 'commands', 'projections'),
+      extra: projectionsBut(ctx),
+      why: `commands/ imports domain/, infra/ and its own context's read queries (projections/${ctx}/queries) only.`,
+    }),
+  ),
   ...layer('projections', {
     forbidden: others('domain', 'infra', 'projections'),
     why: 'projections/ imports domain/ and infra/.',
