@@ -100,17 +100,3 @@ export const usageFromRows = (rows: readonly { resource: string; used: string | 
 
 /** the day events_per_day counts in: the UTC date of the moment (YYYY-MM-DD) */
 export const utcDay = (at: Date): string => at.toISOString().slice(0, 10);
-
-/**
- * The usage counted outside billing's usage read model, as SQL text shared by every reader (the
- * read API, CheckLimit, identity's seat check), so they count the same: a tenant's pending
- * invitations — distinct addresses invited, not accepted nor expired, other than counted members'
- * ($1 tenant, $2 now, $3 the platform tenant, where accounts live) — and the events it published on
- * the bus on a day ($1 tenant, $2 the UTC day).
- */
-export const PENDING_INVITATIONS_SQL = `SELECT count(DISTINCT lower(o.email))::text AS n FROM identity.one_time_tokens o
-  WHERE o.purpose = 'invite' AND o.tenant_id = $1 AND o.expires_at > $2 AND o.email IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-      WHERE m.tenant_id = $1 AND m.status <> 'pending_deletion' AND lower(a.email) = lower(o.email))`;
-export const EVENTS_OF_DAY_SQL =
-  'SELECT published::text AS n FROM events.daily_usage WHERE tenant_id = $1 AND day = $2';
