@@ -10,7 +10,7 @@ const defaults = async <T>(imports: Promise<{ default: T }>[]): Promise<T[]> =>
   (await Promise.all(imports)).map((m) => m.default);
 
 export const loadServices = async (): Promise<ServiceModules> => {
-  const [write, read, sets, workers] = await Promise.all([
+  const [write, read, sets, workers, { identityPeople }] = await Promise.all([
     defaults<RoutePlugin>([
       import('../write-api/audit'),
       import('../write-api/billing'),
@@ -53,6 +53,8 @@ export const loadServices = async (): Promise<ServiceModules> => {
       import('../workers/money'),
       import('../workers/notify'),
     ]),
+    // the directory of people reads identity's read models, which run here (infra/people.ts)
+    import('../commands/identity/people'),
   ]);
-  return { write, read, projections: sets.flatMap((s) => s.projections), workers };
+  return { write, read, projections: sets.flatMap((s) => s.projections), workers, people: identityPeople };
 };

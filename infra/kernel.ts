@@ -20,6 +20,8 @@ import { migrateAnalytics } from './clickhouse/migrate';
 import type { Mailer } from './mail';
 import type { NotificationPort } from './notifications';
 import { mailNotifications } from './notifications';
+import type { People } from './people';
+import { noPeople } from './people';
 import type { ObjectStore } from './objects';
 import type { VirusScanner } from './scan';
 import type { PlatformSecrets } from './secrets';
@@ -136,6 +138,11 @@ export class Kernel {
    * notification service installs its queue
    */
   notifications: NotificationPort;
+  /**
+   * the directory of people (infra/people.ts): identity's, over its read models, when the
+   * platform runs them (ServiceModules.people); a platform without identity knows nobody
+   */
+  readonly people: People;
   /** named resources that close on shutdown, in reverse order of registration */
   private readonly closers: { name: string; close: () => Promise<void> }[] = [];
 
@@ -150,6 +157,7 @@ export class Kernel {
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;
     this.notifications = mailNotifications(parts.engines.mail);
+    this.people = parts.modules.people ?? noPeople;
     this.outbound = new OutboundGuard({ allowPrivate: allowsPrivate(parts.config), resolver: parts.resolver });
     this.onClose('outbound', async () => this.outbound.close());
     this.store = new EventStore(this.clock, this.ids);

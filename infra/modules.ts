@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RegisteredProjection } from './projections/projection';
 import type { Kernel } from './kernel';
+import type { People } from './people';
 
 /**
  * The pieces of a service, each in its own folder and named in app/services.ts:
@@ -47,11 +48,20 @@ export interface ServiceModules {
   read: RoutePlugin[];
   projections: RegisteredProjection[];
   workers: WorkerSet[];
+  /**
+   * the directory of people (kernel.people), given with identity's read models by whoever runs
+   * them (identity's commands/identity/people.ts); absent, the platform knows nobody (noPeople)
+   */
+  people?: People;
 }
 
-export const mergeModules = (...parts: Partial<ServiceModules>[]): ServiceModules => ({
-  write: parts.flatMap((p) => p.write ?? []),
-  read: parts.flatMap((p) => p.read ?? []),
-  projections: parts.flatMap((p) => p.projections ?? []),
-  workers: parts.flatMap((p) => p.workers ?? []),
-});
+export const mergeModules = (...parts: Partial<ServiceModules>[]): ServiceModules => {
+  const people = parts.find((p) => p.people)?.people;
+  return {
+    write: parts.flatMap((p) => p.write ?? []),
+    read: parts.flatMap((p) => p.read ?? []),
+    projections: parts.flatMap((p) => p.projections ?? []),
+    workers: parts.flatMap((p) => p.workers ?? []),
+    ...(people ? { people } : {}),
+  };
+};

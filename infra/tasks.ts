@@ -1,5 +1,5 @@
 import type { Queryable } from './postgres/db';
-import { inline } from './postgres/inline';
+import type { Backoff } from './queue';
 
 /**
  * The task queue (spec 002: "a separate task queue carries transactional tasks"; migration
@@ -76,17 +76,11 @@ export const insertTasks = (tasks: readonly PendingTask[]): { text: string; valu
   ],
 });
 
-/** the same insert with its values written in, for a batch that sends its writes in one round trip */
-export const insertTasksSql = (tasks: readonly PendingTask[]): string => inline(insertTasks(tasks));
-
 export const writeTasks = async (q: Queryable, tasks: readonly PendingTask[]): Promise<void> => {
   if (tasks.length === 0) return;
   const { text, values } = insertTasks(tasks);
   await q.query(text, values);
 };
 
-/** the wait before the next attempt: 1 s, 2 s, 4 s … capped at an hour, ±10 % (random in [0, 1)) */
-export const taskBackoffMs = (attempt: number, random: number, baseMs = 1000): number => {
-  const base = Math.min(3600_000, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(base * (0.9 + 0.2 * random));
-};
+/** the wait before the next attempt: 1 s, 2 s, 4 s … capped at an hour, ±10 % */
+export const taskBackoff = (baseMs = 1000): Backoff => ({ baseMs, capMs: 3600_000, jitter: 0.1 });

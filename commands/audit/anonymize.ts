@@ -6,7 +6,7 @@ import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction } from '../../infra/postgres/db';
 import { hmacSha256Hex } from '../../infra/security/digest';
-import { findPerson, recordsOfUser } from './lookups';
+import { recordsOfUser } from './lookups';
 
 /** the keyed digest the overlay compares values by (a key derived from PLATFORM_SECRET_KEY) */
 export const overlayDigest = (kernel: Pick<Kernel, 'engines'>): ((normalized: string) => string) =>
@@ -46,13 +46,13 @@ export interface AnonymizationView {
 
 /**
  * POST /audit/anonymize (spec 002, anonymization design): the user's personal values come from
- * identity's read models; a user named only by financial records is refused (403), one unknown to
+ * the directory of people (identity's read models; nobody's on a platform without identity); a user named only by financial records is refused (403), one unknown to
  * the tenant is 404, a second anonymization of the same user — concurrent or later — is 409. The
  * rule is stored (reads hide at once) and the ANONYMIZE record staged in the audit outbox in the
  * same transaction; the worker then rewrites the tenant's cold archives and completes it.
  */
 export const anonymizeUser = async (kernel: Kernel, who: Requester, userId: string): Promise<AnonymizationView> => {
-  const person = await findPerson(kernel.db, who.tenantId, userId);
+  const person = await kernel.people.person(kernel.db, who.tenantId, userId);
   const counts = await recordsOfUser(await kernel.analytics(), who.tenantId, userId);
   if (!person?.member && counts.financial + counts.other === 0) throw auditErrors.userNotFound();
   if (counts.other === 0 && counts.financial > 0) throw auditErrors.anonymizeFinancialRecord();

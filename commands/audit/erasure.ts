@@ -2,25 +2,8 @@ import { ANONYMIZE_ACTION, ruleFor } from '../../domain/audit/anonymization';
 import { ERASURE_RULES } from '../../domain/shared/erasure';
 import { auditRecord, stageAudit } from '../../infra/audit';
 import type { Eraser } from '../../infra/erasure';
-import { inTransaction, pgErrorCode } from '../../infra/postgres/db';
+import { inTransaction } from '../../infra/postgres/db';
 import { overlayDigest } from './anonymize';
-import { findPerson } from './lookups';
-
-const UNDEFINED_TABLE = '42P01';
-
-/** the tenant's members, as identity's read model tells them (none on a platform without identity) */
-const membersOf = async (q: Parameters<typeof findPerson>[0], tenantId: string): Promise<string[]> => {
-  try {
-    const { rows } = await q.query<{ user_id: string }>(
-      'SELECT DISTINCT user_id FROM rm.iam_members WHERE tenant_id = $1 ORDER BY user_id',
-      [tenantId],
-    );
-    return rows.map((r) => r.user_id);
-  } catch (error) {
-    if (pgErrorCode(error) === UNDEFINED_TABLE) return [];
-    throw error;
-  }
-};
 
 /**
  * The audit service's rule (README, Termination): the log is kept (retention as configured) and
@@ -34,8 +17,9 @@ export const auditEraser: Eraser = {
   phase: ERASURE_RULES.audit,
   erase: async (kernel, tenantId) => {
     const digest = overlayDigest(kernel);
-    for (const userId of await membersOf(kernel.db, tenantId)) {
-      const person = await findPerson(kernel.db, tenantId, userId);
+    // the tenant's members as the directory of people tells them (none on a platform without identity)
+    for (const userId of await kernel.people.memberIds(kernel.db, tenantId)) {
+      const person = await kernel.people.person(kernel.db, tenantId, userId);
       const rule = ruleFor(userId, person?.values ?? [], digest);
       const id = kernel.ids.next();
       const now = kernel.clock.now().toISOString();

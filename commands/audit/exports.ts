@@ -7,6 +7,8 @@ import { monthKey, monthsOf } from './months';
 import type { AuditRecordView } from '../../domain/audit/record';
 import { isoOf, viewOf } from '../../domain/audit/rows';
 import type { Kernel } from '../../infra/kernel';
+import type { QueueShape } from '../../infra/queue';
+import { claimItems } from '../../infra/queue';
 import { storedRows } from './lookups';
 import { hasPendingAnonymization, loadOverlay } from './anonymize';
 import { readArchive } from './archive';
@@ -104,6 +106,9 @@ export const anonymizationsSettled = async (kernel: Kernel, tenantId: string, ma
 
 type JobRow = ExportJobRecord;
 
+/** audit.export_jobs as a queue of the kernel's (infra/queue.ts): one job at a time, oldest first */
+const EXPORT_JOBS: QueueShape = { table: 'audit.export_jobs', key: ['id'] };
+
 export const createExportJob = async (
   kernel: Kernel,
   range: ExportRange,
@@ -126,15 +131,16 @@ export const createExportJob = async (
  * it ran one.
  */
 export const runNextExportJob = async (kernel: Kernel): Promise<boolean> => {
-  const {
-    rows: [job],
-  } = await kernel.db.query<JobRow>(
-    `UPDATE audit.export_jobs SET status = 'running', started_at = now() WHERE id = (
-       SELECT j.id FROM audit.export_jobs j WHERE (j.status = 'queued' OR (j.status = 'running' AND j.started_at < now() - interval '1 hour'))
-         AND NOT EXISTS (SELECT 1 FROM audit.anonymizations a WHERE a.tenant_id = j.tenant_id AND a.status = 'pending')
-       ORDER BY j.created_at FOR UPDATE SKIP LOCKED LIMIT 1)
-     RETURNING *`,
-  );
+  const [job] = await claimItems<JobRow>(kernel.db, EXPORT_JOBS, {
+    // a job running for over an hour lost its worker: its lease passed
+    due: `(item.status = 'queued' OR (item.status = 'running' AND item.started_at < now() - interval '1 hour'))
+      AND NOT EXISTS (SELECT 1 FROM audit.anonymizations a WHERE a.tenant_id = item.tenant_id AND a.status = 'pending')`,
+    order: 'item.created_at',
+    set: `status = 'running', started_at = now()`,
+    returning: 't.*',
+    values: [],
+    limit: 1,
+  });
   if (!job) return false;
   const key = `audit/exports/${job.tenant_id}/${job.id}.${job.format}`;
   try {

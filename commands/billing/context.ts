@@ -5,7 +5,7 @@ import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import { planLimitsKey } from '../money/plan-limits';
 import { EVERY_PLAN, LimitBook } from './limits';
 import type { TenantDirectory } from './lookups';
-import { identityTenants, loadTenantLimits, tenantsOfPlan } from './lookups';
+import { loadTenantLimits, tenantDirectory, tenantsOfPlan } from './lookups';
 import { WebhookIntake } from './intake';
 import type { NoticePort } from './notices';
 import { platformNotices } from './notices';
@@ -44,7 +44,7 @@ const SHARED_LIMITS_TTL_MS = 60_000;
 
 /** money's cache entry of a tenant's plan limits (docs/decisions.md, "Money plan-limit cache"): written fresh by billing */
 const writeMoneyLimits = async (kernel: Kernel, tenantId: string): Promise<void> => {
-  const { info } = await loadTenantLimits(kernel.db, tenantId, kernel.clock.now());
+  const { info } = await loadTenantLimits(kernel.db, kernel.people, tenantId, kernel.clock.now());
   const value = {
     maxTxAmount: String(info.limits.moneyMaxTransaction),
     maxBalance: String(info.limits.moneyMaxBalance),
@@ -65,11 +65,11 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
   // shared by billing's processes through Redis when it is configured (an in-process cache would only duplicate the book)
   const epochs = new CacheEpochs(cache, 'billing-limits');
   const shared = cache.kind === 'redis' ? { cache, epochs, ttlMs: SHARED_LIMITS_TTL_MS } : null;
-  const book = new LimitBook(kernel.db, kernel.clock, 2_000, shared);
+  const book = new LimitBook(kernel.db, kernel.people, kernel.clock, 2_000, shared);
   const context: BillingContext = {
     settings,
     book,
-    tenants: overrides.tenants ?? identityTenants,
+    tenants: overrides.tenants ?? tenantDirectory(kernel.people),
     notices: overrides.notices ?? platformNotices(() => kernel.notifications),
     intake: new WebhookIntake(kernel.db),
     clock: kernel.clock,

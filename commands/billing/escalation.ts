@@ -39,7 +39,7 @@ const overLimit = async (kernel: Kernel, s: Subscription): Promise<boolean> => {
   )
     return false;
   const plan = await findPlan(kernel.db, s.planId);
-  const usage = await usageOf(kernel.db, s.tenantId, kernel.clock.now());
+  const usage = await usageOf(kernel.db, kernel.people, s.tenantId, kernel.clock.now());
   return RESOURCES.some((r) => {
     const limit = (plan?.limits ?? FREE_PLAN.limits)[LIMIT_OF[r]];
     return limit !== 0 && usage[r] > limit;

@@ -5,6 +5,7 @@ import type { Usage } from '../../domain/billing/usage';
 import { emptyUsage, utcDay } from '../../domain/billing/usage';
 import type { CacheEpochs } from '../../infra/cache/epochs';
 import type { KeyValueCache } from '../../infra/cache/port';
+import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
 import type { Clock } from '../../infra/runtime/clock';
 import { billingErrors } from '../../domain/billing/errors';
@@ -65,6 +66,8 @@ export class LimitBook implements BillingAnswers {
 
   constructor(
     private readonly db: Queryable,
+    /** the directory of people: users' pending invitations count as seats */
+    readonly people: People,
     private readonly clock: Clock,
     private readonly maxAgeMs = 2_000,
     private readonly shared: SharedLimits | null = null,
@@ -108,7 +111,7 @@ export class LimitBook implements BillingAnswers {
 
   private async load(tenantId: string): Promise<{ info: PlanInfo; usage: Usage }> {
     const shared = this.shared;
-    if (!shared) return loadTenantLimits(this.db, tenantId, this.clock.now());
+    if (!shared) return loadTenantLimits(this.db, this.people, tenantId, this.clock.now());
     // the epochs before the read models: an entry stored under them predates no change made after; null: Redis unreachable, not shared now
     const [tag, raw] = await Promise.all([
       shared.epochs.current([tenantId, EVERY_PLAN]).catch(() => null),
@@ -119,7 +122,7 @@ export class LimitBook implements BillingAnswers {
       if (stored.tag === tag && stored.day === utcDay(this.clock.now())) return stored;
     }
     const now = this.clock.now();
-    const fresh = await loadTenantLimits(this.db, tenantId, now);
+    const fresh = await loadTenantLimits(this.db, this.people, tenantId, now);
     if (tag !== null)
       await shared.cache
         .set(sharedKey(tenantId), JSON.stringify({ tag, day: utcDay(now), ...fresh } satisfies Stored), shared.ttlMs)
@@ -170,7 +173,7 @@ export const assertRoom = async (
   // the read model's counter alone unless the resource counts more (pending invitations, the day's bus events)
   const used =
     resource === 'users' || resource === 'events_per_day'
-      ? (await usageOf(tx, tenantId, clock.now()))[resource]
+      ? (await usageOf(tx, book.people, tenantId, clock.now()))[resource]
       : Number(
           (
             await tx.query<{ used: string }>(

@@ -2,12 +2,13 @@ import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
 import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription, SubscriptionStatus } from '../../domain/billing/subscription';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
 import { PLAN_COLUMNS } from '../../projections/billing/queries';
 
 /**
  * What billing's commands, workers and gRPC service read of read models — billing's own
- * (rm.billing_*) and identity's (rm.iam_tenants, rm.iam_accounts; never its streams). What the read
+ * (rm.billing_*), and identity's through the directory of people (kernel.people). What the read
  * API reads too is the read side's query (projections/billing/queries.ts), re-exported here; the
  * rest only the command side asks. Plans are the platform's (they live in the platform tenant).
  */
@@ -109,8 +110,8 @@ export const listSubscriptions = async (
 };
 
 /**
- * What billing needs to know about tenants, read from identity's read models (rm.iam_tenants,
- * rm.iam_accounts), never its streams: a port, so a platform without identity installs another.
+ * What billing needs to know about tenants, from the directory of people (identity's tenants and
+ * accounts, never its streams): a port, so a test may install another.
  */
 export interface TenantDirectory {
   exists(q: Queryable, tenantId: string): Promise<boolean>;
@@ -120,26 +121,26 @@ export interface TenantDirectory {
   noticeRecipient(q: Queryable, tenantId: string): Promise<string | null>;
 }
 
-/** identity's tenants; the platform pseudo-tenant is no customer and has no subscription */
-export const identityTenants: TenantDirectory = {
-  exists: async (q, tenantId) =>
-    tenantId !== PLATFORM_TENANT_ID &&
-    ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0,
-  withoutSubscription: async (q, limit) =>
-    (
-      await q.query<{ tenant_id: string; created_at: Date }>(
-        `SELECT t.tenant_id, t.created_at FROM rm.iam_tenants t
-     WHERE t.tenant_id <> $1 AND NOT EXISTS (SELECT 1 FROM rm.billing_subscriptions s WHERE s.tenant_id = t.tenant_id)
-     ORDER BY t.created_at LIMIT $2`,
-        [PLATFORM_TENANT_ID, limit],
-      )
-    ).rows.map((r) => ({ tenantId: r.tenant_id, createdAt: r.created_at })),
-  noticeRecipient: async (q, tenantId) =>
-    (
-      await q.query<{ email: string }>(
-        `SELECT a.email FROM rm.iam_tenants t JOIN rm.iam_accounts a ON a.tenant_id = $2 AND a.id = t.owner_id
-     WHERE t.tenant_id = $1 AND a.email NOT LIKE '%.invalid'`,
-        [tenantId, PLATFORM_TENANT_ID],
-      )
-    ).rows[0]?.email ?? null,
-};
+/** the directory's customer tenants: the platform pseudo-tenant is no customer and has no subscription */
+export const tenantDirectory = (people: People): TenantDirectory => ({
+  exists: async (q, tenantId) => tenantId !== PLATFORM_TENANT_ID && (await people.tenantExists(q, tenantId)),
+  // the directory's tenants oldest first, a page at a time, less those billing has a subscription of
+  withoutSubscription: async (q, limit) => {
+    const missing: { tenantId: string; createdAt: Date }[] = [];
+    let after: { tenantId: string; createdAt: Date } | null = null;
+    while (missing.length < limit) {
+      const page = await people.tenants(q, after, limit);
+      if (page.length === 0) break;
+      const { rows } = await q.query<{ tenant_id: string }>(
+        'SELECT DISTINCT tenant_id FROM rm.billing_subscriptions WHERE tenant_id = ANY($1::text[])',
+        [page.map((t) => t.tenantId)],
+      );
+      const subscribed = new Set(rows.map((r) => r.tenant_id));
+      missing.push(...page.filter((t) => !subscribed.has(t.tenantId)));
+      after = page.length < limit ? null : (page.at(-1) ?? null);
+      if (!after) break;
+    }
+    return missing.slice(0, limit);
+  },
+  noticeRecipient: async (q, tenantId) => people.ownerAddress(q, tenantId),
+});

@@ -1,6 +1,8 @@
 import type { DueNotice, NoticeKind } from '../../domain/billing/notices';
 import type { NotificationPort, PlatformNotification } from '../../infra/notifications';
 import type { Queryable } from '../../infra/postgres/db';
+import type { Backoff, QueueShape } from '../../infra/queue';
+import { backoffMs, claimItems } from '../../infra/queue';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import type { TenantDirectory } from './lookups';
 
@@ -96,8 +98,10 @@ export const noticesDelivered = async (
     ).rows[0]!.n,
   );
 
+/** billing.notices as a queue of the kernel's (infra/queue.ts): leased for two minutes, retried without end */
+const NOTICES: QueueShape = { table: 'billing.notices', key: ['id'] };
 const LEASE_MS = 120_000;
-const BACKOFF_MS = [5_000, 30_000, 120_000, 600_000, 3_600_000];
+const BACKOFF: Backoff = { steps: [5_000, 30_000, 120_000, 600_000, 3_600_000] };
 
 interface Claimed {
   id: string;
@@ -117,15 +121,15 @@ export const deliverNotices = async (
   onError: (error: unknown, id: string) => void,
   limit = 100,
 ): Promise<{ sent: number; more: boolean }> => {
-  const now = clock.now();
-  // due on the business clock (now); leased on the database's (now()): see migration 0401
-  const { rows } = await db.query<Claimed>(
-    `UPDATE billing.notices SET leased_until = now() + interval '${LEASE_MS} milliseconds', attempts = attempts + 1
-     WHERE id IN (SELECT id FROM billing.notices WHERE status = 'pending' AND next_attempt_at <= $2
-                  AND (leased_until IS NULL OR leased_until < now()) ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-     RETURNING id, tenant_id, notice_key, kind, subject, body, attempts`,
-    [limit, now],
-  );
+  // due on the business clock ($1); leased on the database's (now()): see migration 0401
+  const rows = await claimItems<Claimed>(db, NOTICES, {
+    due: `item.status = 'pending' AND item.next_attempt_at <= $1 AND (item.leased_until IS NULL OR item.leased_until < now())`,
+    order: 'item.next_attempt_at',
+    set: `leased_until = now() + interval '${LEASE_MS} milliseconds', attempts = t.attempts + 1`,
+    returning: 't.id, t.tenant_id, t.notice_key, t.kind, t.subject, t.body, t.attempts',
+    values: [clock.now()],
+    limit,
+  });
   let sent = 0;
   for (const n of rows) {
     const to = await tenants.noticeRecipient(db, n.tenant_id);
@@ -145,7 +149,7 @@ export const deliverNotices = async (
       sent += 1;
     } catch (error) {
       onError(error, n.id);
-      const wait = BACKOFF_MS[Math.min(n.attempts - 1, BACKOFF_MS.length - 1)]!;
+      const wait = backoffMs(BACKOFF, n.attempts);
       await db.query(
         `UPDATE billing.notices SET last_error = $2, next_attempt_at = $3, leased_until = NULL WHERE id = $1`,
         [n.id, String((error as Error).message ?? error).slice(0, 500), new Date(clock.now().getTime() + wait)],

@@ -17,6 +17,6 @@ export interface TenantUsage {
 export const tenantUsage = async (kernel: Kernel, ctx: BillingContext, tenantId: string): Promise<TenantUsage> => {
   const subscription = await currentSubscription(kernel.db, tenantId);
   if (!subscription && !(await ctx.tenants.exists(kernel.db, tenantId))) throw billingErrors.tenantNotFound();
-  const { info, usage } = await loadTenantLimits(kernel.db, tenantId, kernel.clock.now());
+  const { info, usage } = await loadTenantLimits(kernel.db, kernel.people, tenantId, kernel.clock.now());
   return { tenantId, subscription, info, usage };
 };

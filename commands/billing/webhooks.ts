@@ -126,6 +126,9 @@ export const receiveWebhook = async (
   return { processed: stored, eventId: event.eventId, eventType: event.eventType };
 };
 
+/** a stored delivery whose application failed this often is failed for good (the counter is the row's, in SQL: concurrent workers add up) */
+const WEBHOOK_ATTEMPTS = 10;
+
 interface PendingRow {
   provider: Provider;
   event_id: string;
@@ -155,9 +158,9 @@ export const processWebhooks = async (
         'webhook processing failed; retried at the next run',
       );
       await kernel.db.query(
-        `UPDATE billing.webhook_events SET attempts = attempts + 1, outcome = $3, status = CASE WHEN attempts >= 9 THEN 'failed' ELSE status END
+        `UPDATE billing.webhook_events SET attempts = attempts + 1, outcome = $3, status = CASE WHEN attempts + 1 >= $4 THEN 'failed' ELSE status END
         WHERE provider = $1 AND event_id = $2`,
-        [row.provider, row.event_id, String((error as Error).message).slice(0, 500)],
+        [row.provider, row.event_id, String((error as Error).message).slice(0, 500), WEBHOOK_ATTEMPTS],
       );
     }
   }

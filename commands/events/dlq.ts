@@ -5,6 +5,8 @@ import { auditRecord, stageAudit } from '../../infra/audit';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Tx } from '../../infra/postgres/db';
+import type { QueueShape } from '../../infra/queue';
+import { claimItems, runPaced } from '../../infra/queue';
 import { inTransaction } from '../../infra/postgres/db';
 import { DLQ_COLUMNS, findDlq, subscriptionById, type DlqRow } from './lookups';
 import { eventsContext } from './context';
@@ -161,6 +163,9 @@ export const resolveDeadLetter = async (
   });
 };
 
+/** events.dlq as a queue of the kernel's (infra/queue.ts): the entries a redrive scheduled (retrying), by due time */
+const DEAD_LETTERS: QueueShape = { table: 'events.dlq', key: ['id'] };
+
 /** when each tenant's last redelivery left this process (real time): redeliveries are paced at the rate whatever their due times say */
 const lastSent = new WeakMap<Kernel, Map<string, number>>();
 
@@ -178,30 +183,26 @@ export const redriveDue = async (
   const ctx = eventsContext(kernel);
   const now = kernel.clock.now();
   const lease = new Date(now.getTime() + ctx.settings.webhookTimeoutMs + 30_000);
-  const { rows } = await kernel.db.query<DlqRow & { scheduled_at: Date }>(
-    `WITH due AS (
-      SELECT id, due_at FROM events.dlq WHERE status = 'retrying' AND due_at <= $1 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-    UPDATE events.dlq d SET due_at = $2 FROM due WHERE d.id = due.id
-    RETURNING ${DLQ_COLUMNS.split(',')
-      .map((c) => `d.${c.trim()}`)
+  const rows = await claimItems<DlqRow & { scheduled_at: Date }>(kernel.db, DEAD_LETTERS, {
+    due: `item.status = 'retrying' AND item.due_at <= $1`,
+    order: 'item.due_at',
+    // the lease is the due time pushed past the redelivery's deadline
+    set: 'due_at = $2',
+    carry: ['due_at'],
+    returning: `${DLQ_COLUMNS.split(',')
+      .map((c) => `t.${c.trim()}`)
       .join(', ')}, due.due_at AS scheduled_at`,
-    [now, lease, limit],
-  );
+    values: [now, lease],
+    limit,
+  });
   const sent = lastSent.get(kernel) ?? new Map<string, number>();
   lastSent.set(kernel, sent);
-  const interval = 1000 / ctx.settings.replayRatePerSecond;
-  const byTenant = new Map<string, (DlqRow & { scheduled_at: Date })[]>();
-  for (const row of rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime()))
-    byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
-  await Promise.all(
-    [...byTenant.entries()].map(async ([tenantId, tenantRows]) => {
-      for (const row of tenantRows) {
-        const wait = (sent.get(tenantId) ?? 0) + interval - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        sent.set(tenantId, Date.now());
-        await redeliver(kernel, ctx, row);
-      }
-    }),
+  await runPaced(
+    rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime()),
+    (row) => row.tenant_id,
+    1000 / ctx.settings.replayRatePerSecond,
+    sent,
+    (row) => redeliver(kernel, ctx, row),
   );
   const { rows: next } = await kernel.db.query<{ due: Date | null }>(
     `SELECT min(due_at) AS due FROM events.dlq WHERE status = 'retrying'`,

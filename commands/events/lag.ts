@@ -1,7 +1,6 @@
 import type { LagLevel } from '../../domain/events/lag';
 import { decideLagAlert } from '../../domain/events/lag';
 import type { Kernel } from '../../infra/kernel';
-import type { Queryable } from '../../infra/postgres/db';
 
 interface Lagging {
   subscription_id: string;
@@ -70,7 +69,8 @@ const notifyAdmins = async (
   level: 'warning' | 'critical',
   lagMs: number,
 ): Promise<number> => {
-  const addresses = await tenantAdminAddresses(kernel.db, row.tenant_id);
+  // the tenant's admins: the active holders of its built-in roles (none on a platform without identity)
+  const addresses = await kernel.people.adminAddresses(kernel.db, row.tenant_id);
   const minutes = Math.floor(lagMs / 60_000);
   for (const address of addresses) {
     await kernel.notifications
@@ -90,23 +90,4 @@ const notifyAdmins = async (
       );
   }
   return addresses.length;
-};
-
-/**
- * The tenant's admins: the active holders of its built-in Owner role, from identity's read models.
- * A platform without identity has no such tables: nobody to tell (the log lines remain).
- */
-export const tenantAdminAddresses = async (q: Queryable, tenantId: string): Promise<string[]> => {
-  try {
-    const { rows } = await q.query<{ email: string }>(
-      `SELECT DISTINCT a.email FROM rm.iam_members m JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) AND r.built_in
-         JOIN rm.iam_accounts a ON a.id = m.user_id AND a.status = 'active'
-        WHERE m.tenant_id = $1 AND m.status = 'active' ORDER BY a.email`,
-      [tenantId],
-    );
-    return rows.map((r) => r.email);
-  } catch (error) {
-    if ((error as { code?: string }).code === '42P01') return [];
-    throw error;
-  }
 };

@@ -3,8 +3,14 @@ import { errorText } from '../../domain/events/delivery';
 import type { Kernel } from '../../infra/kernel';
 import { withTimeout } from '../../infra/log/support';
 import type { ClaimedTask } from '../../infra/tasks';
-import { taskBackoffMs, taskHandlers } from '../../infra/tasks';
+import { afterFailure, claimItems } from '../../infra/queue';
+import type { QueueShape } from '../../infra/queue';
+import { taskBackoff, taskHandlers } from '../../infra/tasks';
 import { eventsContext } from './context';
+
+/** events.tasks, the kernel's general queue, as a queue table (infra/queue.ts) */
+const TASKS: QueueShape = { table: 'events.tasks', key: ['id'] };
+const random = () => randomInt(0, 2 ** 32) / 2 ** 32;
 
 interface ClaimedRow {
   id: string;
@@ -33,12 +39,14 @@ export const runDueTasks = async (kernel: Kernel, limit: number): Promise<number
     WHERE status = 'running' AND lease_until < $1`,
     [now],
   );
-  const { rows } = await kernel.db.query<ClaimedRow>(
-    `UPDATE events.tasks SET status = 'running', attempts = attempts + 1, lease_until = $2, updated_at = $1
-    WHERE id IN (SELECT id FROM events.tasks WHERE status = 'queued' AND run_at <= $1 AND type = ANY($3::text[]) ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED)
-    RETURNING id, tenant_id, type, payload, attempts, max_attempts, trace_id`,
-    [now, new Date(now.getTime() + ctx.settings.taskLeaseMs), [...handlers.keys()], limit],
-  );
+  const rows = await claimItems<ClaimedRow>(kernel.db, TASKS, {
+    due: `item.status = 'queued' AND item.run_at <= $1 AND item.type = ANY($3::text[])`,
+    order: 'item.run_at',
+    set: `status = 'running', attempts = t.attempts + 1, lease_until = $2, updated_at = $1`,
+    returning: 't.id, t.tenant_id, t.type, t.payload, t.attempts, t.max_attempts, t.trace_id',
+    values: [now, new Date(now.getTime() + ctx.settings.taskLeaseMs), [...handlers.keys()]],
+    limit,
+  });
   await Promise.all(
     rows.map(async (row) => {
       const task: ClaimedTask = {
@@ -58,17 +66,21 @@ export const runDueTasks = async (kernel: Kernel, limit: number): Promise<number
         );
       } catch (error) {
         const at = kernel.clock.now();
-        const failed = row.attempts >= row.max_attempts;
-        const runAt = new Date(
-          at.getTime() + taskBackoffMs(row.attempts, randomInt(0, 2 ** 32) / 2 ** 32, ctx.settings.taskBackoffMs),
+        const next = afterFailure(
+          row.attempts,
+          row.max_attempts,
+          at,
+          taskBackoff(ctx.settings.taskBackoffMs),
+          random(),
         );
+        const failed = !next.retry;
         await kernel.db.query(
           `UPDATE events.tasks SET status = $2, lease_until = NULL, last_error = $3, run_at = $4, updated_at = $5 WHERE id = $1 AND status = 'running'`,
           [
             row.id,
-            failed ? 'failed' : 'queued',
+            next.retry ? 'queued' : 'failed',
             errorText(error instanceof Error ? error.message : String(error)),
-            failed ? at : runAt,
+            next.retry ? next.at : at,
             at,
           ],
         );

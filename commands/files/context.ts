@@ -5,7 +5,6 @@ import type { ObjectStore } from '../../infra/objects';
 import type { VirusScanner } from '../../infra/scan';
 import { linkSigner } from '../../infra/security/signed-links';
 import type { OwnerDirectory } from './lookups';
-import { identityOwners } from './lookups';
 import type { FileReferences } from './references';
 import { platformReferences } from './references';
 import type { FilesSettings } from './settings';
@@ -47,8 +46,8 @@ export const configureFiles = (kernel: Kernel, overrides: FilesOverrides = {}): 
     settings,
     objects: kernel.engines.objects,
     scanner: kernel.engines.scanner,
-    owners: overrides.owners ?? identityOwners,
-    references: overrides.references ?? platformReferences,
+    owners: overrides.owners ?? kernel.people,
+    references: overrides.references ?? platformReferences(kernel.people),
     linker: (tenantId, ttlSeconds = DEFAULT_LINK_TTL_SECONDS) =>
       linkerOf(
         signer.sign,

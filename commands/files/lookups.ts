@@ -1,6 +1,5 @@
 import type { Bucket, FileStatus, PresetName } from '../../domain/files/constants';
 import type { Thumbnail } from '../../domain/files/file';
-import { OWNER_ROLE, PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 import { availableFile as availableRow } from '../../projections/files/queries';
 
@@ -52,22 +51,10 @@ export interface Owner {
 }
 
 /**
- * Who hears about an infected upload: the tenant's Owners, read from identity's read models
- * (members, roles, accounts) — a port, so a files platform without identity installs another.
+ * Who hears about an infected upload: the tenant's Owners, as the kernel's directory of people
+ * tells them by default (identity's members, roles and accounts) — a port, so a test may install
+ * another.
  */
 export interface OwnerDirectory {
   owners(q: Queryable, tenantId: string): Promise<Owner[]>;
 }
-
-export const identityOwners: OwnerDirectory = {
-  owners: async (q, tenantId) =>
-    (
-      await q.query<{ user_id: string; email: string }>(
-        `SELECT DISTINCT m.user_id, a.email FROM rm.iam_members m
-       JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY(m.role_ids) AND r.name = $2
-       JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-     WHERE m.tenant_id = $1 AND m.status = 'active' AND a.status = 'active' ORDER BY a.email`,
-        [tenantId, OWNER_ROLE, PLATFORM_TENANT_ID],
-      )
-    ).rows.map((r) => ({ userId: r.user_id, email: r.email })),
-};

@@ -2,6 +2,8 @@ import { filesErrors } from '../../domain/files/errors';
 import { Operations } from '../../domain/files/operations';
 import { isDomainError } from '../../domain/shared/errors';
 import { systemMeta } from '../../infra/kernel';
+import type { Backoff } from '../../infra/queue';
+import { afterFailure } from '../../infra/queue';
 import { FileAggregate, fileStream } from './aggregates';
 import type { FilesContext } from './context';
 import { removeDoomed } from './doomed';
@@ -14,6 +16,8 @@ import { doomObjects, finishTask, postponeTask } from './tasks';
 import { isProcessableImage, readContent } from './thumbnails';
 
 const MAX_ATTEMPTS = 5;
+/** 5 s after the first failure, 10 s after the second … */
+const RETRY: Backoff = { steps: [5000, 10_000, 15_000, 20_000] };
 
 const jobOf = async (ctx: FilesContext, task: Task) => {
   const { rows } = await ctx.kernel.db.query<{ operations: unknown; quality: number }>(
@@ -128,16 +132,12 @@ export const runProcessingJob = async (
       { err: error, fileId: task.fileId, jobId: task.jobId, attempts: task.attempts },
       'image processing could not run; retried',
     );
-    if (task.attempts >= MAX_ATTEMPTS) {
+    const next = afterFailure(task.attempts, MAX_ATTEMPTS, kernel.clock.now(), RETRY);
+    if (!next.retry) {
       await fail(ctx, task, 'the job could not run (storage unavailable); the original is kept');
       return 'failed';
     }
-    await postponeTask(
-      kernel.db,
-      task,
-      new Date(kernel.clock.now().getTime() + 5000 * task.attempts),
-      error instanceof Error ? error.message : String(error),
-    );
+    await postponeTask(kernel.db, task, next.at, error instanceof Error ? error.message : String(error));
     return 'retry';
   }
 };

@@ -1,5 +1,5 @@
-import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Bucket } from '../../domain/files/constants';
+import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -14,20 +14,16 @@ export interface FileReferences {
   unreferenced(q: Queryable, tenantId: string, files: { id: string; bucket: Bucket }[]): Promise<Set<string>>;
 }
 
-export const platformReferences: FileReferences = {
+/** the platform's references: avatars named by the accounts of the tenant's members (the directory of people) */
+export const platformReferences = (people: People): FileReferences => ({
   async unreferenced(q, tenantId, files) {
     const avatars = files.filter((f) => f.bucket === 'avatars').map((f) => f.id);
     if (avatars.length === 0) return new Set();
     try {
-      const { rows } = await q.query<{ id: string }>(
-        `SELECT f.id FROM unnest($2::text[]) AS f(id)
-         WHERE NOT EXISTS (SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-                           WHERE m.tenant_id = $1 AND strpos(a.avatar_url, f.id) > 0)`,
-        [tenantId, avatars, PLATFORM_TENANT_ID],
-      );
-      return new Set(rows.map((r) => r.id));
+      const inUse = await people.avatarsInUse(q, tenantId, avatars);
+      return new Set(avatars.filter((id) => !inUse.has(id)));
     } catch {
       return new Set();
     }
   },
-};
+});

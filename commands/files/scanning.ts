@@ -6,6 +6,7 @@ import { EncryptionInspector } from '../../domain/files/inspect';
 import { limitFor, resolveMimeType } from '../../domain/files/media';
 import { auditRecord } from '../../infra/audit';
 import { systemMeta } from '../../infra/kernel';
+import { backoffMs } from '../../infra/queue';
 import type { ScanVerdict } from '../../infra/scan';
 import { FileAggregate, fileStream } from './aggregates';
 import type { FilesContext } from './context';
@@ -26,8 +27,9 @@ const loadState = async (ctx: FilesContext, tenantId: string, fileId: string) =>
   );
 
 /** the delay before asking a scanner that is down again: 2, 4, 8 … s, at most maxRetryDelayMs */
+/** 2 s, 4 s, 8 s … up to the configured maximum (and never past 2^16 s) */
 const backoff = (ctx: FilesContext, attempts: number): number =>
-  Math.min(ctx.settings.maxRetryDelayMs, 1000 * 2 ** Math.min(attempts, 16));
+  backoffMs({ baseMs: 2000, capMs: Math.min(ctx.settings.maxRetryDelayMs, 1000 * 2 ** 16), jitter: 0 }, attempts);
 
 /**
  * One staged file through its scan (spec 002, File status): a staging copy older than the staging

@@ -1,6 +1,10 @@
 import type { Queryable } from '../../infra/postgres/db';
+import type { QueueShape } from '../../infra/queue';
+import { claimItems } from '../../infra/queue';
 
-/** the files workers' queue (migration 0700, files.tasks) */
+/** the files workers' queue (migration 0700, files.tasks): a queue of the kernel's (infra/queue.ts) */
+const FILE_TASKS: QueueShape = { table: 'files.tasks', key: ['kind', 'tenant_id', 'file_id', 'job_id'] };
+
 export type TaskKind = 'scan' | 'process';
 
 export interface Task {
@@ -38,20 +42,20 @@ export const claimTasks = async (
     [kind, now, options.newestFirstOver + 1],
   );
   const order = (backlog?.n ?? 0) > options.newestFirstOver ? 'DESC' : 'ASC';
-  const { rows } = await q.query<{
+  const rows = await claimItems<{
     tenant_id: string;
     file_id: string;
     job_id: string;
     created_at: Date;
     attempts: number;
-  }>(
-    `UPDATE files.tasks t SET leased_until = $3, attempts = t.attempts + 1
-     FROM (SELECT kind, tenant_id, file_id, job_id FROM files.tasks WHERE kind = $1 AND due_at <= $2 AND leased_until <= $2
-           ORDER BY created_at ${order} LIMIT $4 FOR UPDATE SKIP LOCKED) due
-     WHERE t.kind = due.kind AND t.tenant_id = due.tenant_id AND t.file_id = due.file_id AND t.job_id = due.job_id
-     RETURNING t.tenant_id, t.file_id, t.job_id, t.created_at, t.attempts`,
-    [kind, now, new Date(now.getTime() + options.leaseMs), limit],
-  );
+  }>(q, FILE_TASKS, {
+    due: 'item.kind = $1 AND item.due_at <= $2 AND item.leased_until <= $2',
+    order: `item.created_at ${order}`,
+    set: 'leased_until = $3, attempts = t.attempts + 1',
+    returning: 't.tenant_id, t.file_id, t.job_id, t.created_at, t.attempts',
+    values: [kind, now, new Date(now.getTime() + options.leaseMs)],
+    limit,
+  });
   return rows.map((r) => ({
     kind,
     tenantId: r.tenant_id,

@@ -7,7 +7,7 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import { usageLimits } from '../../infra/usage-limits';
 import { ModuleAggregate, moduleStream } from './aggregates';
 import { assertInstallationAllowed, recordInstallation } from './installations';
-import { findModule, tenantExists } from './lookups';
+import { findModule } from './lookups';
 import type { MigrationOutcome } from './migrate';
 import { clearDirty, dropModuleSchema, forceVersion, migrateModule, schemaStateOf } from './migrate';
 import { reconcilePermissions } from './permissions';
@@ -71,7 +71,8 @@ export const installModule = async (
 ): Promise<InstallationView> => {
   const m = await live(kernel, idOrSlug);
   // an installation names a tenant that exists: checked before any migration runs
-  if (!(await tenantExists(kernel.db, tenantId))) throw registryErrors.tenantNotFound(tenantId);
+  // identity's tenants; a platform without identity has no registry of tenants (its tokens name them): every tenant counts there
+  if (!(await kernel.people.tenantExists(kernel.db, tenantId))) throw registryErrors.tenantNotFound(tenantId);
   const outcome = await migrate(kernel, m);
   if (outcome.status === 'error') throw registryErrors.migrationFailed(outcome.migrationError ?? 'unknown error');
   return activation(kernel, actor, traceId, m, tenantId, true, outcome.version);

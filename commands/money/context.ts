@@ -1,7 +1,6 @@
 import type { Kernel } from '../../infra/kernel';
 import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import type { MemberDirectory } from './lookups';
-import { identityMembers } from './lookups';
 import type { PlanLimitsSource, SubscriptionSource } from './plan-limits';
 import { activeSubscriptions, CachedPlanLimits, defaultPlanLimitsSource } from './plan-limits';
 import type { MoneySettings } from './settings';
@@ -61,7 +60,7 @@ export const configureMoney = (kernel: Kernel, overrides: MoneyOverrides = {}): 
       settings.planLimitsFreshMs,
     ),
     subscriptions: overrides.subscriptions ?? billing.subscriptions,
-    members: overrides.members ?? identityMembers,
+    members: overrides.members ?? kernel.people,
     clock: kernel.clock,
     ids: kernel.ids,
   };

@@ -1,6 +1,5 @@
 import type { OriginalTransaction, TransactionStatus, TransactionType } from '../../domain/money/reversal';
 import type { HoldOutcome } from '../../domain/money/wallet';
-import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -73,21 +72,10 @@ export const userHasWallet = async (
   ).rowCount ?? 0) > 0;
 
 /**
- * Who may own a wallet: an active member of the tenant whose account is active too. The port reads
- * identity's members read model by default (inline, so a member added or deleted a moment ago
- * counts at once); tests of money alone may install another directory.
+ * Who may own a wallet: an active member of the tenant whose account is active too. The kernel's
+ * directory of people answers by default (identity's members, inline: a member added or deleted a
+ * moment ago counts at once); tests of money alone may install another directory.
  */
 export interface MemberDirectory {
   isActiveMember(q: Queryable, tenantId: string, userId: string): Promise<boolean>;
 }
-
-export const identityMembers: MemberDirectory = {
-  isActiveMember: async (q, tenantId, userId) =>
-    ((
-      await q.query(
-        `SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-     WHERE m.tenant_id = $1 AND m.user_id = $2 AND m.status = 'active' AND a.status = 'active'`,
-        [tenantId, userId, PLATFORM_TENANT_ID],
-      )
-    ).rowCount ?? 0) > 0,
-};

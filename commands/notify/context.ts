@@ -11,7 +11,6 @@ import type { VapidKeys } from '../../infra/notify/vapid';
 import { deriveVapidKeys, vapidSubjectOf } from '../../infra/notify/vapid';
 import { websocketAdapter } from './channels/websocket';
 import type { RecipientDirectory } from './lookups';
-import { identityDirectory } from './lookups';
 import type { NotifySettings } from '../../infra/notify/settings';
 import { loadNotifySettings } from '../../infra/notify/settings';
 
@@ -52,7 +51,7 @@ export const configureNotify = (kernel: Kernel, overrides: NotifyOverrides = {})
   const settings = { ...(previous?.settings ?? loadNotifySettings(kernel.config.env)), ...overrides.settings };
   const context: NotifyContext = {
     settings,
-    directory: overrides.directory ?? previous?.directory ?? identityDirectory,
+    directory: overrides.directory ?? previous?.directory ?? kernel.people,
     adapters: previous?.adapters ?? new Map<string, ChannelAdapter>(),
     vapid: {
       keys: settings.vapid ?? deriveVapidKeys(kernel.engines.secrets),

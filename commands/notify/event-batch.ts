@@ -46,14 +46,17 @@ export class NotificationBatch {
     return this.unit(tenantId).decide(NotificationAggregate, loaded, command).events;
   }
 
-  /** the appends and projection rows as SQL text, to send with the queue's own statements */
+  /**
+   * the appends and projection rows as SQL text (values written in by the inliner), to send with
+   * the queue's own statements in one simple-protocol round trip
+   */
   statements(): string[] {
     const appends = [...this.units.values()].flatMap((u) =>
       u.takePending().map((request) => ({ request, meta: u.meta })),
     );
     if (appends.length === 0) return [];
-    const { sql, events } = this.kernel.store.prepareAppends(appends, this.kernel.clock.now());
-    return [sql, ...this.kernel.projections.inlineStatements(events).map(inline)];
+    const { statements, events } = this.kernel.store.prepareAppends(appends, this.kernel.clock.now());
+    return [...statements, ...this.kernel.projections.inlineStatements(events)].map(inline);
   }
 
   private unit(tenantId: string): UnitOfWork {

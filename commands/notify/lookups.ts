@@ -1,27 +1,15 @@
-import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
  * Who a notification may be sent to by userId, and their address: an active member of the tenant
- * whose account is active. Read from identity's read models (inline, so a member added a moment
- * ago counts at once); tests of notify alone may install another directory.
+ * whose account is active. The kernel's directory of people answers by default (identity's read
+ * models, inline: a member added a moment ago counts at once); tests of notify alone may install
+ * another directory.
  */
 export interface RecipientDirectory {
   /** the email address of each given user that is an active member of the tenant; unknown users are absent */
   addresses(q: Queryable, tenantId: string, userIds: readonly string[]): Promise<Map<string, string>>;
 }
-
-export const identityDirectory: RecipientDirectory = {
-  addresses: async (q, tenantId, userIds) => {
-    if (userIds.length === 0) return new Map();
-    const { rows } = await q.query<{ user_id: string; email: string }>(
-      `SELECT m.user_id, a.email FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-       WHERE m.tenant_id = $1 AND m.user_id = ANY($2::text[]) AND m.status = 'active' AND a.status = 'active'`,
-      [tenantId, [...new Set(userIds)], PLATFORM_TENANT_ID],
-    );
-    return new Map(rows.map((r) => [r.user_id, r.email]));
-  },
-};
 
 /** a stored template: the read side's query (one copy) */
 export type { TemplateRow as StoredTemplate } from '../../projections/notify/queries';

@@ -4,7 +4,8 @@ import type { AcceptedView } from '../../domain/notify/views';
 import type { AppendRequest, CausationMeta } from '../../infra/eventstore/event-store';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
-import { inline, literal } from '../../infra/postgres/inline';
+import { literal } from '../../infra/postgres/inline';
+import { pipelined, statement } from '../../infra/postgres/pipeline';
 import type { Queryable } from '../../infra/postgres/db';
 import { fold } from '../../domain/shared/decider';
 import { notificationDecider } from '../../domain/notify/notification';
@@ -182,8 +183,13 @@ export class Acceptor {
       if (prepared.length) {
         await client.query(insertDeliveries(prepared));
         const appends = admitted.flatMap((w) => w.prepared.map((p) => ({ request: queuedAppend(p), meta: w.meta })));
-        const { sql, events } = store.prepareAppends(appends, this.kernel.clock.now());
-        await client.query([sql, ...projections.inlineStatements(events).map(inline), WAKE_SQL, 'COMMIT'].join(';\n'));
+        const { statements, events } = store.prepareAppends(appends, this.kernel.clock.now());
+        await pipelined(client, [
+          ...statements,
+          ...projections.inlineStatements(events),
+          statement(WAKE_SQL),
+          statement('COMMIT'),
+        ]);
       } else {
         await client.query('COMMIT');
       }

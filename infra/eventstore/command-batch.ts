@@ -1,14 +1,14 @@
 import { DomainError } from '../../domain/shared/errors';
 import { withSpan } from '../observability/tracing';
 import type { Db, Tx } from '../postgres/db';
-import { inline, literal } from '../postgres/inline';
+import { pipelined, statement } from '../postgres/pipeline';
 import type { ProjectionEngine } from '../projections/engine';
 import type { IdempotencyRequest, KeyRef, StoredResponse, StoredRow } from './idempotency';
 import { idempotencyErrors, lockKeysSql, lookupKeysSql, recordsSql, storedAnswer } from './idempotency';
 import type { AppendRequest, CausationMeta, EventStore, HeadRow, StreamHead } from './event-store';
 import { bigintReplacer, HEAD_COLUMNS, headOf } from './event-store';
 import type { PendingTask } from '../tasks';
-import { insertTasksSql } from '../tasks';
+import { insertTasks } from '../tasks';
 import { stageAuditSql } from '../audit';
 import type { OutgoingRecord } from '../log/port';
 import type { StreamHeads } from './unit-of-work';
@@ -62,7 +62,8 @@ interface Decided {
 
 /**
  * Group commit for commands (mechanism 3 at volume): commands that arrive while earlier batches
- * are in flight are run together in one transaction of two round trips, whatever their number:
+ * are in flight are run together in one transaction of two round trips, whatever their number
+ * (each a pipeline of statements with their values bound):
  *
  *   1. BEGIN; try-lock every idempotency key; read their records; lock every named stream in
  *      ascending id order and read its head;
@@ -174,12 +175,15 @@ export class CommandBatcher {
   private async run(client: Tx, batch: Waiting[]): Promise<void> {
     const keys: KeyRef[] = batch.map((w) => ({ tenantId: w.command.meta.tenantId, key: w.command.idem.key }));
     const streams = [...new Set(batch.flatMap((w) => w.command.locks))].sort();
-    const results = (await client.query(`BEGIN;
-      ${lockKeysSql(keys)};
-      ${lookupKeysSql(keys)};
-      SELECT stream_id, ${HEAD_COLUMNS} FROM es.streams WHERE stream_id = ANY(${literal(streams)}::text[]) ORDER BY stream_id FOR UPDATE`)) as unknown as {
-      rows: unknown[];
-    }[];
+    const results = await pipelined(client, [
+      statement('BEGIN'),
+      lockKeysSql(keys),
+      lookupKeysSql(keys),
+      {
+        text: `SELECT stream_id, ${HEAD_COLUMNS} FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id FOR UPDATE`,
+        values: [streams],
+      },
+    ]);
     const locked = results[1]!.rows as { i: string; locked: boolean }[];
     const stored = new Map((results[2]!.rows as StoredRow[]).map((r) => [Number(r.i), r]));
     const heads = new BatchHeads(client, this.store, new Map(streams.map((id) => [id, null])));
@@ -222,17 +226,17 @@ export class CommandBatcher {
     }
     // one statement per kind of write, whatever the batch's size: appends, each inline
     // projection's rows, idempotency records; then COMMIT
-    const { sql, events } = this.store.prepareAppends(
+    const { statements: appended, events } = this.store.prepareAppends(
       decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.command.meta }))),
       this.store.clock.now(),
     );
     const tasks = decided.flatMap((d) => d.tasks);
     const audits = decided.flatMap((d) => d.audits);
     const statements = [
-      ...(sql ? [sql] : []),
-      ...(tasks.length ? [insertTasksSql(tasks)] : []),
-      ...(audits.length ? [inline(stageAuditSql(audits))] : []),
-      ...(this.projections ? this.projections.inlineStatements(events).map(inline) : []),
+      ...appended,
+      ...(tasks.length ? [insertTasks(tasks)] : []),
+      ...(audits.length ? [stageAuditSql(audits)] : []),
+      ...(this.projections ? this.projections.inlineStatements(events) : []),
       recordsSql(
         decided.map((d) => ({
           tenantId: d.waiting.command.meta.tenantId,
@@ -241,8 +245,9 @@ export class CommandBatcher {
         })),
         this.options.idempotencyTtlMs,
       ),
+      statement('COMMIT'),
     ];
-    await client.query(`${statements.join(';\n')};\nCOMMIT`);
+    await pipelined(client, statements);
     for (const d of decided) {
       if (d.committed.length) await this.afterCommit(d.committed);
       answer(d.waiting, { ...d.response, replayed: false });

@@ -3,6 +3,7 @@ import { withSpan } from '../observability/tracing';
 import type { Db, Tx } from '../postgres/db';
 import { inTransaction } from '../postgres/db';
 import { PgCode, pgErrorCode } from '../postgres/db';
+import { pipelined, statement } from '../postgres/pipeline';
 import type { ProjectionEngine } from '../projections/engine';
 import { StreamVersionConflict } from './errors';
 import type { CausationMeta, EventStore } from './event-store';
@@ -130,9 +131,10 @@ export class CommandRunner {
         await client.query('ROLLBACK TO SAVEPOINT command');
         response = refusal;
       }
-      await client.query(
-        `${recordsSql([{ tenantId: meta.tenantId, idem, response }], this.options.idempotencyTtlMs)}; COMMIT`,
-      );
+      await pipelined(client, [
+        recordsSql([{ tenantId: meta.tenantId, idem, response }], this.options.idempotencyTtlMs),
+        statement('COMMIT'),
+      ]);
       await this.afterCommit(committed);
       return { ...response, replayed: false };
     } catch (error) {
@@ -151,10 +153,12 @@ export class CommandRunner {
    * run a second time.)
    */
   private async beginKeyed(client: Tx, tenantId: string, idem: IdempotencyRequest): Promise<StoredResponse | null> {
-    const results = (await client.query(`BEGIN;
-      ${lockKeysSql([{ tenantId, key: idem.key }])};
-      ${lookupKeysSql([{ tenantId, key: idem.key }])};
-      SAVEPOINT command`)) as unknown as QueryRows[];
+    const results = await pipelined(client, [
+      statement('BEGIN'),
+      lockKeysSql([{ tenantId, key: idem.key }]),
+      lookupKeysSql([{ tenantId, key: idem.key }]),
+      statement('SAVEPOINT command'),
+    ]);
     if (!(results[1]!.rows[0] as { locked: boolean }).locked) throw idempotencyErrors.inProgress();
     return storedAnswer(idem, results[2]!.rows[0] as StoredRow | undefined);
   }
@@ -190,8 +194,4 @@ export class CommandRunner {
       }
     }
   }
-}
-
-interface QueryRows {
-  rows: unknown[];
 }

@@ -1,7 +1,8 @@
 import type { NewEvent, StoredEvent } from '../../domain/shared/event';
 import { isTypePattern, likeOfType } from '../../domain/shared/event';
 import type { Queryable, Tx } from '../postgres/db';
-import { literal } from '../postgres/inline';
+import type { BoundStatement } from '../postgres/inline';
+import { statement } from '../postgres/pipeline';
 import type { Clock, IdGenerator } from '../runtime/clock';
 import { StreamVersionConflict } from './errors';
 import { UpcasterRegistry } from './upcasters';
@@ -202,33 +203,33 @@ export class EventStore {
   }
 
   /**
-   * The appends of several commands as one statement with its values written in, for a caller that
-   * sends it with other statements (and the COMMIT) in one round trip; and the events as they will
-   * be stored. Appends to one stream must follow each other (each expects the version the one
-   * before left). Unlike append(), a stream that moved is an error, not an empty result: the events
-   * are inserted at their versions whatever the stream row says, so a version another transaction
-   * took breaks the (stream_id, stream_version) unique constraint, and a stream that already exists
-   * breaks the streams' primary key; the transaction then aborts and nothing after the statement
-   * runs. position and transactionId are assigned by PostgreSQL: reading them from the returned
-   * events throws.
+   * The appends of several commands as one statement with its values bound (arrays, unnested), for
+   * a caller that sends it with other statements (and the COMMIT) in one round trip (pipelined);
+   * and the events as they will be stored. Appends to one stream must follow each other (each
+   * expects the version the one before left). Unlike append(), a stream that moved is an error, not
+   * an empty result: the events are inserted at their versions whatever the stream row says, so a
+   * version another transaction took breaks the (stream_id, stream_version) unique constraint, and
+   * a stream that already exists breaks the streams' primary key; the transaction then aborts and
+   * nothing after the statement runs. position and transactionId are assigned by PostgreSQL:
+   * reading them from the returned events throws.
    *
-   * The statement runs in a subtransaction of its own (SAVEPOINT … RELEASE, in the same text), and
-   * the events take its id as their transaction_id: an id assigned after everything the callers
-   * read (their transactions took locks, claimed rows or wrote before this), so the global order
-   * stays causal whatever they wrote first (see append()). Send it inside a transaction block.
+   * The statement runs in a subtransaction of its own (SAVEPOINT … RELEASE, the statements around
+   * it), and the events take its id as their transaction_id: an id assigned after everything the
+   * callers read (their transactions took locks, claimed rows or wrote before this), so the global
+   * order stays causal whatever they wrote first (see append()). Send them inside a transaction
+   * block. No statements when there is no event.
    */
   prepareAppends(
     appends: { request: AppendRequest; meta: CausationMeta }[],
     occurredAt: Date,
-  ): { sql: string; events: StoredEvent<Record<string, unknown>>[] } {
+  ): { statements: BoundStatement[]; events: StoredEvent<Record<string, unknown>>[] } {
     // per stream: the first expected version, the last version and the last state (stringified once, below)
     const streams = new Map<
       string,
       { tenantId: string; expected: number; version: number; state: AppendRequest['state'] }
     >();
     const events: StoredEvent<Record<string, unknown>>[] = [];
-    const rows: string[] = [];
-    const at = literal(occurredAt);
+    const data: string[] = [];
     for (const { request, meta } of appends) {
       const expected = request.expectedVersion;
       if (expected === 'any') throw new Error('prepareAppends needs expected versions');
@@ -242,9 +243,8 @@ export class EventStore {
         version: expected + request.events.length,
         state: request.state,
       });
-      const envelope = `${literal(meta.tenantId)}, ${literal(meta.actorId)}, ${literal(meta.traceId)}, ${literal(meta.causationId)}, ${literal(meta.correlationId)}, ${at}`;
       request.events.forEach((e, i) => {
-        const data = JSON.stringify(e.data, bigintReplacer);
+        const json = JSON.stringify(e.data, bigintReplacer);
         const event = {
           eventId: this.ids.next(),
           type: e.type,
@@ -257,53 +257,40 @@ export class EventStore {
           occurredAt: occurredAt.toISOString(),
           streamId: request.streamId,
           streamVersion: expected + i + 1,
-          data: JSON.parse(data) as Record<string, unknown>,
+          data: JSON.parse(json) as Record<string, unknown>,
         };
+        data.push(json);
         events.push(Object.defineProperties(event, UNASSIGNED) as StoredEvent<Record<string, unknown>>);
-        rows.push(
-          `(${literal(request.streamId)}, ${event.streamVersion}, ${literal(event.eventId)}::uuid, ${literal(e.type)}, ${event.schemaVersion}, ${envelope}, ${literal(data)}::jsonb)`,
-        );
       });
     }
-    const head = (
-      id: string,
-      s: { tenantId: string; expected: number; version: number; state: AppendRequest['state'] },
-    ) =>
-      `(${literal(id)}, ${literal(s.tenantId)}, ${s.expected}, ${s.version}, ${literal(s.state ? JSON.stringify(s.state.value, bigintReplacer) : null)}::jsonb, ${literal(s.state?.schema ?? null)}::text)`;
-    const moved = [...streams].filter(([, s]) => s.expected > 0).map(([id, s]) => head(id, s));
-    const created = [...streams].filter(([, s]) => s.expected === 0).map(([id, s]) => head(id, s));
-    const ctes = [
-      ...(moved.length
-        ? [
-            `advanced AS (UPDATE es.streams s SET version = v.version, state = v.state, state_schema = v.schema, updated_at = now()
-        FROM (VALUES ${moved.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema)
-        WHERE s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected RETURNING s.xmin AS x)`,
-          ]
-        : []),
-      ...(created.length
-        ? [
-            `created AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema)
-        SELECT stream_id, tenant_id, version, state, schema FROM (VALUES ${created.join(', ')}) AS v(stream_id, tenant_id, expected, version, state, schema)
-        RETURNING xmin AS x)`,
-          ]
-        : []),
-    ];
-    // the subtransaction's id, read from a stream row it wrote; when every stream moved (no row
-    // written) the unique constraint refuses the events anyway, so any id does
-    const written = [
-      ...(moved.length ? ['SELECT x FROM advanced'] : []),
-      ...(created.length ? ['SELECT x FROM created'] : []),
-    ];
-    const ordered = `ordered AS (SELECT COALESCE((SELECT es.xid8_near(x, pg_current_xact_id()) FROM (${written.join(' UNION ALL ')}) w LIMIT 1), pg_current_xact_id()) AS k)`;
+    if (events.length === 0) return { statements: [], events };
+    const heads = [...streams];
+    const column = <K extends keyof StoredEvent>(key: K) => events.map((e) => e[key]);
+    const append: BoundStatement = {
+      text: PREPARED_APPENDS,
+      values: [
+        heads.map(([id]) => id),
+        heads.map(([, s]) => s.tenantId),
+        heads.map(([, s]) => s.expected),
+        heads.map(([, s]) => s.version),
+        heads.map(([, s]) => (s.state ? JSON.stringify(s.state.value, bigintReplacer) : null)),
+        heads.map(([, s]) => s.state?.schema ?? null),
+        occurredAt,
+        column('streamId'),
+        column('streamVersion'),
+        column('eventId'),
+        column('type'),
+        column('schemaVersion'),
+        column('tenantId'),
+        column('actorId'),
+        column('traceId'),
+        column('causationId'),
+        column('correlationId'),
+        data,
+      ],
+    };
     return {
-      sql:
-        rows.length === 0
-          ? ''
-          : `SAVEPOINT es_causal_order;
-WITH ${[...ctes, ordered].join(',\n')}
-INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data, transaction_id)
-        SELECT v.*, ordered.k FROM (VALUES ${rows.join(',\n')}) AS v, ordered;
-RELEASE SAVEPOINT es_causal_order`,
+      statements: [statement('SAVEPOINT es_causal_order'), append, statement('RELEASE SAVEPOINT es_causal_order')],
       events,
     };
   }
@@ -469,6 +456,29 @@ const ADVANCE_IN_SUBTRANSACTION = {
   version: `WITH s AS (UPDATE es.streams SET version = version + $3, state = $4::jsonb, state_schema = $5, updated_at = now()
               WHERE stream_id = $1 AND version = $2 AND tenant_id = $6 RETURNING version - $3 AS base, xmin AS x) ${insertEvents(SUBTRANSACTION_KEY)}`,
 };
+
+/**
+ * The batch's appends (prepareAppends): $1-$6 per stream (id, tenant, first expected version, last
+ * version, state, state schema), $7 the time, $8-$18 per event. Streams expected at a version are
+ * advanced only from it; streams expected at 0 are created. The events take the id of the
+ * subtransaction that wrote the stream rows (read from a row's xmin); when every stream moved (no
+ * row written) the unique constraint refuses the events anyway, so any id does.
+ */
+const PREPARED_APPENDS = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[])
+        AS v(stream_id, tenant_id, expected, version, state, schema)),
+  advanced AS (UPDATE es.streams s SET version = v.version, state = v.state::jsonb, state_schema = v.schema, updated_at = now()
+        FROM v WHERE v.expected > 0 AND s.stream_id = v.stream_id AND s.tenant_id = v.tenant_id AND s.version = v.expected
+        RETURNING s.xmin AS x),
+  created AS (INSERT INTO es.streams (stream_id, tenant_id, version, state, state_schema)
+        SELECT stream_id, tenant_id, version, state::jsonb, schema FROM v WHERE expected = 0 RETURNING xmin AS x),
+  ordered AS (SELECT COALESCE((SELECT es.xid8_near(x, pg_current_xact_id())
+        FROM (SELECT x FROM advanced UNION ALL SELECT x FROM created) w LIMIT 1), pg_current_xact_id()) AS k)
+INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data, transaction_id)
+  SELECT e.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, e.tenant_id, e.actor_id, e.trace_id, e.causation_id,
+         e.correlation_id, $7::timestamptz, e.data::jsonb, ordered.k
+    FROM unnest($8::text[], $9::int[], $10::uuid[], $11::text[], $12::int[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
+      AS e(stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, data),
+    ordered`;
 
 const variantOf = (expected: ExpectedVersion): 'none' | 'any' | 'version' =>
   expected === 'any' ? 'any' : expected === 0 ? 'none' : 'version';

@@ -3,7 +3,7 @@ import type { DomainError } from '../../domain/shared/errors';
 import { defineErrors } from '../../domain/shared/errors';
 import { JsonNumber, RawJson } from '../../domain/shared/json';
 import type { Db } from '../postgres/db';
-import { literal, quoteLiteral } from '../postgres/inline';
+import type { BoundStatement } from '../postgres/inline';
 
 /**
  * Idempotency records (mechanism 3): the statements that lock a request's key for its
@@ -63,15 +63,19 @@ export interface StoredRow {
 }
 
 /** try-locks each key for the transaction (a row per key, in order: i, locked) */
-export const lockKeysSql = (keys: KeyRef[]): string =>
-  `SELECT x.i, pg_try_advisory_xact_lock(hashtextextended(x.k, 7)) AS locked
-   FROM unnest(${literal(keys.map((k) => `${k.tenantId}:${normalizeIdempotencyKey(k.key)}`))}::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`;
+export const lockKeysSql = (keys: KeyRef[]): BoundStatement => ({
+  text: `SELECT x.i, pg_try_advisory_xact_lock(hashtextextended(x.k, 7)) AS locked
+   FROM unnest($1::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`,
+  values: [keys.map((k) => `${k.tenantId}:${normalizeIdempotencyKey(k.key)}`)],
+});
 
 /** the live records of these keys (a row per key found, with its ordinal i) */
-export const lookupKeysSql = (keys: KeyRef[]): string =>
-  `SELECT x.i, r.request_hash, r.response_status, r.response_type, r.response_body
-   FROM unnest(${literal(keys.map((k) => k.tenantId))}::text[], ${literal(keys.map((k) => normalizeIdempotencyKey(k.key)))}::text[]) WITH ORDINALITY AS x(t, k, i)
-   JOIN es.idempotency r ON r.tenant_id = x.t AND r.idempotency_key = x.k AND r.expires_at > now()`;
+export const lookupKeysSql = (keys: KeyRef[]): BoundStatement => ({
+  text: `SELECT x.i, r.request_hash, r.response_status, r.response_type, r.response_body
+   FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, k, i)
+   JOIN es.idempotency r ON r.tenant_id = x.t AND r.idempotency_key = x.k AND r.expires_at > now()`,
+  values: [keys.map((k) => k.tenantId), keys.map((k) => normalizeIdempotencyKey(k.key))],
+});
 
 /** what a key's stored record answers to this request: null (no record), the stored response, or 409 for another body */
 export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefined): StoredResponse | null => {
@@ -81,34 +85,35 @@ export const storedAnswer = (idem: IdempotencyRequest, row: StoredRow | undefine
 };
 
 /**
- * Idempotency records as one statement with their values inlined (escaped), so that it can share a
- * round trip with the COMMIT. An expired record with the same key may still be there until the
- * purge runs: it is replaced.
+ * Idempotency records as one statement with their values bound (arrays), so that it can share a
+ * pipelined round trip with the COMMIT. An expired record with the same key may still be there
+ * until the purge runs: it is replaced.
  */
 export const recordsSql = (
   records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[],
   ttlMs: number,
-): string =>
-  `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
-   VALUES ${records
-     .map(
-       ({
-         tenantId,
-         idem,
-         response,
-       }) => `(${quoteLiteral(tenantId)}, ${quoteLiteral(normalizeIdempotencyKey(idem.key))}, ${quoteLiteral(idem.requestHash)}, ${Number(response.status)},
-     ${quoteLiteral(response.contentType)}, ${bodyLiteral(response.body)}, now() + ${Math.floor(ttlMs)} * interval '1 millisecond')`,
-     )
-     .join(',\n')}
+): BoundStatement => ({
+  text: `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
+   SELECT r.t, r.k, r.h, r.s, r.ct, COALESCE(convert_to(r.text, 'UTF8'), r.bytes), now() + $8::float8 * interval '1 millisecond'
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bytea[]) AS r(t, k, h, s, ct, text, bytes)
    ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status,
-     response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`;
+     response_type = EXCLUDED.response_type, response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at`,
+  values: [
+    records.map((r) => r.tenantId),
+    records.map((r) => normalizeIdempotencyKey(r.idem.key)),
+    records.map((r) => r.idem.requestHash),
+    records.map((r) => Number(r.response.status)),
+    records.map((r) => r.response.contentType),
+    records.map((r) => utf8Text(r.response.body)),
+    records.map((r) => (utf8Text(r.response.body) === null ? r.response.body : null)),
+    Math.floor(ttlMs),
+  ],
+});
 
-/** a stored body as bytea: UTF-8 text (every JSON answer) travels as text, half the size of hex */
-const bodyLiteral = (body: Buffer): string => {
+/** a stored body as text when it is UTF-8 text PostgreSQL can hold (every JSON answer: half the size of bytea's hex), else null */
+const utf8Text = (body: Buffer): string | null => {
   const text = body.toString('utf8');
-  return !text.includes('\0') && Buffer.from(text, 'utf8').equals(body)
-    ? `convert_to(${quoteLiteral(text)}, 'UTF8')`
-    : `'\\x${body.toString('hex')}'::bytea`;
+  return !text.includes('\0') && Buffer.from(text, 'utf8').equals(body) ? text : null;
 };
 
 /** the hash that decides whether a repeated key carries the same request */

@@ -6,8 +6,8 @@ import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription } from '../../domain/billing/subscription';
 import type { Usage } from '../../domain/billing/usage';
 import { usageFromRows, utcDay } from '../../domain/billing/usage';
+import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
-import { pendingInvitations } from '../identity/queries';
 
 /**
  * Typed reads of billing's read models, for the read API and for billing's commands, workers and
@@ -76,23 +76,22 @@ export const currentSubscription = async (q: Queryable, tenantId: string): Promi
   return rows[0]?.snapshot ?? null;
 };
 
-/** a customer tenant identity knows (rm.iam_tenants); the platform pseudo-tenant is none */
-export const tenantKnown = async (q: Queryable, tenantId: string): Promise<boolean> =>
-  tenantId !== PLATFORM_TENANT_ID &&
-  ((await q.query('SELECT 1 FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rowCount ?? 0) > 0;
+/** a customer tenant the directory of people knows (identity's tenants); the platform pseudo-tenant is none */
+export const tenantKnown = async (q: Queryable, people: People, tenantId: string): Promise<boolean> =>
+  tenantId !== PLATFORM_TENANT_ID && (await people.tenantExists(q, tenantId));
 
 /**
  * A tenant's usage: the counters of billing's usage read model, plus what its owners count without
  * events — users' pending invitations (identity's, spec 001: users = members plus pending
  * invitations) and the events the tenant published on the bus today (the bus's daily counter).
  */
-export const usageOf = async (q: Queryable, tenantId: string, now: Date): Promise<Usage> => {
+export const usageOf = async (q: Queryable, people: People, tenantId: string, now: Date): Promise<Usage> => {
   // one after the other: q may be a transaction's single connection
   const rows = await q.query<{ resource: string; used: string }>(
     'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
     [tenantId],
   );
-  const invitations = await pendingInvitations(q, tenantId, now);
+  const invitations = await people.pendingInvitations(q, tenantId, now);
   const events = await q.query<{ n: string }>(
     'SELECT published::text AS n FROM events.daily_usage WHERE tenant_id = $1 AND day = $2',
     [tenantId, utcDay(now)],
@@ -106,10 +105,14 @@ export const usageOf = async (q: Queryable, tenantId: string, now: Date): Promis
 /** a tenant's current subscription, plan info and usage from the read models (one subscription, up to two plans, one usage read) */
 const limitsOf = async (
   q: Queryable,
+  people: People,
   tenantId: string,
   now: Date,
 ): Promise<{ subscription: Subscription | null; info: PlanInfo; usage: Usage }> => {
-  const [subscription, usage] = await Promise.all([currentSubscription(q, tenantId), usageOf(q, tenantId, now)]);
+  const [subscription, usage] = await Promise.all([
+    currentSubscription(q, tenantId),
+    usageOf(q, people, tenantId, now),
+  ]);
   const [plan, pending] = subscription
     ? await Promise.all([
         findPlan(q, subscription.planId),
@@ -122,10 +125,11 @@ const limitsOf = async (
 /** a tenant's plan info and usage (the limits CheckLimit and admission decide with) */
 export const loadTenantLimits = async (
   q: Queryable,
+  people: People,
   tenantId: string,
   now: Date,
 ): Promise<{ info: PlanInfo; usage: Usage }> => {
-  const { info, usage } = await limitsOf(q, tenantId, now);
+  const { info, usage } = await limitsOf(q, people, tenantId, now);
   return { info, usage };
 };
 
@@ -137,9 +141,14 @@ export interface TenantUsage {
 }
 
 /** GET /billing/usage: the tenant's usage against the limits in force, read fresh; null for a tenant neither billing nor identity knows */
-export const tenantUsage = async (q: Queryable, tenantId: string, now: Date): Promise<TenantUsage | null> => {
-  const { subscription, info, usage } = await limitsOf(q, tenantId, now);
-  if (!subscription && !(await tenantKnown(q, tenantId))) return null;
+export const tenantUsage = async (
+  q: Queryable,
+  people: People,
+  tenantId: string,
+  now: Date,
+): Promise<TenantUsage | null> => {
+  const { subscription, info, usage } = await limitsOf(q, people, tenantId, now);
+  if (!subscription && !(await tenantKnown(q, people, tenantId))) return null;
   return { tenantId, subscription, info, usage };
 };
 

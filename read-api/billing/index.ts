@@ -26,6 +26,7 @@ import {
   tenantUsage,
   usageHistory,
 } from '../../projections/billing/queries';
+import { callerOf } from '../../infra/http/auth';
 
 const Id = z
   .string()
@@ -98,7 +99,7 @@ export default defineRoutes({
       },
       async (request) => {
         const q = request.query;
-        const tenantId = tenantAsked(request.principal!, q.tenant_id ?? q.tenantId);
+        const tenantId = tenantAsked(callerOf(request), q.tenant_id ?? q.tenantId);
         const after = decodeCursor(q.page_token, ['id']);
         const rows = await tenantSubscriptions(kernel.db, tenantId, { afterId: after?.id, limit: q.page_size + 1 });
         return toPage(rows, q.page_size, subscriptionView, (s) => ({ id: s.id }));
@@ -116,7 +117,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const s = await findSubscription(kernel.db, request.params.id, isPlatformOwner(p) ? undefined : p.tenantId);
         if (!s) throw billingErrors.subscriptionNotFound();
         return subscriptionView(s);
@@ -134,8 +135,8 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const tenantId = tenantAsked(request.principal!, request.query.tenant_id ?? request.query.tenantId);
-        const u = await tenantUsage(kernel.db, tenantId, kernel.clock.now());
+        const tenantId = tenantAsked(callerOf(request), request.query.tenant_id ?? request.query.tenantId);
+        const u = await tenantUsage(kernel.db, kernel.people, tenantId, kernel.clock.now());
         if (!u) throw billingErrors.tenantNotFound();
         return usageView(tenantId, u.subscription, u.usage, u.info.limits, kernel.clock.now().toISOString());
       },
@@ -153,7 +154,7 @@ export default defineRoutes({
       },
       async (request) => {
         const q = request.query;
-        const tenantId = tenantAsked(request.principal!, q.tenant_id ?? q.tenantId);
+        const tenantId = tenantAsked(callerOf(request), q.tenant_id ?? q.tenantId);
         const after = decodeCursor(q.page_token, z.object({ day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/) }));
         const rows = await usageHistory(kernel.db, tenantId, { beforeDay: after?.day, limit: q.page_size + 1 });
         return toPage(
@@ -176,9 +177,9 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const tenantId = tenantAsked(request.principal!, request.params.id);
+        const tenantId = tenantAsked(callerOf(request), request.params.id);
         const s = await currentSubscription(kernel.db, tenantId);
-        if (!s && !(await tenantKnown(kernel.db, tenantId))) throw billingErrors.tenantNotFound();
+        if (!s && !(await tenantKnown(kernel.db, kernel.people, tenantId))) throw billingErrors.tenantNotFound();
         return {
           tenantId,
           status: s?.status ?? ('none' as const),

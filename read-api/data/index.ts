@@ -20,6 +20,7 @@ import {
   moduleRowOf,
   usageOf,
 } from '../../projections/data/queries';
+import { callerOf } from '../../infra/http/auth';
 
 const Slug = z
   .string()
@@ -85,7 +86,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const { tenantId, source } = request.principal!;
+        const { tenantId, source } = callerOf(request);
         const modules = [];
         for (const slug of await activeModulesOf(kernel.db, tenantId)) {
           // a module's key sees its own module only (the others are not there for it)
@@ -109,7 +110,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { models, archived } = await resolve(p, request.params.module);
         gateIntrospection(models, request.params.module, p.permissions, archived);
         return { data: models.map(modelListItem) };
@@ -127,7 +128,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { models, archived } = await resolve(p, request.params.module);
         gateIntrospection(models, request.params.module, p.permissions, archived);
         const m = models.find((x) => x.name === request.params.model);
@@ -152,7 +153,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { module, model } = request.params;
         const { models, archived } = await resolve(p, module);
         const m = gateModel(models, module, model, 'read', p.permissions, archived);
@@ -202,7 +203,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { module, model, id } = request.params;
         const { models, archived } = await resolve(p, module);
         const m = gateModel(models, module, model, 'read', p.permissions, archived);

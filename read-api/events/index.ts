@@ -33,6 +33,7 @@ import {
   taskOf,
   topicCatalog,
 } from '../../projections/events/queries';
+import { callerOf } from '../../infra/http/auth';
 
 const subscribe = { access: 'permission', permission: 'events.subscribe' } as const;
 const manage = { access: 'permission', permission: 'events.manage' } as const;
@@ -81,7 +82,7 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const visible = await visibleTopics(kernel.db, request.principal!);
+        const visible = await visibleTopics(kernel.db, callerOf(request));
         const after = decodeCursor(request.query.page_token, ['topic'])?.topic ?? '';
         const topics = (await topicCatalog(kernel.db))
           .filter((t) => visible(t.topic) && t.topic > after)
@@ -108,7 +109,7 @@ export default defineRoutes({
         schema: { summary: "The topic's current Protobuf schema", params: Topic, response: { 200: SchemaView } },
       },
       async (request) =>
-        currentSchema(kernel.db, await requireVisibleTopic(kernel, request.principal!, request.params.topic)),
+        currentSchema(kernel.db, await requireVisibleTopic(kernel, callerOf(request), request.params.topic)),
     );
 
     r.get(
@@ -118,7 +119,7 @@ export default defineRoutes({
         schema: { summary: "The topic's retention and partitions", params: Topic, response: { 200: TopicConfigView } },
       },
       async (request) => {
-        const entry = await requireVisibleTopic(kernel, request.principal!, request.params.topic);
+        const entry = await requireVisibleTopic(kernel, callerOf(request), request.params.topic);
         return {
           topic: entry.topic,
           partitions: kernel.config.KAFKA_PARTITIONS,
@@ -143,7 +144,7 @@ export default defineRoutes({
       },
       async (request) => {
         const q = request.query;
-        const p = request.principal!;
+        const p = callerOf(request);
         const rows = await listSubscriptions(kernel.db, p.tenantId, {
           source: p.source,
           topic: q.topic,
@@ -163,9 +164,9 @@ export default defineRoutes({
       async (request) => {
         const found = await findSubscription(
           kernel.db,
-          request.principal!.tenantId,
+          callerOf(request).tenantId,
           request.params.id,
-          request.principal!.source,
+          callerOf(request).source,
         );
         if (!found || found.status !== 'active') throw eventErrors.subscriptionNotFound();
         return subscriptionView(found);
@@ -185,9 +186,9 @@ export default defineRoutes({
       async (request) => {
         const found = await findSubscription(
           kernel.db,
-          request.principal!.tenantId,
+          callerOf(request).tenantId,
           request.params.id,
-          request.principal!.source,
+          callerOf(request).source,
         );
         if (!found || found.status !== 'active') throw eventErrors.subscriptionNotFound();
         return positionOf(kernel.db, kernel.clock.now(), found);
@@ -210,7 +211,7 @@ export default defineRoutes({
       },
       async (request) => {
         const q = request.query;
-        const p = request.principal!;
+        const p = callerOf(request);
         const after = decodeCursor(q.page_token, z.object({ at: z.iso.datetime(), id: z.uuid() }));
         const rows = await listDlq(kernel.db, p.tenantId, {
           source: p.source,
@@ -230,12 +231,7 @@ export default defineRoutes({
         schema: { summary: 'A dead letter', params: Id, response: { 200: DlqView } },
       },
       async (request) => {
-        const found = await findDlq(
-          kernel.db,
-          request.principal!.tenantId,
-          request.params.id,
-          request.principal!.source,
-        );
+        const found = await findDlq(kernel.db, callerOf(request).tenantId, request.params.id, callerOf(request).source);
         if (!found) throw eventErrors.dlqEntryNotFound();
         return dlqView(found);
       },
@@ -258,7 +254,7 @@ export default defineRoutes({
       async (request) => {
         const q = request.query;
         const after = decodeCursor(q.page_token, z.object({ at: z.iso.datetime(), id: z.uuid() }));
-        const rows = await listTasks(kernel.db, request.principal!.tenantId, {
+        const rows = await listTasks(kernel.db, callerOf(request).tenantId, {
           status: q.status,
           type: q.type,
           after: after ?? undefined,
@@ -275,7 +271,7 @@ export default defineRoutes({
         schema: { summary: 'A task', params: Id, response: { 200: TaskView } },
       },
       async (request) => {
-        const found = await findTask(kernel.db, request.principal!.tenantId, request.params.id);
+        const found = await findTask(kernel.db, callerOf(request).tenantId, request.params.id);
         if (!found) throw eventErrors.taskNotFound();
         return taskOf(found);
       },

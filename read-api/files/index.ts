@@ -11,6 +11,7 @@ import { downloadAnswers, redirectAnswer } from '../../infra/http/operation-docs
 import { readLinks } from '../../projections/files/links';
 import { availableFile, fileView, findFile, findJob, listFiles, storageBytes } from '../../projections/files/queries';
 import { sendObject } from './content';
+import { callerOf, type Principal } from '../../infra/http/auth';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const IdParams = z.object({ id: Id });
@@ -35,7 +36,7 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const links = readLinks(kernel);
     const objects = kernel.engines.objects;
-    const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
+    const tenantOf = (request: { principal?: Principal }) => callerOf(request).tenantId;
 
     r.get(
       '/files',

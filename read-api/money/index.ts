@@ -14,6 +14,7 @@ import {
   transactionOf,
   walletOf,
 } from '../../projections/money/queries';
+import { callerOf, type Principal } from '../../infra/http/auth';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 /** a page of one wallet's lines ends at a ledger sequence; a tenant-wide page at a line's time and id */
@@ -44,7 +45,7 @@ export default defineRoutes({
   namespace: 'money',
   register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
+    const tenantOf = (request: { principal?: Principal }) => callerOf(request).tenantId;
 
     r.get(
       '/wallets',

@@ -22,6 +22,7 @@ import {
   listTemplates,
 } from '../../projections/notify/queries';
 import { socketHub } from './socket';
+import { callerOf, type Principal } from '../../infra/http/auth';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const TimeCursor = z.object({ t: Instant, id: z.uuid() }).transform((c) => ({ at: c.t, id: c.id }));
@@ -47,7 +48,7 @@ export default defineRoutes({
     const vapidPublicKey = (loadNotifySettings(kernel.config.env).vapid ?? deriveVapidKeys(kernel.engines.secrets))
       .publicKey;
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const tenantOf = (request: { principal?: { tenantId: string } }) => request.principal!.tenantId;
+    const tenantOf = (request: { principal?: Principal }) => callerOf(request).tenantId;
 
     r.get(
       '/notify',

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ingestAuditRecords } from '../../commands/audit/ingest';
 import { verifyChains } from '../../commands/audit/verify';
-import { AUDIT_TOPIC, AuditRecorder, auditRecord, relayAuditOutbox } from '../../infra/audit';
+import { AUDIT_TOPIC, AuditRecorder, auditRecord } from '../../infra/audit';
+import { relayAuditOutbox } from '../../workers/audit-relay';
 import { openEmbeddedClickHouse } from '../../infra/clickhouse/embedded';
 import { migrateAnalytics } from '../../infra/clickhouse/migrate';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
@@ -103,6 +104,7 @@ describe('Kafka stopped in the middle of a stream of 10,000 audit records', () =
             ),
           ),
         );
+        // pace the producer a little, so the outage falls mid-stream
         if (i % 250 === 0) await sleep(5);
       }
       await Promise.all(acknowledged); // every record durable: on the log, or in the outbox
@@ -117,6 +119,7 @@ describe('Kafka stopped in the middle of a stream of 10,000 audit records', () =
           throw new Error(`after the outage: ${left} records still parked, ${await stored()} stored`);
         await sleep(500);
       }
+      // deliberately let time pass: no record may land twice after the outage (an absence)
       await sleep(2000);
       const [row] = await ch.query<{ n: string; ids: string }>(
         `SELECT count() AS n, uniqExact(id) AS ids FROM ${ch.database}.audit_records WHERE tenant_id = {t:String}`,

@@ -109,6 +109,7 @@ describe('the outbox relay when the broker stops in the middle', () => {
     const relay = new OutboxRelay(t.db, store, log, silentLogger(), { name: `relay-${tenant}` });
     relay.start();
     const firstHalf = writeIncrements(tenant, 4, 30);
+    // deliberately let the first half of the writes start before Kafka stops
     await sleep(300);
     kafkaCtl('stop');
     const written = await firstHalf;

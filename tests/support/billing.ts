@@ -7,6 +7,7 @@ import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
 import type { Queryable } from '../../infra/postgres/db';
 import billingProjections from '../../projections/billing';
+import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
 import billingRead from '../../read-api/billing';
 import billingWrite from '../../write-api/billing';
@@ -17,6 +18,7 @@ export const billingModules: ServiceModules = mergeModules({
   write: [billingWrite],
   read: [billingRead],
   projections: [...billingProjections.projections, ...identityProjections.projections],
+  people: identityPeople,
   workers: [billingWorkers],
 });
 

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createPool, type Db } from '../../infra/postgres/db';
 import { migrate } from '../../infra/postgres/migrate';
 import { requireEnv } from './env';
+import { pollUntil } from './poll';
 
 export interface TestDatabase {
   url: string;
@@ -44,13 +45,14 @@ export const createTestDatabase = async (
  * relay and the projectors may read (DESIGN.md mechanism 1). Call it before draining them.
  */
 export const waitForVisibleLog = async (db: Db, timeoutMs = 30_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await db.query<{ settled: boolean }>(
-      `SELECT coalesce((SELECT transaction_id FROM es.events ORDER BY transaction_id DESC LIMIT 1) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled`,
-    );
-    if (rows[0]?.settled) return;
-    if (Date.now() > deadline) throw new Error('the log did not settle: a transaction is still running on the server');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await pollUntil(
+    async () =>
+      (
+        await db.query<{ settled: boolean }>(
+          `SELECT coalesce((SELECT transaction_id FROM es.events ORDER BY transaction_id DESC LIMIT 1) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled`,
+        )
+      ).rows[0]?.settled === true,
+    Boolean,
+    { timeoutMs, everyMs: 20, what: 'the log settled (no transaction still running on the server)' },
+  );
 };

@@ -6,6 +6,7 @@ import type { Kernel } from '../../infra/kernel';
 import type { ServiceModules } from '../../infra/modules';
 import type { Queryable } from '../../infra/postgres/db';
 import { mergeModules } from '../../infra/modules';
+import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
 import filesProjections from '../../projections/files';
 import filesRead from '../../read-api/files';
@@ -20,6 +21,7 @@ export const filesModules: ServiceModules = mergeModules({
   write: [filesWrite],
   read: [filesRead],
   projections: [...filesProjections.projections, ...identityProjections.projections],
+  people: identityPeople,
   workers: [filesWorkers],
 });
 

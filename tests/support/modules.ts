@@ -22,12 +22,18 @@ export const TEST_MODULES = {
     return mergeModules({ write: [tallyWrite], read: [tallyRead], projections: tally.default.projections });
   },
   identity: async () => {
-    const [write, read, projections] = await Promise.all([
+    const [write, read, projections, { identityPeople }] = await Promise.all([
       import('../../write-api/identity'),
       import('../../read-api/identity'),
       import('../../projections/identity'),
+      import('../../commands/identity/people'),
     ]);
-    return mergeModules({ write: [write.default], read: [read.default], projections: projections.default.projections });
+    return mergeModules({
+      write: [write.default],
+      read: [read.default],
+      projections: projections.default.projections,
+      people: identityPeople,
+    });
   },
   money: async () => (await import('./money')).moneyModules,
   /** the files service with identity's read models (tests/support/files.ts) */
@@ -70,5 +76,6 @@ export const loadTestModules = async (names: readonly TestModuleName[]): Promise
     read: once(merged.read),
     workers: once(merged.workers),
     projections: merged.projections.filter((p, i) => merged.projections.findIndex((q) => q.name === p.name) === i),
+    ...(merged.people ? { people: merged.people } : {}),
   };
 };

@@ -3,6 +3,7 @@ import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
+import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
 import moneyProjections from '../../projections/money';
 import moneyRead from '../../read-api/money';
@@ -18,6 +19,7 @@ export const moneyModules: ServiceModules = mergeModules({
   write: [moneyWrite],
   read: [moneyRead],
   projections: [...moneyProjections.projections, ...identityProjections.projections],
+  people: identityPeople,
   workers: [moneyWorkers],
 });
 

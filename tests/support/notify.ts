@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceModules } from '../../infra/modules';
 import { mergeModules } from '../../infra/modules';
 import type { Db, Queryable } from '../../infra/postgres/db';
+import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
 import notifyProjections from '../../projections/notify';
 import notifyRead from '../../read-api/notify';
@@ -21,6 +22,7 @@ export const notifyModules: ServiceModules = mergeModules({
   write: [notifyWrite],
   read: [notifyRead],
   projections: [...notifyProjections.projections, ...identityProjections.projections],
+  people: identityPeople,
   workers: [notifyWorkers],
 });
 /** the same without the delivery workers: an HTTP role, or a test that runs the worker steps itself */
@@ -85,7 +87,8 @@ export const idempotent = () => ({ 'idempotency-key': randomUUID() });
 export const eventually = async <T>(
   check: () => Promise<T | undefined | false>,
   what: string,
-  timeoutMs = 15_000,
+  // the delivery worker's passes on a 2-core machine loaded many times over (15 s was missed at load average 33)
+  timeoutMs = 45_000,
 ): Promise<T> =>
   (await pollUntil(check, (value) => value !== undefined && value !== false, { timeoutMs, everyMs: 25, what })) as T;
 

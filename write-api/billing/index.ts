@@ -19,6 +19,7 @@ import type { Kernel } from '../../infra/kernel';
 import { setUsageLimits } from '../../infra/usage-limits';
 import { systemMeta } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
+import { callerOf } from '../../infra/http/auth';
 
 const Id = z
   .string()
@@ -112,7 +113,7 @@ export default defineRoutes({
   async register(app, kernel) {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const ctx = () => billingContext(kernel);
-    const tenantOf = (request: { principal?: Principal }) => request.principal!.tenantId;
+    const tenantOf = (request: { principal?: Principal }) => callerOf(request).tenantId;
     /** the provider subscription id decides whose subscription a payment activates: never a tenant's to name */
     const refuseTenantExternalId = (request: { principal?: Principal }, externalId: string | undefined) => {
       if (externalId !== undefined && !isPlatformOwner(request.principal)) throw billingErrors.externalIdNotAllowed();
@@ -196,7 +197,7 @@ export default defineRoutes({
         const s = await kernel.commands.run(
           {
             ...systemMeta(known.tenantId),
-            actorId: request.principal!.userId,
+            actorId: callerOf(request).userId,
             traceId: request.id,
             correlationId: request.id,
           },
@@ -256,7 +257,7 @@ export default defineRoutes({
         const s = await kernel.commands.run(
           {
             ...systemMeta(tenantId),
-            actorId: request.principal!.userId,
+            actorId: callerOf(request).userId,
             traceId: request.id,
             correlationId: request.id,
           },

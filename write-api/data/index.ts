@@ -4,6 +4,7 @@ import { JsonObject } from '../../domain/shared/json';
 import { createRecord, deleteRecord, updateRecord, writableModel } from '../../commands/data/records';
 import { executeCommand } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
+import { callerOf } from '../../infra/http/auth';
 
 const Slug = z
   .string()
@@ -60,7 +61,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const { module, model } = request.params;
-        const target = await writableModel(kernel, request.principal!, module, model, 'write');
+        const target = await writableModel(kernel, callerOf(request), module, model, 'write');
         return executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, (uow) =>
           createRecord(kernel, uow, target, request.body),
         );
@@ -81,7 +82,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const { module, model, id } = request.params;
-        const target = await writableModel(kernel, request.principal!, module, model, 'write');
+        const target = await writableModel(kernel, callerOf(request), module, model, 'write');
         return executeCommand(kernel, request, reply, { idempotency: 'optional' }, (uow) =>
           updateRecord(kernel, uow, target, id, request.body),
         );
@@ -100,7 +101,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const { module, model, id } = request.params;
-        const target = await writableModel(kernel, request.principal!, module, model, 'delete');
+        const target = await writableModel(kernel, callerOf(request), module, model, 'delete');
         return executeCommand(kernel, request, reply, { status: 204, idempotency: 'optional' }, async (uow) => {
           await deleteRecord(kernel, uow, target, id);
           return null;

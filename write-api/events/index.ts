@@ -24,6 +24,7 @@ import { commonErrors } from '../../domain/shared/errors';
 import { requestMeta } from '../../infra/http/commands';
 import { defineRoutes } from '../../infra/modules';
 import { jsonSchemaOf } from '../../infra/http/operation-docs';
+import { callerOf } from '../../infra/http/auth';
 
 /** every mutation of the bus writes the tenant's data (events, subscriptions, dead letters): refused while suspended */
 const publish = { access: 'permission', permission: 'events.publish', whileSuspended: 'refused' } as const;
@@ -99,7 +100,7 @@ export default defineRoutes({
         const { topic, ...input } = request.body;
         const { events, createdAt } = await publishEvents(
           kernel,
-          request.principal!,
+          callerOf(request),
           request.id,
           topic,
           [input],
@@ -136,7 +137,7 @@ export default defineRoutes({
         });
         const published = await publishEvents(
           kernel,
-          request.principal!,
+          callerOf(request),
           request.id,
           topic,
           inputs,
@@ -164,7 +165,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const created = await kernel.commands.run(requestMeta(request), (uow) =>
-          createSubscription(kernel, uow, request.principal!, request.body),
+          createSubscription(kernel, uow, callerOf(request), request.body),
         );
         return reply.code(201).send(created);
       },
@@ -178,7 +179,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         await kernel.commands.run(requestMeta(request), (uow) =>
-          deleteSubscription(kernel, uow, request.principal!, request.params.id),
+          deleteSubscription(kernel, uow, callerOf(request), request.params.id),
         );
         return reply.code(204).send(null);
       },
@@ -203,7 +204,7 @@ export default defineRoutes({
       },
       async (request, reply) => {
         const sought = await kernel.commands.run(requestMeta(request), (uow) =>
-          seekSubscription(kernel, uow, request.principal!, request.params.id, new Date(request.body.seekTo)),
+          seekSubscription(kernel, uow, callerOf(request), request.params.id, new Date(request.body.seekTo)),
         );
         return reply.code(202).send(sought);
       },
@@ -235,7 +236,7 @@ export default defineRoutes({
             kernel,
             uow,
             await requireTopic(uow.tx, request.params.topic),
-            request.principal!,
+            callerOf(request),
             request.body,
           ),
         );
@@ -249,7 +250,7 @@ export default defineRoutes({
         schema: { summary: 'Redeliver a pending dead letter (retrying)', params: Id, response: { 202: DlqView } },
       },
       async (request, reply) =>
-        reply.code(202).send(dlqView(await retryDeadLetter(kernel, request.principal!, request.params.id, request.id))),
+        reply.code(202).send(dlqView(await retryDeadLetter(kernel, callerOf(request), request.params.id, request.id))),
     );
 
     r.post(
@@ -263,7 +264,7 @@ export default defineRoutes({
         },
       },
       async (request, reply) =>
-        reply.code(202).send(await replayAll(kernel, request.principal!, request.body ?? {}, request.id)),
+        reply.code(202).send(await replayAll(kernel, callerOf(request), request.body ?? {}, request.id)),
     );
 
     r.delete(
@@ -272,7 +273,7 @@ export default defineRoutes({
         config: { ...manage, problems: [404, 409] },
         schema: { summary: 'Mark a dead letter resolved', params: Id, response: { 200: DlqView } },
       },
-      async (request) => dlqView(await resolveDeadLetter(kernel, request.principal!, request.params.id, request.id)),
+      async (request) => dlqView(await resolveDeadLetter(kernel, callerOf(request), request.params.id, request.id)),
     );
   },
 });

@@ -20,6 +20,7 @@ import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/modules';
 import { registerLocalUpload } from './local-upload';
 import { registerThumbnail } from './thumbnail';
+import { callerOf } from '../../infra/http/auth';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 const IdParams = z.object({ id: Id });
@@ -111,7 +112,7 @@ const beforeUpload = (kernel: Kernel) => async (request: FastifyRequest, reply: 
     );
   }
   // the exact count is taken again when the file is recorded; this one spares streaming bytes for nothing
-  if ((await countStaged(kernel.db, request.principal!.tenantId)) >= maxStagedPerTenant)
+  if ((await countStaged(kernel.db, callerOf(request).tenantId)) >= maxStagedPerTenant)
     refuseUnread(request, reply, filesErrors.stagingLimitExceeded(maxStagedPerTenant));
 };
 
@@ -121,7 +122,7 @@ const beforeUpload = (kernel: Kernel) => async (request: FastifyRequest, reply: 
  */
 const upload = (kernel: Kernel) => async (request: FastifyRequest, reply: FastifyReply) => {
   const ctx = filesContext(kernel);
-  const tenantId = request.principal!.tenantId;
+  const tenantId = callerOf(request).tenantId;
   const fileId = kernel.ids.next();
   const key = stagingKey(tenantId, fileId);
   try {
@@ -140,7 +141,7 @@ const upload = (kernel: Kernel) => async (request: FastifyRequest, reply: Fastif
         mimeType: received.mimeType,
         sizeBytes: received.sizeBytes,
         meta: f.meta,
-        uploadedBy: request.principal!.userId,
+        uploadedBy: callerOf(request).userId,
         via: 'upload',
         stagingKey: key,
         uploadBy: null,
@@ -219,7 +220,7 @@ export default defineRoutes({
         const max = limitFor(b.mimeType, c.settings.limits);
         if (b.sizeBytes > max)
           throw filesErrors.payloadTooLarge(b.mimeType.startsWith('image/') ? 'image' : 'document', max);
-        const tenantId = request.principal!.tenantId;
+        const tenantId = callerOf(request).tenantId;
         const fileId = kernel.ids.next();
         const key = stagingKey(tenantId, fileId);
         // the form is signed before the file is recorded: no call to the store inside the transaction
@@ -237,7 +238,7 @@ export default defineRoutes({
             mimeType: b.mimeType,
             sizeBytes: b.sizeBytes,
             meta: '{}',
-            uploadedBy: request.principal!.userId,
+            uploadedBy: callerOf(request).userId,
             via: 'presign',
             stagingKey: key,
             uploadBy: form.expiresAt,
@@ -294,7 +295,7 @@ export default defineRoutes({
       async (request, reply) => {
         const c = ctx();
         // decoded only as far as its header: an unsupported, corrupt or oversized picture is refused now
-        await files.checkProcessable(c, request.principal!.tenantId, request.params.id, request.body.operations);
+        await files.checkProcessable(c, callerOf(request).tenantId, request.params.id, request.body.operations);
         return executeCommand(kernel, request, reply, { status: 202, idempotency: 'optional' }, (uow) =>
           files.startProcessing(uow, c, request.params.id, {
             jobId: kernel.ids.next(),

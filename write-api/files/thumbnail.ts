@@ -8,6 +8,7 @@ import { availableFile } from '../../commands/files/lookups';
 import { makeThumbnail } from '../../commands/files/thumbnails';
 import type { Kernel } from '../../infra/kernel';
 import { redirectAnswer } from '../../infra/http/operation-docs';
+import { callerOf } from '../../infra/http/auth';
 
 /**
  * GET /files/:id/thumbnail/:preset — a GET of the write API: the first request of a preset renders
@@ -36,7 +37,7 @@ export const registerThumbnail = (app: FastifyInstance, kernel: Kernel): void =>
     },
     async (request, reply) => {
       const ctx = filesContext(kernel);
-      const tenantId = request.principal!.tenantId;
+      const tenantId = callerOf(request).tenantId;
       const { preset } = request.params;
       if (!isPreset(preset)) throw filesErrors.presetNotFound(preset);
       const file = await availableFile(kernel.db, tenantId, request.params.id);

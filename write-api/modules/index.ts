@@ -23,6 +23,7 @@ import {
 import { scopeInstalledSchemas } from '../../commands/modules/migrate';
 import { loadModulePermissions } from '../../commands/modules/permissions';
 import { trackStoredPermissions } from '../../infra/permissions';
+import { callerOf } from '../../infra/http/auth';
 
 /** the platform owner only (platform.*): the registry is the platform's */
 /** the platform owner's registry (the platform's own tenant is never suspended): mutations of data all the same */
@@ -86,7 +87,7 @@ export default defineRoutes({
         },
       },
       async (request, reply) => {
-        const actor = request.principal!.userId;
+        const actor = callerOf(request).userId;
         const answer = await kernel.commands.run(registryMeta(actor, request.id), async (uow) => {
           const module = await registerModule(kernel, uow, request.body, actor);
           const credentials = await issueKey(kernel, uow.tx, module.id, actor);
@@ -121,8 +122,8 @@ export default defineRoutes({
         },
       },
       async (request) => {
-        const view = await updateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body);
-        await audit(kernel, 'module.updated', view.id, request.principal!.userId, request.id, {
+        const view = await updateModule(kernel, callerOf(request).userId, request.id, request.params.id, request.body);
+        await audit(kernel, 'module.updated', view.id, callerOf(request).userId, request.id, {
           version: view.version,
         });
         return view;
@@ -144,13 +145,7 @@ export default defineRoutes({
         reply
           .code(201)
           .send(
-            await installModule(
-              kernel,
-              request.principal!.userId,
-              request.id,
-              request.params.id,
-              request.body.tenantId,
-            ),
+            await installModule(kernel, callerOf(request).userId, request.id, request.params.id, request.body.tenantId),
           ),
     );
 
@@ -166,7 +161,7 @@ export default defineRoutes({
         },
       },
       async (request) =>
-        activateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId),
+        activateModule(kernel, callerOf(request).userId, request.id, request.params.id, request.body.tenantId),
     );
 
     r.post(
@@ -181,7 +176,7 @@ export default defineRoutes({
         },
       },
       async (request) =>
-        deactivateModule(kernel, request.principal!.userId, request.id, request.params.id, request.body.tenantId),
+        deactivateModule(kernel, callerOf(request).userId, request.id, request.params.id, request.body.tenantId),
     );
 
     r.post(
@@ -208,7 +203,7 @@ export default defineRoutes({
         },
       },
       async (request, reply) => {
-        await deleteModule(kernel, request.principal!.userId, request.id, request.params.id);
+        await deleteModule(kernel, callerOf(request).userId, request.id, request.params.id);
         return reply.code(204).send(null);
       },
     );
@@ -226,8 +221,8 @@ export default defineRoutes({
       async (request, reply) => {
         const found = await findModule(kernel.db, request.params.id);
         if (!found) throw moduleErrors.moduleNotFound();
-        const issued = await issueKey(kernel, kernel.db, found.id, request.principal!.userId);
-        await audit(kernel, 'module.key.issued', found.id, request.principal!.userId, request.id, {
+        const issued = await issueKey(kernel, kernel.db, found.id, callerOf(request).userId);
+        await audit(kernel, 'module.key.issued', found.id, callerOf(request).userId, request.id, {
           keyId: issued.keyId,
         });
         return reply.code(201).send(issued);
@@ -248,7 +243,7 @@ export default defineRoutes({
         const found = await findModule(kernel.db, request.params.id);
         if (!found) throw moduleErrors.moduleNotFound();
         await revokeKey(kernel, kernel.db, found.id, request.params.keyId);
-        await audit(kernel, 'module.key.revoked', found.id, request.principal!.userId, request.id, {
+        await audit(kernel, 'module.key.revoked', found.id, callerOf(request).userId, request.id, {
           keyId: request.params.keyId,
         });
         return reply.code(204).send(null);

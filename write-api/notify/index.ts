@@ -26,6 +26,7 @@ import {
   sendRequestOf,
   TemplateBody,
 } from './schemas';
+import { callerOf } from '../../infra/http/auth';
 
 const Id = z.uuid({ message: 'must be a UUID' });
 
@@ -93,8 +94,8 @@ export default defineRoutes({
         schema: { summary: 'Queue a notification (202)', body: SendBody, response: { 202: AcceptedView } },
       },
       async (request, reply) => {
-        const prepared = await composeNotifications(kernel, ctx(), request.principal!.tenantId, [
-          sendRequestOf(request.body, request.principal!.source ?? null),
+        const prepared = await composeNotifications(kernel, ctx(), callerOf(request).tenantId, [
+          sendRequestOf(request.body, callerOf(request).source ?? null),
         ]);
         return accept(kernel, request, reply, prepared, (a) => a[0]!);
       },
@@ -116,13 +117,13 @@ export default defineRoutes({
         const requests = b.recipients.map(({ variables, ...recipient }) =>
           sendRequestOf(
             { ...b, recipient, variables: { ...b.variables, ...variables } },
-            request.principal!.source ?? null,
+            callerOf(request).source ?? null,
           ),
         );
         const prepared = await composeNotifications(
           kernel,
           ctx(),
-          request.principal!.tenantId,
+          callerOf(request).tenantId,
           requests,
           (i) => `recipients[${i}].`,
         );
@@ -145,7 +146,7 @@ export default defineRoutes({
       },
       (request, reply) =>
         executeCommand(kernel, request, reply, { status: 202, ...optional }, (uow) =>
-          retryNotification(kernel, uow, request.params.id, request.principal!.source ?? null),
+          retryNotification(kernel, uow, request.params.id, callerOf(request).source ?? null),
         ),
     );
 
@@ -196,7 +197,7 @@ export default defineRoutes({
         },
       },
       async (request, reply) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         // the push service is a server the caller names: a public address (checked again on every connection)
         const refused = await kernel.outbound.urlProblem('endpoint', request.body.endpoint);
         if (refused) throw commonErrors.validation([refused]);
@@ -222,7 +223,7 @@ export default defineRoutes({
         },
       },
       async (request, reply) => {
-        const p = request.principal!;
+        const p = callerOf(request);
         const { rowCount } = await kernel.db.query(
           'DELETE FROM notify.push_subscriptions WHERE tenant_id = $1 AND endpoint = $2 AND user_id = $3',
           [p.tenantId, request.query.endpoint, p.userId],

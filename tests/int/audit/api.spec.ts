@@ -115,6 +115,7 @@ describe('POST /audit/batch', () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.type).toMatch(/\/batch-limit-exceeded$/);
+    // deliberately let time pass: the refused batch must leave nothing behind (an absence)
     await new Promise((r) => setTimeout(r, 500));
     expect(await list(a, `entityId=${entityId}`)).toEqual([]);
   });
@@ -222,6 +223,7 @@ describe('paging', () => {
     const writer = (async () => {
       while (!stop) {
         await a.call('POST', '/audit', record({ entityType, entityId: 'late' }));
+        // the writer's pace: records keep arriving while the pages are read
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
@@ -236,6 +238,7 @@ describe('paging', () => {
         expect(res.status).toBe(200);
         seen.push(...res.body.data.map((r: Body) => r.id));
         token = res.body.next_page_token;
+        // the reader's pace: later records land between pages
         await new Promise((r) => setTimeout(r, 30));
       } while (token);
     } finally {
@@ -263,6 +266,7 @@ describe('GET /audit/export', () => {
     await eventually(async () => (await list(a, `entityType=${entityType}&page_size=100`)).length === 30);
     // a closed range: the exports' own API-call records fall after it, and what came before has landed
     until = new Date().toISOString();
+    // deliberately let the clock pass `until`, so no later record (the exports' own API calls) falls inside the range
     await new Promise((r) => setTimeout(r, 1000));
   });
 

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ingestAuditRecords } from '../../../commands/audit/ingest';
 import { purgeFallback } from '../../../commands/audit/retention';
 import { verifyChains } from '../../../commands/audit/verify';
-import { AUDIT_TOPIC, AuditRecorder, auditRecord, relayAuditOutbox } from '../../../infra/audit';
+import { AUDIT_TOPIC, AuditRecorder, auditRecord } from '../../../infra/audit';
+import { relayAuditOutbox } from '../../../workers/audit-relay';
 import { openEmbeddedClickHouse } from '../../../infra/clickhouse/embedded';
 import { migrateAnalytics } from '../../../infra/clickhouse/migrate';
 import type { AnalyticsStore } from '../../../infra/clickhouse/port';
@@ -121,6 +122,7 @@ describe('the log unreachable in the middle of a stream of 10,000 records', () =
       for (let i = 0; i < 10_000; i += 1) {
         if (i === 5000) await proxy.cut();
         acknowledged.push(recorder.record(aRecord(tenantId, i)));
+        // pace the producer a little, so the stream keeps flowing while it is consumed
         if (i % 250 === 0) await sleep(5);
       }
       await Promise.all(acknowledged); // every record durable: on the log, or in the outbox
@@ -177,6 +179,7 @@ describe('the consumer killed and restarted mid-batch', () => {
     const second = await consume(log, { groupId, topic, maxBatch: 400 });
     try {
       await eventually(async () => (await counts(tenantId)).ids === 3000, 30_000, 100);
+      // deliberately let time pass: anything still in flight would land twice now (an absence)
       await sleep(300);
       expect(await counts(tenantId)).toEqual({ rows: 3000, ids: 3000 });
       expect((await verifyChains(ch, { tenantId })).breaks).toEqual([]);
@@ -237,6 +240,7 @@ describe('consumers of one group on Kafka, rebalancing and restarting', () => {
       await one.stop(); // a restart: its partitions move to the others
       three = await consume(logs[2]!, { groupId, topic, maxBatch: 100 });
       await eventually(async () => (await total()) === 3000, 90_000, 200);
+      // deliberately let time pass: anything still in flight would land twice now (an absence)
       await sleep(500);
       for (const t of tenants) expect(await counts(t)).toEqual({ rows: 1500, ids: 1500 });
       for (const t of tenants) expect((await verifyChains(ch, { tenantId: t })).breaks).toEqual([]);

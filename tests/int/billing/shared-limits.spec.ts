@@ -25,7 +25,7 @@ const unreachable = { query: () => Promise.reject(new Error('the read models wer
 
 const anotherProcessBook = (db: Queryable) => {
   const cache = p.kernel.engines.cache;
-  return new LimitBook(db, p.kernel.clock, 2_000, {
+  return new LimitBook(db, p.kernel.people, p.kernel.clock, 2_000, {
     cache,
     epochs: new CacheEpochs(cache, 'billing-limits'),
     ttlMs: 60_000,

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingContext } from '../../../commands/billing/context';
-import { backfillSubscriptions, takeUsageSnapshots } from '../../../commands/billing/escalation';
+import { backfillSubscriptions, startTrial, takeUsageSnapshots } from '../../../commands/billing/escalation';
+import { PLATFORM_TENANT_ID } from '../../../domain/identity/constants';
 import { planLimitsKey } from '../../../commands/money/plan-limits';
 import { recordServiceEvent, seedTenant } from '../../support/billing';
 import { currentSubscriptionOf, eventually, login, operatorPlan } from '../../support/billing-http';
@@ -116,6 +117,34 @@ describe('tenants and subscriptions', () => {
       [tenantId],
     );
     expect(rows).toEqual([{ status: 'trialing', plan_id: '01900000-0000-7000-8000-000000000001' }]);
+  });
+
+  it("finds the tenants without a subscription behind whole pages of subscribed ones, oldest first (the directory's tenants page by page)", async () => {
+    // given three tenants older than any other, the two oldest with a subscription
+    const seeded = [];
+    for (const day of ['1990-01-01', '1990-01-02', '1990-01-03']) {
+      const { tenantId } = await seedTenant(p.kernel.db);
+      await p.kernel.db.query('UPDATE rm.iam_tenants SET created_at = $2 WHERE tenant_id = $1', [
+        tenantId,
+        `${day}T00:00:00Z`,
+      ]);
+      seeded.push(tenantId);
+    }
+    const ctx = billingContext(p.kernel);
+    await startTrial(p.kernel, ctx, seeded[0]!);
+    await startTrial(p.kernel, ctx, seeded[1]!);
+    // when billing asks for one tenant without a subscription (pages of one: two subscribed pages first)
+    const [first] = await ctx.tenants.withoutSubscription(p.kernel.db, 1);
+    // then it is the third, as one join of identity's tenants and billing's subscriptions finds it
+    expect(first).toEqual({ tenantId: seeded[2], createdAt: new Date('1990-01-03T00:00:00Z') });
+    const joined = await p.kernel.db.query<{ tenant_id: string }>(
+      `SELECT t.tenant_id FROM rm.iam_tenants t WHERE t.tenant_id <> $1
+         AND NOT EXISTS (SELECT 1 FROM rm.billing_subscriptions s WHERE s.tenant_id = t.tenant_id)
+       ORDER BY t.created_at, t.tenant_id LIMIT 3`,
+      [PLATFORM_TENANT_ID],
+    );
+    const three = await ctx.tenants.withoutSubscription(p.kernel.db, 3);
+    expect(three.map((t) => t.tenantId)).toEqual(joined.rows.map((r) => r.tenant_id));
   });
 });
 

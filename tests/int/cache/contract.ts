@@ -38,6 +38,7 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
         const k = key('ttl');
         await cache.set(k, '{"a":1}', 400);
         expect(await cache.get(k)).toBe('{"a":1}');
+        // deliberately let the 400 ms time-to-live pass: expiry is the behaviour under test
         await sleep(600);
         expect(await cache.get(k)).toBeNull();
       });
@@ -54,6 +55,7 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
         await cache.set(a, 'A', 10_000);
         await cache.set(b, 'B', 10_000);
         await cache.set(gone, 'G', 300);
+        // deliberately let the 300 ms time-to-live pass
         await sleep(500);
         expect(await cache.getMany([b, never, a, gone])).toEqual(['B', null, 'A', null]);
         expect(await cache.getMany([])).toEqual([]);
@@ -81,6 +83,7 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
         const k = key('replay');
         expect(await cache.setIfAbsent(k, 'a', 400)).toBe(true);
         expect(await cache.setIfAbsent(k, 'b', 400)).toBe(false);
+        // deliberately let the 400 ms time-to-live pass
         await sleep(600);
         expect(await cache.setIfAbsent(k, 'c', 10_000)).toBe(true);
         expect(await cache.get(k)).toBe('c');
@@ -103,11 +106,13 @@ export const keyValueCacheContract = (name: string, open: () => Promise<KeyValue
       it('keeps the end of its window while counting, and starts again from one after it', async () => {
         const k = key('reset');
         const first = await cache.incrWindow(k, 1_000);
+        // deliberately let part of the window pass
         await sleep(300);
         const second = await cache.incrWindow(k, 1_000);
         expect(second.count).toBe(2);
         // a window opened anew would end 300 ms later
         expect(Math.abs(second.resetAt - first.resetAt)).toBeLessThan(150);
+        // deliberately let the rest of the window pass
         await sleep(900);
         expect((await cache.incrWindow(k, 1_000)).count).toBe(1);
       });

@@ -6,6 +6,7 @@ import type { AnalyticsStore } from '../../../infra/clickhouse/port';
 import { openEmbeddedClickHouse } from '../../../infra/clickhouse/embedded';
 import { openClickHouseHttp } from '../../../infra/clickhouse/http';
 import '../../support/env';
+import { startClickHouse, stopRole } from '../../support/split';
 
 interface AuditRow {
   tenant_id: string;
@@ -113,10 +114,20 @@ describe('embedded chdb: a table written before the store was closed', () => {
   });
 });
 
-// No ClickHouse server is part of the test infrastructure; the HTTP adapter runs the same suite when one is given.
-const serverUrl = process.env.TEST_CLICKHOUSE_URL || process.env.CLICKHOUSE_URL;
-if (serverUrl) contract('ClickHouse server over HTTP', async () => openClickHouseHttp({ url: serverUrl }));
-else
-  describe.skip('ClickHouse server over HTTP (set TEST_CLICKHOUSE_URL to run)', () => {
-    it('is not configured', () => {});
-  });
+// The HTTP adapter runs the same contract against a server: TEST_CLICKHOUSE_URL when one is given,
+// else the chdb engine served over ClickHouse's HTTP interface, the endpoint the split suite's roles share.
+contract('ClickHouse server over HTTP', async () => {
+  const given = process.env.TEST_CLICKHOUSE_URL;
+  if (given) return openClickHouseHttp({ url: given });
+  const folder = await mkdtemp(join(tmpdir(), 'platform-ch-http-'));
+  dataDirs.push(folder);
+  const server = await startClickHouse(folder);
+  const store = await openClickHouseHttp({ url: server.url });
+  return {
+    ...store,
+    close: async () => {
+      await store.close();
+      await stopRole(server.process);
+    },
+  };
+});

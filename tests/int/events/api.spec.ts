@@ -84,14 +84,18 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
   const topic = () => `platform.${crm.slug}.events`;
   const type = (verb = 'created') => `${crm.slug}.contact.${verb}`;
 
+  /** given a refusal: 403 with the suffix */
+  const expectRefused = (res: { status: number; body: Body }, suffix: string) => {
+    expect(res.status).toBe(403);
+    expect(res.body.type).toMatch(new RegExp(`/${suffix.replace(/\./g, '\\.')}$`));
+  };
+  const publish = (client: ApiClient, body: Body) => client.call('POST', '/events/publish', body);
+  const arrived = (eventId: string) =>
+    eventually(async () => receiver.received.find((d: Body) => d.event.eventId === eventId));
+
   describe('publishing', () => {
-    it("answers 202 queued with a UUID v7 eventId; the event carries the module as source, the tenant of the key and the request's trace", async () => {
-      const res = await crmA.call('POST', '/events/publish', {
-        topic: topic(),
-        type: type(),
-        payload: { name: 'Ada' },
-        entityId: 'contact-1',
-      });
+    it('answers 202 queued with a UUID v7 eventId', async () => {
+      const res = await publish(crmA, { topic: topic(), type: type(), payload: {}, entityId: 'contact-0' });
       expect(res.status).toBe(202);
       expect(res.body).toEqual({
         eventId: expect.stringMatching(UUID_V7),
@@ -100,9 +104,16 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
         status: 'queued',
         createdAt: expect.any(String),
       });
-      const got = await eventually(async () =>
-        receiver.received.find((d: Body) => d.event.eventId === res.body.eventId),
-      );
+    });
+
+    it("delivers the event signed, with the module as source, the tenant of the key and the request's trace", async () => {
+      const res = await publish(crmA, {
+        topic: topic(),
+        type: type(),
+        payload: { name: 'Ada' },
+        entityId: 'contact-1',
+      });
+      const got = await arrived(res.body.eventId);
       expect(got.event).toMatchObject({
         type: type(),
         source: crm.slug,
@@ -115,201 +126,192 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
       expect(got.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     });
 
-    it('refuses types outside the manifest, platform prefixes and a user publishing for a module with 403 events.publish.forbidden', async () => {
-      const refused = [
-        await crmA.call('POST', '/events/publish', {
-          topic: topic(),
-          type: `${crm.slug}.contact.deleted`,
-          payload: {},
-        }),
-        await crmA.call('POST', '/events/publish', {
-          topic: 'platform.money.events',
-          type: 'money.wallet.credited',
-          payload: {},
-        }),
-        await crmA.call('POST', '/events/publish', {
-          topic: 'platform.auth.events',
-          type: 'auth.user.created',
-          payload: {},
-        }),
-        await userA.call('POST', '/events/publish', {
-          topic: 'platform.billing.events',
-          type: 'billing.plan.changed',
-          payload: {},
-        }),
-        await userA.call('POST', '/events/publish', { topic: topic(), type: type(), payload: {} }),
-        await otherA.call('POST', '/events/publish', { topic: topic(), type: type(), payload: {} }),
-      ];
-      for (const res of refused) {
-        expect(res.status).toBe(403);
-        expect(res.body.type).toMatch(/\/events\.publish\.forbidden$/);
-      }
-      expect(
-        (
-          await userA.call('POST', '/events/publish', {
-            topic: 'platform.app.events',
-            type: 'app.order.placed',
-            payload: { total: 3 },
-          })
-        ).status,
-      ).toBe(202);
+    it("refuses a type outside the module's manifest with 403 events.publish.forbidden", async () =>
+      expectRefused(
+        await publish(crmA, { topic: topic(), type: `${crm.slug}.contact.deleted`, payload: {} }),
+        'events.publish.forbidden',
+      ));
+
+    it.each([
+      ['platform.money.events', 'money.wallet.credited'],
+      ['platform.auth.events', 'auth.user.created'],
+    ])('refuses a module publishing to %s (a platform prefix) with 403', async (t, ty) =>
+      expectRefused(await publish(crmA, { topic: t, type: ty, payload: {} }), 'events.publish.forbidden'),
+    );
+
+    it("refuses a user's token publishing billing. or a module's type, with 403", async () => {
+      expectRefused(
+        await publish(userA, { topic: 'platform.billing.events', type: 'billing.plan.changed', payload: {} }),
+        'events.publish.forbidden',
+      );
+      expectRefused(await publish(userA, { topic: topic(), type: type(), payload: {} }), 'events.publish.forbidden');
     });
 
-    it('refuses 501 events with 400 batch-limit-exceeded, a payload over 1 MB with 413, one bad event with 400, publishing none of them', async () => {
+    it("refuses another module publishing the module's type with 403", async () =>
+      expectRefused(await publish(otherA, { topic: topic(), type: type(), payload: {} }), 'events.publish.forbidden'));
+
+    it("accepts a user's app.* event", async () =>
+      expect(
+        (await publish(userA, { topic: 'platform.app.events', type: 'app.order.placed', payload: { total: 3 } }))
+          .status,
+      ).toBe(202));
+
+    describe('refused batches and events', () => {
       const entityId = `batch-refused-${randomUUID()}`;
-      const over = await crmA.call('POST', '/events/publish/batch', {
-        topic: topic(),
-        events: Array.from({ length: 501 }, () => ({ type: type(), payload: {}, entityId })),
+      const batch = (events: Body[]) => crmA.call('POST', '/events/publish/batch', { topic: topic(), events });
+
+      it('501 events: 400 batch-limit-exceeded', async () => {
+        const over = await batch(Array.from({ length: 501 }, () => ({ type: type(), payload: {}, entityId })));
+        expect(over.status).toBe(400);
+        expect(over.body.type).toMatch(/\/batch-limit-exceeded$/);
       });
-      expect(over.status).toBe(400);
-      expect(over.body.type).toMatch(/\/batch-limit-exceeded$/);
-      const big = await crmA.call('POST', '/events/publish/batch', {
-        topic: topic(),
-        events: [
-          { type: type(), payload: {}, entityId },
-          { type: type(), payload: { blob: 'x'.repeat(1_048_600) }, entityId },
-        ],
-      });
-      expect(big.status).toBe(413);
-      const bad = await crmA.call('POST', '/events/publish/batch', {
-        topic: topic(),
-        events: [
+      it('a batch holding a payload over 1 MB: 413', async () =>
+        expect(
+          (
+            await batch([
+              { type: type(), payload: {}, entityId },
+              { type: type(), payload: { blob: 'x'.repeat(1_048_600) }, entityId },
+            ])
+          ).status,
+        ).toBe(413));
+      it('a batch holding one bad event: 400 naming it', async () => {
+        const bad = await batch([
           { type: type(), payload: {}, entityId },
           { type: 'nope', payload: {}, entityId },
-        ],
+        ]);
+        expect(bad.status).toBe(400);
+        expect(bad.body.errors[0].field).toMatch(/^events\.1\./);
       });
-      expect(bad.status).toBe(400);
-      expect(bad.body.errors[0].field).toMatch(/^events\.1\./);
-      const single = await crmA.call('POST', '/events/publish', {
-        topic: topic(),
-        type: type(),
-        payload: { blob: 'x'.repeat(1_048_600) },
-        entityId,
+      it('a single event over 1 MB: 413', async () =>
+        expect(
+          (await publish(crmA, { topic: topic(), type: type(), payload: { blob: 'x'.repeat(1_048_600) }, entityId }))
+            .status,
+        ).toBe(413));
+      it('publishes none of them: a marker published after them arrives alone', async () => {
+        const marker = await publish(crmA, { topic: topic(), type: type(), payload: {}, entityId });
+        await arrived(marker.body.eventId);
+        expect(receiver.received.filter((d: Body) => d.event.entityId === entityId)).toHaveLength(1);
       });
-      expect(single.status).toBe(413);
-      // a marker published after them arrives; none of the refused ones did
-      const marker = await crmA.call('POST', '/events/publish', {
-        topic: topic(),
-        type: type(),
-        payload: {},
-        entityId,
-      });
-      await eventually(async () => receiver.received.some((d: Body) => d.event.eventId === marker.body.eventId));
-      expect(receiver.received.filter((d: Body) => d.event.entityId === entityId)).toHaveLength(1);
     });
   });
 
   describe('subscriptions', () => {
-    it("refuses a topic outside the manifest's subscribes, and a user's token, with 403 events.subscribe.forbidden", async () => {
-      for (const [client, t] of [
-        [crmA, 'platform.money.events'],
-        [otherA, topic()],
-        [userA, topic()],
-      ] as const) {
-        const res = await client.call('POST', '/events/subscriptions', {
-          topic: t,
-          consumerGroup: `${crm.slug}.x`,
-          handlerName: 'x',
-        });
-        expect(res.status).toBe(403);
-        expect(res.body.type).toMatch(/\/events\.subscribe\.forbidden$/);
-      }
-    });
+    const subscribe = (client: ApiClient, t: string) =>
+      client.call('POST', '/events/subscriptions', { topic: t, consumerGroup: `${crm.slug}.x`, handlerName: 'x' });
 
-    it("delivers a tenant's events to its subscription only, in order per entity, and the position's lag falls to 0", async () => {
+    it("refuses a topic outside the manifest's subscribes with 403 events.subscribe.forbidden", async () =>
+      expectRefused(await subscribe(crmA, 'platform.money.events'), 'events.subscribe.forbidden'));
+    it("refuses another module subscribing to the module's topic with 403", async () =>
+      expectRefused(await subscribe(otherA, topic()), 'events.subscribe.forbidden'));
+    it("refuses a user's token with 403", async () =>
+      expectRefused(await subscribe(userA, topic()), 'events.subscribe.forbidden'));
+
+    describe("given 20 events of tenant A's entity and 5 of tenant B's (which has no subscription)", () => {
       const entityId = `order-${randomUUID()}`;
-      const batch = await crmA.call('POST', '/events/publish/batch', {
-        topic: topic(),
-        events: Array.from({ length: 20 }, (_, i) => ({ type: type('updated'), payload: { i }, entityId })),
+      beforeAll(async () => {
+        const updates = (n: number) =>
+          Array.from({ length: n }, (_, i) => ({ type: type('updated'), payload: { i }, entityId }));
+        const batch = await crmA.call('POST', '/events/publish/batch', { topic: topic(), events: updates(20) });
+        expect(batch.status).toBe(202);
+        expect(batch.body.count).toBe(20);
+        const forB = await crmB.call('POST', '/events/publish/batch', { topic: topic(), events: updates(5) });
+        expect(forB.status).toBe(202);
       });
-      expect(batch.status).toBe(202);
-      expect(batch.body.count).toBe(20);
-      const forB = await crmB.call('POST', '/events/publish/batch', {
-        topic: topic(),
-        events: Array.from({ length: 5 }, (_, i) => ({ type: type('updated'), payload: { i }, entityId })),
+
+      it("delivers tenant A's to its subscription, in order per entity", async () => {
+        const mine = await eventually(async () => {
+          const got = receiver.received.filter(
+            (d: Body) => d.event.entityId === entityId && d.event.tenantId === tenantA,
+          );
+          return got.length >= 20 ? got : null;
+        });
+        expect(mine.map((d: Body) => d.event.payload.i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
       });
-      expect(forB.status).toBe(202);
-      const mine = await eventually(async () => {
-        const got = receiver.received.filter(
-          (d: Body) => d.event.entityId === entityId && d.event.tenantId === tenantA,
-        );
-        return got.length >= 20 ? got : null;
+      it("the subscription's lag falls to 0 on every partition", async () => {
+        const position = await eventually(async () => {
+          const res = await crmA.call('GET', `/events/subscriptions/${subA}/position`);
+          return res.status === 200 && res.body.totalLag === 0 ? res.body : null;
+        });
+        expect(position).toMatchObject({
+          subscriptionId: subA,
+          topic: topic(),
+          consumerGroup: `${crm.slug}.contacts`,
+          totalLag: 0,
+        });
+        expect(position.partitions.length).toBeGreaterThan(0);
+        for (const p of position.partitions) expect(p.currentOffset).toBe(p.logEndOffset);
       });
-      expect(mine.map((d: Body) => d.event.payload.i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
-      const position = await eventually(async () => {
-        const res = await crmA.call('GET', `/events/subscriptions/${subA}/position`);
-        return res.status === 200 && res.body.totalLag === 0 ? res.body : null;
+      it("delivers none of tenant B's anywhere", async () => {
+        // deliberately let time pass after A's were all consumed: an absence cannot be polled for
+        await new Promise((r) => setTimeout(r, 300));
+        expect(deliveredTo(tenantB)).toEqual([]);
       });
-      expect(position).toMatchObject({
-        subscriptionId: subA,
-        topic: topic(),
-        consumerGroup: `${crm.slug}.contacts`,
-        totalLag: 0,
-      });
-      expect(position.partitions.length).toBeGreaterThan(0);
-      for (const p of position.partitions) expect(p.currentOffset).toBe(p.logEndOffset);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(deliveredTo(tenantB)).toEqual([]);
     });
 
-    it("never shows tenant A's subscription, position or list to tenant B", async () => {
-      expect((await crmB.call('GET', `/events/subscriptions/${subA}`)).status).toBe(404);
-      expect((await crmB.call('GET', `/events/subscriptions/${subA}/position`)).status).toBe(404);
-      expect(
-        (await crmB.call('POST', `/events/subscriptions/${subA}/seek`, { seekTo: new Date().toISOString() })).status,
-      ).toBe(404);
-      expect((await crmB.call('DELETE', `/events/subscriptions/${subA}`)).status).toBe(404);
+    it.each([
+      ['GET', '', undefined],
+      ['GET', '/position', undefined],
+      ['POST', '/seek', { seekTo: new Date().toISOString() }],
+      ['DELETE', '', undefined],
+    ] as const)("answers tenant B's %s of tenant A's subscription%s with 404", async (method, path, body) =>
+      expect((await crmB.call(method, `/events/subscriptions/${subA}${path}`, body)).status).toBe(404),
+    );
+
+    it("lists each tenant's subscriptions only", async () => {
       expect((await crmB.call('GET', '/events/subscriptions')).body.data).toEqual([]);
       expect((await crmA.call('GET', '/events/subscriptions')).body.data.map((s: Body) => s.id)).toEqual([subA]);
     });
 
-    it('seeks to a time and delivers from there again; a seek beyond retention is 422 events.retention.exceeded', async () => {
+    it('seeks to a time and delivers from there again (the later event twice, the earlier once)', async () => {
       const entityId = `seek-${randomUUID()}`;
-      const first = await crmA.call('POST', '/events/publish', {
-        topic: topic(),
-        type: type(),
-        payload: { n: 1 },
-        entityId,
-      });
-      await eventually(async () => receiver.received.some((d: Body) => d.event.eventId === first.body.eventId));
+      const first = await publish(crmA, { topic: topic(), type: type(), payload: { n: 1 }, entityId });
+      await arrived(first.body.eventId);
+      // deliberately let the clock move on both sides of seekTo, so the two events fall either side of it
       await new Promise((r) => setTimeout(r, 50));
       const seekTo = new Date().toISOString();
       await new Promise((r) => setTimeout(r, 50));
-      const second = await crmA.call('POST', '/events/publish', {
-        topic: topic(),
-        type: type(),
-        payload: { n: 2 },
-        entityId,
-      });
-      await eventually(async () => receiver.received.some((d: Body) => d.event.eventId === second.body.eventId));
+      const second = await publish(crmA, { topic: topic(), type: type(), payload: { n: 2 }, entityId });
+      await arrived(second.body.eventId);
 
       const sought = await crmA.call('POST', `/events/subscriptions/${subA}/seek`, { seekTo });
       expect(sought.status).toBe(202);
       await eventually(
         async () => receiver.received.filter((d: Body) => d.event.eventId === second.body.eventId).length === 2,
       );
+      // deliberately let time pass after the redelivery: the earlier event must not come again (an absence)
       await new Promise((r) => setTimeout(r, 300));
       expect(receiver.received.filter((d: Body) => d.event.eventId === first.body.eventId)).toHaveLength(1);
+    });
 
+    it('refuses a seek beyond retention with 422 events.retention.exceeded', async () => {
       const tooOld = await crmA.call('POST', `/events/subscriptions/${subA}/seek`, { seekTo: '2000-01-01T00:00:00Z' });
       expect(tooOld.status).toBe(422);
       expect(tooOld.body.type).toMatch(/\/events\.retention\.exceeded$/);
     });
   });
 
-  describe('the dead-letter queue', () => {
-    it('dead-letters an event after 3 failed attempts; retry delivers it; resolved entries are skipped by replay-all; tenant B sees none', async () => {
+  describe('the dead-letter queue, given an event its endpoint refuses', () => {
+    let eventId: string;
+    let entry: Body;
+    beforeAll(async () => {
       receiver.failMarked = true;
-      const res = await crmA.call('POST', '/events/publish', {
+      const res = await publish(crmA, {
         topic: topic(),
         type: type(),
         payload: { fail: true },
         entityId: `dlq-${randomUUID()}`,
       });
-      const entry = await eventually(async () => {
+      eventId = res.body.eventId as string;
+      entry = await eventually(async () => {
         const list = await crmA.call('GET', `/events/dlq?status=pending&topic=${topic()}`);
-        return list.body.data.find((d: Body) => d.eventId === res.body.eventId);
+        return list.body.data.find((d: Body) => d.eventId === eventId);
       });
+    });
+    afterAll(() => {
+      receiver.failMarked = false;
+    });
+
+    it('dead-letters it after 3 failed attempts, with the last error', () => {
       expect(entry).toMatchObject({
         topic: topic(),
         type: type(),
@@ -319,15 +321,21 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
         createdAt: expect.any(String),
       });
       expect(entry.lastError).toMatch(/HTTP 500/);
+    });
+    it('tenant B sees none of it: an empty list, 404 on the entry and its retry', async () => {
       expect((await crmB.call('GET', '/events/dlq')).body.data).toEqual([]);
       expect((await crmB.call('GET', `/events/dlq/${entry.id}`)).status).toBe(404);
       expect((await crmB.call('POST', `/events/dlq/${entry.id}/retry`)).status).toBe(404);
-
+    });
+    it('a retry delivers it and resolves the entry', async () => {
       receiver.failMarked = false;
       const retried = await crmA.call('POST', `/events/dlq/${entry.id}/retry`);
       expect(retried.status).toBe(202);
       expect(retried.body.status).toBe('retrying');
-      await eventually(async () => receiver.received.some((d: Body) => d.event.eventId === res.body.eventId));
+      await arrived(eventId);
+      await eventually(async () => (await crmA.call('GET', `/events/dlq/${entry.id}`)).body.status === 'resolved');
+    });
+    it('replay-all skips the resolved entries', async () => {
       await eventually(async () => (await crmA.call('GET', `/events/dlq/${entry.id}`)).body.status === 'resolved');
       const replay = await crmA.call('POST', '/events/dlq/replay-all', {});
       expect(replay.status).toBe(202);
@@ -337,7 +345,7 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
   });
 
   describe('topics', () => {
-    it("lists a module's own and subscribed topics only; a user sees the platform's; schema and config answer", async () => {
+    it("lists a module's own and subscribed topics only", async () => {
       const mine = await crmA.call('GET', '/events/topics?page_size=100');
       expect(mine.status).toBe(200);
       expect(mine.body.data.map((t: Body) => t.topic)).toEqual([topic()]);
@@ -347,10 +355,14 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
         retention: expect.stringMatching(/^\d+h$/),
         examples: expect.any(Array),
       });
+    });
+    it("shows a user the platform's topics", async () => {
       const all = await userA.call('GET', '/events/topics?page_size=100');
       expect(all.body.data.map((t: Body) => t.topic)).toEqual(
         expect.arrayContaining(['platform.money.events', 'platform.auth.events', topic()]),
       );
+    });
+    it("answers a module's own topic schema, and 404 for a topic it does not own", async () => {
       expect((await crmA.call('GET', '/events/topics/platform.money.events/schema')).status).toBe(404);
       const schema = await crmA.call('GET', `/events/topics/${topic()}/schema`);
       expect(schema.body).toMatchObject({
@@ -359,6 +371,8 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
         breakingChangesPolicy: 'BACKWARD',
         protoDefinition: expect.stringContaining('message Event'),
       });
+    });
+    it("answers a topic's config, retention at least 720 h", async () => {
       const config = await userA.call('GET', '/events/topics/platform.audit.events/config');
       expect(config.body).toMatchObject({
         topic: 'platform.audit.events',
@@ -368,31 +382,27 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
       expect(Number(config.body.retention.slice(0, -1))).toBeGreaterThanOrEqual(720);
     });
 
-    it('registers a schema, accepts a compatible change and refuses a breaking one with 409', async () => {
-      const v1 = `syntax = "proto3";\npackage crm;\nmessage Contact { string id = 1; string name = 2; }\n`;
-      expect(
-        (await crmA.call('PUT', `/events/topics/${topic()}/schema`, { protoDefinition: v1, schemaVersion: '1.0.0' }))
-          .status,
-      ).toBe(200);
+    describe('schema registration', () => {
+      const put = (client: ApiClient, protoDefinition: string, schemaVersion: string) =>
+        client.call('PUT', `/events/topics/${topic()}/schema`, { protoDefinition, schemaVersion });
       const v11 = `syntax = "proto3";\npackage crm;\nmessage Contact { string id = 1; string name = 2; string email = 3; }\n`;
-      expect(
-        (await crmA.call('PUT', `/events/topics/${topic()}/schema`, { protoDefinition: v11, schemaVersion: '1.1.0' }))
-          .status,
-      ).toBe(200);
-      const breaking = `syntax = "proto3";\npackage crm;\nmessage Contact { string id = 1; int64 name = 2; }\n`;
-      const refused = await crmA.call('PUT', `/events/topics/${topic()}/schema`, {
-        protoDefinition: breaking,
-        schemaVersion: '2.0.0',
+
+      it('registers a schema', async () => {
+        const v1 = `syntax = "proto3";\npackage crm;\nmessage Contact { string id = 1; string name = 2; }\n`;
+        expect((await put(crmA, v1, '1.0.0')).status).toBe(200);
       });
-      expect(refused.status).toBe(409);
-      expect(refused.body.errors.map((e: Body) => e.code)).toEqual(
-        expect.arrayContaining(['FIELD_TYPE_CHANGED', 'FIELD_REMOVED']),
-      );
-      expect((await crmA.call('GET', `/events/topics/${topic()}/schema`)).body.schemaVersion).toBe('1.1.0');
-      expect(
-        (await otherA.call('PUT', `/events/topics/${topic()}/schema`, { protoDefinition: v11, schemaVersion: '1.2.0' }))
-          .status,
-      ).toBe(403);
+      it('accepts a compatible change', async () => expect((await put(crmA, v11, '1.1.0')).status).toBe(200));
+      it('refuses a breaking one with 409 naming the changes, keeping the last version', async () => {
+        const breaking = `syntax = "proto3";\npackage crm;\nmessage Contact { string id = 1; int64 name = 2; }\n`;
+        const refused = await put(crmA, breaking, '2.0.0');
+        expect(refused.status).toBe(409);
+        expect(refused.body.errors.map((e: Body) => e.code)).toEqual(
+          expect.arrayContaining(['FIELD_TYPE_CHANGED', 'FIELD_REMOVED']),
+        );
+        expect((await crmA.call('GET', `/events/topics/${topic()}/schema`)).body.schemaVersion).toBe('1.1.0');
+      });
+      it("refuses another module registering the topic's schema with 403", async () =>
+        expect((await put(otherA, v11, '1.2.0')).status).toBe(403));
     });
   });
 });

@@ -91,6 +91,7 @@ describe('a batch publish while the log is down', () => {
     expect(accepted.status).toBe(202);
     const ids = new Set(accepted.body.events.map((e: Body) => e.eventId as string));
     await eventually(async () => receiver.received.filter((d: Body) => ids.has(d.event.eventId)).length >= 50, 30_000);
+    // deliberately let time pass: no event may be delivered twice (an absence)
     await new Promise((r) => setTimeout(r, 500));
     const batchDeliveries = receiver.received.filter((d: Body) => typeof d.event.payload.i === 'number');
     expect(batchDeliveries).toHaveLength(50);

@@ -90,6 +90,7 @@ describe.each([
       30_000,
       100,
     );
+    // deliberately let time pass: no redelivery may come twice (an absence)
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.received.filter((d: Body) => d.event.payload.fail === true)).toHaveLength(count - 5);
     const times = arrivals.map((d: Body) => d.at as number).sort((a, b) => a - b);

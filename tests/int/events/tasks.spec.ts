@@ -66,6 +66,7 @@ describe('the task queue', () => {
       await uow.tx.query('SELECT 1/0');
     });
     await expect(failing).rejects.toThrow();
+    // deliberately let the workers poll: a rolled-back enqueue must leave no task (an absence)
     await new Promise((r) => setTimeout(r, 300));
     const { rows } = await platform.kernel.db.query<{ n: string }>(
       `SELECT count(*) AS n FROM events.tasks WHERE tenant_id = $1`,

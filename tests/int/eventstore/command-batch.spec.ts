@@ -11,12 +11,14 @@ import { EventStore } from '../../../infra/eventstore/event-store';
 import type { IdempotencyRequest } from '../../../infra/eventstore/idempotency';
 import type { UnitOfWork } from '../../../infra/eventstore/unit-of-work';
 import { inTransaction } from '../../../infra/postgres/db';
+import { pipelined } from '../../../infra/postgres/pipeline';
 import type { Projection } from '../../../infra/projections/projection';
 import { sql } from '../../../infra/projections/projection';
 import { ProjectionEngine } from '../../../infra/projections/engine';
 import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
+import { pollUntil } from '../../support/poll';
 
 /*
  * Group commit (infra/eventstore/command-batch.ts) against PostgreSQL, on an account of our own
@@ -394,19 +396,18 @@ describe('given a batch in which something unexpected fails', () => {
       );
       const batch = submitBatch([add('f-other', 1), add('f-new', 1)]);
       // the batch's second round trip waits on the uncommitted stream row; then the writer commits
-      const deadline = Date.now() + 10_000;
-      while (
-        Number(
-          (
-            await t.db.query<{ n: string }>(
-              "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-            )
-          ).rows[0]!.n,
-        ) === 0
-      ) {
-        if (Date.now() > deadline) throw new Error('the batch never waited on the new stream');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await pollUntil(
+        async () =>
+          Number(
+            (
+              await t.db.query<{ n: string }>(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+              )
+            ).rows[0]?.n,
+          ),
+        (waiting) => waiting > 0,
+        { timeoutMs: 10_000, everyMs: 10, what: 'the batch waiting on the new stream' },
+      );
       await other.query('COMMIT');
       results = await batch;
     } finally {
@@ -444,14 +445,14 @@ describe('EventStore.prepareAppends', () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('g', 0, [1])], meta));
     // read at version 1; meanwhile another writer appends
     await inTransaction(t.db, (tx) => store.append(tx, [request('g', 1, [2])], meta));
-    const { sql: statement } = store.prepareAppends(
+    const { statements } = store.prepareAppends(
       [
         { request: request('g-fresh', 0, [10]), meta },
         { request: request('g', 1, [3, 4]), meta },
       ],
       new Date(),
     );
-    await expect(inTransaction(t.db, (tx) => tx.query(statement))).rejects.toMatchObject({ code: '23505' });
+    await expect(inTransaction(t.db, (tx) => pipelined(tx, statements))).rejects.toMatchObject({ code: '23505' });
 
     expect(await streamRow('g')).toEqual({ version: 2, state: { value: 2 } });
     expect((await eventsOf('g')).map((e) => e.data.value)).toEqual([1, 2]);
@@ -461,8 +462,8 @@ describe('EventStore.prepareAppends', () => {
 
   it('given a stream that exists, when the statement creates it (expected version 0), then it fails with a unique violation and writes nothing', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('h', 0, [1])], meta));
-    const { sql: statement } = store.prepareAppends([{ request: request('h', 0, [5]), meta }], new Date());
-    await expect(inTransaction(t.db, (tx) => tx.query(statement))).rejects.toMatchObject({ code: '23505' });
+    const { statements } = store.prepareAppends([{ request: request('h', 0, [5]), meta }], new Date());
+    await expect(inTransaction(t.db, (tx) => pipelined(tx, statements))).rejects.toMatchObject({ code: '23505' });
     expect(await streamRow('h')).toEqual({ version: 1, state: { value: 1 } });
     expect((await eventsOf('h')).map((e) => e.data.value)).toEqual([1]);
   });
@@ -470,7 +471,7 @@ describe('EventStore.prepareAppends', () => {
   it('given appends at their versions, when the statement runs, then the events are stored as returned, whose position and transaction id throw until then', async () => {
     await inTransaction(t.db, (tx) => store.append(tx, [request('i', 0, [1])], meta));
     const at = new Date('2030-01-02T03:04:05.678Z');
-    const { sql: statement, events } = store.prepareAppends(
+    const { statements, events } = store.prepareAppends(
       [
         { request: request('i', 1, [2, 3]), meta },
         { request: request('i-new', 0, [9]), meta: { ...meta, actorId: 'u2' } },
@@ -480,7 +481,7 @@ describe('EventStore.prepareAppends', () => {
     );
     expect(() => events[0]!.position).toThrow(/assigned by PostgreSQL/);
     expect(() => events[0]!.transactionId).toThrow(/assigned by PostgreSQL/);
-    await inTransaction(t.db, (tx) => tx.query(statement));
+    await inTransaction(t.db, (tx) => pipelined(tx, statements));
 
     expect(await streamRow('i')).toEqual({ version: 4, state: { value: 4 } });
     expect(await streamRow('i-new')).toEqual({ version: 1, state: { value: 9 } });
@@ -512,6 +513,39 @@ describe('EventStore.prepareAppends', () => {
     ]);
     // one statement, so one transaction
     expect(new Set(stored.map((e) => e.transactionId)).size).toBe(1);
+  });
+
+  it('given event data and state with a $1, quotes, backslashes, unicode and a megabyte of text, when the statements run with standard_conforming_strings off, then they read back exactly', async () => {
+    const awkward = { text: `$1 it's "q" C:\\x41\\ 水🙂 $$`, big: "x\\'$2".repeat(200_000) };
+    const { statements } = store.prepareAppends(
+      [
+        {
+          request: {
+            streamId: streamOf('awkward'),
+            expectedVersion: 0,
+            events: [{ type: 'test.account.changed', data: awkward }],
+            state: { value: awkward, schema: 'account.v1' },
+          },
+          meta: { ...meta, traceId: "trace'$1\\" },
+        },
+      ],
+      new Date(),
+    );
+    const client = await t.db.connect();
+    try {
+      await client.query('SET standard_conforming_strings = off');
+      await pipelined(
+        client,
+        ['BEGIN', ...statements, 'COMMIT'].map((s) => (typeof s === 'string' ? { text: s, values: [] } : s)),
+      );
+      await client.query('RESET standard_conforming_strings');
+    } finally {
+      client.release();
+    }
+    const [event] = await store.readStream(t.db, streamOf('awkward'));
+    expect(event!.data).toEqual(awkward);
+    expect(event!.traceId).toBe("trace'$1\\");
+    expect((await streamRow('awkward'))?.state).toEqual(awkward);
   });
 
   it('given appends to one stream that do not follow each other, or an unknown expected version, then it refuses to prepare them', () => {
@@ -558,6 +592,7 @@ describe('given two batches in flight at once (concurrency 2)', () => {
     // given X needs the held stream and the shared one, and Y (arriving after X) only the shared one
     const x = two.runBatched({ ...add(shared, 1), locks: [streamOf(shared), streamOf(held)] });
     const y = two.runBatched(add(shared, 10));
+    // deliberately let both be queued behind the held stream before it opens (a wait inside the batcher, not on the server)
     await new Promise((r) => setTimeout(r, 50));
     open();
     await blocker;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LogCheckpoint } from '../../../infra/eventstore/event-store';
 import { checkpointOf, EventStore, LOG_START } from '../../../infra/eventstore/event-store';
 import { inTransaction } from '../../../infra/postgres/db';
+import { pipelined, statement } from '../../../infra/postgres/pipeline';
 import { systemClock, uuidV7Ids } from '../../../infra/runtime/clock';
 import { compare } from '../../../infra/projections/engine';
 import type { TestDatabase } from '../../support/db';
@@ -37,7 +38,7 @@ const follow = () => {
       });
       for (const e of batch) seen.push({ eventId: e.eventId, at: checkpointOf(e) });
       if (batch.length) after = checkpointOf(batch[batch.length - 1]!);
-      else await sleep(5);
+      else await sleep(5); // the reader's own idle pause, as the relay's
     }
   })();
   return {
@@ -84,6 +85,7 @@ describe('the global log while a slow transaction holds events uncommitted', () 
           written.push(...events.map((e) => e.eventId));
         }
       })();
+      // the slow transaction deliberately stays open while the fast ones commit past it
       await Promise.all([fast, sleep(2000)]);
       await client.query('COMMIT');
       client.release();
@@ -92,9 +94,11 @@ describe('the global log while a slow transaction holds events uncommitted', () 
     // ten rounds at a time, so the test keeps to its time budget; each round is independent
     for (let wave = 0; wave < 10; wave += 1)
       await Promise.all(Array.from({ length: 10 }, (_, k) => round(wave * 10 + k)));
-    const deadline = Date.now() + 30_000;
-    while (reader.seen.length < written.length && Date.now() < deadline) await sleep(50);
-    await reader.stop();
+    await pollUntil(
+      async () => reader.seen.length,
+      (n) => n >= written.length,
+      { timeoutMs: 30_000, what: 'every written event read' },
+    ).finally(() => reader.stop());
 
     expect(reader.errors).toEqual([]);
     expect(written).toHaveLength(10 * 10 * 1001);
@@ -198,7 +202,7 @@ describe('a command whose transaction wrote before it read a stream another tran
       await client.query(`INSERT INTO public.early_writes VALUES ('a claim, before the batch read its heads')`);
       await increment('hazard-batch');
       const head = (await store.head(client, id))!;
-      const { sql } = store.prepareAppends(
+      const { statements } = store.prepareAppends(
         [
           {
             request: {
@@ -212,7 +216,7 @@ describe('a command whose transaction wrote before it read a stream another tran
         ],
         new Date(),
       );
-      await client.query(`${sql};\nCOMMIT`);
+      await pipelined(client, [...statements, statement('COMMIT')]);
     } finally {
       client.release();
     }

@@ -35,6 +35,7 @@ beforeAll(async () => {
       read: [...filesModules.read, ...notifyModules.read],
       projections: [...new Set([...filesModules.projections, ...notifyModules.projections])],
       workers: [...filesModules.workers, ...notifyModules.workers],
+      people: filesModules.people,
     }),
     env: { ...bucket.env, ...clamdEnv(), SMTP_URL: smtp.url, FILES_WORKER_POLL_MS: '50' },
   });

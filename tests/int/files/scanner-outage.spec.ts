@@ -11,6 +11,7 @@ import { requireEnv } from '../../support/env';
 import { sendSlowly } from '../../support/slow-sender';
 import type { FilesClient } from '../../support/files';
 import { clamdEnv, eventually, filesClient, testBucket, uniqueTenant, waitForStatus } from '../../support/files';
+import { pollUntil } from '../../support/poll';
 
 /**
  * clamd unreachable: files stay pending_scan and are never released unscanned; they are released
@@ -58,16 +59,14 @@ const scanFailed = (fileId: string) =>
  */
 const releasedAfterRestore = async (ids: string[]) => {
   await proxy.restore();
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    clock.advance(60_000);
-    const statuses = await Promise.all(
-      ids.map(async (id) => (await c.get(`/files/${id}?meta=1`)).body.status as string | undefined),
-    );
-    if (statuses.every((s) => s === 'available')) return;
-    if (Date.now() > deadline) throw new Error(`not released: ${statuses.join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  await pollUntil(
+    async () => {
+      clock.advance(60_000);
+      return Promise.all(ids.map(async (id) => (await c.get(`/files/${id}?meta=1`)).body.status as string | undefined));
+    },
+    (statuses) => statuses.every((s) => s === 'available'),
+    { timeoutMs: 60_000, everyMs: 250, what: 'every file released' },
+  );
 };
 
 describe('clamd unreachable', () => {

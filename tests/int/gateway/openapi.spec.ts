@@ -69,7 +69,7 @@ describe('the OpenAPI documents', () => {
       }));
       expect(result.stdout, namespace).toContain(': OK');
     }
-  });
+  }, 300_000); // nine runs of the Python validator: minutes on a 2-core machine under heavy load
 
   it('document the problem answers of every operation (a Problem schema, referenced)', () => {
     for (const [namespace, doc] of documents) {

@@ -8,6 +8,7 @@ import { startTestPlatform } from '../../support/platform';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { startTcpProxy } from '../../support/tcp-proxy';
 import { captureLogger } from '../../support/log-capture';
+import { pollUntil } from '../../support/poll';
 
 const redisUrl = requireEnv('TEST_REDIS_URL');
 const auth = (tenant: string, user: string, permissions = ['tally.*']) => ({
@@ -189,11 +190,15 @@ describe('a gateway whose Redis is unreachable', () => {
   it('goes back to the shared counters when Redis returns', async () => {
     await proxy.restore();
     const headers = auth(`t-${randomUUID()}`, `u-${randomUUID()}`);
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && !capture.lines.some((l) => l.msg.includes('reachable again'))) {
-      await platform.http('/v1/tally/counters', { headers: auth(`t-${randomUUID()}`, `u-${randomUUID()}`) });
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    // each request gives the limiter a chance to find Redis again
+    await pollUntil(
+      async () => {
+        await platform.http('/v1/tally/counters', { headers: auth(`t-${randomUUID()}`, `u-${randomUUID()}`) });
+        return capture.lines.some((l) => l.msg.includes('reachable again'));
+      },
+      Boolean,
+      { timeoutMs: 10_000, everyMs: 200, what: 'the limiter finding Redis reachable again' },
+    );
     expect(capture.lines.some((l) => l.msg.includes('reachable again'))).toBe(true);
     expect((await platform.http('/v1/tally/counters', { headers })).status).toBe(200);
   });

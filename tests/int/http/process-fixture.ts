@@ -44,6 +44,7 @@ const faults = defineRoutes({
     let slow = 0;
     app.post('/process-fixture/slow', route, async (_request, reply) => {
       slow += 1;
+      // a deliberately slow route: the request must still be in flight when the process is told to stop
       await new Promise((resolve) => setTimeout(resolve, 1500));
       slow -= 1;
       return reply.code(200).send({ answered: 'slowly' });

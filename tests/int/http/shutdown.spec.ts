@@ -15,6 +15,7 @@ describe('stopping the platform while a request is in flight', () => {
     const headers = { authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}` };
     expect((await p.http('/v1/edge-probe/slow?ms=0', { headers })).status).toBe(200); // the connection is open
     const inFlight = p.http('/v1/edge-probe/slow?ms=400', { headers });
+    // deliberately a fixed wait: the slow route has no in-flight signal; 100 ms of its 400 lets the request reach it
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // when the platform stops before the answer is written

@@ -17,6 +17,7 @@ import { startSmtpCapture } from '../../support/smtp-capture';
 import { loadTestModules } from '../../support/modules';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { startTcpProxy } from '../../support/tcp-proxy';
+import { pollUntil } from '../../support/poll';
 
 /*
  * The two other halves of "a change of access takes effect on the next request" (the epochs are
@@ -118,10 +119,15 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
       hearing = true;
     });
     await two.kernel.invalidations.ready();
-    for (let i = 0; !hearing && i < 100; i += 1) {
-      await api(urlOf(one), '/auth/register', { body: { email: uniqueEmail('ping'), password: PASSWORD } });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await pollUntil(
+      async () => {
+        if (!hearing)
+          await api(urlOf(one), '/auth/register', { body: { email: uniqueEmail('ping'), password: PASSWORD } });
+        return hearing;
+      },
+      Boolean,
+      { timeoutMs: 30_000, everyMs: 200, what: 'process two hearing auth events' },
+    );
     expect(hearing).toBe(true);
     expect((await api(urlOf(two), '/users', { token: member })).status).toBe(200);
     expect(
@@ -158,6 +164,7 @@ describe('a process whose shared cache (Redis) is unreachable', () => {
     const { memberId, member } = await ownerAndMember(p.url, p.smtp);
     // the setup's own access events reach the cache through the log a moment later and drop the entry
     // the first request would make: let them arrive before the entry this test relies on is made
+    // (deliberately a fixed wait: those drops leave no trace this test could poll for)
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     // the 5 s lifetime can pass between two requests on a loaded machine: this test is about the epochs
     const lifetime = identity(p.kernel).accessCacheMs;

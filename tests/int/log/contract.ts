@@ -248,6 +248,7 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
           maxBatch: 5,
           onBatch: async () => {
             inFlight = true;
+            // deliberately slow: the batch is still being handled when the member leaves
             await sleep(400);
           },
         });
@@ -455,6 +456,7 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
             topic,
             oneEachFor(4).map((r) => ({ ...r, value: JSON.stringify({ round }) })),
           );
+          // deliberately spaced rounds, so rebalances fall between them
           await sleep(100);
         }
         await member.stop();
@@ -475,6 +477,7 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
           const partition = batch[0]!.partition;
           if (busy.has(partition)) overlaps.push(partition);
           busy.add(partition);
+          // deliberately hold the partition a moment: an overlapping batch would be seen
           await sleep(15);
           busy.delete(partition);
         };
@@ -483,6 +486,7 @@ export const describeLogContract = (name: string, makeLog: () => Promise<LogPort
         const b = await join(log, group, [topic], { maxBatch: 3, onBatch: guard });
         for (const part of [published.slice(0, 30), published.slice(30)]) {
           await log.publish(topic, part);
+          // deliberately let the members take batches of each part while the group settles
           await sleep(200);
         }
         const seen = () => new Set([...a.ids(), ...b.ids()]);

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { LogPort, LogRecord, OutgoingRecord, SubscribeOptions, Subscription } from '../../../infra/log/port';
 import { partitionForKey } from '../../../infra/log/murmur2';
+import { pollUntil } from '../../support/poll';
 
 export const RETENTION_WEEK = 7 * 24 * 3600 * 1000;
 
@@ -17,11 +18,7 @@ export const newTopic = async (log: LogPort, partitions: number, label = 'topic'
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const waitFor = async (condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
+  await pollUntil(async () => condition(), Boolean, { timeoutMs, everyMs: 20, what });
 };
 
 /** A record whose value says which key and which step of that key it is. */

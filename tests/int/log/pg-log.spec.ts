@@ -7,6 +7,7 @@ import { createLogger } from '../../../infra/observability/logger';
 import { createTestDatabase, type TestDatabase } from '../../support/db';
 import { describeLogContract } from './contract';
 import { event, join, newTopic, sleep, uniqueName } from './harness';
+import { pollUntil } from '../../support/poll';
 
 // Silent unless LOG_LEVEL asks otherwise: one contract test makes a handler fail on purpose.
 const logger = createLogger({ name: 'pg-log-test', level: process.env.LOG_LEVEL ?? 'silent' });
@@ -14,10 +15,7 @@ const fastOptions = { pollIntervalMs: 50, rebalanceIntervalMs: 250, logger };
 
 let database: TestDatabase | undefined;
 const waitFor = async (condition: () => Promise<boolean>): Promise<void> => {
-  for (let tries = 0; !(await condition()); tries++) {
-    if (tries > 500) throw new Error('condition not met within 10 s');
-    await sleep(20);
-  }
+  await pollUntil(condition, Boolean, { timeoutMs: 10_000, everyMs: 20 });
 };
 
 const openDatabase = async (): Promise<TestDatabase> => (database ??= await createTestDatabase('log_test'));
@@ -48,7 +46,7 @@ describe('the postgres log, beyond the contract', () => {
       const slowPolling = new PgLog(db, { ...fastOptions, pollIntervalMs: 10_000 });
       const topic = await newTopic(slowPolling, 1);
       const member = await join(slowPolling, uniqueName('group'), [topic]);
-      await sleep(200);
+      await sleep(200); // deliberately: the member must be idle, waiting out its 10 s poll, when the commit lands
 
       const publishedAt = Date.now();
       await slowPolling.publish(topic, [event('k', 0)]);
@@ -77,7 +75,7 @@ describe('the postgres log, beyond the contract', () => {
       const { rows } = await holder.query<{ pid: number }>('select pg_backend_pid() as pid');
 
       const survivor = await join(log, group, [topic]);
-      await sleep(600);
+      await sleep(600); // deliberately let a dozen polls pass: none may read the held partition
       const whileHeld = survivor.records.length;
       await db.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
       await survivor.until(3);
@@ -125,14 +123,19 @@ describe('the postgres log, beyond the contract', () => {
       const group = uniqueName('group');
       const a = await join(log, group, [topic]);
       const b = await join(log, group, [topic]);
-      await sleep(1_000); // a few rebalance intervals: the first member hands over its surplus
+      // deliberately a few rebalance intervals (250 ms): the handover is not observable before records flow
+      await sleep(1_000);
 
       await log.publish(
         topic,
         Array.from({ length: 40 }, (_, i) => event(`entity-${i}`, i)),
       );
       const seen = () => a.records.length + b.records.length;
-      while (seen() < 40) await sleep(20);
+      await pollUntil(
+        async () => seen(),
+        (n) => n >= 40,
+        { timeoutMs: 30_000, what: 'the 40 records' },
+      );
       await Promise.all([a.stop(), b.stop()]);
 
       const partitionsOf = (records: { partition: number }[]) => new Set(records.map((r) => r.partition));

@@ -62,6 +62,7 @@ describe(`${WORKERS} workers transferring among ${WALLETS} wallets for ${SECONDS
         );
         if (Number(rows[0]!.n) > 0) negativeSeen = true;
         expect(rows[0]!.s).toBe(String(total));
+        // the watcher's sampling interval while the workers run (it samples, it does not wait for anything)
         await new Promise((r) => setTimeout(r, 250));
       }
     };

@@ -84,6 +84,7 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
       }
     };
     const storm = Promise.all(Array.from({ length: 8 }, worker));
+    // deliberately let the storm run for a while: the kill must land mid-flight
     await new Promise((r) => setTimeout(r, 3000));
     server.child.kill('SIGKILL');
     killed = true;

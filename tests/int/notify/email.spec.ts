@@ -273,6 +273,7 @@ describe('a failing SMTP server', () => {
         expect(queued.nextAttemptAt).toBe(new Date(retryAt).toISOString());
         // not a moment before its time
         clock.advance(retryAt - clock.now().getTime() - 1000);
+        // deliberately let the workers poll once: nothing may be sent before the retry time (an absence)
         await new Promise((r) => setTimeout(r, 150));
         expect(mailOf(id, smtp.refused)).toHaveLength(attempt);
         clock.advance(1000);

@@ -25,6 +25,7 @@ const settles = async (tenantId: string, expected: Record<string, number>) => {
     async () => JSON.stringify(await statusCounts(platform.kernel.db, tenantId)) === JSON.stringify(expected),
     `${tenantId} at ${JSON.stringify(expected)}`,
   );
+  // deliberately let the workers poll a few more times: the counts must not move (an absence)
   await new Promise((r) => setTimeout(r, 300));
   expect(await statusCounts(platform.kernel.db, tenantId)).toEqual(expected);
 };

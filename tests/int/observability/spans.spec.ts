@@ -5,6 +5,7 @@ import { startTelemetry, stopTelemetry } from '../../../infra/observability/tele
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
+import { pollUntil } from '../../support/poll';
 
 const exporter = new InMemorySpanExporter();
 let platform: TestPlatform;
@@ -34,10 +35,12 @@ describe('a traced platform', () => {
       headers: { ...headers, 'idempotency-key': uuidv7() },
       body: JSON.stringify({ by: 1 }),
     });
-    const deadline = Date.now() + 10_000;
     const names = () => new Set(exporter.getFinishedSpans().map((s) => s.name));
-    while (!['relay.batch', 'projection.batch'].every((n) => names().has(n)) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    await pollUntil(
+      async () => names(),
+      (seen) => ['relay.batch', 'projection.batch'].every((n) => seen.has(n)),
+      { timeoutMs: 10_000, what: 'the relay and projection spans' },
+    );
     expect([...names()]).toEqual(
       expect.arrayContaining(['HTTP POST', 'command', 'eventstore.append', 'relay.batch', 'projection.batch']),
     );

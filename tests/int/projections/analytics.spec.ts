@@ -5,6 +5,7 @@ import type { AnalyticsProjection } from '../../../infra/projections/projection'
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform, tallyModules } from '../../support/platform';
+import { pollUntil } from '../../support/poll';
 
 /**
  * The kernel's ClickHouse projections (infra/projections/analytics.ts) on a small example: each
@@ -91,11 +92,8 @@ const activeGeneration = async (): Promise<number> =>
       `SELECT active_generation AS g FROM es.projections WHERE name = 'test.increments'`,
     )
   ).rows[0]!.g;
-const settled = async (n: number) => {
-  const deadline = Date.now() + 15_000;
-  while ((await rows()).length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  return rows();
-};
+const settled = (n: number) =>
+  pollUntil(rows, (got) => got.length >= n, { timeoutMs: 15_000, what: `${n} projected rows` });
 
 describe('a ClickHouse projection', () => {
   it('is kept up by the projector, rows following the carried state in log order', async () => {
@@ -122,8 +120,7 @@ describe('a ClickHouse projection', () => {
       `projection:test.increments:g${g}`,
     ]);
     await db.query(`DELETE FROM es.projection_state WHERE projection = 'test.increments'`);
-    const deadline = Date.now() + 15_000;
-    while ((await physicalRows()) < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await pollUntil(physicalRows, (n) => n >= 10, { timeoutMs: 15_000, what: 'the replayed batch inserted' });
     expect(await physicalRows()).toBe(10); // inserted twice...
     expect(await rows()).toEqual(before); // ...read once, identical
   });

@@ -9,6 +9,7 @@ import type { TestDatabase } from '../../support/db';
 import { createTestDatabase, waitForVisibleLog } from '../../support/db';
 import { tallyModules } from '../../support/platform';
 import { handleTally } from '../../support/tally/commands';
+import { pollUntil } from '../../support/poll';
 
 const TOPIC = 'platform.tally.events';
 let t: TestDatabase;
@@ -70,9 +71,11 @@ describe('replay of a topic into a consumer group', () => {
         seen.push(...records.map((r) => r.offset));
       },
     });
-    const deadline = Date.now() + 10_000;
-    while (seen.length < 31 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await sub.stop();
+    await pollUntil(
+      async () => seen.length,
+      (n) => n >= 31,
+      { timeoutMs: 10_000, what: 'the 31 records consumed' },
+    ).finally(() => sub.stop());
     expect(seen).toHaveLength(31);
     expect((await kernel.log.positions(group, TOPIC)).reduce((n, p) => n + p.lag, 0)).toBe(0);
     const redelivered = await replay(kernel, { topic: TOPIC, from: { offset: 0 }, into: group });

@@ -5,6 +5,7 @@ import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
+import { pollUntil } from '../../support/poll';
 
 let database: TestDatabase;
 let gateway: TestPlatform;
@@ -53,6 +54,7 @@ describe('an HTTP role without workers', () => {
       name: 'split',
       value: 4,
     });
+    // deliberately let time pass: with no workers role nothing may be published (an absence cannot be polled for)
     await new Promise((r) => setTimeout(r, 500));
     expect(await published()).toBe(0);
     expect(await totals()).toEqual([]);
@@ -62,11 +64,11 @@ describe('an HTTP role without workers', () => {
 describe('the workers role started beside it', () => {
   it('publishes the committed events and builds the async projections', async () => {
     workers = await startTestPlatform({ role: 'workers', database });
-    const deadline = Date.now() + 20_000;
-    while ((await published()) < 2 || (await totals()).length === 0) {
-      if (Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await pollUntil(
+      async () => ({ published: await published(), totals: await totals() }),
+      (now) => now.published >= 2 && now.totals.length > 0,
+      { timeoutMs: 20_000, everyMs: 100, what: 'the events published and the projection built' },
+    );
     expect(await published()).toBe(2);
     expect(await totals()).toEqual([1]);
   });

@@ -6,6 +6,7 @@ import { executeCommand } from '../../../infra/http/commands';
 import { decodeCursor, pageEnvelope, pageQuery, toPage } from '../../../infra/http/pagination';
 import { defineRoutes } from '../../../infra/modules';
 import { handleTally } from './commands';
+import { callerOf } from '../../../infra/http/auth';
 
 const CounterView = z.object({ id: z.string(), name: z.string(), value: z.number().int() });
 
@@ -60,7 +61,7 @@ export const tallyRead = defineRoutes({
         const after = decodeCursor(request.query.page_token, ['id']);
         const { rows } = await kernel.db.query<{ id: string; name: string; value: string }>(
           'SELECT id, name, value FROM rm.tally_counters WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3',
-          [request.principal!.tenantId, after?.id ?? '', request.query.page_size + 1],
+          [callerOf(request).tenantId, after?.id ?? '', request.query.page_size + 1],
         );
         return toPage(
           rows,
@@ -79,7 +80,7 @@ export const tallyRead = defineRoutes({
       async (request) => {
         const { rows } = await kernel.db.query<{ id: string; name: string; value: string }>(
           'SELECT id, name, value FROM rm.tally_counters WHERE tenant_id = $1 AND id = $2',
-          [request.principal!.tenantId, request.params.id],
+          [callerOf(request).tenantId, request.params.id],
         );
         const row = rows[0];
         if (!row) throw commonErrors.notFound('The counter does not exist.');

@@ -5,6 +5,7 @@ import { fixedClock, systemClock } from '../../../infra/runtime/clock';
 import { LocalBuckets, RateLimiter } from '../../../gateway/rate-limit';
 import { createMemoryCache } from '../../../infra/cache/memory';
 import { silentLogger } from '../../../infra/observability/logger';
+import { pollUntil } from '../../support/poll';
 
 describe('a closed circuit', () => {
   it('opens after 5 consecutive failures of several tenants within 30 s', () => {
@@ -103,7 +104,12 @@ describe('the two-layer rate limiter', () => {
     const keys = [{ key: 'u', limit: 100 }];
     const decisions = await Promise.all(Array.from({ length: 120 }, () => limiter.check(keys)));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
-    await new Promise((r) => setTimeout(r, 10));
+    // the admitted hits reach the store in batches, a moment after the answers
+    await pollUntil(
+      async () => calls.reduce((a, b) => a + b, 0),
+      (n) => n >= 100,
+      { timeoutMs: 5_000, everyMs: 5, what: 'the admitted hits counted in the store' },
+    );
     expect(calls.reduce((a, b) => a + b, 0)).toBe(100); // every hit the local bucket admitted is counted in the store once
     expect(calls.length).toBeLessThan(120);
   });

@@ -4,13 +4,13 @@ import { membershipDecider, type MembershipEvent } from '../../../domain/identit
 import { mfaDecider, type MfaEvent } from '../../../domain/identity/mfa';
 import { roleDecider, type RoleEvent } from '../../../domain/identity/role';
 import { tenantDecider } from '../../../domain/identity/tenant';
-import { scenario } from './given';
+import { eventScenario } from '../../support/decider-scenario';
 
 const U = 'u1';
 const T = 't1';
 
 describe('an MFA setup', () => {
-  const given = scenario(mfaDecider);
+  const given = eventScenario(mfaDecider);
   const started: MfaEvent = { type: 'auth.mfa.setup_started', data: { userId: U } };
   const enabled: MfaEvent = { type: 'auth.mfa.enabled', data: { userId: U } };
   it('starts from disabled', () => given().when({ type: 'StartMfaSetup', userId: U }).then([started]));
@@ -28,7 +28,7 @@ describe('an MFA setup', () => {
 });
 
 describe('failed recovery attempts', () => {
-  const given = scenario(mfaDecider);
+  const given = eventScenario(mfaDecider);
   const on: MfaEvent[] = [
     { type: 'auth.mfa.setup_started', data: { userId: U } },
     { type: 'auth.mfa.enabled', data: { userId: U } },
@@ -90,7 +90,7 @@ describe('failed recovery attempts', () => {
 });
 
 describe('an account', () => {
-  const given = scenario(accountDecider);
+  const given = eventScenario(accountDecider);
   const created: AccountEvent = {
     type: 'auth.user.created',
     data: {
@@ -150,7 +150,7 @@ describe('an account', () => {
 });
 
 describe('a membership', () => {
-  const given = scenario(membershipDecider);
+  const given = eventScenario(membershipDecider);
   const added = (roleIds: string[]): MembershipEvent => ({
     type: 'auth.member.added',
     data: { userId: U, tenantId: T, roleIds, via: 'admin' },
@@ -181,7 +181,7 @@ describe('a membership', () => {
 });
 
 describe('a role', () => {
-  const given = scenario(roleDecider);
+  const given = eventScenario(roleDecider);
   const owner: RoleEvent = {
     type: 'auth.role.created',
     data: { roleId: 'r', tenantId: T, name: 'Owner', description: '', permissions: [], builtIn: true, createdBy: U },
@@ -216,7 +216,7 @@ describe('a role', () => {
 });
 
 describe('a tenant', () => {
-  const given = scenario(tenantDecider);
+  const given = eventScenario(tenantDecider);
   it('records an impersonation as auth.impersonation.started', () =>
     given({ type: 'auth.tenant.created', data: { tenantId: T, name: 'n', slug: 's', ownerId: U, ownerRoleId: 'r' } })
       .when({

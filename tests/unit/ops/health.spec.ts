@@ -20,6 +20,7 @@ describe('the health report', () => {
   it('is degraded when a component answers slowly, naming the latency', async () => {
     const health = registry();
     health.register('postgresql', async () => undefined);
+    // a check that deliberately takes 80 ms
     health.register('kafka', () => sleep(80));
     const report = await health.report();
     expect(report.status).toBe('degraded');
@@ -32,6 +33,7 @@ describe('the health report', () => {
 
   it('is unhealthy when a component fails or does not answer, whatever the others say', async () => {
     const health = registry();
+    // a check that deliberately takes 80 ms
     health.register('slow', () => sleep(80));
     health.register('down', () => Promise.reject(new Error('connection refused')));
     health.register('silent', () => new Promise<void>(() => undefined));

@@ -1,0 +1,143 @@
+import type { LogPort, OutgoingRecord, TopicSpec } from '../infra/log/port';
+import type { Db, Tx } from '../infra/postgres/db';
+import type { Logger } from '../infra/observability/logger';
+import { withSpan } from '../infra/observability/tracing';
+import type { Loop } from './loop';
+import { startLoop } from './loop';
+
+/**
+ * What a relay publishes: a table of records committed with the operations that wrote them (the
+ * event store's es.events, the bus's events.outbox, audit.outbox). The source decides the order —
+ * read() returns the next items in publish order and never skips one that a running transaction
+ * may still commit — and how a published batch is done: a checkpoint advanced or the rows deleted.
+ */
+export interface RelaySource<Item> {
+  /** the session advisory lock that makes one relay of this source per database publish at a time */
+  readonly name: string;
+  /** the next items in publish order after those already done, at most limit */
+  read(limit: number): Promise<Item[]>;
+  /** the topic and the log record of an item; one key's items keep their order on the topic */
+  recordOf(item: Item): { topic: string; record: OutgoingRecord };
+  /** partitions and retention of a topic the relay meets for the first time (absent: created at start) */
+  readonly topicSpec?: (topic: string) => TopicSpec;
+  /** called once the batch is on the log, never before: advance the checkpoint, delete the rows */
+  done(items: Item[]): Promise<void>;
+}
+
+export interface RelayOptions {
+  batchSize: number;
+  /** the pause after a look that found nothing */
+  idleMs: number;
+  /** the longest pause while publishing fails (the loop backs off from idleMs) */
+  maxBackoffMs?: number;
+  /** a publish not finished by then counts as failed, and the same batch is published again */
+  publishTimeoutMs?: number;
+  /** the warning logged on the first failure in a row and on every `every`-th */
+  failure: { message: string; every: number };
+  /** the debug line of a published batch (none: no line) */
+  published?: string;
+}
+
+/**
+ * The one relay: publishes a source's records to the log at least once, in the source's order. A
+ * batch is read, published topic by topic (each topic's records in batch order, so one key keeps
+ * its order), and only then done; a crash in between publishes the batch again and consumers
+ * deduplicate by eventId. While the log refuses, the same batch is retried with backoff, so nothing
+ * is skipped. No transaction stays open across the publish (it would hold back pg_snapshot_xmin for
+ * every reader of the global log): one relay per source and database works at a time by a session
+ * advisory lock held on its own connection, which takes no transaction id; other processes stand by.
+ */
+export class Relay<Item> {
+  private loop: Loop | null = null;
+  private leader: Tx | null = null;
+  private readonly knownTopics = new Set<string>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: LogPort,
+    private readonly logger: Logger,
+    private readonly source: RelaySource<Item>,
+    private readonly options: RelayOptions,
+  ) {}
+
+  /** publishes one batch; returns how many records it published */
+  async runOnce(): Promise<number> {
+    const items = await this.source.read(this.options.batchSize);
+    if (items.length === 0) return 0;
+    await withSpan('relay.batch', { 'relay.events': items.length, 'relay.source': this.source.name }, async () => {
+      const byTopic = new Map<string, OutgoingRecord[]>();
+      for (const item of items) {
+        const { topic, record } = this.source.recordOf(item);
+        const records = byTopic.get(topic) ?? [];
+        records.push(record);
+        byTopic.set(topic, records);
+      }
+      // Topics are independent streams; within one, the records keep the source's order.
+      const { topicSpec } = this.source;
+      const unknown = [...byTopic.keys()].filter((t) => !this.knownTopics.has(t));
+      if (topicSpec && unknown.length) {
+        await this.log.ensureTopics(unknown.map((t) => topicSpec(t)));
+        for (const t of unknown) this.knownTopics.add(t);
+      }
+      for (const [topic, records] of byTopic) await this.publish(topic, records);
+      await this.source.done(items);
+    });
+    if (this.options.published) this.logger.debug({ relayed: items.length }, this.options.published);
+    return items.length;
+  }
+
+  start(): this {
+    const { failure } = this.options;
+    this.loop = startLoop(async () => (await this.lead()) && (await this.runOnce()) > 0, {
+      idleMs: this.options.idleMs,
+      maxBackoffMs: this.options.maxBackoffMs,
+      onError: (error, n) => {
+        if (n === 1 || n % failure.every === 0) this.logger.warn({ err: error, failures: n }, failure.message);
+      },
+    });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.loop?.stop();
+    if (this.leader) {
+      await this.leader.query('SELECT pg_advisory_unlock(hashtext($1))', [this.source.name]).catch(() => undefined);
+      this.leader.release();
+      this.leader = null;
+    }
+  }
+
+  /** takes the source's lock, or tells that another relay holds it */
+  async lead(): Promise<boolean> {
+    if (this.leader) return true;
+    const client = await this.db.connect();
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+      this.source.name,
+    ]);
+    if (rows[0]?.ok) {
+      this.leader = client;
+      client.on('error', () => {
+        this.leader = null;
+      });
+      return true;
+    }
+    client.release();
+    return false;
+  }
+
+  private async publish(topic: string, records: OutgoingRecord[]): Promise<void> {
+    const ms = this.options.publishTimeoutMs;
+    if (ms === undefined) return this.log.publish(topic, records);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.log.publish(topic, records),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`publish took over ${ms} ms`)), ms);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
