@@ -1,4 +1,3 @@
-import type { Queryable } from '../../infra/postgres/db';
 
 /**
  * What the registry's and the bus's commands read of the registry (rm.modules, inline: exact in the
