@@ -1,4 +1,3 @@
-
 /**
  * What the registry's and the bus's commands read of the registry (rm.modules, inline: exact in the
  * command's transaction): the read side's queries, the one copy — re-exported here, the port other
