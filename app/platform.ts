@@ -4,7 +4,7 @@ import { setGatewayPorts } from '../infra/http/gateway-ports';
 import { moduleStatusOf } from '../commands/modules/installations';
 import { modulesProjection } from '../projections/modules';
 import { OutboxRelay } from '../workers/outbox-relay';
-import { startAuditRelay } from '../workers/audit-relay';
+import { AuditRelay } from '../workers/audit-relay';
 import { ProjectorWorker } from '../workers/projector';
 import { MaintenanceWorker } from '../workers/maintenance';
 import type { Config } from '../infra/config';
@@ -146,7 +146,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     });
     relay.start();
     workers.push(relay);
-    workers.push(startAuditRelay(kernel));
+    workers.push(new AuditRelay(kernel).start());
     workers.push(new MaintenanceWorker(kernel).start());
     for (const set of kernel.modules.workers) {
       for (const worker of set.workers(kernel)) {

@@ -213,3 +213,52 @@ export class AuditRecorder {
     await stageAudit(this.kernel.db, records);
   }
 }
+
+/**
+ * The audit relay: publishes outbox records in insertion order, then deletes them. No transaction stays open
+ * across the publish: a transaction holding an id would hold back pg_snapshot_xmin for the whole
+ * server, and with it every reader of the global log (DESIGN.md mechanism 1), for as long as the
+ * log hangs. One replayer at a time (a session advisory lock, which takes no transaction id); a
+ * crash between publish and delete republishes, and consumers dedupe by eventId. The publish has a
+ * deadline. Returns how many records it published.
+ */
+export const relayAuditOutbox = async (
+  kernel: AuditKernel,
+  batchSize = 500,
+  publishTimeoutMs = 5000,
+): Promise<number> => {
+  const client = await kernel.db.connect();
+  try {
+    const {
+      rows: [lock],
+    } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(hashtext('audit.outbox-relay')) AS ok`);
+    if (!lock?.ok) return 0;
+    try {
+      const { rows } = await client.query<{ id: string; record: OutgoingRecord }>(
+        `SELECT id, record FROM ${AUDIT_OUTBOX} ORDER BY id LIMIT $1`,
+        [batchSize],
+      );
+      if (rows.length === 0) return 0;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          kernel.log.publish(
+            AUDIT_TOPIC,
+            rows.map((r) => r.record),
+          ),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`publish took over ${publishTimeoutMs} ms`)), publishTimeoutMs);
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+      await client.query(`DELETE FROM ${AUDIT_OUTBOX} WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
+      return rows.length;
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('audit.outbox-relay'))`);
+    }
+  } finally {
+    client.release();
+  }
+};

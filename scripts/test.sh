@@ -73,9 +73,10 @@ fi
 
 read -r -a extra <<<"${VITEST_ARGS:-}"
 if [[ -x $ROOT/node_modules/.bin/vitest ]]; then VITEST=("$ROOT/node_modules/.bin/vitest"); else VITEST=(npx --no-install vitest); fi
-# int's files wait on engines a quarter of the time with two at once (measured: 25 % of both cores
-# idle), so three run at once; the split roles' starts keep both cores busy, so two (vitest.config.ts)
-declare -A WORKERS=([int]=${INT_WORKERS:-3})
+# int runs two files at once (vitest.config.ts) unless INT_WORKERS says otherwise: three left cores
+# idle less but saved no time, and a file holding transactions open (the global order's slow ones)
+# holds back the log readers of every file beside it (pg_snapshot_xmin is the server's)
+declare -A WORKERS=([int]=${INT_WORKERS:-2})
 run_project() {
   local workers=()
   [[ -n ${WORKERS[$1]:-} ]] && workers=(--maxWorkers "${WORKERS[$1]}")

@@ -7,10 +7,11 @@ import { entityIdOf, topicOf } from '../domain/shared/event';
 import type { EventStore, LogCheckpoint } from '../infra/eventstore/event-store';
 import { checkpointOf, LOG_START } from '../infra/eventstore/event-store';
 import type { LogPort, OutgoingRecord } from '../infra/log/port';
-import type { Db } from '../infra/postgres/db';
+import type { Db, Tx } from '../infra/postgres/db';
 import type { Logger } from '../infra/observability/logger';
-import type { RelaySource } from './relay';
-import { Relay } from './relay';
+import { withSpan } from '../infra/observability/tracing';
+import type { Loop } from './loop';
+import { startLoop } from './loop';
 
 export interface RelayOptions {
   batchSize: number;
@@ -59,54 +60,113 @@ export const toLogRecord = (e: StoredEvent): OutgoingRecord => {
 };
 
 /**
- * The event store as a relay source: the global log in its causal order — (transaction_id,
- * position) below pg_snapshot_xmin (store.readAll; docs/decisions.md "Causal order"), so each
- * stream's events in version order and none skipped — after the relay's checkpoint (es.checkpoints,
- * the row of its name), which a published batch advances. Each event goes to
- * platform.<domain>.events keyed by its entity.
+ * Publishes committed events to the log in commit order, at least once: a batch is published,
+ * then its checkpoint is advanced. A crash in between republishes the batch (consumers dedupe by
+ * eventId); a broker outage makes publish fail and the relay retries the same batch until the log
+ * is back, so nothing is skipped. One relay per database publishes at a time (advisory lock).
  */
-const eventStoreSource = (db: Db, store: EventStore, options: RelayOptions) => {
-  const checkpoint = async (): Promise<LogCheckpoint> => {
-    const { rows } = await db.query<{ transaction_id: string; position: string }>(
+export class OutboxRelay {
+  private readonly options: RelayOptions;
+  private loop: Loop | null = null;
+  private leader: Tx | null = null;
+  private readonly knownTopics = new Set<string>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly store: EventStore,
+    private readonly log: LogPort,
+    private readonly logger: Logger,
+    options: Partial<RelayOptions> = {},
+  ) {
+    this.options = { ...defaults, ...options };
+  }
+
+  /** publishes one batch; returns how many events it published */
+  async runOnce(): Promise<number> {
+    const from = await this.checkpoint();
+    const events = await this.store.readAll(this.db, from, this.options.batchSize);
+    if (events.length === 0) return 0;
+    await withSpan('relay.batch', { 'relay.events': events.length }, async () => {
+      const byTopic = new Map<string, OutgoingRecord[]>();
+      for (const e of events) {
+        const topic = topicOf(e.type);
+        const records = byTopic.get(topic) ?? [];
+        records.push(toLogRecord(e));
+        byTopic.set(topic, records);
+      }
+      // Topics are independent streams; within one, the records keep commit order.
+      const unknown = [...byTopic.keys()].filter((t) => !this.knownTopics.has(t));
+      if (unknown.length) {
+        await this.log.ensureTopics(unknown.map((name) => ({ name, ...this.options.topicDefaults })));
+        for (const t of unknown) this.knownTopics.add(t);
+      }
+      for (const [topic, records] of byTopic) await this.log.publish(topic, records);
+      await this.save(checkpointOf(events[events.length - 1]!));
+    });
+    return events.length;
+  }
+
+  start(): void {
+    this.loop = startLoop(
+      async () => {
+        if (!(await this.lead())) return false;
+        return (await this.runOnce()) > 0;
+      },
+      {
+        idleMs: this.options.idleMs,
+        onError: (error, n) => {
+          if (n === 1 || n % 50 === 0)
+            this.logger.warn({ err: error, failures: n }, 'outbox relay cannot publish; retrying the same batch');
+        },
+      },
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.loop?.stop();
+    if (this.leader) {
+      await this.leader.query('SELECT pg_advisory_unlock(hashtext($1))', [this.options.name]).catch(() => undefined);
+      this.leader.release();
+      this.leader = null;
+    }
+  }
+
+  /** lag of the relay: events committed but not yet published */
+  async lag(): Promise<number> {
+    return this.store.countAfter(this.db, await this.checkpoint());
+  }
+
+  private async lead(): Promise<boolean> {
+    if (this.leader) return true;
+    const client = await this.db.connect();
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+      this.options.name,
+    ]);
+    if (rows[0]?.ok) {
+      this.leader = client;
+      client.on('error', () => {
+        this.leader = null;
+      });
+      return true;
+    }
+    client.release();
+    return false;
+  }
+
+  private async checkpoint(): Promise<LogCheckpoint> {
+    const { rows } = await this.db.query<{ transaction_id: string; position: string }>(
       'SELECT transaction_id::text AS transaction_id, position FROM es.checkpoints WHERE name = $1',
-      [options.name],
+      [this.options.name],
     );
     const row = rows[0];
     return row ? { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) } : LOG_START;
-  };
-  const source: RelaySource<StoredEvent> = {
-    name: options.name,
-    read: async (limit) => store.readAll(db, await checkpoint(), limit),
-    recordOf: (e) => ({ topic: topicOf(e.type), record: toLogRecord(e) }),
-    topicSpec: (name) => ({ name, ...options.topicDefaults }),
-    async done(events) {
-      const c = checkpointOf(events[events.length - 1]!);
-      await db.query(
-        `INSERT INTO es.checkpoints (name, transaction_id, position) VALUES ($1, $2::xid8, $3)
-         ON CONFLICT (name) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()`,
-        [options.name, c.transactionId.toString(), c.position.toString()],
-      );
-    },
-  };
-  return { source, lag: async () => store.countAfter(db, await checkpoint()) };
-};
+  }
 
-/**
- * The outbox relay: publishes every committed event to the log in the event store's causal order,
- * at least once (the relay core: workers/relay.ts).
- */
-export class OutboxRelay extends Relay<StoredEvent> {
-  /** lag of the relay: events committed but not yet published */
-  readonly lag: () => Promise<number>;
-
-  constructor(db: Db, store: EventStore, log: LogPort, logger: Logger, options: Partial<RelayOptions> = {}) {
-    const o = { ...defaults, ...options };
-    const { source, lag } = eventStoreSource(db, store, o);
-    super(db, log, logger, source, {
-      batchSize: o.batchSize,
-      idleMs: o.idleMs,
-      failure: { message: 'outbox relay cannot publish; retrying the same batch', every: 50 },
-    });
-    this.lag = lag;
+  private async save(c: LogCheckpoint): Promise<void> {
+    await this.db.query(
+      `INSERT INTO es.checkpoints (name, transaction_id, position) VALUES ($1, $2::xid8, $3)
+       ON CONFLICT (name) DO UPDATE SET transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position, updated_at = now()`,
+      [this.options.name, c.transactionId.toString(), c.position.toString()],
+    );
   }
 }

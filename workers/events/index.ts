@@ -11,7 +11,7 @@ import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 import { deliveryWorker } from './delivery';
 import { fanoutWorker } from './fanout';
-import { busRelay } from './relay';
+import { BusRelay } from './relay';
 
 /** a worker of one loop that logs its failures now and then */
 const loopWorker = (kernel: Kernel, name: string, step: () => Promise<boolean>, idleMs: () => number): Worker => {
@@ -35,8 +35,8 @@ const loopWorker = (kernel: Kernel, name: string, step: () => Promise<boolean>, 
 };
 
 export const relayWorker = (kernel: Kernel): Worker => {
-  const relay = busRelay(kernel);
-  return { name: 'events.relay', start: () => void relay.start(), stop: () => relay.stop() };
+  const relay = new BusRelay(kernel);
+  return { name: 'events.relay', start: () => relay.start(), stop: () => relay.stop() };
 };
 
 /** redelivers dead letters whose retry is due, at the replay rate (their due times are spaced by it) */

@@ -48,7 +48,8 @@ beforeAll(async () => {
           `/audit?entityType=order&page_size=100&since=2026-03-01T00:00:00Z&until=2026-04-01T00:00:00Z`,
         )
       ).body.data.length === 40,
-    15_000,
+    // the audit consumer may wait on a transaction another test file holds open (the server's xmin)
+    60_000,
   );
 });
 afterAll(async () => platform?.close());

@@ -97,7 +97,8 @@ describe('the global log while a slow transaction holds events uncommitted', () 
     await pollUntil(
       async () => reader.seen.length,
       (n) => n >= written.length,
-      { timeoutMs: 30_000, what: 'every written event read' },
+      // a transaction another test file holds open holds back pg_snapshot_xmin for every reader of the server
+      { timeoutMs: 90_000, what: 'every written event read' },
     ).finally(() => reader.stop());
 
     expect(reader.errors).toEqual([]);
