@@ -1,4 +1,7 @@
-import type { Queryable } from './postgres/db';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Db, Queryable } from './postgres/db';
+import { literal } from './postgres/inline';
 
 /**
  * The kernel's durable work queue: one claim, lease, retry and dead-letter shape for every table of
@@ -13,6 +16,13 @@ import type { Queryable } from './postgres/db';
  * leased, so the claim commits before the work starts and no transaction stays open meanwhile. An
  * item whose lease passed (its worker died or hung) is due again: at least once, so handlers are
  * idempotent.
+ *
+ * Options a queue composes as it needs them (notify's deliveries use them all): a pick inside the
+ * user's own transaction (`pickSql`: rows locked, decided on, then marked), leases tied to the
+ * worker's session (`QueueSession`, `leaseLapsed`: a killed worker's claims are due at once),
+ * wake-up on new work (`wakeSql` and the session's LISTEN), rate windows shared by every process
+ * (`admitInWindows`), a deadline per run (`withinDeadline`), pacing per key (`runPaced`), and the
+ * backoff and give-up decision (`afterFailure`: dead-lettered after the last attempt).
  */
 export interface QueueShape {
   /** the table, schema-qualified */
@@ -20,6 +30,8 @@ export interface QueueShape {
   /** the columns that name one item (its primary key) */
   key: readonly string[];
 }
+
+// The statements: one pick, the claim built on it, and the conditions a queue puts in their `due`
 
 export interface Claim {
   /**
@@ -40,22 +52,53 @@ export interface Claim {
   limit: number;
 }
 
-/** the claim statement: pick the due items (skipping the ones other workers hold), lease them, answer them */
+export interface Pick {
+  /** what the pick answers (the table is `item`) */
+  columns: string;
+  /** FROM: the table as `item` (default), or with joins */
+  from?: string;
+  due: string;
+  order?: string;
+  /** a number, or the bound parameter holding it */
+  limit: string | number;
+  /** with joins: the alias whose rows are locked */
+  lockOf?: string;
+}
+
+/** the one pick of every queue: the due items in order, skipping the ones other workers hold (locked until commit) */
+export const pickSql = (shape: QueueShape, pick: Pick): string =>
+  `SELECT ${pick.columns} FROM ${pick.from ?? `${shape.table} item`} WHERE ${pick.due}${pick.order ? ` ORDER BY ${pick.order}` : ''} LIMIT ${pick.limit} FOR UPDATE${pick.lockOf ? ` OF ${pick.lockOf}` : ''} SKIP LOCKED`;
+
+/** the claim statement: pick the due items, lease them, answer them — one statement, committed before the work */
 export const claimSql = (shape: QueueShape, claim: Omit<Claim, 'values' | 'limit'>, limitParam: number): string => {
   const picked = [...shape.key, ...(claim.carry ?? [])].map((c) => `item.${c}`).join(', ');
   const match = shape.key.map((c) => `t.${c} = due.${c}`).join(' AND ');
   return `WITH due AS (
-      SELECT ${picked} FROM ${shape.table} item WHERE ${claim.due} ORDER BY ${claim.order} LIMIT $${limitParam} FOR UPDATE SKIP LOCKED)
+      ${pickSql(shape, { columns: picked, due: claim.due, order: claim.order, limit: `$${limitParam}` })})
     UPDATE ${shape.table} t SET ${claim.set} FROM due WHERE ${match}
     RETURNING ${claim.returning}`;
 };
 
-/** claims up to `limit` due items; committed when it returns (unless `q` is a transaction) */
-export const claimItems = async <R extends object>(q: Queryable, shape: QueueShape, claim: Claim): Promise<R[]> => {
-  if (claim.limit <= 0) return [];
-  const { rows } = await q.query<R>(claimSql(shape, claim, claim.values.length + 1), [...claim.values, claim.limit]);
-  return rows;
-};
+/** SQL: the worker holding key expression k (a bigint) is alive, its session lock held */
+export const holderIsLive = (k: string) => `EXISTS (
+  SELECT 1 FROM pg_locks l
+   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+     AND l.classid = ((${k} >> 32) & 4294967295)::oid
+     AND l.objid = (${k} & 4294967295)::oid)`;
+
+/** SQL: a claimed item whose lease passed, or whose holder's session is gone */
+export const leaseLapsed = (holder: string, leaseUntil: string, now: string) =>
+  `(${leaseUntil} <= ${now} OR ${holder} IS NULL OR NOT ${holderIsLive(holder)})`;
+
+/** SQL for a pick: the window of scope expression `scope` is used up (its items are skipped, not locked) */
+export const windowFull = (table: string, scope: string, limit: number, now: Date) =>
+  `EXISTS (SELECT 1 FROM ${table} w WHERE w.scope = ${scope} AND w.window_start > ${literal(new Date(now.getTime() - WINDOW_MS))} AND w.used >= ${limit})`;
+
+/** new work announced (with the transaction that adds it): every session LISTENing on the channel wakes */
+export const wakeSql = (channel: string) => `SELECT pg_notify('${channel}', '')`;
+
+// The pure decisions: when an item runs again or is given up, which items a rate window admits
 
 /**
  * The wait before an item runs again after its `attempt`-th failure: either a list of steps (the
@@ -82,6 +125,196 @@ export const afterFailure = (
   attempt >= maxAttempts
     ? { retry: false }
     : { retry: true, at: new Date(now.getTime() + (backoff ? backoffMs(backoff, attempt, random) : 0)) };
+
+/**
+ * Rate windows shared by every worker process: a fixed window per scope (a tenant, a module),
+ * opened by the first item it admits, kept in the user's table (scope text primary key,
+ * window_start timestamptz, used int). An item over a limit is not refused — it stays queued and
+ * is admitted in a later window (delayed, never dropped).
+ */
+export interface RateWindow {
+  /** epoch ms the window opened */
+  start: number;
+  used: number;
+}
+
+export interface RateCandidate {
+  id: string;
+  /** the scopes the item counts against; none for exempt items */
+  scopes: readonly { key: string; limit: number }[];
+}
+
+export const WINDOW_MS = 60_000;
+
+const current = (w: RateWindow | undefined, now: number): RateWindow =>
+  !w || now >= w.start + WINDOW_MS ? { start: now, used: 0 } : w;
+
+/**
+ * Admits candidates in the order given (priority, then age) while every scope they count against
+ * has room. Returns the admitted ids and the windows after admission (only scopes it touched).
+ */
+export const admit = (
+  candidates: readonly RateCandidate[],
+  windows: ReadonlyMap<string, RateWindow>,
+  now: number,
+): { admitted: string[]; windows: Map<string, RateWindow> } => {
+  const next = new Map<string, RateWindow>();
+  const windowOf = (key: string) => next.get(key) ?? current(windows.get(key), now);
+  const admitted: string[] = [];
+  for (const c of candidates) {
+    if (c.scopes.some((s) => windowOf(s.key).used >= s.limit)) continue;
+    for (const s of c.scopes) {
+      const w = windowOf(s.key);
+      next.set(s.key, { start: w.start, used: w.used + 1 });
+    }
+    admitted.push(c.id);
+  }
+  return { admitted, windows: next };
+};
+
+// Running: claim and admit, hold the worker's session, bound and pace the work
+
+/** claims up to `limit` due items; committed when it returns (unless `q` is a transaction) */
+export const claimItems = async <R extends object>(q: Queryable, shape: QueueShape, claim: Claim): Promise<R[]> => {
+  if (claim.limit <= 0) return [];
+  const { rows } = await q.query<R>(claimSql(shape, claim, claim.values.length + 1), [...claim.values, claim.limit]);
+  return rows;
+};
+
+/**
+ * Admits picked candidates against the windows, inside the claim's transaction: the windows' rows
+ * are locked (created first, so two claimers serialize on them instead of both inserting). Answers
+ * the admitted ids and the statement that records the windows (run it before the commit), if any.
+ */
+export const admitInWindows = async (
+  tx: Queryable,
+  table: string,
+  candidates: readonly RateCandidate[],
+  now: Date,
+): Promise<{ admitted: Set<string>; record: string | null }> => {
+  const keys = [...new Set(candidates.flatMap((c) => c.scopes.map((s) => s.key)))].sort();
+  const windows = new Map<string, RateWindow>();
+  if (keys.length) {
+    const [, locked] =
+      (await tx.query(`INSERT INTO ${table} (scope, window_start, used) SELECT k, 'epoch', 0 FROM unnest(${literal(keys)}::text[]) k ON CONFLICT DO NOTHING;
+      SELECT scope, window_start, used FROM ${table} WHERE scope = ANY(${literal(keys)}::text[]) ORDER BY scope FOR UPDATE`)) as unknown as [
+        unknown,
+        { rows: { scope: string; window_start: Date; used: number }[] },
+      ];
+    for (const w of locked.rows) windows.set(w.scope, { start: w.window_start.getTime(), used: w.used });
+  }
+  const decision = admit(candidates, windows, now.getTime());
+  const values = [...decision.windows]
+    .map(([scope, w]) => `(${literal(scope)}, ${literal(new Date(w.start))}, ${w.used})`)
+    .join(', ');
+  return {
+    admitted: new Set(decision.admitted),
+    record: values
+      ? `UPDATE ${table} r SET window_start = v.start, used = v.used FROM (VALUES ${values}) AS v(scope, start, used) WHERE r.scope = v.scope`
+      : null,
+  };
+};
+
+/**
+ * Leases tied to the worker's session: a worker process holds a dedicated connection with a session
+ * advisory lock on its key (the key its claimed items carry) and LISTENs for new work. When the
+ * process dies or the connection drops, PostgreSQL frees the lock at once, so its items are due
+ * again (`leaseLapsed`) without a lease having to run out first — a kill mid-run costs a duplicate
+ * at worst, never a loss.
+ */
+export class QueueSession {
+  private failed = false;
+
+  private constructor(
+    private readonly client: pg.Client,
+    readonly key: bigint,
+  ) {}
+
+  /** `name` marks the connection (application_name); `channels` are LISTENed, each notification calls onWork */
+  static async open(
+    pool: Db,
+    name: string,
+    channels: readonly string[],
+    onWork: () => void,
+    onLost: (error: unknown) => void = () => undefined,
+  ): Promise<QueueSession> {
+    const client = new pg.Client({
+      ...pool.options,
+      application_name: `${pool.options.application_name ?? 'platform'}/${name}`.slice(0, 63),
+      keepAlive: true,
+    });
+    // a positive 63-bit key: split into the two 32-bit halves pg_locks shows (classid, objid)
+    const key = randomBytes(8).readBigUInt64BE() >> 1n;
+    const session = new QueueSession(client, key === 0n ? 1n : key);
+    client.on('error', (error) => {
+      session.failed = true;
+      onLost(error);
+    });
+    client.on('notification', () => onWork());
+    await client.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock($1::bigint)', [session.key.toString()]);
+      for (const channel of channels) await client.query(`LISTEN ${channel}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    return session;
+  }
+
+  get alive(): boolean {
+    return !this.failed;
+  }
+
+  async close(): Promise<void> {
+    await this.client.end().catch(() => undefined);
+  }
+}
+
+/** a worker's session kept open: reopened (with a new key) once lost; the claims of the lost one are due again */
+export const keptSession = (open: () => Promise<QueueSession>) => {
+  let session: QueueSession | null = null;
+  let opening: Promise<QueueSession> | null = null;
+  return {
+    async current(): Promise<QueueSession> {
+      if (session?.alive) return session;
+      const stale = session;
+      session = null;
+      await stale?.close();
+      opening ??= open().finally(() => {
+        opening = null;
+      });
+      session = await opening;
+      return session;
+    },
+    async close(): Promise<void> {
+      await (await opening?.catch(() => null))?.close();
+      await session?.close();
+      session = null;
+    },
+  };
+};
+
+/** runs `run` under a deadline of `ms`: past it the run is aborted (its signal) and `timedOut()` answered */
+export const withinDeadline = async <T>(
+  ms: number,
+  run: (signal: AbortSignal) => Promise<T>,
+  timedOut: () => T,
+): Promise<T> => {
+  const aborter = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<T>((resolve) => {
+    timer = setTimeout(() => {
+      aborter.abort();
+      resolve(timedOut());
+    }, ms);
+  });
+  try {
+    return await Promise.race([run(aborter.signal), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+};
 
 /**
  * Runs claimed items paced per key (a tenant, a module): the items of one key one after another,

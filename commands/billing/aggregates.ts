@@ -1,7 +1,7 @@
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Plan } from '../../domain/billing/plan';
 import { PlanEvent, planDecider } from '../../domain/billing/plan';
-import type { Account } from '../../domain/billing/subscription';
+import type { TenantBilling } from '../../domain/billing/subscription';
 import { SubscriptionEvent, subscriptionDecider } from '../../domain/billing/subscription';
 import { streamIdOf } from '../../domain/shared/event';
 import { defineAggregate } from '../../infra/eventstore/aggregate';
@@ -14,12 +14,12 @@ export const PlanAggregate = defineAggregate({
   toEvent: (e) => PlanEvent.parse(e),
 });
 
-/** a tenant's billing account: one stream per tenant holding its current subscription */
+/** a tenant's billing: one stream per tenant holding its current subscription */
 export const SubscriptionAggregate = defineAggregate({
   name: 'billing.subscription',
   decider: subscriptionDecider,
   stateSchema: 'billing.subscription.v1',
-  decode: (json): Account => json as Account,
+  decode: (json): TenantBilling => json as TenantBilling,
   toEvent: (e) => SubscriptionEvent.parse(e),
 });
 

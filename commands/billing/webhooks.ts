@@ -10,6 +10,7 @@ import type { ProviderCommand } from './handlers';
 import { applyProviderCommands } from './handlers';
 import { currentSubscription, externalIdHolder, plansByProviderPrices } from './lookups';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
+import { pickSql } from '../../infra/queue';
 
 /**
  * Provider webhooks (spec 001 HandleWebhook; rulings: Stripe-Signature t=…,v1=HMAC-SHA256 over
@@ -129,6 +130,14 @@ export const receiveWebhook = async (
 /** a stored delivery whose application failed this often is failed for good (the counter is the row's, in SQL: concurrent workers add up) */
 const WEBHOOK_ATTEMPTS = 10;
 
+/** the stored deliveries as a kernel queue: one pending event, locked for its application (another worker's is skipped) */
+const WEBHOOKS = { table: 'billing.webhook_events', key: ['provider', 'event_id'] } as const;
+const LOCK_PENDING = pickSql(WEBHOOKS, {
+  columns: '1',
+  due: `item.provider = $1 AND item.event_id = $2 AND item.status = 'pending'`,
+  limit: 1,
+});
+
 interface PendingRow {
   provider: Provider;
   event_id: string;
@@ -137,7 +146,7 @@ interface PendingRow {
 
 /**
  * Applies stored deliveries, oldest first. Each is applied in one transaction with the mark that
- * it was processed (FOR UPDATE SKIP LOCKED: workers share the work, never apply one twice).
+ * it was processed (the kernel queue's pick locks it: workers share the work, never apply one twice).
  */
 export const processWebhooks = async (
   kernel: Kernel,
@@ -183,10 +192,7 @@ const processOne = async (
   const event = readProviderEvent(provider, JSON.parse(row.payload.toString('utf8')))!;
   const target = await targetOf(kernel, event);
   return kernel.commands.run(systemMeta(target?.tenantId ?? '00000000-0000-0000-0000-000000000000'), async (uow) => {
-    const locked = await uow.tx.query(
-      `SELECT 1 FROM billing.webhook_events WHERE provider = $1 AND event_id = $2 AND status = 'pending' FOR UPDATE SKIP LOCKED`,
-      [provider, eventId],
-    );
+    const locked = await uow.tx.query(LOCK_PENDING, [provider, eventId]);
     if (!locked.rowCount) return false;
     let outcome: string;
     let status = 'processed';

@@ -97,43 +97,25 @@ export const openWallet = async (
   return walletView(state, tenantId, now);
 };
 
-export const credit = async (
-  uow: UnitOfWork,
-  ctx: MoneyContext,
-  walletId: string,
-  r: MovementRequest,
-): Promise<TransactionView> => {
-  const limits = await admit(uow, ctx, 'credit');
-  const wallet = await lockWallet(uow, walletId);
-  const { events } = uow.decide(WalletAggregate, wallet, {
-    type: 'Credit',
-    walletId,
-    transactionId: ctx.ids.next(),
-    now: nowOf(ctx),
-    limits,
-    ...r,
-  });
-  return firstLeg(events);
-};
+/** a credit or a debit: one leg on one wallet, admitted by the tenant's limits */
+const movement =
+  (type: 'Credit' | 'Debit') =>
+  async (uow: UnitOfWork, ctx: MoneyContext, walletId: string, r: MovementRequest): Promise<TransactionView> => {
+    const limits = await admit(uow, ctx, type === 'Credit' ? 'credit' : 'debit');
+    const wallet = await lockWallet(uow, walletId);
+    const { events } = uow.decide(WalletAggregate, wallet, {
+      type,
+      walletId,
+      transactionId: ctx.ids.next(),
+      now: nowOf(ctx),
+      limits,
+      ...r,
+    });
+    return firstLeg(events);
+  };
 
-export const debit = async (
-  uow: UnitOfWork,
-  ctx: MoneyContext,
-  walletId: string,
-  r: MovementRequest,
-): Promise<TransactionView> => {
-  const limits = await admit(uow, ctx, 'debit');
-  const wallet = await lockWallet(uow, walletId);
-  const { events } = uow.decide(WalletAggregate, wallet, {
-    type: 'Debit',
-    walletId,
-    transactionId: ctx.ids.next(),
-    now: nowOf(ctx),
-    limits,
-    ...r,
-  });
-  return firstLeg(events);
-};
+export const credit = movement('Credit');
+export const debit = movement('Debit');
 
 /** when a hold slot frees itself at the latest: the earliest expiry among the wallet's active holds (at least 1 s) */
 const secondsUntilFirstExpiry = (w: Wallet, now: Date): number => {

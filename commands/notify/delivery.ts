@@ -1,16 +1,20 @@
 import { PRIORITIES } from '../../domain/notify/priority';
-import type { RateWindow } from '../../domain/notify/rate';
-import { admit, rateScopes } from '../../domain/notify/rate';
+import { rateScopes } from '../../domain/notify/rate';
 import type { Kernel } from '../../infra/kernel';
 import { literal } from '../../infra/postgres/inline';
 import type { Tx } from '../../infra/postgres/db';
+import { admitInWindows, leaseLapsed, pickSql, windowFull, withinDeadline } from '../../infra/queue';
 import type { ChannelAdapter, DeliveryJob, DeliveryMessage, DeliveryOutcome } from './channels/adapter';
 import { failure } from './channels/adapter';
 import { channelConfig } from './channel-config';
 import type { NotifyContext } from './context';
 import type { HeadColumns } from './event-batch';
 import { HEAD_JOIN, NotificationBatch } from './event-batch';
-import { workerIsLive } from './worker-session';
+
+/** the queue's table; a pick joins each row (`d`) with its notification's head */
+const DELIVERIES = { table: 'notify.deliveries', key: ['id'] } as const;
+const FROM = `notify.deliveries d ${HEAD_JOIN}`;
+const RATE_WINDOWS = 'notify.rate_windows';
 
 interface QueueRow extends HeadColumns {
   seq: string;
@@ -45,8 +49,8 @@ const withTransaction = async <T>(kernel: Kernel, fn: (tx: Tx) => Promise<T>): P
 };
 
 /**
- * Claims due notifications, critical first, then by due time: SELECT … FOR UPDATE SKIP LOCKED, so
- * several workers share the queue without waiting on each other. A tenant (or module) whose
+ * Claims due notifications, critical first, then by due time: the kernel queue's pick, so several
+ * workers share the queue without waiting on each other. A tenant (or module) whose
  * one-minute window is used up is skipped: its messages stay queued until the window ends
  * (delayed, never dropped). The claimed rows are marked sending with this worker's key and a
  * lease, the attempts' events recorded, and the transaction committed before anything is sent.
@@ -55,18 +59,18 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
   withTransaction(kernel, async (tx) => {
     const now = ctx.clock.now();
     const { settings } = ctx;
-    const exhausted = (scope: string, limit: number) =>
-      `EXISTS (SELECT 1 FROM notify.rate_windows w WHERE w.scope = ${scope} AND w.window_start > ${literal(new Date(now.getTime() - 60_000))} AND w.used >= ${limit})`;
     const [, found] = (await tx.query(`BEGIN;
-    SELECT d.id, d.seq, d.tenant_id, d.module, d.rate_limited, d.channel_type, d.channel_id, d.priority, d.attempt, d.possible_duplicate, d.message, d.created_at,
-           s.version, s.state, s.state_schema
-      FROM notify.deliveries d ${HEAD_JOIN}
-     WHERE d.state = 'queued' AND d.due_at <= ${literal(now)}
-       AND NOT (d.rate_limited AND ${exhausted(`'t:' || d.tenant_id`, settings.ratePerTenant)})
-       AND NOT (d.rate_limited AND d.module IS NOT NULL AND ${exhausted(`'m:' || d.tenant_id || ':' || d.module`, settings.ratePerModule)})
-     ORDER BY d.priority DESC, d.due_at, d.seq
-     LIMIT ${settings.workerBatch}
-     FOR UPDATE OF d SKIP LOCKED`)) as unknown as [unknown, { rows: QueueRow[] }];
+    ${pickSql(DELIVERIES, {
+      columns: `d.id, d.seq, d.tenant_id, d.module, d.rate_limited, d.channel_type, d.channel_id, d.priority, d.attempt, d.possible_duplicate, d.message, d.created_at,
+           s.version, s.state, s.state_schema`,
+      from: FROM,
+      due: `d.state = 'queued' AND d.due_at <= ${literal(now)}
+       AND NOT (d.rate_limited AND ${windowFull(RATE_WINDOWS, `'t:' || d.tenant_id`, settings.ratePerTenant, now)})
+       AND NOT (d.rate_limited AND d.module IS NOT NULL AND ${windowFull(RATE_WINDOWS, `'m:' || d.tenant_id || ':' || d.module`, settings.ratePerModule, now)})`,
+      order: 'd.priority DESC, d.due_at, d.seq',
+      limit: settings.workerBatch,
+      lockOf: 'd',
+    })}`)) as unknown as [unknown, { rows: QueueRow[] }];
     const candidates = found.rows;
     if (candidates.length === 0) {
       await tx.query('COMMIT');
@@ -77,20 +81,7 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
       id: r.id,
       scopes: rateScopes({ tenantId: r.tenant_id, module: r.module, rateLimited: r.rate_limited }, limits),
     }));
-    const keys = [...new Set(scoped.flatMap((c) => c.scopes.map((s) => s.key)))].sort();
-    const windows = new Map<string, RateWindow>();
-    if (keys.length) {
-      // the rows exist before they are locked, so two claimers serialize on them instead of both inserting
-      const [, locked] =
-        (await tx.query(`INSERT INTO notify.rate_windows (scope, window_start, used) SELECT k, 'epoch', 0 FROM unnest(${literal(keys)}::text[]) k ON CONFLICT DO NOTHING;
-      SELECT scope, window_start, used FROM notify.rate_windows WHERE scope = ANY(${literal(keys)}::text[]) ORDER BY scope FOR UPDATE`)) as unknown as [
-          unknown,
-          { rows: { scope: string; window_start: Date; used: number }[] },
-        ];
-      for (const w of locked.rows) windows.set(w.scope, { start: w.window_start.getTime(), used: w.used });
-    }
-    const decision = admit(scoped, windows, now.getTime());
-    const admitted = new Set(decision.admitted);
+    const { admitted, record } = await admitInWindows(tx, RATE_WINDOWS, scoped, now);
     const claimed = candidates.filter((r) => admitted.has(r.id));
     const batch = new NotificationBatch(kernel, tx);
     for (const row of claimed) {
@@ -101,14 +92,7 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
       if (started?.type === 'notify.notification.sending') row.attempt = started.data.attempt;
     }
     const statements = [...batch.statements()];
-    if (decision.windows.size) {
-      const values = [...decision.windows]
-        .map(([scope, w]) => `(${literal(scope)}, ${literal(new Date(w.start))}, ${w.used})`)
-        .join(', ');
-      statements.push(
-        `UPDATE notify.rate_windows r SET window_start = v.start, used = v.used FROM (VALUES ${values}) AS v(scope, start, used) WHERE r.scope = v.scope`,
-      );
-    }
+    if (record) statements.push(record);
     if (claimed.length) {
       statements.push(`UPDATE notify.deliveries SET state = 'sending', attempt = attempt + 1, claimed_by = ${workerKey.toString()}, lease_until = ${literal(new Date(now.getTime() + settings.leaseMs))}
       WHERE id = ANY(${literal(claimed.map((r) => r.id))}::uuid[])`);
@@ -134,33 +118,20 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
   });
 
 /** runs send under the attempt deadline (spec 002: 10 s per attempt); past it the outcome is unknown */
-const withinDeadline = async <T>(
+const attemptDeadline = <T>(
   ctx: NotifyContext,
   send: (signal: AbortSignal) => Promise<T>,
   timedOut: (outcome: DeliveryOutcome) => T,
-): Promise<T> => {
-  const aborter = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<T>((resolve) => {
-    timer = setTimeout(() => {
-      aborter.abort();
-      resolve(
-        timedOut(failure(`the attempt did not finish within ${ctx.settings.attemptTimeoutMs / 1000} s`, false, true)),
-      );
-    }, ctx.settings.attemptTimeoutMs);
-  });
-  try {
-    return await Promise.race([send(aborter.signal), deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-};
+): Promise<T> =>
+  withinDeadline(ctx.settings.attemptTimeoutMs, send, () =>
+    timedOut(failure(`the attempt did not finish within ${ctx.settings.attemptTimeoutMs / 1000} s`, false, true)),
+  );
 
 /** one attempt, bounded by the attempt deadline; a timeout's outcome is unknown */
 const attempt = async (ctx: NotifyContext, claimed: Claimed): Promise<DeliveryOutcome> => {
   const adapter = ctx.adapters.get(claimed.job.channel.type);
   if (!adapter) return failure(`no adapter for channel type ${claimed.job.channel.type} is installed`, false);
-  return withinDeadline(
+  return attemptDeadline(
     ctx,
     (signal) => adapter.send(claimed.job, signal).catch((error: unknown) => failure(error, false)),
     (outcome) => outcome,
@@ -187,7 +158,7 @@ export const attemptAll = async (
   const outcomes = await Promise.all([
     ...alone.map(async (c) => [{ claimed: c, outcome: await attempt(ctx, c) }]),
     ...[...together].map(async ([adapter, group]) => {
-      const results = await withinDeadline(
+      const results = await attemptDeadline(
         ctx,
         (signal) =>
           adapter.sendMany!(
@@ -278,9 +249,14 @@ export const reapAbandoned = async (kernel: Kernel, ctx: NotifyContext): Promise
   withTransaction(kernel, async (tx) => {
     const now = ctx.clock.now();
     const [, found] = (await tx.query(`BEGIN;
-    SELECT d.id, d.tenant_id, s.version, s.state, s.state_schema FROM notify.deliveries d ${HEAD_JOIN}
-     WHERE d.state = 'sending' AND (d.lease_until <= ${literal(now)} OR d.claimed_by IS NULL OR NOT ${workerIsLive('d.claimed_by')})
-     ORDER BY d.id LIMIT 200 FOR UPDATE OF d SKIP LOCKED`)) as unknown as [unknown, { rows: HeadColumns[] }];
+    ${pickSql(DELIVERIES, {
+      columns: 'd.id, d.tenant_id, s.version, s.state, s.state_schema',
+      from: FROM,
+      due: `d.state = 'sending' AND ${leaseLapsed('d.claimed_by', 'd.lease_until', literal(now))}`,
+      order: 'd.id',
+      limit: 200,
+      lockOf: 'd',
+    })}`)) as unknown as [unknown, { rows: HeadColumns[] }];
     if (found.rows.length === 0) {
       await tx.query('COMMIT');
       return 0;

@@ -7,6 +7,7 @@ import type { Kernel } from '../../infra/kernel';
 import { literal } from '../../infra/postgres/inline';
 import { pipelined, statement } from '../../infra/postgres/pipeline';
 import type { Queryable } from '../../infra/postgres/db';
+import { wakeSql } from '../../infra/queue';
 import { fold } from '../../domain/shared/decider';
 import { notificationDecider } from '../../domain/notify/notification';
 import type { NotificationEvent } from '../../domain/notify/events';
@@ -17,7 +18,7 @@ import { notifyContext } from './context';
 
 /** new work for the delivery workers: every worker process LISTENs here and wakes at once */
 export const QUEUE_CHANNEL = 'notify_queue';
-const WAKE_SQL = `SELECT pg_notify('${QUEUE_CHANNEL}', '')`;
+const WAKE_SQL = wakeSql(QUEUE_CHANNEL);
 
 export const accepted = (p: PreparedNotification): AcceptedView => ({
   notificationId: p.id,

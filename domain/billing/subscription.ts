@@ -88,8 +88,8 @@ export const SubscriptionChanged = z.object({
 export const SubscriptionEvent = z.discriminatedUnion('type', [SubscriptionChanged]);
 export type SubscriptionEvent = z.infer<typeof SubscriptionEvent>;
 
-/** a tenant's billing account: its current subscription (a new one replaces a canceled or terminated one) */
-export type Account = { status: 'none' } | { status: 'exists'; subscription: Subscription };
+/** a tenant's billing (one stream per tenant; "account" is identity's word for a user): its current subscription (a new one replaces a canceled or terminated one) */
+export type TenantBilling = { status: 'none' } | { status: 'exists'; subscription: Subscription };
 
 /** what a decision needs to know about a plan */
 export interface PlanFacts {
@@ -169,7 +169,7 @@ const mutate = (s: Subscription, now: string, patch: Partial<Subscription>): Sub
   updatedAt: now,
 });
 
-const current = (state: Account, subscriptionId?: string): Subscription => {
+const current = (state: TenantBilling, subscriptionId?: string): Subscription => {
   if (state.status !== 'exists' || (subscriptionId !== undefined && state.subscription.id !== subscriptionId))
     throw billingErrors.subscriptionNotFound();
   return state.subscription;
@@ -185,7 +185,7 @@ const requireExternalIdFree = (tenantId: string, holder: string | null): void =>
  * termination the platform owner recovered) has none. Every first subscription is a trial, so a
  * tenant whose stream holds any subscription has had its trial.
  */
-const hadTrial = (state: Account): boolean => state.status === 'exists';
+const hadTrial = (state: TenantBilling): boolean => state.status === 'exists';
 
 /**
  * A subscription without a trial is where a trial without payment ends (spec: trial end, no
@@ -197,7 +197,7 @@ const withoutTrial = (plan: PlanFacts, now: string): Pick<Subscription, 'status'
 
 const create = (
   c: Extract<SubscriptionCommand, { type: 'CreateSubscription' }>,
-  state: Account,
+  state: TenantBilling,
 ): SubscriptionEvent[] => {
   // the automatic trial is a new tenant's only: a tenant that ever had a subscription gets none
   if (c.automatic && state.status === 'exists') return [];
@@ -237,7 +237,10 @@ const requireMutable = (s: Subscription): void => {
     throw billingErrors.invalidTransition('A canceled subscription cannot be changed; create a new one.');
 };
 
-const changePlan = (c: Extract<SubscriptionCommand, { type: 'ChangePlan' }>, state: Account): SubscriptionEvent[] => {
+const changePlan = (
+  c: Extract<SubscriptionCommand, { type: 'ChangePlan' }>,
+  state: TenantBilling,
+): SubscriptionEvent[] => {
   const s = current(state, c.subscriptionId);
   requireMutable(s);
   if (c.version !== s.version) throw billingErrors.versionMismatch(c.version, s.version);
@@ -258,7 +261,7 @@ const changePlan = (c: Extract<SubscriptionCommand, { type: 'ChangePlan' }>, sta
 
 const cancelDowngrade = (
   c: Extract<SubscriptionCommand, { type: 'CancelDowngrade' }>,
-  state: Account,
+  state: TenantBilling,
 ): SubscriptionEvent[] => {
   const s = current(state, c.subscriptionId);
   if (s.pendingPlanId === null) throw billingErrors.invalidTransition('No downgrade is pending.');
@@ -312,7 +315,7 @@ const recordFailure = (s: Subscription, now: string): SubscriptionEvent[] =>
  * renewal), the downgrade grace, the escalation steps and the termination phases. One command
  * may apply several (a worker that was down catches up); each step is one event.
  */
-const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: Account): SubscriptionEvent[] => {
+const advance = (c: Extract<SubscriptionCommand, { type: 'Advance' }>, state: TenantBilling): SubscriptionEvent[] => {
   if (state.status !== 'exists') return [];
   const events: SubscriptionEvent[] = [];
   let s = state.subscription;
@@ -427,7 +430,7 @@ const recover = (s: Subscription, now: string): SubscriptionEvent[] => {
   return [changed('recovered', s, activate(s, now))];
 };
 
-export const subscriptionDecider: Decider<Account, SubscriptionCommand, SubscriptionEvent> = {
+export const subscriptionDecider: Decider<TenantBilling, SubscriptionCommand, SubscriptionEvent> = {
   initialState: () => ({ status: 'none' }),
   evolve: (_s, e) => {
     switch (e.type) {

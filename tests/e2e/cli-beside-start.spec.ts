@@ -3,26 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformProcess } from '../support/process';
-import { freePort, runCli, runPlatform, waitFor } from '../support/process';
+import { embeddedEnv, freePort, runCli, runPlatform, waitFor } from '../support/process';
 
 /**
  * `platform start` owns the embedded PostgreSQL of its DATA_DIR; a CLI command run beside it on
  * the same folder uses that server instead of trying to start a second one on the locked folder.
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-beside-'));
-// the environment of the test runner may name real engines; `npm start` must not need them
-const embedded = {
-  DATA_DIR: dataDir,
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  DATABASE_URL: '',
-  KAFKA_BROKERS: '',
-  REDIS_URL: '',
-  CLICKHOUSE_URL: '',
-  S3_ENDPOINT: '',
-  SMTP_URL: '',
-  CLAMD_HOST: '',
-};
+const embedded = embeddedEnv(dataDir);
 const cli = { DATA_DIR: dataDir };
 const password = 'vX9#qL2!mR7p-owner';
 let server: PlatformProcess;

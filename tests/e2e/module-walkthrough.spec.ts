@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pollUntil } from '../support/poll';
 import type { PlatformProcess } from '../support/process';
-import { freePort, runCli, runPlatform, waitFor } from '../support/process';
+import { embeddedEnv, freePort, runCli, runPlatform, waitFor } from '../support/process';
 
 /**
  * The README's module walkthrough as an operator runs it: `npm start` on embedded engines (no
@@ -16,18 +16,7 @@ import { freePort, runCli, runPlatform, waitFor } from '../support/process';
  * does not have.
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-walkthrough-'));
-const embedded = {
-  DATA_DIR: dataDir,
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  DATABASE_URL: '',
-  KAFKA_BROKERS: '',
-  REDIS_URL: '',
-  CLICKHOUSE_URL: '',
-  S3_ENDPOINT: '',
-  SMTP_URL: '',
-  CLAMD_HOST: '',
-};
+const embedded = embeddedEnv(dataDir);
 const cli = { DATA_DIR: dataDir };
 const password = 'vX9#qL2!mR7p-walkthrough';
 /** "at once": the time a change takes to reach the running process, with room for a loaded machine */

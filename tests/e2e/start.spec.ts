@@ -2,24 +2,12 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { userInfo, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, runPlatform, waitFor } from '../support/process';
+import { embeddedEnv, freePort, runPlatform, waitFor } from '../support/process';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-// The environment of the test runner may name real engines; `npm start` must not need them.
-const embedded = {
-  DATA_DIR: dataDir,
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'info',
-  DATABASE_URL: '',
-  KAFKA_BROKERS: '',
-  REDIS_URL: '',
-  CLICKHOUSE_URL: '',
-  S3_ENDPOINT: '',
-  SMTP_URL: '',
-  CLAMD_HOST: '',
-};
+const embedded = embeddedEnv(dataDir, 'info');
 
 describe('`platform start` on an empty data folder', () => {
   it('becomes ready on embedded engines (also as root), answers /live and /ready, and stops cleanly on SIGTERM', async () => {

@@ -4,6 +4,23 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/**
+ * The environment of `npm start` on its embedded engines in dataDir: the test runner's environment
+ * may name real engines, and `npm start` must not need them.
+ */
+export const embeddedEnv = (dataDir: string, logLevel = 'warn'): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  HOST: '127.0.0.1',
+  LOG_LEVEL: logLevel,
+  DATABASE_URL: '',
+  KAFKA_BROKERS: '',
+  REDIS_URL: '',
+  CLICKHOUSE_URL: '',
+  S3_ENDPOINT: '',
+  SMTP_URL: '',
+  CLAMD_HOST: '',
+});
+
 export const freePort = (): Promise<number> =>
   new Promise((ok, fail) => {
     const server = createServer();

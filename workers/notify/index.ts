@@ -4,10 +4,11 @@ import { notifyContext } from '../../commands/notify/context';
 import { attemptAll, claim, reapAbandoned, recordOutcomes } from '../../commands/notify/delivery';
 import { installNotifyPort } from '../../commands/notify/port';
 import { purgeExpired } from '../../commands/notify/retention';
-import { WorkerSession } from '../../commands/notify/worker-session';
+import { QUEUE_CHANNEL } from '../../commands/notify/queue';
 import type { Kernel } from '../../infra/kernel';
 import { defineWorkers } from '../../infra/modules';
 import type { Worker } from '../../infra/modules';
+import { keptSession, QueueSession } from '../../infra/queue';
 import type { Loop } from '../loop';
 import { startLoop } from '../loop';
 
@@ -20,27 +21,19 @@ const PURGE_EVERY_MS = 3600_000;
  * (committed). The process's session lock marks its claims as alive; the loops wake on new work.
  */
 export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boolean> } => {
-  let session: WorkerSession | null = null;
-  let opening: Promise<WorkerSession> | null = null;
   let loops: Loop[] = [];
   let lastReap = 0;
   const wakeAll = () => {
     for (const l of loops) l.wake();
   };
-  const sessionOf = async (): Promise<WorkerSession> => {
-    if (session?.alive) return session;
-    const stale = session;
-    session = null;
-    await stale?.close();
-    opening ??= WorkerSession.open(kernel, wakeAll).finally(() => {
-      opening = null;
-    });
-    session = await opening;
-    return session;
-  };
+  const session = keptSession(() =>
+    QueueSession.open(kernel.db, 'notify-worker', [QUEUE_CHANNEL], wakeAll, (error) =>
+      kernel.logger.warn({ err: error }, 'notify worker session lost; reopening'),
+    ),
+  );
   const step = async (): Promise<boolean> => {
     const ctx = notifyContext(kernel);
-    const { key } = await sessionOf();
+    const { key } = await session.current();
     if (Date.now() - lastReap >= REAP_EVERY_MS) {
       lastReap = Date.now();
       const reaped = await reapAbandoned(kernel, ctx);
@@ -71,9 +64,7 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));
       loops = [];
-      await (await opening?.catch(() => null))?.close();
-      await session?.close();
-      session = null;
+      await session.close();
     },
   };
 };

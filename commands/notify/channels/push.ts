@@ -41,7 +41,7 @@ const pushFailureText = (error: Error): string => {
   return `push service: ${typeof status === 'number' ? `HTTP ${status}` : outboundFailureText(error)}`;
 };
 
-interface Subscription {
+interface PushSubscription {
   endpoint: string;
   p256dh: string;
   auth: string;
@@ -77,7 +77,7 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
   async send(job: DeliveryJob) {
     const userId = job.message.userId;
     if (!userId) return failure('the push channel delivers to a user (recipient.userId)', true);
-    const { rows } = await kernel.db.query<Subscription>(
+    const { rows } = await kernel.db.query<PushSubscription>(
       'SELECT endpoint, p256dh, auth FROM notify.push_subscriptions WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at',
       [job.tenantId, userId],
     );

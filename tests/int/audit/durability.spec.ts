@@ -1,5 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +8,8 @@ import { createTestDatabase } from '../../support/db';
 import { pollUntil } from '../../support/poll';
 import type { RoleProcess } from '../../support/split';
 import { startClickHouse, stopRole } from '../../support/split';
-import { testProgramArgs } from '../../support/test-programs';
+import type { ServiceProcess } from '../../support/service-process';
+import { startServiceProcess } from '../../support/service-process';
 
 /*
  * Acknowledged means durable (spec 002: audit writes are "asynchronous and never lost"; DESIGN.md
@@ -28,37 +27,10 @@ const headers = (traceId: string) => ({
   traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
 });
 
-/** the audit service (tests/support/service-server.ts) as a child process; resolves with its URL */
-const startServer = (env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, testProgramArgs('service-server'), {
-      env: { ...process.env, SERVICE: 'audit', PORT: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 120_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /READY (\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]! });
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (!/READY/.test(out)) reject(new Error(`server exited ${code}: ${err}`));
-    });
-  });
-
 describe('the server killed (SIGKILL) while clients write audit records', () => {
   let database: TestDatabase;
   let clickhouse: { url: string; process: RoleProcess };
-  let server: { child: ChildProcess; url: string } | null = null;
+  let server: ServiceProcess | null = null;
   let env: Record<string, string>;
 
   beforeAll(async () => {
@@ -84,7 +56,7 @@ describe('the server killed (SIGKILL) while clients write audit records', () => 
   };
 
   it('stores every record it acknowledged once after a restart — POST /audit, /audit/batch and the API-call records', async () => {
-    server = await startServer(env);
+    server = await startServiceProcess('audit', env, 120_000);
     const acknowledged = new Set<string>();
     const acknowledgedCalls = new Set<string>();
     let killed = false;
@@ -124,7 +96,7 @@ describe('the server killed (SIGKILL) while clients write audit records', () => 
     server.child.kill('SIGKILL');
     killed = true;
     await storm;
-    server = await startServer(env);
+    server = await startServiceProcess('audit', env, 120_000);
 
     /** the acknowledged keys not stored (yet), and how often each stored one is */
     const storedOf = async (column: 'id' | 'trace_id', action: string, owed: Set<string>) => {

@@ -1,49 +1,15 @@
-import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import { moneyClient } from '../../support/money';
 import { checkMoneyInvariants, recordedTransfers } from '../../support/money-checks';
-import { testProgramArgs } from '../../support/test-programs';
-
-/** starts the money service (tests/support/service-server.ts) as a child process on the database; resolves with its URL */
-const startServer = (databaseUrl: string): Promise<{ child: ChildProcess; url: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, testProgramArgs('service-server'), {
-      env: {
-        ...process.env,
-        SERVICE: 'money',
-        DATABASE_URL: databaseUrl,
-        PORT: '0',
-        MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 60_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /READY (\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]! });
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (!/READY/.test(out)) reject(new Error(`server exited ${code}: ${err}`));
-    });
-  });
+import type { ServiceProcess } from '../../support/service-process';
+import { startServiceProcess } from '../../support/service-process';
 
 describe('the server killed (SIGKILL) during a transfer storm', () => {
   let database: TestDatabase;
-  let server: { child: ChildProcess; url: string } | null = null;
+  let server: ServiceProcess | null = null;
   beforeAll(async () => {
     database = await createTestDatabase('crash');
   });
@@ -53,7 +19,7 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
   });
 
   it('restarts with every invariant holding, every 2xx transfer present once and nothing half-applied', async () => {
-    server = await startServer(database.url);
+    server = await startServiceProcess('money', { DATABASE_URL: database.url, MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60' });
     let c = moneyClient(server.url, 'crash', 'u-admin', { members: database.db });
     const wallets: string[] = [];
     for (let i = 0; i < 10; i += 1) {
@@ -91,7 +57,7 @@ describe('the server killed (SIGKILL) during a transfer storm', () => {
     await storm;
     expect(answered.size).toBeGreaterThan(10);
 
-    server = await startServer(database.url);
+    server = await startServiceProcess('money', { DATABASE_URL: database.url, MONEY_HOLD_CLEANUP_INTERVAL_SEC: '60' });
     c = moneyClient(server.url, 'crash', 'u-admin', { members: database.db });
     await checkMoneyInvariants(database.db);
     const recorded = await recordedTransfers(database.db, 'crash');

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { PlanLimits } from '../../../domain/billing/resources';
-import type { Account, PlanFacts, SubscriptionCommand, SubscriptionEvent } from '../../../domain/billing/subscription';
+import type {
+  TenantBilling,
+  PlanFacts,
+  SubscriptionCommand,
+  SubscriptionEvent,
+} from '../../../domain/billing/subscription';
 import { subscriptionDecider } from '../../../domain/billing/subscription';
 import { plusDays } from '../../../domain/billing/timeline';
 import { commandScenario } from '../../support/decider-scenario';
@@ -25,7 +30,7 @@ const paid: PlanFacts = { id: 'paid', priceCents: 4900, isActive: true, limits: 
 const small: PlanFacts = { id: 'small', priceCents: 900, isActive: true, limits: limits(2) };
 
 const { given } = commandScenario(subscriptionDecider);
-const sub = (a: Account) => {
+const sub = (a: TenantBilling) => {
   if (a.status !== 'exists') throw new Error('no subscription');
   return a.subscription;
 };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { RateWindow } from '../../../domain/notify/rate';
-import { admit, rateScopes, WINDOW_MS } from '../../../domain/notify/rate';
+import { rateScopes } from '../../../domain/notify/rate';
+import type { RateWindow } from '../../../infra/queue';
+import { admit, WINDOW_MS } from '../../../infra/queue';
 
 const limits = { perTenant: 100, perModule: 50 };
 const candidates = (

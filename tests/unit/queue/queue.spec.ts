@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, backoffMs, claimSql, runPaced } from '../../../infra/queue';
+import {
+  afterFailure,
+  backoffMs,
+  claimSql,
+  holderIsLive,
+  leaseLapsed,
+  pickSql,
+  runPaced,
+  wakeSql,
+  withinDeadline,
+} from '../../../infra/queue';
 
 describe('the kernel work queue (infra/queue.ts)', () => {
   it('given steps, waits the step of the attempt and repeats the last one', () => {
@@ -66,5 +76,65 @@ describe('the kernel work queue (infra/queue.ts)', () => {
     expect(a[1]! - a[0]!).toBeGreaterThanOrEqual(45);
     expect(a[2]! - a[1]!).toBeGreaterThanOrEqual(45);
     expect(started.find((s) => s.key === 'b')!.at).toBeGreaterThanOrEqual(45);
+  });
+
+  it('picks inside a transaction with joins, locking only the queue table, in the order given', () => {
+    expect(
+      pickSql(
+        { table: 'n.deliveries', key: ['id'] },
+        {
+          columns: 'd.id, s.version',
+          from: 'n.deliveries d JOIN es.streams s ON s.id = d.id',
+          due: "d.state = 'queued'",
+          order: 'd.priority DESC, d.seq',
+          limit: 50,
+          lockOf: 'd',
+        },
+      ),
+    ).toBe(
+      "SELECT d.id, s.version FROM n.deliveries d JOIN es.streams s ON s.id = d.id WHERE d.state = 'queued' ORDER BY d.priority DESC, d.seq LIMIT 50 FOR UPDATE OF d SKIP LOCKED",
+    );
+    expect(pickSql({ table: 'b.events', key: ['id'] }, { columns: '1', due: 'item.id = $1', limit: 1 })).toBe(
+      'SELECT 1 FROM b.events item WHERE item.id = $1 LIMIT 1 FOR UPDATE SKIP LOCKED',
+    );
+  });
+
+  it('counts a claim lapsed when its lease passed, it has no holder, or its holder holds no session lock', () => {
+    const sql = leaseLapsed('item.claimed_by', 'item.lease_until', '$1');
+    expect(sql).toContain('item.lease_until <= $1');
+    expect(sql).toContain('item.claimed_by IS NULL');
+    expect(sql).toContain(`NOT ${holderIsLive('item.claimed_by')}`);
+    // the 64-bit key as pg_locks shows a session advisory lock: two 32-bit halves
+    expect(holderIsLive('k')).toContain('l.classid = ((k >> 32) & 4294967295)::oid');
+    expect(holderIsLive('k')).toContain('l.objid = (k & 4294967295)::oid');
+    expect(holderIsLive('k')).toContain("l.locktype = 'advisory' AND l.granted AND l.objsubid = 1");
+  });
+
+  it('announces new work on its channel', () => {
+    expect(wakeSql('notify_queue')).toBe("SELECT pg_notify('notify_queue', '')");
+  });
+
+  it('answers a run that ends within its deadline, else aborts it and answers the timeout', async () => {
+    expect(
+      await withinDeadline(
+        1_000,
+        async () => 'done',
+        () => 'late',
+      ),
+    ).toBe('done');
+    let aborted = false;
+    const late = await withinDeadline(
+      20,
+      (signal) =>
+        new Promise<string>((resolve) => {
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            setTimeout(() => resolve('done'), 50);
+          });
+        }),
+      () => 'late',
+    );
+    expect(late).toBe('late');
+    expect(aborted).toBe(true);
   });
 });
