@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
@@ -50,14 +51,14 @@ const oneHttpHost = {
   message: `Fastify is created by the HTTP host only (${HTTP_HOST}): register a plugin on it instead.`,
 };
 
-const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why }) =>
-  Array.from({ length: MAX_DEPTH }, (_, i) => {
-    const depth = i + 1;
+const layer = (folder, { forbidden, contexts = false, packages, syntax = [], extra = () => [], why }) => {
+  const base = folder.split('/').length;
+  return Array.from({ length: MAX_DEPTH - base + 1 }, (_, i) => {
+    const depth = base + i;
     const files = `${folder}/${'*/'.repeat(i)}*.ts`;
-    const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : [])].map((regex) => ({
-      regex,
-      message: why,
-    }));
+    const regexes = [reaching(depth, forbidden), ...(contexts ? [domainContext(depth)] : []), ...extra(depth)].map(
+      (regex) => ({ regex, message: why }),
+    );
     if (packages) regexes.push({ regex: packages.regex, message: packages.why });
     const rules = (host) => ({
       'no-restricted-imports': ['error', { patterns: regexes }],
@@ -72,6 +73,7 @@ const layer = (folder, { forbidden, contexts = false, packages, syntax = [], why
     const host = HTTP_HOST.startsWith(`${folder}/`) && HTTP_HOST.split('/').length === depth + 1;
     return [{ files: [files], rules: rules(false) }, ...(host ? [{ files: [HTTP_HOST], rules: rules(true) }] : [])];
   }).flat();
+};
 
 const others = (...allowed) => TOP.filter((folder) => !allowed.includes(folder));
 
@@ -99,6 +101,13 @@ export const layerRules = [
     forbidden: others('domain', 'infra', 'commands'),
     why: 'commands/ imports domain/ and infra/ (read models through a lookup port of its own).',
   }),
+  ...COMMAND_CONTEXTS.flatMap((ctx) =>
+    layer(`commands/${ctx}`, {
+      forbidden: others('domain', 'infra', 'commands', 'projections'),
+      extra: projectionsBut(ctx),
+      why: `commands/ imports domain/, infra/ and its own context's read queries (projections/${ctx}/queries) only.`,
+    }),
+  ),
   ...layer('projections', {
     forbidden: others('domain', 'infra', 'projections'),
     why: 'projections/ imports domain/ and infra/.',

@@ -1,30 +1,24 @@
-import type { PlanInfo } from '../../domain/billing/plan-info';
-import { planInfoOf } from '../../domain/billing/plan-info';
 import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
 import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription, SubscriptionStatus } from '../../domain/billing/subscription';
-import type { Usage } from '../../domain/billing/usage';
-import { EVENTS_OF_DAY_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
+import { PLAN_COLUMNS } from '../../projections/billing/queries';
 
 /**
  * What billing's commands, workers and gRPC service read of read models — billing's own
- * (rm.billing_*), and identity's through the directory of people (kernel.people) — with SQL of
- * their own (the read API has its own in projections/billing/queries.ts). Plans are the
- * platform's (they live in the platform tenant).
+ * (rm.billing_*), and identity's through the directory of people (kernel.people). What the read
+ * API reads too is the read side's query (projections/billing/queries.ts), re-exported here; the
+ * rest only the command side asks. Plans are the platform's (they live in the platform tenant).
  */
-const PLAN_COLUMNS =
-  'id, name, description, price_cents::text, currency, limits, features, provider_price_ids, is_active, created_at, updated_at';
-
-export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
-  const { rows } = await q.query<PlanRow>(
-    `SELECT ${PLAN_COLUMNS} FROM rm.billing_plans WHERE tenant_id = $1 AND id = $2`,
-    [PLATFORM_TENANT_ID, id],
-  );
-  return rows[0] ? planFromRow(rows[0]) : null;
-};
+export {
+  currentSubscription,
+  findPlan,
+  findSubscription,
+  loadTenantLimits,
+  usageOf,
+} from '../../projections/billing/queries';
 
 export const findPlanByName = async (q: Queryable, name: string): Promise<PlanSnapshot | null> => {
   const { rows } = await q.query<PlanRow>(
@@ -80,31 +74,6 @@ export const tenantsOfPlan = async (q: Queryable, planId: string): Promise<strin
     )
   ).rows.map((r) => r.tenant_id);
 
-interface SubscriptionRow {
-  snapshot: Subscription;
-}
-
-/** by id; another tenant's subscription is not found when tenantId is given */
-export const findSubscription = async (q: Queryable, id: string, tenantId?: string): Promise<Subscription | null> => {
-  const { rows } =
-    tenantId === undefined
-      ? await q.query<SubscriptionRow>('SELECT snapshot FROM rm.billing_subscriptions WHERE id = $1', [id])
-      : await q.query<SubscriptionRow>(
-          'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 AND id = $2',
-          [tenantId, id],
-        );
-  return rows[0]?.snapshot ?? null;
-};
-
-/** the tenant's current subscription: its newest */
-export const currentSubscription = async (q: Queryable, tenantId: string): Promise<Subscription | null> => {
-  const { rows } = await q.query<SubscriptionRow>(
-    'SELECT snapshot FROM rm.billing_subscriptions WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1',
-    [tenantId],
-  );
-  return rows[0]?.snapshot ?? null;
-};
-
 /**
  * The tenant a payment provider's subscription id is bound to (rm.billing_external_ids, unique
  * across tenants): deliberately not filtered by tenant — the id is one across tenants, which is
@@ -133,50 +102,11 @@ export const listSubscriptions = async (
     params.push(f.status);
     where += ` AND status = $${params.length}`;
   }
-  const { rows } = await q.query<SubscriptionRow>(
+  const { rows } = await q.query<{ snapshot: Subscription }>(
     `SELECT snapshot FROM rm.billing_subscriptions WHERE ${where} ORDER BY id LIMIT $2`,
     params,
   );
   return rows.map((r) => r.snapshot);
-};
-
-/**
- * A tenant's usage: the counters of billing's usage read model, plus what its owners count without
- * events — users' pending invitations (identity's, spec 001: users = members plus pending
- * invitations) and the events the tenant published on the bus today (the bus's daily counter).
- */
-export const usageOf = async (q: Queryable, people: People, tenantId: string, now: Date): Promise<Usage> => {
-  // one after the other: q may be a transaction's single connection
-  const rows = await q.query<{ resource: string; used: string }>(
-    'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
-    [tenantId],
-  );
-  const invitations = await people.pendingInvitations(q, tenantId, now);
-  const events = await q.query<{ n: string }>(EVENTS_OF_DAY_SQL, [tenantId, utcDay(now)]);
-  const usage = usageFromRows(rows.rows);
-  usage.users += invitations;
-  usage.events_per_day = Number(events.rows[0]?.n ?? 0);
-  return usage;
-};
-
-/** a tenant's plan info and usage from the read models (one subscription, up to two plans, one usage read) */
-export const loadTenantLimits = async (
-  q: Queryable,
-  people: People,
-  tenantId: string,
-  now: Date,
-): Promise<{ info: PlanInfo; usage: Usage }> => {
-  const [subscription, usage] = await Promise.all([
-    currentSubscription(q, tenantId),
-    usageOf(q, people, tenantId, now),
-  ]);
-  const [plan, pending] = subscription
-    ? await Promise.all([
-        findPlan(q, subscription.planId),
-        subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null,
-      ])
-    : [null, null];
-  return { info: planInfoOf(tenantId, subscription, plan, pending), usage };
 };
 
 /**

@@ -1,31 +1,7 @@
-import type { Kernel } from '../../infra/kernel';
-import { DATA_ROLE_USABLE_SQL } from '../../domain/data/access';
-import { ModelCatalog } from './catalog';
-
-/** the data layer's per-process state: the model catalog, and whether the data role can be taken here */
-export interface DataContext {
-  catalog: ModelCatalog;
-  useRole(): Promise<boolean>;
-}
-
-const contexts = new WeakMap<Kernel, DataContext>();
-
-export const dataContext = (kernel: Kernel): DataContext => {
-  let found = contexts.get(kernel);
-  if (!found) {
-    let role: Promise<boolean> | null = null;
-    found = {
-      catalog: new ModelCatalog(),
-      useRole: () =>
-        (role ??= kernel.db
-          .query<{ usable: boolean }>(DATA_ROLE_USABLE_SQL)
-          .then((r) => r.rows[0]?.usable ?? false)
-          .catch(() => {
-            role = null;
-            return false;
-          })),
-    };
-    contexts.set(kernel, found);
-  }
-  return found;
-};
+/**
+ * The data layer's per-process state (the model catalog, whether the data role can be taken) and
+ * the catalog reads, one copy shared with the read side (projections/data/queries.ts): the port
+ * the data commands and the registry's commands (commands/modules) read the catalog through.
+ */
+export { dataContext, loadModels, moduleRowOf, scopeToTenant } from '../../projections/data/queries';
+export type { DataContext } from '../../projections/data/queries';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../infra/postgres/db';
-import { tenantScopeSql } from '../../domain/data/access';
+import { scopeToTenant } from './context';
 
 /**
  * Runs statements on a module's tables as the tenant: the tenant setting the row-level security
@@ -13,7 +13,7 @@ export const asTenant = async <T>(
   useRole: boolean,
   fn: () => Promise<T>,
 ): Promise<T> => {
-  await tx.query(tenantScopeSql(useRole), [tenantId]);
+  await scopeToTenant(tx, tenantId, useRole);
   try {
     return await fn();
   } finally {

@@ -1,30 +1,14 @@
 import type { TopicEntry } from '../../domain/events/catalog';
-import { catalogOf, lookupTopic, moduleTopicEntry } from '../../domain/events/catalog';
 import { eventErrors } from '../../domain/events/errors';
 import type { Publisher } from '../../domain/events/publishing';
 import type { Manifest } from '../../domain/modules/manifest';
 import type { ModuleRecord } from '../../domain/modules/views';
 import type { Principal } from '../../infra/http/auth';
 import type { Queryable } from '../../infra/postgres/db';
-import { allManifests, findModule } from '../modules/lookups';
+import { findTopic } from '../../projections/events/queries';
+import { findModule } from '../modules/lookups';
 
 export type { TopicEntry };
-
-/** every topic, by name */
-export const topicCatalog = async (q: Queryable): Promise<TopicEntry[]> => catalogOf(await allManifests(q));
-
-/** `known`: a module record the caller already read (a module publishing on its own topic is not read twice) */
-export const findTopic = async (
-  q: Queryable,
-  topic: string,
-  known: ModuleRecord | null = null,
-): Promise<TopicEntry | null> => {
-  const found = lookupTopic(topic);
-  if (!found) return null;
-  if ('entry' in found) return found.entry;
-  const module = known?.slug === found.moduleSlug ? known : await findModule(q, found.moduleSlug);
-  return module && module.slug === found.moduleSlug ? moduleTopicEntry(module) : null;
-};
 
 export const requireTopic = async (
   q: Queryable,

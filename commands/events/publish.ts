@@ -13,7 +13,7 @@ import { inTransaction } from '../../infra/postgres/db';
 import { usageLimits } from '../../infra/usage-limits';
 import { publishingOf } from './catalog';
 import { eventsContext } from './context';
-import { currentSchema } from './schemas';
+import { currentSchema } from '../../projections/events/queries';
 
 /** spec 002, Limits: 500 events a batch, 1 MB a payload (1 MiB of JSON, as the platform's body limit) */
 export const BATCH_MAX = 500;

@@ -11,10 +11,9 @@ import { defineAggregate } from '../../infra/eventstore/aggregate';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
-import type { Queryable } from '../../infra/postgres/db';
 import type { CurrentSchema, TopicEntry } from '../../domain/events/catalog';
-import { currentSchemaOf } from '../../domain/events/catalog';
-import { registeredSchema, schemaVersions } from './lookups';
+import { currentSchema } from '../../projections/events/queries';
+import { schemaVersions } from './lookups';
 import { parseSchema } from './proto';
 
 export const SchemaAggregate = defineAggregate({
@@ -24,10 +23,6 @@ export const SchemaAggregate = defineAggregate({
   toEvent: (e) => SchemaEvent.parse(e),
 });
 const schemaStream = (topic: string): string => streamIdOf('events.topic-schema', PLATFORM_TENANT_ID, topic);
-
-/** the topic's current schema: the last registered, else the module manifest's, else the envelope (1.0.0) */
-export const currentSchema = async (q: Queryable, entry: TopicEntry): Promise<CurrentSchema> =>
-  currentSchemaOf(entry, await registeredSchema(q, entry.topic));
 
 export interface SchemaChange {
   protoDefinition: string;

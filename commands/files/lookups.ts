@@ -1,11 +1,12 @@
 import type { Bucket, FileStatus, PresetName } from '../../domain/files/constants';
-import { filesErrors } from '../../domain/files/errors';
 import type { Thumbnail } from '../../domain/files/file';
 import type { Queryable } from '../../infra/postgres/db';
+import { availableFile as availableRow } from '../../projections/files/queries';
 
 /**
- * What the files commands read of read models, with SQL of their own (the read side keeps its
- * queries in projections/files/queries.ts): every query is filtered by the caller's tenant.
+ * What the files commands read of read models (a file's row is the read side's query,
+ * projections/files/queries.ts, mapped to what the commands use): every query is filtered by the
+ * caller's tenant.
  */
 export interface StoredFile {
   id: string;
@@ -29,24 +30,9 @@ export const countStaged = async (q: Queryable, tenantId: string): Promise<numbe
     ).rows[0]?.n ?? 0,
   );
 
-/** an available file of the tenant as the read model has it: 404 for unknown, pending, trashed or purged, 422 for rejected */
+/** an available file of the tenant as the read model has it (the read side's query): 404 for unknown, pending, trashed or purged, 422 for rejected */
 export const availableFile = async (q: Queryable, tenantId: string, fileId: string): Promise<AvailableFile> => {
-  const { rows } = await q.query<{
-    id: string;
-    bucket: Bucket;
-    status: StoredFile['status'];
-    mime_type: string;
-    object_key: string | null;
-    content_version: number;
-    thumbnails: StoredFile['thumbnails'];
-    rejection_reason: string | null;
-  }>(
-    `SELECT id, bucket, status, mime_type, object_key, content_version, thumbnails, rejection_reason FROM rm.files_files WHERE tenant_id = $1 AND id = $2`,
-    [tenantId, fileId],
-  );
-  const r = rows[0];
-  if (r?.status === 'rejected') throw filesErrors.fileRejected(r.rejection_reason ?? 'rejected');
-  if (!r || r.status !== 'available' || !r.object_key) throw filesErrors.fileNotFound();
+  const r = await availableRow(q, tenantId, fileId);
   return {
     id: r.id,
     bucket: r.bucket,

@@ -23,7 +23,8 @@ import {
   Tenant,
   tenantStream,
 } from './aggregates';
-import { findAccount, findTenantBySlug, findUser } from './lookups';
+import { findAccount, findTenantBySlug } from './lookups';
+import { findUser } from '../../projections/identity/queries';
 import { link, sendLater } from './mail';
 import { assertPasswordPolicy, claimEmail, normalizeEmail, passwordWork } from './passwords';
 import { credentials } from './repositories/credentials';

@@ -1,21 +1,16 @@
-import type { AccessRow, MemberAccess } from '../../domain/identity/access';
+import type { MemberAccess } from '../../domain/identity/access';
 import { accessOf } from '../../domain/identity/access';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type {
-  ProviderLinkRecord,
-  ProviderLinkView,
-  RoleRecord,
-  TenantChoice,
-  UserRecord,
-} from '../../domain/identity/views';
-import { toProviderLink } from '../../domain/identity/views';
+import type { RoleRecord } from '../../domain/identity/views';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
+import { accessRows } from '../../projections/identity/queries';
 
 /**
- * What the identity commands read of identity's read models (inline: committed with the events,
- * so exact inside the command's transaction when `q` is its `uow.tx`). The read side has its own
- * queries (projections/identity/queries.ts); both map rows through domain/identity.
+ * What the identity commands read of identity's read models that no read route asks (inline:
+ * committed with the events, so exact inside the command's transaction when `q` is its `uow.tx`).
+ * What the read side asks too (findUser, findRole, tenantsOfUser, providerLinks, a member's access)
+ * the commands read through projections/identity/queries.ts, the one copy.
  */
 
 export interface AccountRecord {
@@ -35,15 +30,6 @@ export interface TenantRecord {
   owner_role_id: string;
 }
 
-const USER_SELECT = `SELECT a.id, a.email, a.first_name, a.last_name, a.avatar_url, a.email_verified, a.mfa_enabled, a.status AS account_status,
-    m.status AS member_status, m.deleted_at, m.created_at, GREATEST(a.updated_at, m.updated_at) AS updated_at, m.tenant_id, m.role_ids,
-    COALESCE((SELECT array_agg(r.name ORDER BY r.name) FROM rm.iam_roles r WHERE r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)), '{}') AS roles
-  FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = '${PLATFORM_TENANT_ID}' AND a.id = m.user_id`;
-
-export const findUser = async (q: Queryable, tenantId: string, userId: string): Promise<UserRecord | null> =>
-  (await q.query<UserRecord>(`${USER_SELECT} WHERE m.tenant_id = $1 AND m.user_id = $2`, [tenantId, userId])).rows[0] ??
-  null;
-
 export const findAccount = async (q: Queryable, userId: string): Promise<AccountRecord | null> =>
   (
     await q.query<AccountRecord>(
@@ -51,10 +37,6 @@ export const findAccount = async (q: Queryable, userId: string): Promise<Account
       [PLATFORM_TENANT_ID, userId],
     )
   ).rows[0] ?? null;
-
-export const findRole = async (q: Queryable, tenantId: string, roleId: string): Promise<RoleRecord | null> =>
-  (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND id = $2', [tenantId, roleId]))
-    .rows[0] ?? null;
 
 export const findRolesByName = async (q: Queryable, tenantId: string, names: string[]): Promise<RoleRecord[]> =>
   (await q.query<RoleRecord>('SELECT * FROM rm.iam_roles WHERE tenant_id = $1 AND name = ANY ($2)', [tenantId, names]))
@@ -76,18 +58,6 @@ export const roleNameTaken = async (q: Queryable, tenantId: string, name: string
     ])
   ).rowCount !== 0;
 
-/** the tenants where a user is an active member (login across tenants: the one query not scoped to a tenant) */
-export const tenantsOfUser = async (q: Queryable, userId: string): Promise<TenantChoice[]> =>
-  (
-    await q.query<{ tenant_id: string; name: string; role: string | null }>(
-      `SELECT m.tenant_id, t.name,
-       (SELECT r.name FROM rm.iam_roles r WHERE r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids) ORDER BY r.built_in DESC, r.name LIMIT 1) AS role
-       FROM rm.iam_members m JOIN rm.iam_tenants t ON t.tenant_id = m.tenant_id
-      WHERE m.user_id = $1 AND m.status = 'active' ORDER BY t.name, m.tenant_id`,
-      [userId],
-    )
-  ).rows.map((r) => ({ id: r.tenant_id, name: r.name, logoUrl: '', role: r.role ?? '' }));
-
 export const findTenant = async (q: Queryable, tenantId: string): Promise<TenantRecord | null> =>
   (await q.query<TenantRecord>('SELECT * FROM rm.iam_tenants WHERE tenant_id = $1', [tenantId])).rows[0] ?? null;
 
@@ -104,14 +74,6 @@ export const ownerEmails = async (q: Queryable, tenantIds: string[]): Promise<st
       [tenantIds],
     )
   ).rows.map((r) => r.email);
-
-export const providerLinks = async (q: Queryable, userId: string): Promise<ProviderLinkView[]> =>
-  (
-    await q.query<ProviderLinkRecord>(
-      'SELECT * FROM rm.iam_provider_links WHERE tenant_id = $1 AND user_id = $2 ORDER BY linked_at, id',
-      [PLATFORM_TENANT_ID, userId],
-    )
-  ).rows.map(toProviderLink);
 
 /** the tenant's active Owners: the built-in Owner role, an active membership and an active account */
 export const activeOwnerIds = async (q: Queryable, tenantId: string): Promise<string[]> =>
@@ -160,8 +122,9 @@ export const isLocked = async (q: Queryable, userId: string, tenantId: string): 
 export const registeredPermissions = (kernel: Kernel): string[] => kernel.permissions.list().map((p) => p.key);
 
 /**
- * The access of a user in a tenant, read in `q` (domain/identity/access.ts maps the rows): the
- * loader the identity runtime caches for every authenticated request (infra/identity/runtime.ts).
+ * The access of a user in a tenant, read in `q` (the read side's memberAccess: domain/identity/access.ts
+ * maps the rows): the loader the identity runtime caches for every authenticated request
+ * (infra/identity/runtime.ts).
  */
 export const loadAccess = async (
   kernel: Kernel,
@@ -169,15 +132,7 @@ export const loadAccess = async (
   userId: string,
   tenantId: string,
 ): Promise<MemberAccess | null> => {
-  const { rows } = await q.query<AccessRow>(
-    `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in,
-            a.session_generation AS account_sessions, m.session_generation AS member_sessions
-       FROM rm.iam_members m
-       JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-       LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)
-      WHERE m.tenant_id = $1 AND m.user_id = $2`,
-    [tenantId, userId, PLATFORM_TENANT_ID],
-  );
+  const rows = await accessRows(q, tenantId, userId);
   await kernel.permissions.current(); // a module's migration in another process may have changed them
   return accessOf(userId, tenantId, rows, registeredPermissions(kernel));
 };
@@ -185,23 +140,8 @@ export const loadAccess = async (
 export const accessLoader = (kernel: Kernel) => (q: Queryable, userId: string, tenantId: string) =>
   loadAccess(kernel, q, userId, tenantId);
 
-/**
- * A tenant's pending invitations as billing counts them (spec 001 users = members plus pending
- * invitations): distinct addresses invited and not yet accepted nor expired, other than those of
- * counted members (a re-sent invitation, an address that joined by another way).
- */
-export const pendingInvitations = async (q: Queryable, tenantId: string, now: Date): Promise<number> =>
-  Number(
-    (
-      await q.query<{ n: string }>(
-        `SELECT count(DISTINCT lower(o.email))::text AS n FROM identity.one_time_tokens o
-         WHERE o.purpose = 'invite' AND o.tenant_id = $1 AND o.expires_at > $2 AND o.email IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-             WHERE m.tenant_id = $1 AND m.status <> 'pending_deletion' AND lower(a.email) = lower(o.email))`,
-        [tenantId, now, PLATFORM_TENANT_ID],
-      )
-    ).rows[0]?.n ?? 0,
-  );
+/** a tenant's pending invitations as billing counts them: the read side's count (the seat check and billing share it) */
+export { pendingInvitations } from '../../projections/identity/queries';
 
 /** the tenant's members billing counts: every membership not deleted (locked ones hold their seat) */
 export const countedMembers = async (q: Queryable, tenantId: string): Promise<number> =>

@@ -25,15 +25,8 @@ import {
   tenantStream,
 } from './aggregates';
 import { requestEmailChange } from './email-change';
-import {
-  activeOwnerIds,
-  findRole,
-  findRolesByName,
-  findUser,
-  invitationPending,
-  memberByEmail,
-  memberElsewhere,
-} from './lookups';
+import { activeOwnerIds, findRolesByName, invitationPending, memberByEmail, memberElsewhere } from './lookups';
+import { findRole, findUser } from '../../projections/identity/queries';
 import { assertSeatForInvitation, assertSeatForMember } from './seats';
 import { link, sendLater } from './mail';
 import { assertPasswordPolicy, claimEmail, normalizeEmail, passwordWork } from './passwords';

@@ -10,7 +10,8 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import { bumpAccessEpoch } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { Membership, memberStream, Role, roleStream, Tenant, tenantStream } from './aggregates';
-import { countRoles, findRole, registeredPermissions, roleNameTaken } from './lookups';
+import { countRoles, registeredPermissions, roleNameTaken } from './lookups';
+import { findRole } from '../../projections/identity/queries';
 import { assertOwnerRemains, changedMember } from './membership';
 
 /** Roles of the caller's tenant: their definitions, and giving them to members or taking them back. */

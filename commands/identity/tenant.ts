@@ -5,7 +5,8 @@ import { commonErrors } from '../../domain/shared/errors';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
 import { Membership, memberStream, Role, roleStream, Tenant, tenantStream } from './aggregates';
-import { findTenant, findUser, registeredPermissions } from './lookups';
+import { findTenant, registeredPermissions } from './lookups';
+import { findUser } from '../../projections/identity/queries';
 import type { IssuedTokens } from './tokens';
 import { issueTokens } from './tokens';
 

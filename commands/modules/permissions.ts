@@ -4,8 +4,7 @@ import type { Manifest } from '../../domain/modules/manifest';
 import { bumpPermissionCatalogEpoch } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { registerStoredPermissions } from '../../infra/permissions';
-import { loadModels } from '../data/catalog';
-import { dataContext } from '../data/context';
+import { dataContext, loadModels } from '../data/context';
 import { ModuleAggregate, moduleStream } from './aggregates';
 import { registryMeta } from './register';
 

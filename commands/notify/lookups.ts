@@ -1,4 +1,3 @@
-import type { TemplateFormat } from '../../domain/notify/events';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -12,23 +11,9 @@ export interface RecipientDirectory {
   addresses(q: Queryable, tenantId: string, userIds: readonly string[]): Promise<Map<string, string>>;
 }
 
-export interface StoredTemplate {
-  id: string;
-  name: string;
-  channel: string;
-  subject: string;
-  body: string;
-  format: TemplateFormat;
-  variables: string[];
-}
-
-export const findTemplate = async (q: Queryable, tenantId: string, id: string): Promise<StoredTemplate | null> => {
-  const { rows } = await q.query<StoredTemplate>(
-    'SELECT id, name, channel, subject, body, format, variables FROM rm.notify_templates WHERE tenant_id = $1 AND id = $2',
-    [tenantId, id],
-  );
-  return rows[0] ?? null;
-};
+/** a stored template: the read side's query (one copy) */
+export type { TemplateRow as StoredTemplate } from '../../projections/notify/queries';
+export { findTemplate } from '../../projections/notify/queries';
 
 export const templateNameTaken = async (q: Queryable, tenantId: string, name: string): Promise<boolean> =>
   ((

@@ -100,12 +100,3 @@ export const usageFromRows = (rows: readonly { resource: string; used: string | 
 
 /** the day events_per_day counts in: the UTC date of the moment (YYYY-MM-DD) */
 export const utcDay = (at: Date): string => at.toISOString().slice(0, 10);
-
-/**
- * The usage counted outside billing's usage read model, as SQL text shared by every reader (the
- * read API, CheckLimit), so they count the same: the events a tenant published on the bus on a day
- * ($1 tenant, $2 the UTC day). Users' pending invitations are identity's to count
- * (kernel.people.pendingInvitations).
- */
-export const EVENTS_OF_DAY_SQL =
-  'SELECT published::text AS n FROM events.daily_usage WHERE tenant_id = $1 AND day = $2';

@@ -10,22 +10,7 @@ import { dataErrors } from './errors';
 export const MODULE_DATA_ROLE = 'platform_module_data';
 /** the per-transaction setting the row-level security policies compare tenant_id with */
 export const TENANT_SETTING = 'app.tenant_id';
-/** whether this connection's user may take the data role (a server without it runs the queries as itself, still filtered by tenant) */
-export const DATA_ROLE_USABLE_SQL = `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = '${MODULE_DATA_ROLE}'), false) AS usable`;
-/** scopes the transaction to the tenant ($1) in one round trip: the setting, and the data role when it can be taken (set_config('role', …, true) is SET LOCAL ROLE) */
-export const tenantScopeSql = (useRole: boolean): string =>
-  useRole
-    ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
-    : `SELECT set_config('${TENANT_SETTING}', $1, true)`;
-
-/** what a data request needs to know of its module, in one row (both sides read it with MODULE_SQL) */
-export const MODULE_SQL = `SELECT m.id, m.slug, m.status, m.version, m.manifest, m.updated_at, s.version AS schema_version, s.dirty, s.migration_error,
-    i.status AS installation
-  FROM rm.modules m LEFT JOIN modules.schema_state s ON s.module_id = m.id
-  LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
-  WHERE m.tenant_id = $1 AND m.slug = $2`;
-export const ARCHIVED_SQL = `SELECT key FROM modules.permissions WHERE module_id = $1 AND status = 'archived'`;
-
+/** what a data request needs to know of its module, in one row (projections/data/queries.ts moduleRowOf reads it) */
 export interface ModuleRow {
   id: string;
   slug: string;

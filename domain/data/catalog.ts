@@ -4,30 +4,9 @@ import { schemaOfModule, tableOfModel } from '../modules/manifest';
 
 /**
  * What the data layer knows of a module's tables, read from PostgreSQL's catalog (so it is what the
- * migrations really made): the statements here, the shapes they fill, and the model descriptions of
- * spec 002 ("Model description"). Both sides run the statements through their own lookups.
+ * migrations really made): the rows its statements fill (projections/data/queries.ts runs them),
+ * the models made of them, and the model descriptions of spec 002 ("Model description").
  */
-export const CATALOG_SQL = {
-  columns: `SELECT c.table_name AS table, c.column_name AS name, c.data_type AS type, c.udt_name AS udt, c.is_nullable = 'YES' AS nullable,
-      c.column_default AS "default", c.character_maximum_length AS max_length, c.domain_name AS domain
-    FROM information_schema.columns c WHERE c.table_schema = $1 ORDER BY c.table_name, c.ordinal_position`,
-  indexes: `SELECT t.relname AS table, i.relname AS name, ix.indisprimary AS primary,
-      array(SELECT a.attname FROM unnest(ix.indkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
-    FROM pg_index ix JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-    WHERE n.nspname = $1 ORDER BY t.relname, i.relname`,
-  relations: `SELECT t.relname AS table, con.conname AS name, rt.relname AS ref_table,
-      array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns,
-      array(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = rt.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS ref_columns,
-      con.confdeltype AS on_delete, con.confupdtype AS on_update
-    FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_class rt ON rt.oid = con.confrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-    WHERE n.nspname = $1 AND con.contype = 'f' ORDER BY t.relname, con.conname`,
-  /** table check constraints and the columns they read (a violation names them) */
-  checks: `SELECT t.relname AS table, con.conname AS name,
-      array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
-    FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-    WHERE n.nspname = $1 AND con.contype = 'c' ORDER BY t.relname, con.conname`,
-} as const;
-
 export interface ColumnRow {
   table: string;
   name: string;

@@ -5,16 +5,17 @@ import type { PlanRow, PlanSnapshot } from '../../domain/billing/plan';
 import { planFromRow } from '../../domain/billing/plan';
 import type { Subscription } from '../../domain/billing/subscription';
 import type { Usage } from '../../domain/billing/usage';
-import { EVENTS_OF_DAY_SQL, usageFromRows, utcDay } from '../../domain/billing/usage';
+import { usageFromRows, utcDay } from '../../domain/billing/usage';
 import type { People } from '../../infra/people';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
- * Typed reads of billing's read models for the read API. Plans are the platform's (they live in
- * the platform tenant); subscriptions and usage are filtered by the tenant the caller may see.
- * (The command side — commands, workers, the gRPC service — reads through commands/billing/lookups.ts.)
+ * Typed reads of billing's read models, for the read API and for billing's commands, workers and
+ * gRPC service (commands/billing/lookups.ts re-exports what they read here: one copy of each).
+ * Plans are the platform's (they live in the platform tenant); subscriptions and usage are
+ * filtered by the tenant the caller may see.
  */
-const PLAN_COLUMNS =
+export const PLAN_COLUMNS =
   'id, name, description, price_cents::text, currency, limits, features, provider_price_ids, is_active, created_at, updated_at';
 
 export const findPlan = async (q: Queryable, id: string): Promise<PlanSnapshot | null> => {
@@ -79,6 +80,59 @@ export const currentSubscription = async (q: Queryable, tenantId: string): Promi
 export const tenantKnown = async (q: Queryable, people: People, tenantId: string): Promise<boolean> =>
   tenantId !== PLATFORM_TENANT_ID && (await people.tenantExists(q, tenantId));
 
+/**
+ * A tenant's usage: the counters of billing's usage read model, plus what its owners count without
+ * events — users' pending invitations (identity's, spec 001: users = members plus pending
+ * invitations) and the events the tenant published on the bus today (the bus's daily counter).
+ */
+export const usageOf = async (q: Queryable, people: People, tenantId: string, now: Date): Promise<Usage> => {
+  // one after the other: q may be a transaction's single connection
+  const rows = await q.query<{ resource: string; used: string }>(
+    'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
+    [tenantId],
+  );
+  const invitations = await people.pendingInvitations(q, tenantId, now);
+  const events = await q.query<{ n: string }>(
+    'SELECT published::text AS n FROM events.daily_usage WHERE tenant_id = $1 AND day = $2',
+    [tenantId, utcDay(now)],
+  );
+  const usage = usageFromRows(rows.rows);
+  usage.users += invitations;
+  usage.events_per_day = Number(events.rows[0]?.n ?? 0);
+  return usage;
+};
+
+/** a tenant's current subscription, plan info and usage from the read models (one subscription, up to two plans, one usage read) */
+const limitsOf = async (
+  q: Queryable,
+  people: People,
+  tenantId: string,
+  now: Date,
+): Promise<{ subscription: Subscription | null; info: PlanInfo; usage: Usage }> => {
+  const [subscription, usage] = await Promise.all([
+    currentSubscription(q, tenantId),
+    usageOf(q, people, tenantId, now),
+  ]);
+  const [plan, pending] = subscription
+    ? await Promise.all([
+        findPlan(q, subscription.planId),
+        subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null,
+      ])
+    : [null, null];
+  return { subscription, info: planInfoOf(tenantId, subscription, plan, pending), usage };
+};
+
+/** a tenant's plan info and usage (the limits CheckLimit and admission decide with) */
+export const loadTenantLimits = async (
+  q: Queryable,
+  people: People,
+  tenantId: string,
+  now: Date,
+): Promise<{ info: PlanInfo; usage: Usage }> => {
+  const { info, usage } = await limitsOf(q, people, tenantId, now);
+  return { info, usage };
+};
+
 export interface TenantUsage {
   tenantId: string;
   subscription: Subscription | null;
@@ -93,27 +147,9 @@ export const tenantUsage = async (
   tenantId: string,
   now: Date,
 ): Promise<TenantUsage | null> => {
-  const [subscription, usageRows, invitations, events] = await Promise.all([
-    currentSubscription(q, tenantId),
-    q.query<{ resource: string; used: string }>(
-      'SELECT resource, used::text FROM rm.billing_usage WHERE tenant_id = $1',
-      [tenantId],
-    ),
-    // what is counted without events, as commands/billing/lookups.ts usageOf counts it
-    people.pendingInvitations(q, tenantId, now),
-    q.query<{ n: string }>(EVENTS_OF_DAY_SQL, [tenantId, utcDay(now)]),
-  ]);
+  const { subscription, info, usage } = await limitsOf(q, people, tenantId, now);
   if (!subscription && !(await tenantKnown(q, people, tenantId))) return null;
-  const [plan, pending] = subscription
-    ? await Promise.all([
-        findPlan(q, subscription.planId),
-        subscription.pendingPlanId ? findPlan(q, subscription.pendingPlanId) : null,
-      ])
-    : [null, null];
-  const usage = usageFromRows(usageRows.rows);
-  usage.users += invitations;
-  usage.events_per_day = Number(events.rows[0]?.n ?? 0);
-  return { tenantId, subscription, info: planInfoOf(tenantId, subscription, plan, pending), usage };
+  return { tenantId, subscription, info, usage };
 };
 
 export interface UsageSnapshotRow {

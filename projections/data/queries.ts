@@ -1,21 +1,172 @@
-import type { Model } from '../../domain/data/catalog';
-import { DATA_ROLE_USABLE_SQL, tenantScopeSql } from '../../domain/data/access';
+import type { ModuleRow } from '../../domain/data/access';
+import { MODULE_DATA_ROLE, TENANT_SETTING } from '../../domain/data/access';
+import type { CheckRow, ColumnRow, IndexRow, Model, RelationRow } from '../../domain/data/catalog';
+import { modelsOf } from '../../domain/data/catalog';
 import type { ListQuery } from '../../domain/data/query';
 import { OPERATORS } from '../../domain/data/query';
+import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import type { Manifest } from '../../domain/modules/manifest';
+import { schemaOfModule } from '../../domain/modules/manifest';
 import type { Kernel } from '../../infra/kernel';
+import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction, type Tx } from '../../infra/postgres/db';
 
+/**
+ * The data layer's reads, for the read API and for the data commands (commands/data/context.ts
+ * passes on what they use): the module catalog as PostgreSQL's catalog has it, the per-process
+ * cache of it, the tenant scope every statement on a module's table runs under, and the reads of
+ * records.
+ */
 type Row = Record<string, unknown>;
-const roles = new WeakMap<Kernel, Promise<boolean>>();
 
-/** whether this process can take the data role (row-level security then binds even a superuser's connection) */
-const useRole = (kernel: Kernel): Promise<boolean> => {
-  let found = roles.get(kernel);
+/** PostgreSQL's catalog of a module's schema ($1): columns, indexes, foreign keys, checks */
+const CATALOG_SQL = {
+  columns: `SELECT c.table_name AS table, c.column_name AS name, c.data_type AS type, c.udt_name AS udt, c.is_nullable = 'YES' AS nullable,
+      c.column_default AS "default", c.character_maximum_length AS max_length, c.domain_name AS domain
+    FROM information_schema.columns c WHERE c.table_schema = $1 ORDER BY c.table_name, c.ordinal_position`,
+  indexes: `SELECT t.relname AS table, i.relname AS name, ix.indisprimary AS primary,
+      array(SELECT a.attname FROM unnest(ix.indkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
+    FROM pg_index ix JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE n.nspname = $1 ORDER BY t.relname, i.relname`,
+  relations: `SELECT t.relname AS table, con.conname AS name, rt.relname AS ref_table,
+      array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns,
+      array(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = rt.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS ref_columns,
+      con.confdeltype AS on_delete, con.confupdtype AS on_update
+    FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_class rt ON rt.oid = con.confrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE n.nspname = $1 AND con.contype = 'f' ORDER BY t.relname, con.conname`,
+  /** table check constraints and the columns they read (a violation names them) */
+  checks: `SELECT t.relname AS table, con.conname AS name,
+      array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
+    FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE n.nspname = $1 AND con.contype = 'c' ORDER BY t.relname, con.conname`,
+} as const;
+
+/** a module's models as its schema stands (PostgreSQL's catalog) */
+export const loadModels = async (q: Queryable, slug: string, manifest: Pick<Manifest, 'models'>): Promise<Model[]> => {
+  const schema = schemaOfModule(slug);
+  const [columns, indexes, relations, checks] = await Promise.all([
+    q.query<ColumnRow>(CATALOG_SQL.columns, [schema]),
+    q.query<IndexRow>(CATALOG_SQL.indexes, [schema]),
+    q.query<RelationRow>(CATALOG_SQL.relations, [schema]),
+    q.query<CheckRow>(CATALOG_SQL.checks, [schema]),
+  ]);
+  return modelsOf(slug, manifest, {
+    columns: columns.rows,
+    indexes: indexes.rows,
+    relations: relations.rows,
+    checks: checks.rows,
+  });
+};
+
+/** what a data request needs to know of its module, in one row: the registry's, its schema's state, the tenant's installation */
+export const moduleRowOf = async (q: Queryable, slug: string, tenantId: string): Promise<ModuleRow | null> =>
+  (
+    await q.query<ModuleRow>(
+      `SELECT m.id, m.slug, m.status, m.version, m.manifest, m.updated_at, s.version AS schema_version, s.dirty, s.migration_error,
+    i.status AS installation
+  FROM rm.modules m LEFT JOIN modules.schema_state s ON s.module_id = m.id
+  LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
+  WHERE m.tenant_id = $1 AND m.slug = $2`,
+      [PLATFORM_TENANT_ID, slug, tenantId],
+    )
+  ).rows[0] ?? null;
+
+/** the slugs of the modules active for a tenant */
+export const activeModulesOf = async (q: Queryable, tenantId: string): Promise<string[]> =>
+  (
+    await q.query<{ slug: string }>(
+      `SELECT m.slug FROM modules.installations i JOIN rm.modules m ON m.tenant_id = $1 AND m.id = i.module_id
+     WHERE i.tenant_id = $2 AND i.status = 'active' AND m.status = 'registered' ORDER BY m.slug`,
+      [PLATFORM_TENANT_ID, tenantId],
+    )
+  ).rows.map((r) => r.slug);
+
+interface Entry {
+  key: string;
+  models: Model[];
+  archived: ReadonlySet<string>;
+}
+
+/**
+ * The catalog of the modules this process serves, kept per module and refreshed whenever the
+ * module's row says its version, manifest or schema moved (the row is read on every request: one
+ * indexed query), so a migration run by another process is seen on the next request.
+ */
+export class ModelCatalog {
+  private readonly entries = new Map<string, Entry>();
+
+  async of(q: Queryable, row: ModuleRow): Promise<{ models: Model[]; archived: ReadonlySet<string> }> {
+    const key = `${row.version}:${row.schema_version ?? 0}:${row.updated_at.toISOString()}`;
+    const found = this.entries.get(row.id);
+    if (found?.key === key) return found;
+    const [models, archived] = await Promise.all([
+      loadModels(q, row.slug, row.manifest),
+      q
+        .query<{ key: string }>(`SELECT key FROM modules.permissions WHERE module_id = $1 AND status = 'archived'`, [
+          row.id,
+        ])
+        .then((r) => new Set(r.rows.map((x) => x.key))),
+    ]);
+    const entry = { key, models, archived };
+    this.entries.set(row.id, entry);
+    return entry;
+  }
+
+  /** forgets a module (after a reconciliation changed its permissions) */
+  drop(moduleId: string): void {
+    this.entries.delete(moduleId);
+  }
+}
+
+/** the data layer's per-process state, one for the write and the read side: the model catalog, and whether the data role can be taken here */
+export interface DataContext {
+  catalog: ModelCatalog;
+  useRole(): Promise<boolean>;
+}
+
+const contexts = new WeakMap<Kernel, DataContext>();
+
+export const dataContext = (kernel: Kernel): DataContext => {
+  let found = contexts.get(kernel);
   if (!found) {
-    found = kernel.db.query<{ usable: boolean }>(DATA_ROLE_USABLE_SQL).then((r) => r.rows[0]?.usable ?? false);
-    roles.set(kernel, found);
+    let role: Promise<boolean> | null = null;
+    found = {
+      catalog: new ModelCatalog(),
+      // whether this connection's user may take the data role (a server without it runs the queries as itself, still filtered by tenant)
+      useRole: () =>
+        (role ??= kernel.db
+          .query<{ usable: boolean }>(
+            `SELECT coalesce((SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = '${MODULE_DATA_ROLE}'), false) AS usable`,
+          )
+          .then((r) => r.rows[0]?.usable ?? false)
+          .catch(() => {
+            role = null;
+            return false;
+          })),
+    };
+    contexts.set(kernel, found);
   }
   return found;
+};
+
+/** the module's models and archived permissions, refreshed when its version, manifest or schema moved */
+export const catalogOf = (
+  kernel: Kernel,
+  row: ModuleRow,
+): Promise<{ models: Model[]; archived: ReadonlySet<string> }> => dataContext(kernel).catalog.of(kernel.db, row);
+
+/**
+ * Scopes the transaction to the tenant in one round trip: the setting the row-level security
+ * policies compare tenant_id with, and the data role when it can be taken (set_config('role', …,
+ * true) is SET LOCAL ROLE).
+ */
+export const scopeToTenant = async (tx: Queryable, tenantId: string, useRole: boolean): Promise<void> => {
+  await tx.query(
+    useRole
+      ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
+      : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
+    [tenantId],
+  );
 };
 
 /**
@@ -23,9 +174,9 @@ const useRole = (kernel: Kernel): Promise<boolean> => {
  * the tenant setting and the data role, so row-level security holds even if a filter were missing.
  */
 export const asTenantRead = async <T>(kernel: Kernel, tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T> => {
-  const role = await useRole(kernel);
+  const role = await dataContext(kernel).useRole();
   return inTransaction(kernel.db, async (tx) => {
-    await tx.query(tenantScopeSql(role), [tenantId]);
+    await scopeToTenant(tx, tenantId, role);
     return fn(tx);
   });
 };

@@ -3,12 +3,16 @@ import type { CurrentSchema, RegisteredSchemaRow, TopicEntry } from '../../domai
 import { catalogOf, currentSchemaOf, lookupTopic, moduleTopicEntry } from '../../domain/events/catalog';
 import type { LagLevel } from '../../domain/events/lag';
 import type { DlqRecord, SubscriptionRecord } from '../../domain/events/views';
+import type { ModuleRecord } from '../../domain/modules/views';
 import type { Queryable } from '../../infra/postgres/db';
 import { allManifests, findModule } from '../modules/queries';
 
-/** typed reads of the bus's read models and queues for the read API; every tenant's query filters by its tenant */
+/**
+ * Typed reads of the bus's read models and queues, for the read API and for the bus's commands
+ * (commands/events/lookups.ts re-exports what its callers read); every tenant's query filters by its tenant.
+ */
 
-const SUB_COLUMNS =
+export const SUB_COLUMNS =
   'tenant_id, id, topic, consumer_group, handler_name, source, delivery, dedup, status, created_at, deleted_at';
 
 /** a subscription of the tenant; with source, only that module's */
@@ -41,26 +45,33 @@ export const listSubscriptions = async (
 /** every topic, by name */
 export const topicCatalog = async (q: Queryable): Promise<TopicEntry[]> => catalogOf(await allManifests(q));
 
-export const findTopic = async (q: Queryable, topic: string): Promise<TopicEntry | null> => {
+/** `known`: a module record the caller already read (a module publishing on its own topic is not read twice) */
+export const findTopic = async (
+  q: Queryable,
+  topic: string,
+  known: ModuleRecord | null = null,
+): Promise<TopicEntry | null> => {
   const found = lookupTopic(topic);
   if (!found) return null;
   if ('entry' in found) return found.entry;
-  const module = await findModule(q, found.moduleSlug);
+  const module = known?.slug === found.moduleSlug ? known : await findModule(q, found.moduleSlug);
   return module && module.slug === found.moduleSlug ? moduleTopicEntry(module) : null;
 };
 
-export const currentSchema = async (q: Queryable, entry: TopicEntry): Promise<CurrentSchema> =>
-  currentSchemaOf(
-    entry,
-    (
-      await q.query<RegisteredSchemaRow>(
-        'SELECT schema_version, proto_definition, policy, registered_at FROM rm.events_topic_schemas WHERE tenant_id = $1 AND topic = $2',
-        [PLATFORM_TENANT_ID, entry.topic],
-      )
-    ).rows[0] ?? null,
-  );
+/** the last schema registered for the topic, if any */
+export const registeredSchema = async (q: Queryable, topic: string): Promise<RegisteredSchemaRow | null> =>
+  (
+    await q.query<RegisteredSchemaRow>(
+      'SELECT schema_version, proto_definition, policy, registered_at FROM rm.events_topic_schemas WHERE tenant_id = $1 AND topic = $2',
+      [PLATFORM_TENANT_ID, topic],
+    )
+  ).rows[0] ?? null;
 
-const DLQ_COLUMNS = `id, tenant_id, subscription_id, consumer_group, handler_name, source, topic, partition, seq, event_id, type, payload, event, failure_count, last_error,
+/** the topic's current schema: the last registered, else the module manifest's, else the envelope (1.0.0) */
+export const currentSchema = async (q: Queryable, entry: TopicEntry): Promise<CurrentSchema> =>
+  currentSchemaOf(entry, await registeredSchema(q, entry.topic));
+
+export const DLQ_COLUMNS = `id, tenant_id, subscription_id, consumer_group, handler_name, source, topic, partition, seq, event_id, type, payload, event, failure_count, last_error,
   status, due_at, created_at, updated_at, resolved_at`;
 
 /** the tenant's dead letters, newest first; with source, only those of that module's subscriptions */

@@ -12,9 +12,9 @@ import { toProviderLink } from '../../domain/identity/views';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
- * Typed queries over the identity read models for the read API. Every one filters by tenant
- * (accounts: the platform pseudo-tenant). The commands read through their own lookups
- * (commands/identity/lookups.ts); both map rows through domain/identity.
+ * Typed queries over the identity read models, for the read API and for identity's commands (in
+ * the command's transaction: the read models are inline). Every one filters by tenant (accounts:
+ * the platform pseudo-tenant); rows map through domain/identity.
  */
 const USER_SELECT = `SELECT a.id, a.email, a.first_name, a.last_name, a.avatar_url, a.email_verified, a.mfa_enabled, a.status AS account_status,
     m.status AS member_status, m.deleted_at, m.created_at, GREATEST(a.updated_at, m.updated_at) AS updated_at, m.tenant_id, m.role_ids,
@@ -74,28 +74,32 @@ export const providerLinks = async (q: Queryable, userId: string): Promise<Provi
     )
   ).rows.map(toProviderLink);
 
+/** the rows a member's access is mapped from (domain/identity/access.ts): one per role held */
+export const accessRows = async (q: Queryable, tenantId: string, userId: string): Promise<AccessRow[]> =>
+  (
+    await q.query<AccessRow>(
+      `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in,
+            a.session_generation AS account_sessions, m.session_generation AS member_sessions
+       FROM rm.iam_members m
+       JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
+       LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)
+      WHERE m.tenant_id = $1 AND m.user_id = $2`,
+      [tenantId, userId, PLATFORM_TENANT_ID],
+    )
+  ).rows;
+
 /**
  * What a member may do in the tenant (GET /users/:id, GET /rbac/users/:id/permissions), mapped as
- * the authenticator maps it (domain/identity/access.ts); null when the account or the membership
- * is not active. `registered` are the permission keys of the running platform.
+ * the authenticator maps it (domain/identity/access.ts; commands/identity/lookups.ts loadAccess
+ * reads the same rows); null when the account or the membership is not active. `registered` are
+ * the permission keys of the running platform.
  */
 export const memberAccess = async (
   q: Queryable,
   tenantId: string,
   userId: string,
   registered: readonly string[],
-): Promise<MemberAccess | null> => {
-  const { rows } = await q.query<AccessRow>(
-    `SELECT a.email, a.email_verified, a.status AS account_status, m.status AS member_status, r.name, r.permissions, r.built_in,
-            a.session_generation AS account_sessions, m.session_generation AS member_sessions
-       FROM rm.iam_members m
-       JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
-       LEFT JOIN rm.iam_roles r ON r.tenant_id = m.tenant_id AND r.id = ANY (m.role_ids)
-      WHERE m.tenant_id = $1 AND m.user_id = $2`,
-    [tenantId, userId, PLATFORM_TENANT_ID],
-  );
-  return accessOf(userId, tenantId, rows, registered);
-};
+): Promise<MemberAccess | null> => accessOf(userId, tenantId, await accessRows(q, tenantId, userId), registered);
 
 /**
  * How many unused recovery codes the user has: read from identity's operational table
@@ -108,6 +112,26 @@ export const remainingRecoveryCodes = async (q: Queryable, userId: string): Prom
       await q.query<{ n: string }>(
         'SELECT count(*) AS n FROM identity.recovery_codes WHERE user_id = $1 AND used_at IS NULL',
         [userId],
+      )
+    ).rows[0]?.n ?? 0,
+  );
+
+/**
+ * A tenant's pending invitations as billing counts them (spec 001 users = members plus pending
+ * invitations), the one count every reader shares (the read API's usage, CheckLimit, identity's
+ * seat check): distinct addresses invited and not yet accepted nor expired, other than those of
+ * counted members (a re-sent invitation, an address that joined by another way). Reads
+ * identity's operational table of one-time tokens beside the read models.
+ */
+export const pendingInvitations = async (q: Queryable, tenantId: string, now: Date): Promise<number> =>
+  Number(
+    (
+      await q.query<{ n: string }>(
+        `SELECT count(DISTINCT lower(o.email))::text AS n FROM identity.one_time_tokens o
+  WHERE o.purpose = 'invite' AND o.tenant_id = $1 AND o.expires_at > $2 AND o.email IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM rm.iam_members m JOIN rm.iam_accounts a ON a.tenant_id = $3 AND a.id = m.user_id
+      WHERE m.tenant_id = $1 AND m.status <> 'pending_deletion' AND lower(a.email) = lower(o.email))`,
+        [tenantId, now, PLATFORM_TENANT_ID],
       )
     ).rows[0]?.n ?? 0,
   );

@@ -124,7 +124,7 @@ export const listFailed = async (
   return rows;
 };
 
-interface TemplateRow {
+export interface TemplateRow {
   id: string;
   name: string;
   channel: string;
@@ -158,12 +158,18 @@ export const listTemplates = async (
   return rows;
 };
 
+/** a template of the tenant as stored (the notify commands render it: commands/notify/lookups.ts) */
+export const findTemplate = async (q: Queryable, tenantId: string, id: string): Promise<TemplateRow | null> =>
+  (
+    await q.query<TemplateRow>(
+      'SELECT id, name, channel, subject, body, format, variables, created_at FROM rm.notify_templates WHERE tenant_id = $1 AND id = $2',
+      [tenantId, id],
+    )
+  ).rows[0] ?? null;
+
 export const findTemplateView = async (q: Queryable, tenantId: string, id: string): Promise<TemplateView | null> => {
-  const { rows } = await q.query<TemplateRow>(
-    'SELECT id, name, channel, subject, body, format, variables, created_at FROM rm.notify_templates WHERE tenant_id = $1 AND id = $2',
-    [tenantId, id],
-  );
-  return rows[0] ? templateOf(rows[0]) : null;
+  const row = await findTemplate(q, tenantId, id);
+  return row ? templateOf(row) : null;
 };
 
 interface ChannelRow {

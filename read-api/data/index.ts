@@ -10,8 +10,16 @@ import { dataErrors } from '../../domain/data/errors';
 import { parseListQuery, valueProblem } from '../../domain/data/query';
 import { decodeCursor, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/services';
-import { activeModulesOf, catalogOf, moduleRowOf } from '../../projections/data/catalog';
-import { asTenantRead, expandRelations, findRecord, listRecords, usageOf } from '../../projections/data/queries';
+import {
+  activeModulesOf,
+  asTenantRead,
+  catalogOf,
+  expandRelations,
+  findRecord,
+  listRecords,
+  moduleRowOf,
+  usageOf,
+} from '../../projections/data/queries';
 import { callerOf } from '../../infra/http/auth';
 
 const Slug = z

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadModels } from '../../../commands/data/catalog';
 import { PLATFORM_TENANT_ID } from '../../../domain/identity/constants';
 import type { Manifest } from '../../../domain/modules/manifest';
 import type { Tx } from '../../../infra/postgres/db';
-import { asTenantRead, expandRelations } from '../../../projections/data/queries';
+import { asTenantRead, expandRelations, loadModels } from '../../../projections/data/queries';
 import { testToken } from '../../support/auth';
 import type { ApiClient } from '../../support/events';
 import { apiClient } from '../../support/events';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forceModuleVersion } from '../../../commands/modules/lifecycle';
-import { loadModels } from '../../../commands/data/catalog';
+import { loadModels } from '../../../projections/data/queries';
 import { PLATFORM_TENANT_ID } from '../../../domain/identity/constants';
 import type { Manifest } from '../../../domain/modules/manifest';
-import { rebuildModelTable } from '../../../projections/data/rebuild';
+import { rebuildModelTable } from '../../../commands/data/rebuild';
 import { testToken } from '../../support/auth';
 import { crmManifest, dataModules } from '../../support/data';
 import type { ApiClient } from '../../support/events';

@@ -3,7 +3,7 @@ import { gateCaller, gateModel, gateModule, permissionChanges, type ModuleRow } 
 import type { Model } from '../../../domain/data/catalog';
 import { parseListQuery } from '../../../domain/data/query';
 import { recordDecider } from '../../../domain/data/record';
-import { statementOf } from '../../../domain/data/statements';
+import { statementOf } from '../../../commands/data/statements';
 import { validateRecord } from '../../../domain/data/validation';
 import { Manifest, manifestProblems } from '../../../domain/modules/manifest';
 import { moduleDecider } from '../../../domain/modules/registry';

@@ -50,13 +50,43 @@ describe('the layer rules', () => {
     [
       'commands',
       'commands/identity/x.ts',
-      "import { findUser } from '../../projections/identity/queries';",
-      /commands\/ imports domain\/ and infra\//,
+      "import { identityProjections } from '../../projections/identity';",
+      /commands\/ imports domain\/, infra\/ and its own context's read queries \(projections\/identity\/queries\)/,
+    ],
+    [
+      'commands',
+      'commands/identity/x.ts',
+      "import { accountProjection } from '../../projections/identity/account';",
+      /its own context's read queries/,
+    ],
+    [
+      'commands',
+      'commands/identity/x.ts',
+      "import { findWallet } from '../../projections/money/queries';",
+      /its own context's read queries \(projections\/identity\/queries\)/,
+    ],
+    [
+      'commands',
+      'commands/identity/x.ts',
+      "export const load = () => import('../../projections/money/queries');",
+      /its own context's read queries/,
+    ],
+    [
+      'commands',
+      'commands/identity/repositories/x.ts',
+      "import { findUser } from '../../../projections/identity/queries-extra';",
+      /its own context's read queries/,
     ],
     [
       'commands',
       'commands/identity/repositories/x.ts',
       "import { sessionRoutes } from '../../../write-api/identity/session';",
+      /commands\/ imports domain\/, infra\//,
+    ],
+    [
+      'commands',
+      'commands/x.ts',
+      "import { findUser } from '../projections/identity/queries';",
       /commands\/ imports domain\/ and infra\//,
     ],
     [
@@ -165,6 +195,12 @@ describe('the layer rules', () => {
       "import { identityRuntime } from '../../infra/identity/runtime';\nimport { LIMITS } from '../../domain/identity/constants';",
     ],
     ['commands', 'commands/identity/x.ts', "import { findTransaction } from '../money/lookups';"],
+    ['commands', 'commands/identity/x.ts', "import { findUser } from '../../projections/identity/queries';"],
+    [
+      'commands',
+      'commands/identity/repositories/x.ts',
+      "import { findRole } from '../../../projections/identity/queries';",
+    ],
     [
       'infra',
       'infra/projections/x.ts',

@@ -1,6 +1,6 @@
 import type { Model } from '../../domain/data/catalog';
 import { RecordEvent } from '../../domain/data/record';
-import { statementOf } from '../../domain/data/statements';
+import { statementOf } from './statements';
 import type { Kernel } from '../../infra/kernel';
 import { inTransaction } from '../../infra/postgres/db';
 

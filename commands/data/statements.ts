@@ -1,7 +1,7 @@
-import type { Model } from './catalog';
-import { isJsonColumn } from './validation';
-import type { RecordEvent } from './record';
-import { verbOf } from './record';
+import type { Model } from '../../domain/data/catalog';
+import { isJsonColumn } from '../../domain/data/validation';
+import type { RecordEvent } from '../../domain/data/record';
+import { verbOf } from '../../domain/data/record';
 
 /**
  * The projection of record events onto the module's table: one statement per event, used inline by
