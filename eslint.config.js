@@ -75,6 +75,20 @@ const layer = (folder, { forbidden, contexts = false, packages, syntax = [], ext
   }).flat();
 };
 
+/** the bounded contexts of the command side (commands/<ctx>/), read when the lint loads */
+const COMMAND_CONTEXTS = readdirSync(new URL('./commands', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+
+/**
+ * From commands/<ctx>/…: any of projections/ but projections/<ctx>/queries — a context's commands
+ * read its own read models through the queries its read side runs (one copy of each lookup), never
+ * a projection's handlers nor another context's read side.
+ */
+const projectionsBut = (ctx) => (depth) => [
+  `^(\\./)?(\\.\\./){${depth}}projections(/(?!${ctx}/queries(\\.[jt]s)?$)|$)`,
+];
+
 const others = (...allowed) => TOP.filter((folder) => !allowed.includes(folder));
 
 export const layerRules = [
