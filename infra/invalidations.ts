@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { isTypePattern, topicOf, typeMatches } from '../domain/shared/event';
 import type { PlatformEvent } from '../domain/shared/envelope';
 import { decodeEvent } from './events/envelope';
-import type { LogPort, LogRecord, Subscription } from './log/port';
+import type { LogPort, LogRecord, LogConsumer } from './log/port';
 import type { Logger } from './observability/logger';
 
 /** an event as the log carries it: the platform's Event (domain/shared/envelope.ts) */
@@ -34,7 +34,7 @@ export class Invalidations {
   private readonly patterns: { pattern: string; handler: InvalidationHandler }[] = [];
   /** one subscription per topic, started on the first handler for one of its types */
   private readonly topics = new Map<string, Promise<void>>();
-  private readonly subscriptions: Subscription[] = [];
+  private readonly subscriptions: LogConsumer[] = [];
   private readonly group = `platform.invalidations.${hostname()}.${process.pid}.${randomBytes(4).toString('hex')}`;
   private closed = false;
 

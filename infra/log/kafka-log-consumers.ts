@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Admin, Consumer, ConsumerConfig, EachBatchPayload, IHeaders, Kafka, KafkaMessage } from 'kafkajs';
-import type { LogRecord, SubscribeOptions, Subscription } from './port';
+import type { LogRecord, SubscribeOptions, LogConsumer } from './port';
 import { chunk, lastOf, withTimeout } from './support';
 
 const DEFAULT_MAX_BATCH = 500;
@@ -48,7 +48,7 @@ const deliverBatch =
     }
   };
 
-export class KafkaSubscription implements Subscription {
+export class KafkaLogConsumer implements LogConsumer {
   private stopped: Promise<void> | undefined;
 
   private constructor(private readonly consumer: Consumer) {}
@@ -58,7 +58,7 @@ export class KafkaSubscription implements Subscription {
     kafka: Kafka,
     options: SubscribeOptions,
     consumerConfig: Partial<ConsumerConfig>,
-  ): Promise<KafkaSubscription> {
+  ): Promise<KafkaLogConsumer> {
     const consumer = kafka.consumer({ ...consumerConfig, groupId: options.groupId, allowAutoTopicCreation: false });
     try {
       await consumer.connect();
@@ -68,7 +68,7 @@ export class KafkaSubscription implements Subscription {
       await consumer.disconnect().catch(() => undefined);
       throw error;
     }
-    return new KafkaSubscription(consumer);
+    return new KafkaLogConsumer(consumer);
   }
 
   /** kafkajs' disconnect waits for the batch in flight, then leaves the group. */

@@ -24,14 +24,14 @@ import type {
   PartitionPosition,
   SeekTarget,
   SubscribeOptions,
-  Subscription,
+  LogConsumer,
   TopicSpec,
 } from './port';
-import { KafkaSubscription, readPartition } from './kafka-log-consumers';
+import { KafkaLogConsumer, readPartition } from './kafka-log-consumers';
 import {
   clampOffset,
   sleep,
-  SubscriptionSet,
+  LogConsumerSet,
   validateSubscribeOptions,
   validateTopicSpecs,
   withTimeout,
@@ -76,7 +76,7 @@ export class KafkaLog implements LogPort {
   private readonly clientId: string;
   private readonly producer: Connected<Producer>;
   private readonly admin: Connected<Admin>;
-  private readonly subscriptions = new SubscriptionSet<Subscription>();
+  private readonly subscriptions = new LogConsumerSet<LogConsumer>();
 
   constructor(private readonly options: KafkaLogOptions) {
     this.clientId = options.clientId ?? 'platform';
@@ -164,10 +164,10 @@ export class KafkaLog implements LogPort {
     }
   }
 
-  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+  async subscribe(options: SubscribeOptions): Promise<LogConsumer> {
     validateSubscribeOptions(options);
     const consumerConfig = { maxWaitTimeInMs: 1_000, ...this.options.consumer };
-    const subscription = await KafkaSubscription.start(this.kafka, options, consumerConfig);
+    const subscription = await KafkaLogConsumer.start(this.kafka, options, consumerConfig);
     return this.subscriptions.add(subscription);
   }
 

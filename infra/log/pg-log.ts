@@ -16,13 +16,13 @@ import type {
   PartitionPosition,
   SeekTarget,
   SubscribeOptions,
-  Subscription,
+  LogConsumer,
   TopicSpec,
 } from './port';
 import { NOTIFY_CHANNEL, partitionLockName } from './pg-log-session';
-import { PgSubscription } from './pg-log-subscription';
+import { PgLogConsumer } from './pg-log-consumer';
 import { recordColumns, toLogRecord, tsFromMillis, type RecordRow } from './pg-log-rows';
-import { clampOffset, SubscriptionSet, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
+import { clampOffset, LogConsumerSet, validateSubscribeOptions, validateTopicSpecs, withTimeout } from './support';
 
 export interface PgLogOptions {
   /** how often an idle subscription looks for records when no NOTIFY arrives (default 100 ms) */
@@ -46,7 +46,7 @@ interface PartitionBounds {
 export class PgLog implements LogPort {
   readonly kind = 'postgres' as const;
   private readonly partitionCounts = new Map<string, number>();
-  private readonly subscriptions = new SubscriptionSet<PgSubscription>();
+  private readonly subscriptions = new LogConsumerSet<PgLogConsumer>();
   private readonly logger: Logger;
   private readonly clock: () => number;
 
@@ -113,10 +113,10 @@ export class PgLog implements LogPort {
     if (Number(rows[0]?.partitions) !== new Set(placed).size) throw new Error(`unknown partition of ${topic}`);
   }
 
-  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+  async subscribe(options: SubscribeOptions): Promise<LogConsumer> {
     validateSubscribeOptions(options);
     for (const topic of options.topics) await this.partitionsOf(topic);
-    const subscription = await PgSubscription.start({
+    const subscription = await PgLogConsumer.start({
       pool: this.pool,
       options,
       partitionsOf: (topic) => this.partitionsOf(topic),

@@ -52,7 +52,8 @@ export interface SubscribeOptions {
   maxBatch?: number;
 }
 
-export interface Subscription {
+/** a consumer group member subscribed to topics (not a bus subscription, nor a billing one) */
+export interface LogConsumer {
   /** stops fetching, waits for the batch in flight and commits its offsets */
   stop(): Promise<void>;
 }
@@ -65,7 +66,7 @@ export interface LogPort {
   partitionsOf(topic: string): Promise<number>;
   /** Appends records; resolves once they are durable. Records with the same key keep their order. */
   publish(topic: string, records: OutgoingRecord[]): Promise<void>;
-  subscribe(options: SubscribeOptions): Promise<Subscription>;
+  subscribe(options: SubscribeOptions): Promise<LogConsumer>;
   /** committed position and lag of a consumer group, per partition */
   positions(groupId: string, topic: string): Promise<PartitionPosition[]>;
   /** moves a group's committed offsets (all partitions to an offset, to the first record at or after a time, or per partition). The group must not be running. */

@@ -85,11 +85,11 @@ export class Wakeup {
   }
 }
 
-/** The subscriptions an adapter runs, so that close() can stop those the callers did not. */
-export class SubscriptionSet<S extends { stop(): Promise<void> }> {
+/** The consumers an adapter runs, so that close() can stop those the callers did not. */
+export class LogConsumerSet<S extends { stop(): Promise<void> }> {
   private readonly running = new Set<S>();
 
-  /** tracks a subscription and hands out the Subscription that stops and forgets it */
+  /** tracks a consumer and hands out the LogConsumer that stops and forgets it */
   add(subscription: S): { stop(): Promise<void> } {
     this.running.add(subscription);
     return {

@@ -6,7 +6,7 @@ import { storedEventOf } from '../../infra/events/envelope';
 import { CommandRunner } from '../../infra/eventstore/command-runner';
 import { EventStore } from '../../infra/eventstore/event-store';
 import { KafkaLog } from '../../infra/log/kafka-log';
-import type { LogRecord, Subscription } from '../../infra/log/port';
+import type { LogRecord, LogConsumer } from '../../infra/log/port';
 import { silentLogger } from '../../infra/observability/logger';
 import { systemClock, uuidV7Ids } from '../../infra/runtime/clock';
 import { OutboxRelay } from '../../workers/outbox-relay';
@@ -40,7 +40,7 @@ afterAll(async () => {
 /** a consumer that keeps what it receives for one tenant; dedupes by eventId like every platform consumer */
 const consume = async (tenant: string) => {
   const received: { eventId: string; key: string; partition: number; streamVersion: number; entityId: string }[] = [];
-  const sub: Subscription = await log.subscribe({
+  const sub: LogConsumer = await log.subscribe({
     groupId: `relay-test-${randomBytes(4).toString('hex')}`,
     topics: [TOPIC],
     start: 'earliest',

@@ -3,7 +3,7 @@ import { erasureWorker } from '../erasure';
 import { ingestAuditRecords } from '../../commands/audit/ingest';
 import { AUDIT_TOPIC } from '../../infra/audit';
 import type { Kernel } from '../../infra/kernel';
-import type { Subscription } from '../../infra/log/port';
+import type { LogConsumer } from '../../infra/log/port';
 import type { Worker } from '../../infra/services';
 import { defineWorkers } from '../../infra/services';
 import type { Loop } from '../loop';
@@ -19,9 +19,9 @@ export const AUDIT_CONSUMER_GROUP = 'audit.store';
  * a crash, a restart or a rebalance is deduplicated by record id (commands/audit/ingest.ts).
  */
 export const auditConsumer = (kernel: Kernel, options: { maxBatch?: number } = {}): Worker => {
-  let subscription: Promise<Subscription | null> | null = null;
+  let subscription: Promise<LogConsumer | null> | null = null;
   let stopped = false;
-  const subscribe = async (): Promise<Subscription | null> => {
+  const subscribe = async (): Promise<LogConsumer | null> => {
     for (let attempt = 1; !stopped; attempt += 1) {
       try {
         return await kernel.log.subscribe({

@@ -1,6 +1,6 @@
 import type { Kernel } from '../../infra/kernel';
 import type { Worker } from '../../infra/services';
-import type { Subscription } from '../../infra/log/port';
+import type { LogConsumer } from '../../infra/log/port';
 import { eventsContext } from '../../commands/events/context';
 import { copyRecords, fanoutTopics } from '../../commands/events/fanout';
 import { topicSpecOf } from '../../commands/events/subscriptions';
@@ -18,7 +18,7 @@ export const fanoutGroupOf = (topic: string): string => `events.fanout.${topic}`
  * starts resume from the group's committed offsets. Looks for new topics every second.
  */
 export const fanoutWorker = (kernel: Kernel): Worker => {
-  const running = new Map<string, Subscription>();
+  const running = new Map<string, LogConsumer>();
   let loop: Loop | null = null;
 
   const initialize = async (topic: string, since: Date): Promise<void> => {

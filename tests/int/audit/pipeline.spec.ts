@@ -10,7 +10,7 @@ import { relayAuditOutbox } from '../../../workers/audit-relay';
 import { openEmbeddedClickHouse } from '../../../infra/clickhouse/embedded';
 import { migrateAnalytics } from '../../../infra/clickhouse/migrate';
 import type { AnalyticsStore } from '../../../infra/clickhouse/port';
-import type { LogPort, Subscription } from '../../../infra/log/port';
+import type { LogPort, LogConsumer } from '../../../infra/log/port';
 import { PgLog } from '../../../infra/log/pg-log';
 import { silentLogger } from '../../../infra/observability/logger';
 import { createPool, type Db } from '../../../infra/postgres/db';
@@ -72,7 +72,7 @@ const aRecord = (tenantId: string, i: number) =>
 const consume = (
   log: LogPort,
   o: { groupId: string; topic?: string; maxBatch?: number; before?: () => unknown; afterStore?: () => void },
-): Promise<Subscription> =>
+): Promise<LogConsumer> =>
   log.subscribe({
     groupId: o.groupId,
     topics: [o.topic ?? AUDIT_TOPIC],
@@ -234,7 +234,7 @@ describe('consumers of one group on Kafka, rebalancing and restarting', () => {
     const slow = () => sleep(50); // keeps the stream going while the group changes
     const one = await consume(logs[0]!, { groupId, topic, maxBatch: 100, before: slow });
     const two = await consume(logs[1]!, { groupId, topic, maxBatch: 100, before: slow });
-    let three: Subscription | null = null;
+    let three: LogConsumer | null = null;
     try {
       await eventually(async () => (await total()) >= 300, 60_000, 100);
       await one.stop(); // a restart: its partitions move to the others

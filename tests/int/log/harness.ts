@@ -1,6 +1,6 @@
 /** Helpers for the log contract: unique names, record builders, and a consumer that remembers. */
 import { randomBytes } from 'node:crypto';
-import type { LogPort, LogRecord, OutgoingRecord, SubscribeOptions, Subscription } from '../../../infra/log/port';
+import type { LogPort, LogRecord, OutgoingRecord, SubscribeOptions, LogConsumer } from '../../../infra/log/port';
 import { partitionForKey } from '../../../infra/log/murmur2';
 import { pollUntil } from '../../support/poll';
 
@@ -64,7 +64,7 @@ export const readAll = async (log: LogPort, topic: string): Promise<LogRecord[]>
 export interface Member {
   readonly batches: LogRecord[][];
   readonly records: LogRecord[];
-  readonly subscription: Subscription;
+  readonly subscription: LogConsumer;
   ids(): string[];
   until(count: number, what?: string): Promise<void>;
   stop(): Promise<void>;

@@ -10,11 +10,11 @@
  */
 import type pg from 'pg';
 import type { Logger } from './logger';
-import type { SubscribeOptions, Subscription } from './port';
+import type { SubscribeOptions, LogConsumer } from './port';
 import { GroupSession } from './pg-log-session';
 import { Wakeup, lastOf } from './support';
 
-export interface PgSubscriptionConfig {
+export interface PgLogConsumerConfig {
   pool: pg.Pool;
   options: SubscribeOptions;
   partitionsOf: (topic: string) => Promise<number>;
@@ -26,7 +26,7 @@ export interface PgSubscriptionConfig {
 const DEFAULT_MAX_BATCH = 500;
 const MAX_BACKOFF_MS = 5_000;
 
-export class PgSubscription implements Subscription {
+export class PgLogConsumer implements LogConsumer {
   private running = true;
   private session: GroupSession | undefined;
   private lastRebalanceAt = 0;
@@ -37,11 +37,11 @@ export class PgSubscription implements Subscription {
   /** stop(), which must also cut a retry backoff short */
   private readonly halt = new Wakeup();
 
-  private constructor(private readonly config: PgSubscriptionConfig) {}
+  private constructor(private readonly config: PgLogConsumerConfig) {}
 
   /** Resolves once the member has joined and taken its first partitions, so 'latest' means now. */
-  static async start(config: PgSubscriptionConfig): Promise<PgSubscription> {
-    const subscription = new PgSubscription(config);
+  static async start(config: PgLogConsumerConfig): Promise<PgLogConsumer> {
+    const subscription = new PgLogConsumer(config);
     const session = await subscription.openSession();
     try {
       await subscription.rebalance(session);
