@@ -1,11 +1,11 @@
 import { domainOfTopic, dlqTopicOfDomain } from '../../domain/modules/manifest';
 import type { EventView } from '../../domain/events/views';
 import type { Tx } from '../../infra/postgres/db';
-import type { SubscriptionRow } from './lookups';
+import type { BusSubscriptionRow } from './lookups';
 
 export interface DeadLetter {
   id: string;
-  sub: SubscriptionRow;
+  sub: BusSubscriptionRow;
   partition: number;
   seq: number;
   event: EventView;

@@ -4,7 +4,7 @@ import type { EventView } from '../../domain/events/views';
 import type { Kernel } from '../../infra/kernel';
 import { inTransaction } from '../../infra/postgres/db';
 import { findModule } from '../modules/lookups';
-import type { SubscriptionRow } from './lookups';
+import type { BusSubscriptionRow } from './lookups';
 import { signingKeyOf, webhookSecretOf } from '../modules/keys';
 import type { EventsContext, InProcessHandler } from './context';
 import { writeDeadLetter } from './dead-letters';
@@ -16,7 +16,7 @@ export type Target =
   | { kind: 'in-process'; handler: InProcessHandler };
 
 /** null: this process cannot deliver for the subscription (no such in-process handler here, module gone) */
-export const targetOf = async (kernel: Kernel, ctx: EventsContext, sub: SubscriptionRow): Promise<Target | null> => {
+export const targetOf = async (kernel: Kernel, ctx: EventsContext, sub: BusSubscriptionRow): Promise<Target | null> => {
   if (sub.delivery === 'in-process') {
     const handler = ctx.handlers.get(sub.handler_name);
     return handler ? { kind: 'in-process', handler } : null;
@@ -32,7 +32,7 @@ export const targetOf = async (kernel: Kernel, ctx: EventsContext, sub: Subscrip
 export const attemptDelivery = async (
   kernel: Kernel,
   ctx: EventsContext,
-  sub: SubscriptionRow,
+  sub: BusSubscriptionRow,
   target: Target,
   event: EventView,
   attempt: number,
@@ -115,7 +115,7 @@ export const subscriptionsWithWork = async (
 export const deliverTurn = async (
   kernel: Kernel,
   ctx: EventsContext,
-  sub: SubscriptionRow,
+  sub: BusSubscriptionRow,
   target: Target,
 ): Promise<number> => {
   const { rows } = await kernel.db.query<CursorRow>(
@@ -132,7 +132,7 @@ export const deliverTurn = async (
 const deliverPartition = async (
   kernel: Kernel,
   ctx: EventsContext,
-  sub: SubscriptionRow,
+  sub: BusSubscriptionRow,
   target: Target,
   cursor: CursorRow,
   deadline: number,
@@ -268,7 +268,7 @@ const processedAmong = async (kernel: Kernel, subscriptionId: string, eventIds: 
  */
 const exactlyOnce = async (
   kernel: Kernel,
-  sub: SubscriptionRow,
+  sub: BusSubscriptionRow,
   handler: InProcessHandler,
   event: EventView,
   record: RecordRow,

@@ -1,5 +1,5 @@
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { DlqRecord, SubscriptionRecord } from '../../domain/events/views';
+import type { DlqRecord, BusSubscriptionRecord } from '../../domain/events/views';
 import type { Queryable } from '../../infra/postgres/db';
 import { SUB_COLUMNS } from '../../projections/events/queries';
 
@@ -7,7 +7,7 @@ import { SUB_COLUMNS } from '../../projections/events/queries';
 export { DLQ_COLUMNS, findDlq, findSubscription, registeredSchema } from '../../projections/events/queries';
 
 /** what the bus's commands and workers read: subscriptions (inline read model), schemas, dead letters; tenant-filtered where a tenant asks */
-export type SubscriptionRow = SubscriptionRecord;
+export type BusSubscriptionRow = BusSubscriptionRecord;
 export type DlqRow = DlqRecord;
 
 export const activeSubscriptionByGroup = async (
@@ -15,18 +15,18 @@ export const activeSubscriptionByGroup = async (
   tenantId: string,
   consumerGroup: string,
   topic: string,
-): Promise<SubscriptionRow | null> =>
+): Promise<BusSubscriptionRow | null> =>
   (
-    await q.query<SubscriptionRow>(
+    await q.query<BusSubscriptionRow>(
       `SELECT ${SUB_COLUMNS} FROM rm.events_subscriptions WHERE tenant_id = $1 AND consumer_group = $2 AND topic = $3 AND status = 'active'`,
       [tenantId, consumerGroup, topic],
     )
   ).rows[0] ?? null;
 
 /** a subscription by id across tenants: for the workers, which act for every tenant */
-export const subscriptionById = async (q: Queryable, id: string): Promise<SubscriptionRow | null> =>
-  (await q.query<SubscriptionRow>(`SELECT ${SUB_COLUMNS} FROM rm.events_subscriptions WHERE id = $1`, [id])).rows[0] ??
-  null;
+export const subscriptionById = async (q: Queryable, id: string): Promise<BusSubscriptionRow | null> =>
+  (await q.query<BusSubscriptionRow>(`SELECT ${SUB_COLUMNS} FROM rm.events_subscriptions WHERE id = $1`, [id]))
+    .rows[0] ?? null;
 
 export const schemaVersions = async (
   q: Queryable,

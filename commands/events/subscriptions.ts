@@ -1,8 +1,8 @@
 import { eventErrors } from '../../domain/events/errors';
-import { SubscriptionEvent } from '../../domain/events/events';
-import { subscriptionDecider } from '../../domain/events/subscription';
+import { BusSubscriptionEvent } from '../../domain/events/events';
+import { busSubscriptionDecider } from '../../domain/events/subscription';
 import { retentionHoursOf } from '../../domain/events/topics';
-import type { SubscriptionView } from '../../domain/events/views';
+import type { BusSubscriptionView } from '../../domain/events/views';
 import { commonErrors } from '../../domain/shared/errors';
 import { streamIdOf } from '../../domain/shared/event';
 import { defineAggregate } from '../../infra/eventstore/aggregate';
@@ -10,22 +10,22 @@ import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
-import { activeSubscriptionByGroup, findSubscription, type SubscriptionRow } from './lookups';
+import { activeSubscriptionByGroup, findSubscription, type BusSubscriptionRow } from './lookups';
 import { moduleOfPrincipal, requireTopic } from './catalog';
 import { subscriptionLockName } from './locks';
 
-export const SubscriptionAggregate = defineAggregate({
+export const BusSubscriptionAggregate = defineAggregate({
   name: 'events.subscription',
-  decider: subscriptionDecider,
+  decider: busSubscriptionDecider,
   stateSchema: 'events.subscription.v1',
-  toEvent: (e) => SubscriptionEvent.parse(e),
+  toEvent: (e) => BusSubscriptionEvent.parse(e),
 });
 const subscriptionStream = (tenantId: string, id: string): string => streamIdOf('events.subscription', tenantId, id);
 
 /** consumerGroup names <service>.<handler-name> (spec 002): the service is the subscriber's own name */
 const GROUP_NAME = /^[a-z][a-z0-9_]*\.[a-z0-9][a-z0-9_.-]{0,99}$/;
 
-export interface SubscriptionInput {
+export interface BusSubscriptionInput {
   topic: string;
   consumerGroup: string;
   handlerName: string;
@@ -48,8 +48,8 @@ export const createSubscription = async (
   kernel: Kernel,
   uow: UnitOfWork,
   principal: Principal,
-  input: SubscriptionInput,
-): Promise<SubscriptionView> => {
+  input: BusSubscriptionInput,
+): Promise<BusSubscriptionView> => {
   const module = await moduleOfPrincipal(uow.tx, principal);
   if (!module)
     throw eventErrors.subscribeForbidden(
@@ -68,14 +68,14 @@ export const createInProcessSubscription = (
   kernel: Kernel,
   uow: UnitOfWork,
   service: string,
-  input: SubscriptionInput,
-): Promise<SubscriptionView> => subscribe(kernel, uow, { ...input, source: service, delivery: 'in-process' });
+  input: BusSubscriptionInput,
+): Promise<BusSubscriptionView> => subscribe(kernel, uow, { ...input, source: service, delivery: 'in-process' });
 
 const subscribe = async (
   kernel: Kernel,
   uow: UnitOfWork,
-  input: SubscriptionInput & { source: string; delivery: 'webhook' | 'in-process' },
-): Promise<SubscriptionView> => {
+  input: BusSubscriptionInput & { source: string; delivery: 'webhook' | 'in-process' },
+): Promise<BusSubscriptionView> => {
   const tenantId = uow.meta.tenantId;
   await requireTopic(uow.tx, input.topic);
   if (!GROUP_NAME.test(input.consumerGroup) || !input.consumerGroup.startsWith(`${input.source}.`)) {
@@ -123,8 +123,8 @@ const subscribe = async (
     createdAt,
   };
   uow.decide(
-    SubscriptionAggregate,
-    await uow.load(SubscriptionAggregate, subscriptionStream(tenantId, subscriptionId)),
+    BusSubscriptionAggregate,
+    await uow.load(BusSubscriptionAggregate, subscriptionStream(tenantId, subscriptionId)),
     { type: 'CreateSubscription', data },
   );
   return { id: subscriptionId, ...data, status: 'active', deletedAt: null };
@@ -139,7 +139,11 @@ const tenantHeads = async (q: Queryable, topic: string, tenantId: string): Promi
 };
 
 /** a subscription the caller may act on: its tenant's, and for a module only its own (another's is 404) */
-export const visibleSubscription = async (q: Queryable, principal: Principal, id: string): Promise<SubscriptionRow> => {
+export const visibleSubscription = async (
+  q: Queryable,
+  principal: Principal,
+  id: string,
+): Promise<BusSubscriptionRow> => {
   const found = await findSubscription(q, principal.tenantId, id, principal.source);
   if (!found || found.status !== 'active') throw eventErrors.subscriptionNotFound();
   return found;
@@ -158,8 +162,8 @@ export const deleteSubscription = async (
   await uow.tx.query('DELETE FROM events.lag_alerts WHERE subscription_id = $1', [found.id]);
   await uow.tx.query('DELETE FROM events.processed WHERE subscription_id = $1', [found.id]);
   uow.decide(
-    SubscriptionAggregate,
-    await uow.load(SubscriptionAggregate, subscriptionStream(found.tenant_id, found.id)),
+    BusSubscriptionAggregate,
+    await uow.load(BusSubscriptionAggregate, subscriptionStream(found.tenant_id, found.id)),
     { type: 'DeleteSubscription', deletedAt: kernel.clock.now().toISOString() },
   );
 };
@@ -204,8 +208,8 @@ export const seekSubscription = async (
   await uow.tx.query('DELETE FROM events.processed WHERE subscription_id = $1 AND ts >= $2', [found.id, seekTo]);
   const offsets = Object.fromEntries(rows.map((r) => [String(r.partition), Number(r.target)]));
   uow.decide(
-    SubscriptionAggregate,
-    await uow.load(SubscriptionAggregate, subscriptionStream(found.tenant_id, found.id)),
+    BusSubscriptionAggregate,
+    await uow.load(BusSubscriptionAggregate, subscriptionStream(found.tenant_id, found.id)),
     { type: 'SeekSubscription', seekTo: seekTo.toISOString(), soughtAt: kernel.clock.now().toISOString(), offsets },
   );
   return {

@@ -5,7 +5,7 @@ import { z } from 'zod';
  * a tenant (or the platform) relies on, so they are event-sourced like any business state. What the
  * bus carries for others (published events, dead letters, deliveries) is operational data.
  */
-const SubscriptionCreated = z.object({
+const BusSubscriptionCreated = z.object({
   type: z.literal('events.subscription.created'),
   data: z.object({
     subscriptionId: z.string(),
@@ -21,12 +21,12 @@ const SubscriptionCreated = z.object({
   }),
 });
 
-const SubscriptionDeleted = z.object({
+const BusSubscriptionDeleted = z.object({
   type: z.literal('events.subscription.deleted'),
   data: z.object({ subscriptionId: z.string(), deletedAt: z.string() }),
 });
 
-const SubscriptionSought = z.object({
+const BusSubscriptionSought = z.object({
   type: z.literal('events.subscription.sought'),
   data: z.object({
     subscriptionId: z.string(),
@@ -36,14 +36,14 @@ const SubscriptionSought = z.object({
   }),
 });
 
-export const SubscriptionEvent = z.discriminatedUnion('type', [
-  SubscriptionCreated,
-  SubscriptionDeleted,
-  SubscriptionSought,
+export const BusSubscriptionEvent = z.discriminatedUnion('type', [
+  BusSubscriptionCreated,
+  BusSubscriptionDeleted,
+  BusSubscriptionSought,
 ]);
-export type SubscriptionEvent = z.infer<typeof SubscriptionEvent>;
-export type SubscriptionCreatedData = z.infer<typeof SubscriptionCreated>['data'];
-export const subscriptionEventTypes = SubscriptionEvent.options.map((o) => o.shape.type.value);
+export type BusSubscriptionEvent = z.infer<typeof BusSubscriptionEvent>;
+export type BusSubscriptionCreatedData = z.infer<typeof BusSubscriptionCreated>['data'];
+export const subscriptionEventTypes = BusSubscriptionEvent.options.map((o) => o.shape.type.value);
 
 const SchemaRegistered = z.object({
   type: z.literal('events.schema.registered'),

@@ -15,7 +15,7 @@ import { moneyWirePayload } from '../money/wire';
 import { ChannelEvent, NotificationEvent, TemplateEvent } from '../notify/events';
 import { FileMeta } from '../files/events';
 import { objectMembers, RawJson } from '../shared/json';
-import { SchemaEvent, SubscriptionEvent } from './events';
+import { SchemaEvent, BusSubscriptionEvent } from './events';
 import type { PayloadSchema } from './proto-of-zod';
 import { payloadMessageOf, payloadsOf } from './proto-of-zod';
 
@@ -34,7 +34,7 @@ export const PLATFORM_EVENT_UNIONS: Readonly<Record<string, readonly z.ZodDiscri
   notify: [NotificationEvent, TemplateEvent, ChannelEvent],
   audit: [AuditEvent],
   billing: [PlanEvent, BillingSubscriptionEvent],
-  events: [SubscriptionEvent, SchemaEvent],
+  events: [BusSubscriptionEvent, SchemaEvent],
   data: [],
 };
 

@@ -1,19 +1,19 @@
 import type { Decider } from '../shared/decider';
 import { assertNever } from '../shared/decider';
 import { eventErrors } from './errors';
-import type { SubscriptionCreatedData, SubscriptionEvent } from './events';
+import type { BusSubscriptionCreatedData, BusSubscriptionEvent } from './events';
 
 /** A subscription of a tenant to a topic: created, sought any number of times, deleted once. */
-export type Subscription =
+export type BusSubscription =
   | { status: 'none' }
   | { status: 'active' | 'deleted'; subscriptionId: string; topic: string; consumerGroup: string; source: string };
 
-export type SubscriptionCommand =
-  | { type: 'CreateSubscription'; data: SubscriptionCreatedData }
+export type BusSubscriptionCommand =
+  | { type: 'CreateSubscription'; data: BusSubscriptionCreatedData }
   | { type: 'DeleteSubscription'; deletedAt: string }
   | { type: 'SeekSubscription'; seekTo: string; soughtAt: string; offsets: Record<string, number> };
 
-export const subscriptionDecider: Decider<Subscription, SubscriptionCommand, SubscriptionEvent> = {
+export const busSubscriptionDecider: Decider<BusSubscription, BusSubscriptionCommand, BusSubscriptionEvent> = {
   initialState: () => ({ status: 'none' }),
   evolve: (s, e) => {
     switch (e.type) {

@@ -55,7 +55,7 @@ export const TopicConfigView = z.object({
   maxPayloadBytes: z.number().int(),
 });
 
-export const SubscriptionView = z.object({
+export const BusSubscriptionView = z.object({
   id: z.string(),
   topic: z.string(),
   consumerGroup: z.string(),
@@ -67,7 +67,7 @@ export const SubscriptionView = z.object({
   createdAt: z.string(),
   deletedAt: z.string().nullable(),
 });
-export type SubscriptionView = z.infer<typeof SubscriptionView>;
+export type BusSubscriptionView = z.infer<typeof BusSubscriptionView>;
 
 export const PositionView = z.object({
   subscriptionId: z.string(),
@@ -120,7 +120,7 @@ export const TaskView = z.object({
 });
 
 /** a subscription as both sides read it (rm.events_subscriptions) */
-export interface SubscriptionRecord {
+export interface BusSubscriptionRecord {
   tenant_id: string;
   id: string;
   topic: string;
@@ -134,7 +134,7 @@ export interface SubscriptionRecord {
   deleted_at: Date | null;
 }
 
-export const subscriptionView = (r: SubscriptionRecord): SubscriptionView => ({
+export const subscriptionView = (r: BusSubscriptionRecord): BusSubscriptionView => ({
   id: r.id,
   topic: r.topic,
   consumerGroup: r.consumer_group,

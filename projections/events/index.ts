@@ -1,4 +1,4 @@
-import { SchemaEvent, SubscriptionEvent, subscriptionEventTypes } from '../../domain/events/events';
+import { SchemaEvent, BusSubscriptionEvent, subscriptionEventTypes } from '../../domain/events/events';
 import { defineProjections } from '../../infra/services';
 import type { Projection } from '../../infra/projections/projection';
 import { sql } from '../../infra/projections/projection';
@@ -20,7 +20,7 @@ export const subscriptionsProjection: Projection<'events_subscriptions'> = {
     ],
   },
   evolve: (stored, t) => {
-    const e = SubscriptionEvent.parse({ type: stored.type, data: stored.data });
+    const e = BusSubscriptionEvent.parse({ type: stored.type, data: stored.data });
     const table = t.events_subscriptions;
     switch (e.type) {
       case 'events.subscription.created': {

@@ -2,7 +2,7 @@ import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { CurrentSchema, RegisteredSchemaRow, TopicEntry } from '../../domain/events/catalog';
 import { catalogOf, currentSchemaOf, lookupTopic, moduleTopicEntry } from '../../domain/events/catalog';
 import type { LagLevel } from '../../domain/events/lag';
-import type { DlqRecord, SubscriptionRecord } from '../../domain/events/views';
+import type { DlqRecord, BusSubscriptionRecord } from '../../domain/events/views';
 import type { ModuleRecord } from '../../domain/modules/views';
 import type { Queryable } from '../../infra/postgres/db';
 import { allManifests, findModule } from '../modules/queries';
@@ -21,9 +21,9 @@ export const findSubscription = async (
   tenantId: string,
   id: string,
   source?: string,
-): Promise<SubscriptionRecord | null> =>
+): Promise<BusSubscriptionRecord | null> =>
   (
-    await q.query<SubscriptionRecord>(
+    await q.query<BusSubscriptionRecord>(
       `SELECT ${SUB_COLUMNS} FROM rm.events_subscriptions WHERE tenant_id = $1 AND id = $2 AND ($3::text IS NULL OR source = $3)`,
       [tenantId, id, source ?? null],
     )
@@ -33,9 +33,9 @@ export const listSubscriptions = async (
   q: Queryable,
   tenantId: string,
   f: { source?: string; topic?: string; afterId?: string; limit: number },
-): Promise<SubscriptionRecord[]> =>
+): Promise<BusSubscriptionRecord[]> =>
   (
-    await q.query<SubscriptionRecord>(
+    await q.query<BusSubscriptionRecord>(
       `SELECT ${SUB_COLUMNS} FROM rm.events_subscriptions
      WHERE tenant_id = $1 AND status = 'active' AND ($2::text IS NULL OR source = $2) AND ($3::text IS NULL OR topic = $3) AND id > $4 ORDER BY id LIMIT $5`,
       [tenantId, f.source ?? null, f.topic ?? null, f.afterId ?? '', f.limit],
@@ -162,7 +162,7 @@ export const findTask = async (q: Queryable, tenantId: string, id: string): Prom
  */
 const OK: LagLevel = 'ok';
 
-export const positionOf = async (q: Queryable, now: Date, sub: SubscriptionRecord) => {
+export const positionOf = async (q: Queryable, now: Date, sub: BusSubscriptionRecord) => {
   const { rows } = await q.query<{ partition: number; next_seq: string; head: string | null }>(
     `SELECT c.partition, c.next_seq, h.next_seq AS head FROM events.cursors c
        LEFT JOIN events.tenant_heads h ON h.topic = c.topic AND h.tenant_id = c.tenant_id AND h.partition = c.partition

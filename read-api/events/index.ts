@@ -6,7 +6,7 @@ import {
   DlqView,
   PositionView,
   SchemaView,
-  SubscriptionView,
+  BusSubscriptionView,
   TaskView,
   TopicConfigView,
   TopicItem,
@@ -139,7 +139,7 @@ export default defineRoutes({
         schema: {
           summary: 'Active subscriptions (a module: its own)',
           querystring: z.object({ ...pageQuery, topic: z.string().max(200).optional() }),
-          response: { 200: pageEnvelope(SubscriptionView) },
+          response: { 200: pageEnvelope(BusSubscriptionView) },
         },
       },
       async (request) => {
@@ -159,7 +159,7 @@ export default defineRoutes({
       '/events/subscriptions/:id',
       {
         config: { ...subscribe, problems: [404] },
-        schema: { summary: 'A subscription', params: Id, response: { 200: SubscriptionView } },
+        schema: { summary: 'A subscription', params: Id, response: { 200: BusSubscriptionView } },
       },
       async (request) => {
         const found = await findSubscription(

@@ -15,7 +15,7 @@ import {
   DlqView,
   PublishedView,
   SchemaView,
-  SubscriptionView,
+  BusSubscriptionView,
   dlqView,
 } from '../../domain/events/views';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
@@ -55,7 +55,7 @@ const BatchBody = z.object({
     .describe(`1 to ${BATCH_MAX} events {type, payload, schemaVersion?, entityId?}`)
     .meta({ items: jsonSchemaOf(EventInput), maxItems: BATCH_MAX }),
 });
-const SubscriptionBody = z.object({
+const BusSubscriptionBody = z.object({
   topic: TopicName,
   consumerGroup: z.string().min(3).max(150).describe("<service>.<handler-name>; the service is the module's slug"),
   handlerName: z
@@ -159,8 +159,8 @@ export default defineRoutes({
         config: { ...subscribe, problems: [403, 404, 409] },
         schema: {
           summary: 'Subscribe the module to a topic of its manifest',
-          body: SubscriptionBody,
-          response: { 201: SubscriptionView },
+          body: BusSubscriptionBody,
+          response: { 201: BusSubscriptionView },
         },
       },
       async (request, reply) => {

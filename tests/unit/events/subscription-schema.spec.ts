@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaCommand } from '../../../domain/events/schema';
 import { schemaDecider } from '../../../domain/events/schema';
-import type { SubscriptionCommand } from '../../../domain/events/subscription';
-import { subscriptionDecider } from '../../../domain/events/subscription';
+import type { BusSubscriptionCommand } from '../../../domain/events/subscription';
+import { busSubscriptionDecider } from '../../../domain/events/subscription';
 import { commandScenario } from '../../support/decider-scenario';
 
 const T0 = '2026-01-10T12:00:00.000Z';
 
 describe('a bus subscription', () => {
-  const { given } = commandScenario(subscriptionDecider);
-  const create: SubscriptionCommand = {
+  const { given } = commandScenario(busSubscriptionDecider);
+  const create: BusSubscriptionCommand = {
     type: 'CreateSubscription',
     data: {
       subscriptionId: 's1',
@@ -22,8 +22,13 @@ describe('a bus subscription', () => {
       createdAt: T0,
     },
   };
-  const remove: SubscriptionCommand = { type: 'DeleteSubscription', deletedAt: T0 };
-  const seek: SubscriptionCommand = { type: 'SeekSubscription', seekTo: 'earliest', soughtAt: T0, offsets: { '0': 3 } };
+  const remove: BusSubscriptionCommand = { type: 'DeleteSubscription', deletedAt: T0 };
+  const seek: BusSubscriptionCommand = {
+    type: 'SeekSubscription',
+    seekTo: 'earliest',
+    soughtAt: T0,
+    offsets: { '0': 3 },
+  };
 
   it('is created once: events.subscription.created; created again changes nothing', () => {
     given()
