@@ -15,6 +15,7 @@
  *   --out=<file>     where the table goes (default bench/results/latest.md, smoke.md with --smoke)
  *   --json=<file>    also write the results as JSON (per script: exit code, seconds, figures)
  *   --timeout=<s>    stop a script that runs longer (default: none; 180 with --smoke)
+ *   --jobs=<n>       with --smoke only: run n scripts at once (default 1)
  * Arguments after `--args` on the command line are passed to every script named (a subset with
  * the script's own arguments: `npm run bench -- relay --args 100000 20`).
  */
@@ -117,6 +118,7 @@ interface Options {
   out: string;
   json: string | null;
   timeoutSeconds: number;
+  jobs: number;
   args: string[] | null;
 }
 
@@ -125,7 +127,7 @@ const parseOptions = (argv: string[]): Options => {
   const own = at === -1 ? argv : argv.slice(0, at);
   const option = (name: string) => own.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const smoke = own.includes('--smoke');
-  const known = ['--allow-load', '--smoke', '--out=', '--json=', '--timeout='];
+  const known = ['--allow-load', '--smoke', '--out=', '--json=', '--timeout=', '--jobs='];
   const unknown = own.filter((a) => a.startsWith('--') && !known.some((k) => a === k || a.startsWith(k)));
   if (unknown.length) fail(`unknown option ${unknown.join(' ')} (see the usage at the top of bench/run.ts)`);
   const all = benchScripts();
@@ -139,6 +141,7 @@ const parseOptions = (argv: string[]): Options => {
     out: resolve(ROOT, option('out') ?? join('bench', 'results', smoke ? 'smoke.md' : 'latest.md')),
     json: option('json') ? resolve(ROOT, option('json')!) : null,
     timeoutSeconds: Number(option('timeout') ?? (smoke ? 180 : 0)),
+    jobs: Math.max(1, Number(option('jobs') ?? 1)),
     args: at === -1 ? null : argv.slice(at + 1),
   };
 };
@@ -149,6 +152,8 @@ function fail(message: string): never {
 }
 
 const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
+/** set by Ctrl-C or SIGTERM: the running script is stopped, the others are not started, the table covers what ran */
+let interrupted = false;
 
 /** `export NAME=value` lines of .test-infra/env (written by scripts/test-infra.sh) */
 const readInfraEnv = (file: string): Record<string, string> => {
@@ -251,6 +256,16 @@ const runScript = (
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group: a timeout stops what it started too
     });
+    // the script's process group is not the terminal's: Ctrl-C (or a TERM) of the run reaches it through here
+    const forward = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        /* gone */
+      }
+      interrupted = true;
+    };
+    process.on('SIGINT', forward).on('SIGTERM', forward);
     lines(child.stdout!, (line) => {
       if (line.startsWith(BENCH_LINE)) {
         const f = parseFigure(line.slice(BENCH_LINE.length));
@@ -282,6 +297,7 @@ const runScript = (
           }, timeoutSeconds * 1000)
         : null;
     child.on('close', (code, signal) => {
+      process.off('SIGINT', forward).off('SIGTERM', forward);
       clearInterval(ticker);
       if (timer) clearTimeout(timer);
       const seconds = elapsed();
@@ -343,6 +359,7 @@ export const report = (
 
 const main = async () => {
   const options = parseOptions(process.argv.slice(2));
+  if (options.jobs > 1 && !options.smoke) fail('--jobs is for smoke runs only: benchmarks run one at a time');
   const startedAt = new Date();
   const load = loadavg()[0]!;
   const underLoad = load > MAX_LOAD;
@@ -363,13 +380,21 @@ const main = async () => {
     `${options.scripts.length} script(s)${options.smoke ? ', smoke run (tiny inputs)' : ''}: ${options.scripts.join(' ')}`,
   );
 
-  const results: ScriptResult[] = [];
-  for (const [i, script] of options.scripts.entries()) {
-    const args = options.args ?? (options.smoke ? (SMOKE_ARGS[script] ?? []) : []);
-    results.push(await runScript(script, args, env, options.timeoutSeconds, `(${i + 1}/${options.scripts.length})`));
-  }
+  // one script at a time; a smoke run may run `jobs` at once (its figures measure nothing); the table keeps the order named
+  const results: (ScriptResult | undefined)[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: options.jobs }, async () => {
+      for (let i = next++; i < options.scripts.length && !interrupted; i = next++) {
+        const script = options.scripts[i]!;
+        const args = options.args ?? (options.smoke ? (SMOKE_ARGS[script] ?? []) : []);
+        results[i] = await runScript(script, args, env, options.timeoutSeconds, `(${i + 1}/${options.scripts.length})`);
+      }
+    }),
+  );
 
-  const text = report(results, {
+  const ran = results.filter((r): r is ScriptResult => r !== undefined);
+  const text = report(ran, {
     machine: machineLine,
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     startedAt,
@@ -385,10 +410,10 @@ const main = async () => {
     mkdirSync(dirname(options.json), { recursive: true });
     writeFileSync(
       options.json,
-      JSON.stringify({ machine: machineLine, underLoad, smoke: options.smoke, results }, null, 2),
+      JSON.stringify({ machine: machineLine, underLoad, smoke: options.smoke, results: ran }, null, 2),
     );
   }
-  process.exit(results.every((r) => r.exitCode === 0) ? 0 : 1);
+  process.exit(interrupted ? 130 : ran.every((r) => r.exitCode === 0) ? 0 : 1);
 };
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
