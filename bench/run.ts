@@ -132,6 +132,11 @@ const parseOptions = (argv: string[]): Options => {
   if (unknown.length) fail(`unknown option ${unknown.join(' ')} (see the usage at the top of bench/run.ts)`);
   const all = benchScripts();
   const named = own.filter((a) => !a.startsWith('--')).map((n) => n.replace(/^bench\//, '').replace(/\.ts$/, ''));
+  const count = (name: string, fallback: number, min: number) => {
+    const n = Number(option(name) ?? fallback);
+    if (!Number.isInteger(n) || n < min) fail(`--${name} takes a whole number ≥ ${min}, not ${option(name)}`);
+    return n;
+  };
   const missing = named.filter((n) => !all.includes(n));
   if (missing.length) fail(`no benchmark script ${missing.join(', ')}; there are: ${all.join(', ')}`);
   return {
@@ -140,8 +145,8 @@ const parseOptions = (argv: string[]): Options => {
     smoke,
     out: resolve(ROOT, option('out') ?? join('bench', 'results', smoke ? 'smoke.md' : 'latest.md')),
     json: option('json') ? resolve(ROOT, option('json')!) : null,
-    timeoutSeconds: Number(option('timeout') ?? (smoke ? 180 : 0)),
-    jobs: Math.max(1, Number(option('jobs') ?? 1)),
+    timeoutSeconds: count('timeout', smoke ? 180 : 0, 0),
+    jobs: count('jobs', 1, 1),
     args: at === -1 ? null : argv.slice(at + 1),
   };
 };
@@ -331,7 +336,7 @@ export const markdownTable = (results: ScriptResult[]): string => {
   return rows.join('\n');
 };
 
-export const report = (
+export const markdownReport = (
   results: ScriptResult[],
   context: { machine: string; command: string; startedAt: Date; underLoad: boolean; smoke: boolean },
 ): string => {
@@ -394,7 +399,7 @@ const main = async () => {
   );
 
   const ran = results.filter((r): r is ScriptResult => r !== undefined);
-  const text = report(ran, {
+  const text = markdownReport(ran, {
     machine: machineLine,
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     startedAt,

@@ -19,7 +19,7 @@ import { benchScripts, REPORTING, SMOKE_ARGS } from '../../bench/run';
  * 2026-11-27 at load 4–5) — too long for `npm test`. So this runs the 13 that report the figures of
  * issue 25's table (REPORTING of bench/run.ts) and jwt-verify, one that prints human lines only,
  * two at a time (--jobs=2: mostly waiting on starts, they halve the wall time: 89–97 s one at a
- * time, 47 s two at a time, load 5). Left out here, checked by hand with `npm run bench -- --smoke
+ * time, 47–77 s two at a time, load 5–5.6). Left out here, checked by hand with `npm run bench -- --smoke
  * --allow-load`: access-epoch, audit-export, audit-latest, billing-gateway-check, billing-webhooks,
  * files-thumbnail, files-upload-memory, gateway-edge-cpu, identity-logins, identity-verify,
  * money-history, notify-accept, notify-email, passwords.
