@@ -11,7 +11,7 @@ import { auditRecord } from '../infra/audit';
 import type { LogPort } from '../infra/log/port';
 import { uuidV7Ids } from '../infra/runtime/clock';
 import { startAuditBench } from './audit-support';
-import { machine, progress } from './support';
+import { machine, progress, report } from './support';
 
 const total = Number(process.argv[2] ?? 200_000);
 const tenants = Number(process.argv[3] ?? 10);
@@ -89,6 +89,18 @@ try {
   console.log(
     `records ${total}, tenants ${tenants}, batch ${batch}: consumed and stored in ${consumed.toFixed(1)} s → ${Math.round(total / consumed).toLocaleString('en')} records/s (end to end incl. publish: ${Math.round(total / (published + consumed)).toLocaleString('en')}/s); stored rows ${row?.n}, distinct ids ${row?.ids}`,
   );
+  report({
+    path: `audit ingest into chdb (${log.kind} log)`,
+    figure: total / consumed,
+    unit: 'records/s',
+    aim: '≥ 50,000/s',
+  });
+  report({
+    path: 'audit ingest, end to end incl. publish',
+    figure: total / (published + consumed),
+    unit: 'records/s',
+    aim: '',
+  });
 } finally {
   await platform.close();
 }

@@ -10,7 +10,7 @@ import autocannon from 'autocannon';
 import { PLATFORM_TENANT_ID } from '../domain/identity/constants';
 import { testToken } from '../tests/support/auth';
 import { crmManifest } from '../tests/support/data';
-import { machine, startServerProcess } from './support';
+import { machine, report, startServerProcess } from './support';
 
 const seconds = Number(process.argv[2] ?? 10);
 const rows = Number(process.argv[3] ?? 1_000_000);
@@ -57,6 +57,8 @@ try {
   console.log(
     `generated creates: ${Math.round(c['2xx'] / seconds)}/s over ${seconds} s, ${connections} connections (aim ≥ 2,000/s); p50 ${c.latency.p50} ms, p99 ${c.latency.p99} ms; non-2xx ${c.non2xx}`,
   );
+  report({ path: 'generated-CRUD creates', figure: c['2xx'] / seconds, unit: '/s', aim: '≥ 2,000/s' });
+  report({ path: 'generated-CRUD creates, p99', figure: c.latency.p99, unit: 'ms', aim: '' });
 
   // the list figure needs many rows, not many events: they are inserted directly (the table is what a list reads)
   const have = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM module_crm.contacts')).rows[0]!.n;
@@ -77,6 +79,12 @@ try {
   console.log(
     `list page of 20 over ${rows} rows (index on tenant_id, name, id): p50 ${list.latency.p50} ms, p99 ${list.latency.p99} ms (aim p99 < 20 ms); ${Math.round(list['2xx'] / seconds)}/s; non-2xx ${list.non2xx}`,
   );
+  report({
+    path: `list page of 20 over ${rows.toLocaleString('en')} rows, p99`,
+    figure: list.latency.p99,
+    unit: 'ms',
+    aim: '< 20 ms',
+  });
 } finally {
   await p.stop();
 }

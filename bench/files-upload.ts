@@ -6,7 +6,7 @@
  * Usage: source .test-infra/env; npx tsx bench/files-upload.ts [files=500] [concurrency=16] [sizeMB=1]
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { machine, summarize } from './support';
+import { machine, report, summarize } from './support';
 import { MB, startFilesServer, waitUntil } from './files-support';
 
 const files = Number(process.argv[2] ?? 500);
@@ -55,6 +55,12 @@ try {
       `uploads answered in ${((uploaded - started) / 1000).toFixed(1)} s (${(files / ((uploaded - started) / 1000)).toFixed(1)}/s), last release ${((released - uploaded) / 1000).toFixed(1)} s later; ` +
       `upload latency p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms; rejected ${rejected}`,
   );
+  report({
+    path: `${(size / MB).toFixed(1)} MB uploads to available with clamd`,
+    figure: files / ((released - started) / 1000),
+    unit: 'files/s',
+    aim: '≥ 50/s',
+  });
 } finally {
   await server.stop();
 }

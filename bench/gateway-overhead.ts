@@ -13,7 +13,7 @@ import { mergeModules } from '../infra/services';
 import { silentLogger } from '../infra/observability/logger';
 import { startPlatform } from '../app/platform';
 import { benchAuthenticator, benchRoutes, KONG, pingHandler, run } from './gateway-support';
-import { benchDatabase, machine } from './support';
+import { benchDatabase, machine, report, smokeOr } from './support';
 
 const rate = Number(process.argv[2] ?? 2000);
 const seconds = Number(process.argv[3] ?? 10);
@@ -53,7 +53,8 @@ const phase = (name: string, port: number, s: number) => ({
   rate,
   headers,
 });
-const phases = [phase('warmup-bare', barePort, 3), phase('warmup-gateway', gatewayPort, 3)];
+const warmup = smokeOr(3, 1);
+const phases = [phase('warmup-bare', barePort, warmup), phase('warmup-gateway', gatewayPort, warmup)];
 for (let r = 0; r < rounds; r += 1)
   phases.push(phase('bare', barePort, seconds), phase('gateway', gatewayPort, seconds));
 
@@ -101,6 +102,16 @@ try {
   console.log(
     `added by the gateway (worst round): p50 +${(g.p50 - b.p50).toFixed(3)} ms, p99 +${(g.p99 - b.p99).toFixed(3)} ms (aim < 0.5 ms at p99)`,
   );
+  report({
+    path: `gateway p99 at ${rate.toLocaleString('en')} rps (worst round)`,
+    figure: g.p99,
+    unit: 'ms',
+    aim: '< peer + 0.5 ms',
+    peer: 'bare Fastify, same handler',
+    peerFigure: b.p99,
+  });
+  report({ path: 'gateway overhead, p99 added', figure: g.p99 - b.p99, unit: 'ms', aim: '< +0.5 ms' });
+  report({ path: 'gateway overhead, p50 added', figure: g.p50 - b.p50, unit: 'ms', aim: '' });
   console.log(KONG);
 } finally {
   await bare.close();

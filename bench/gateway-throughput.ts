@@ -14,7 +14,7 @@ import { startPlatform } from '../app/platform';
 import { tallyModules } from '../tests/support/platform';
 import { mergeModules } from '../infra/services';
 import { benchAuthenticator, benchRoutes, KONG, run } from './gateway-support';
-import { benchDatabase, machine } from './support';
+import { benchDatabase, machine, report, smokeOr } from './support';
 
 const connections = Number(process.argv[2] ?? 64);
 const seconds = Number(process.argv[3] ?? 15);
@@ -67,7 +67,7 @@ try {
       '--json',
       ping ? `${url}/v1/bench/ping?n=5` : `${url}/v1/tally/counters/c1`,
     ]);
-  await autocannon(3); // warm-up
+  await autocannon(smokeOr(3, 1)); // warm-up
   const serverCpu0 = process.cpuUsage();
   const t0 = performance.now();
   const { stdout, cpuSeconds } = await autocannon(seconds);
@@ -87,6 +87,13 @@ try {
     `  CPU over ${wall.toFixed(1)} s on ${cpus().length} cores: platform process ${((100 * serverCpu) / wall).toFixed(0)} % of one core, autocannon ${((100 * cpuSeconds) / wall).toFixed(0)} % of one core (${((100 * cpuSeconds) / (serverCpu + cpuSeconds)).toFixed(0)} % of the CPU both used)`,
   );
   console.log(`  (aim ≥ 8,000 req/s on 2 cores)`);
+  report({
+    path: `authenticated GET of ${ping ? 'a route without I/O' : 'a read model'}, ${connections} connections (${config.REDIS_URL ? 'Redis' : 'in-process'} limits)`,
+    figure: r.requests.total / seconds,
+    unit: 'rps',
+    aim: ping ? '' : '≥ 15,000 rps',
+  });
+  report({ path: 'authenticated GET, p99', figure: r.latency.p99, unit: 'ms', aim: '' });
   console.log(KONG);
 } finally {
   await platform.stop();

@@ -8,14 +8,14 @@
 import { hashPassword, verifyPassword } from '../infra/security/passwords';
 import { PASSWORD } from '../tests/support/identity';
 import { KEYCLOAK_PER_VCPU, perCore, registerMany, seconds, startBenchPlatform } from './identity-support';
-import { load, machine, progress, summarize } from './support';
+import { load, machine, progress, smokeOr, summarize } from './support';
 
 const concurrency = Number(process.argv[2] ?? 4);
 
 /** the ceiling: argon2id verifications alone (libuv threads), no HTTP, no database */
 const argon2Ceiling = async (inFlight: number): Promise<number> => {
   const hash = await hashPassword(PASSWORD);
-  const run = await load(inFlight, 3, async () => {
+  const run = await load(inFlight, smokeOr(3, 0.5), async () => {
     await verifyPassword(hash, PASSWORD);
   });
   return run.calls / run.seconds;
@@ -29,7 +29,7 @@ try {
     const res = await p.api('/auth/login', { body: { email: user.email, password: PASSWORD } });
     if (res.status !== 200) throw new Error(`login answered ${res.status}`);
   };
-  await load(concurrency, 2, login); // warm-up
+  await load(concurrency, smokeOr(2, 0.5), login); // warm-up
   const run = await load(concurrency, seconds(), login);
   const perSecond = run.calls / run.seconds;
   const { p50, p99 } = summarize(run.latencies);

@@ -7,7 +7,7 @@
  */
 import { refreshSession } from '../commands/identity/session';
 import { KEYCLOAK_PER_VCPU, perCore, registerMany, seconds, startBenchPlatform } from './identity-support';
-import { load, machine, progress, summarize } from './support';
+import { load, machine, progress, report, smokeOr, summarize } from './support';
 
 const concurrency = Number(process.argv[2] ?? 16);
 const p = await startBenchPlatform();
@@ -28,13 +28,19 @@ try {
     ['HTTP POST /v1/auth/refresh', viaHttp],
     ['refreshSession() in process', direct],
   ] as const) {
-    await load(concurrency, 2, fn);
+    await load(concurrency, smokeOr(2, 0.5), fn);
     const run = await load(concurrency, seconds(), fn);
     const perSecond = run.calls / run.seconds;
     const { p50, p99 } = summarize(run.latencies);
     console.log(
       `  ${label.padEnd(28)} ${perSecond.toFixed(0).padStart(6)} refreshes/s, p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; ${perCore(perSecond, KEYCLOAK_PER_VCPU.refreshes)}`,
     );
+    report({
+      path: `token refresh, ${label}, ${concurrency} in flight`,
+      figure: perSecond,
+      unit: '/s',
+      aim: label.startsWith('HTTP') ? '≥ 2,000/s' : '',
+    });
   }
 } finally {
   await p.close();

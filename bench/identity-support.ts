@@ -25,5 +25,5 @@ export const perCore = (perSecond: number, reference: number): string => {
   return `${(perSecond / cores).toFixed(1)}/s per core (Keycloak: ${reference}/s per vCPU, ${(perSecond / cores / reference).toFixed(1)}×)`;
 };
 
-/** BENCH_SECONDS shortens or lengthens a run (default 10 s per scenario) */
-export const seconds = (): number => Number(process.env.BENCH_SECONDS ?? 10);
+/** BENCH_SECONDS shortens or lengthens a run (default 10 s per scenario, 1 s with BENCH_SMOKE=1) */
+export const seconds = (): number => Number(process.env.BENCH_SECONDS ?? (process.env.BENCH_SMOKE === '1' ? 1 : 10));

@@ -4,6 +4,7 @@
  * Usage: source .test-infra/env; npx tsx bench/money-transfers.ts [seconds=10] [concurrency=32] [--prof]
  */
 import { moneyHttp, REFERENCES, runTransfers, startBenchServer } from './money-support';
+import { report, smokeOr } from './support';
 
 const seconds = Number(process.argv[2] ?? 10);
 const concurrency = Number(process.argv[3] ?? 32);
@@ -12,9 +13,9 @@ const profile = process.argv.includes('--prof');
 const server = await startBenchServer(profile ? ['--cpu-prof', '--cpu-prof-dir=.bench-prof'] : []);
 try {
   const api = moneyHttp(server);
-  // 1,000 funded wallets, opened 20 at a time
+  // 1,000 funded wallets (smoke: 20), opened 20 at a time
   const wallets: string[] = [];
-  for (let i = 0; i < 1000; i += 20)
+  for (let i = 0; i < smokeOr(1000, 20); i += 20)
     wallets.push(
       ...(await Promise.all(Array.from({ length: 20 }, (_, k) => api.openFunded(`user-${i + k}`, 1_000_000)))),
     );
@@ -27,6 +28,13 @@ try {
     return [from, to];
   });
   console.log(`random pairs among ${wallets.length} wallets, ${concurrency} concurrent:`, random);
+  report({
+    path: `random transfers among ${wallets.length.toLocaleString('en')} wallets, ${concurrency} connections`,
+    figure: random.perSecond,
+    unit: '/s',
+    aim: '≥ 2,500/s',
+  });
+  report({ path: 'random transfers, p99', figure: random.p99, unit: 'ms', aim: '< 50 ms' });
 
   const hot = wallets[0]!;
   const hotResult = await runTransfers(server.url, seconds, concurrency, () => {
@@ -34,6 +42,13 @@ try {
     return Math.random() < 0.5 ? [hot, other] : [other, hot];
   });
   console.log(`one hot wallet (every transfer into or out of it), ${concurrency} concurrent:`, hotResult);
+  report({
+    path: `hot-wallet transfers, ${concurrency} connections`,
+    figure: hotResult.perSecond,
+    unit: '/s',
+    aim: '',
+  });
+  report({ path: 'hot-wallet transfers, p99', figure: hotResult.p99, unit: 'ms', aim: '' });
   console.log('references:', REFERENCES.join(' | '));
 } finally {
   await server.stop();

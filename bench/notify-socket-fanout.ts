@@ -11,7 +11,7 @@ import { testToken } from '../tests/support/auth';
 import { requireEnv } from '../tests/support/env';
 import type { SocketClient } from '../tests/support/socket-client';
 import { openSession } from '../tests/support/socket-client';
-import { machine } from './support';
+import { machine, report } from './support';
 import { latencySummary, post, startNotifyServer } from './notify-support';
 
 const clients = Number(process.argv[2] ?? 1000);
@@ -68,6 +68,12 @@ try {
   console.log(
     `accept → client, ${rounds} rounds of one message per client: ${JSON.stringify(latencySummary(latencies))} ms (aim p99 < 200 ms)`,
   );
+  report({
+    path: `notify socket fan-out, ${clients.toLocaleString('en')} clients (${redis ? 'Redis' : 'PostgreSQL'} bus), accept → client p99`,
+    figure: latencySummary(latencies).p99,
+    unit: 'ms',
+    aim: '< 100 ms',
+  });
 } finally {
   await Promise.all(sockets.map((s) => s.close()));
   await server.stop();

@@ -8,7 +8,7 @@ import { inTransaction } from '../infra/postgres/db';
 import { ProjectionEngine } from '../infra/projections/engine';
 import { systemClock, uuidV7Ids } from '../infra/runtime/clock';
 import { counters, totals } from '../tests/support/tally/projections';
-import { benchDatabase, machine, progress } from './support';
+import { benchDatabase, machine, progress, report } from './support';
 
 const total = Number(process.argv[2] ?? 100_000);
 const { db, drop } = await benchDatabase();
@@ -54,6 +54,12 @@ try {
     console.log(
       `${projection.name} (${projection.mode}) rebuild of ${total} events: ${Math.round(total / seconds)} events/s (aim ≥ 20,000/s)`,
     );
+    report({
+      path: `projection catch-up, ${projection.name} (${projection.mode})`,
+      figure: total / seconds,
+      unit: 'events/s',
+      aim: '≥ 30,000/s',
+    });
   }
 } finally {
   await drop();

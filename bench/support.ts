@@ -84,3 +84,36 @@ export const startServerProcess = async (
     },
   };
 };
+
+/**
+ * BENCH_SMOKE=1 (set by `npm run bench -- --smoke`): the script runs on tiny inputs — the sizes it
+ * does not take as arguments (warm-ups, seeded rows, fixed waits) shrink to a second or so — so
+ * that `tests/int/bench-smoke.spec.ts` can run it; the figures of a smoke run mean nothing.
+ */
+export const smoke = process.env.BENCH_SMOKE === '1';
+
+/** `full` in a benchmark run, `tiny` in a smoke run */
+export const smokeOr = <T>(full: T, tiny: T): T => (smoke ? tiny : full);
+
+/** one figure of a benchmark, as `npm run bench` (bench/run.ts) collects it into its table */
+export interface BenchFigure {
+  /** what was measured, as in the table of BENCHMARKS.md (the script's name is added by bench/run.ts) */
+  path: string;
+  figure: number;
+  /** shown after the figure: '/s', 'events/s', 'ms', 'rps' */
+  unit: string;
+  /** the aim, as text: '≥ 2,000/s', 'p99 < 100 ms' */
+  aim: string;
+  /** a peer measured in the same run, on the same machine (PocketBase, a bare Fastify, pgbench…) */
+  peer?: string;
+  /** the peer's figure, in the same unit */
+  peerFigure?: number;
+}
+
+/** the line prefix bench/run.ts reads figures from */
+export const BENCH_LINE = 'BENCH ';
+
+/** prints one figure as a machine-readable line `BENCH {json}` on stdout (beside the human lines) */
+export const report = (figure: BenchFigure): void => {
+  process.stdout.write(`${BENCH_LINE}${JSON.stringify(figure)}\n`);
+};
