@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
  * The HTTP-level suites that run a second time in the split topology (project split): gateway,
  * write-api, read-api and workers as separate processes on PostgreSQL, Kafka and Redis, the suite
  * talking to the gateway (tests/support/split.ts; README "Tests"; docs/kernel.md "Tests"). A new
- * service's suite joins by naming its modules (tests/support/modules.ts) and being listed here.
+ * service's suite joins by naming its modules (tests/support/services.ts) and being listed here.
  */
 export const SPLIT_SUITES = [
   'tests/int/identity/auth.spec.ts',

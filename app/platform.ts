@@ -24,7 +24,7 @@ import { createVirusScanner } from '../infra/scan';
 import { isDomainError } from '../domain/shared/errors';
 import { loadSecrets } from '../infra/secrets';
 import { createLog } from '../infra/log';
-import type { ServiceModules } from '../infra/services';
+import type { ServiceParts } from '../infra/services';
 import { loadServices } from './services';
 import type { Logger } from '../infra/observability/logger';
 import { createLogger } from '../infra/observability/logger';
@@ -44,8 +44,8 @@ export interface PlatformOptions {
   projection?: string;
   config?: Config;
   logger?: Logger;
-  /** defaults to the modules discovered in write-api/, read-api/ and projections/ */
-  modules?: ServiceModules;
+  /** the services it runs; defaults to every service of app/services.ts */
+  services?: ServiceParts;
   clock?: Clock;
   ids?: IdGenerator;
   /** how the outbound guard resolves names (tests: a stub; tests/support/resolver.ts) */
@@ -90,15 +90,15 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
   const role = options.role;
-  const modules = options.modules ?? (await loadServices());
-  checkRoleConfig({ role, config, projection: options.projection, projections: modules.projections });
+  const services = options.services ?? (await loadServices());
+  checkRoleConfig({ role, config, projection: options.projection, projections: services.projections });
   await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 
   const kernel = await openKernel({
     config,
     logger,
     role,
-    modules,
+    services,
     clock: options.clock,
     ids: options.ids,
     resolver: options.resolver,
@@ -127,10 +127,10 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
       logger.info({ projection: name, applied, total }, 'projection rebuild'),
     );
     // the module registry answers the gateway's module check (404 module-not-found) wherever it runs
-    if (kernel.modules.projections.some((p) => p.name === modulesProjection.name)) {
+    if (kernel.services.projections.some((p) => p.name === modulesProjection.name)) {
       setGatewayPorts(kernel, { moduleStatus: (tenantId, slug) => moduleStatusOf(kernel.db, tenantId, slug) });
     }
-    const mounted = [...(what.write ? kernel.modules.write : []), ...(what.read ? kernel.modules.read : [])];
+    const mounted = [...(what.write ? kernel.services.write : []), ...(what.read ? kernel.services.read : [])];
     for (const plugin of mounted) await plugin.start?.(kernel);
     kernel.readiness.projections = true;
   } catch (error) {
@@ -148,7 +148,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     workers.push(relay);
     workers.push(startAuditRelay(kernel));
     workers.push(new MaintenanceWorker(kernel).start());
-    for (const set of kernel.modules.workers) {
+    for (const set of kernel.services.workers) {
       for (const worker of set.workers(kernel)) {
         worker.start();
         workers.push(worker);
@@ -185,7 +185,7 @@ export const openKernel = async (options: {
   config: Config;
   logger: Logger;
   role?: Role;
-  modules?: ServiceModules;
+  services?: ServiceParts;
   clock?: Clock;
   ids?: IdGenerator;
   resolver?: Resolver;
@@ -210,14 +210,14 @@ export const openKernel = async (options: {
   let analyticsOpened: Promise<AnalyticsStore> | null = null;
   const openAnalytics = engines.analytics;
   engines.analytics = () => (analyticsOpened ??= openAnalytics());
-  const modules = options.modules ?? (await loadServices());
+  const services = options.services ?? (await loadServices());
   const kernel = new Kernel({
     config,
     logger,
     db,
     log,
     engines,
-    modules,
+    services,
     clock: options.clock,
     ids: options.ids,
     role: options.role ?? 'cli',

@@ -4,12 +4,12 @@
  * path, so the layer lint sees it and a bundler follows it; each is lazy, so a CLI command that
  * needs no service (migrate, a projection rebuild of one context) does not load them all.
  */
-import type { ProjectionSet, RoutePlugin, ServiceModules, WorkerSet } from '../infra/services';
+import type { ProjectionSet, RoutePlugin, ServiceParts, WorkerSet } from '../infra/services';
 
 const defaults = async <T>(imports: Promise<{ default: T }>[]): Promise<T[]> =>
   (await Promise.all(imports)).map((m) => m.default);
 
-export const loadServices = async (): Promise<ServiceModules> => {
+export const loadServices = async (): Promise<ServiceParts> => {
   const [write, read, sets, workers, { identityPeople }] = await Promise.all([
     defaults<RoutePlugin>([
       import('../write-api/audit'),

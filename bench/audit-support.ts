@@ -1,6 +1,6 @@
-import { mergeModules } from '../infra/services';
+import { mergeServiceParts } from '../infra/services';
 import type { AnalyticsStore } from '../infra/clickhouse/port';
-import { auditModules } from '../tests/support/audit';
+import { auditServices } from '../tests/support/audit';
 import { startTestPlatform } from '../tests/support/platform';
 import type { TestPlatform } from '../tests/support/platform';
 
@@ -9,7 +9,7 @@ export const startAuditBench = async (
   env: Record<string, string> = {},
 ): Promise<{ platform: TestPlatform; ch: AnalyticsStore }> => {
   const platform = await startTestPlatform({
-    modules: mergeModules(auditModules),
+    services: mergeServiceParts(auditServices),
     env: { RATE_LIMIT_USER_PER_MIN: '100000000', RATE_LIMIT_TENANT_PER_MIN: '100000000', ...env },
   });
   return { platform, ch: await platform.kernel.analytics() };

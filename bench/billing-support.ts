@@ -10,7 +10,7 @@ import { startTestPlatform } from '../tests/support/platform';
 /** a billing platform in this process (role all, PLATFORM_ENV=production: responses are not schema-checked) and tenants with trials */
 export const billingPlatform = async (env: Record<string, string> = {}): Promise<TestPlatform> =>
   startTestPlatform({
-    modules: ['billing'],
+    services: ['billing'],
     env: {
       PLATFORM_ENV: 'production',
       GRPC_PORT: '0',

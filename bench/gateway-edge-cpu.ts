@@ -9,7 +9,7 @@
 import { loadavg } from 'node:os';
 import Fastify from 'fastify';
 import { loadConfig } from '../infra/config';
-import { mergeModules } from '../infra/services';
+import { mergeServiceParts } from '../infra/services';
 import { silentLogger } from '../infra/observability/logger';
 import { startPlatform } from '../app/platform';
 import { benchAuthenticator, benchRoutes, pingHandler } from './gateway-support';
@@ -33,7 +33,7 @@ const platform = await startPlatform({
   role: 'all',
   config,
   logger: silentLogger(),
-  modules: mergeModules({ read: [benchRoutes] }),
+  services: mergeServiceParts({ read: [benchRoutes] }),
   listen: false,
 });
 const { authenticator, token } = await benchAuthenticator();

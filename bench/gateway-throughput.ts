@@ -11,8 +11,8 @@ import { cpus, loadavg } from 'node:os';
 import { loadConfig } from '../infra/config';
 import { silentLogger } from '../infra/observability/logger';
 import { startPlatform } from '../app/platform';
-import { tallyModules } from '../tests/support/platform';
-import { mergeModules } from '../infra/services';
+import { tallyServices } from '../tests/support/platform';
+import { mergeServiceParts } from '../infra/services';
 import { benchAuthenticator, benchRoutes, KONG, run } from './gateway-support';
 import { benchDatabase, machine, report, smokeOr } from './support';
 
@@ -36,7 +36,7 @@ const platform = await startPlatform({
   role: 'all',
   config,
   logger: silentLogger(),
-  modules: mergeModules(tallyModules, { read: [benchRoutes] }),
+  services: mergeServiceParts(tallyServices, { read: [benchRoutes] }),
 });
 const { authenticator, token } = await benchAuthenticator();
 platform.kernel.authenticator = authenticator;

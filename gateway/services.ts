@@ -77,8 +77,8 @@ export const mountServices = async (
 ): Promise<void> => {
   const upstreams = options.proxy ? openUpstreams(app, kernel, options.proxy) : null;
   const plugins = [
-    ...(options.write ? kernel.modules.write.map((p) => ({ plugin: p, upstream: upstreams?.write ?? null })) : []),
-    ...(options.read ? kernel.modules.read.map((p) => ({ plugin: p, upstream: upstreams?.read ?? null })) : []),
+    ...(options.write ? kernel.services.write.map((p) => ({ plugin: p, upstream: upstreams?.write ?? null })) : []),
+    ...(options.read ? kernel.services.read.map((p) => ({ plugin: p, upstream: upstreams?.read ?? null })) : []),
   ];
   for (const { plugin, upstream } of plugins) await app.register(scoped(plugin, kernel, upstream), { prefix: '/v1' });
 };

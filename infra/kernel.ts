@@ -13,7 +13,7 @@ import type { Db } from './postgres/db';
 import { ProjectionEngine } from './projections/engine';
 import type { Clock, IdGenerator } from './runtime/clock';
 import { systemClock, uuidV7Ids } from './runtime/clock';
-import type { ServiceModules } from './services';
+import type { ServiceParts } from './services';
 import type { KeyValueCache } from './cache';
 import type { AnalyticsStore } from './clickhouse';
 import { migrateAnalytics } from './clickhouse/migrate';
@@ -99,7 +99,7 @@ export interface KernelParts {
   db: Db;
   log: LogPort;
   engines: Engines;
-  modules: ServiceModules;
+  services: ServiceParts;
   clock?: Clock;
   ids?: IdGenerator;
   /** the role this process runs (all, gateway, write-api, …; cli for a command beside running roles) */
@@ -127,7 +127,7 @@ export class Kernel {
   readonly permissions = new PermissionRegistry();
   /** every connection to a destination a tenant or a module gave goes through it (infra/security/outbound.ts) */
   readonly outbound: OutboundGuard;
-  readonly modules: ServiceModules;
+  readonly services: ServiceParts;
   /** the role of this process: a service's start hook serves what belongs to it there (billing serves gRPC in all and write-api) */
   readonly role: string;
   readonly readiness: Readiness = { migrations: false, log: false, projections: false };
@@ -140,7 +140,7 @@ export class Kernel {
   notifications: NotificationPort;
   /**
    * the directory of people (infra/people.ts): identity's, over its read models, when the
-   * platform runs them (ServiceModules.people); a platform without identity knows nobody
+   * platform runs them (ServiceParts.people); a platform without identity knows nobody
    */
   readonly people: People;
   /** named resources that close on shutdown, in reverse order of registration */
@@ -152,16 +152,16 @@ export class Kernel {
     this.db = parts.db;
     this.log = parts.log;
     this.engines = parts.engines;
-    this.modules = parts.modules;
+    this.services = parts.services;
     this.role = parts.role ?? 'cli';
     this.clock = parts.clock ?? systemClock;
     this.ids = parts.ids ?? uuidV7Ids;
     this.notifications = mailNotifications(parts.engines.mail);
-    this.people = parts.modules.people ?? noPeople;
+    this.people = parts.services.people ?? noPeople;
     this.outbound = new OutboundGuard({ allowPrivate: allowsPrivate(parts.config), resolver: parts.resolver });
     this.onClose('outbound', async () => this.outbound.close());
     this.store = new EventStore(this.clock, this.ids);
-    this.projections = new ProjectionEngine(this.db, this.store, parts.modules.projections, () => this.analytics());
+    this.projections = new ProjectionEngine(this.db, this.store, parts.services.projections, () => this.analytics());
     this.commands = new CommandRunner(this.db, this.store, this.projections, {
       ...defaultRunnerOptions,
       idempotencyTtlMs: parts.config.IDEMPOTENCY_TTL_HOURS * 3600_000,
@@ -174,7 +174,7 @@ export class Kernel {
       onAfterCommitFailure: (error) =>
         this.logger.error({ err: error }, 'a step after a committed command failed; the command stands'),
     });
-    for (const plugin of [...parts.modules.write, ...parts.modules.read]) {
+    for (const plugin of [...parts.services.write, ...parts.services.read]) {
       if (plugin.permissions) this.permissions.register(plugin.namespace, plugin.permissions);
     }
   }

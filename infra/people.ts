@@ -3,7 +3,7 @@ import type { Queryable } from './postgres/db';
 /**
  * The directory of people: what every context may know of identity's users, members and tenants,
  * through one port (`kernel.people`) that identity implements over its own read models
- * (commands/identity/people.ts, installed by the composition root as `ServiceModules.people`). No
+ * (commands/identity/people.ts, installed by the composition root as `ServiceParts.people`). No
  * other context names identity's tables, so renaming one breaks nobody else
  * (tests/unit/lint/people.spec.ts).
  *

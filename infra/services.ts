@@ -45,7 +45,7 @@ export const defineRoutes = (plugin: RoutePlugin): RoutePlugin => plugin;
 export const defineProjections = (set: ProjectionSet): ProjectionSet => set;
 export const defineWorkers = (set: WorkerSet): WorkerSet => set;
 
-export interface ServiceModules {
+export interface ServiceParts {
   write: RoutePlugin[];
   read: RoutePlugin[];
   projections: RegisteredProjection[];
@@ -57,7 +57,7 @@ export interface ServiceModules {
   people?: People;
 }
 
-export const mergeModules = (...parts: Partial<ServiceModules>[]): ServiceModules => {
+export const mergeServiceParts = (...parts: Partial<ServiceParts>[]): ServiceParts => {
   const people = parts.find((p) => p.people)?.people;
   return {
     write: parts.flatMap((p) => p.write ?? []),

@@ -25,7 +25,7 @@ describe('a batch publish while Kafka is stopped', () => {
   beforeAll(async () => {
     platform = await startTestPlatform({
       role: 'all',
-      modules: ['events'],
+      services: ['events'],
       kafka: true,
       env: { ...EVENTS_TEST_ENV, EVENTS_BROKER_TIMEOUT_MS: '1000' },
     });

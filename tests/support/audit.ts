@@ -1,5 +1,5 @@
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import auditProjections from '../../projections/audit';
 import auditRead from '../../read-api/audit';
 import auditWrite from '../../write-api/audit';
@@ -8,7 +8,7 @@ import { testToken } from './auth';
 import { pollUntil } from './poll';
 
 /** the audit service's modules, as discovery would find them */
-export const auditModules: ServiceModules = mergeModules({
+export const auditServices: ServiceParts = mergeServiceParts({
   write: [auditWrite],
   read: [auditRead],
   projections: auditProjections.projections,

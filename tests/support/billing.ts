@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import type { Queryable } from '../../infra/postgres/db';
 import billingProjections from '../../projections/billing';
 import { identityPeople } from '../../commands/identity/people';
@@ -14,7 +14,7 @@ import billingWrite from '../../write-api/billing';
 import billingWorkers from '../../workers/billing';
 
 /** the billing service's modules, as discovery finds them, with identity's read models (tenants, owners' emails) */
-export const billingModules: ServiceModules = mergeModules({
+export const billingServices: ServiceParts = mergeServiceParts({
   write: [billingWrite],
   read: [billingRead],
   projections: [...billingProjections.projections, ...identityProjections.projections],

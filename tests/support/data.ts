@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { readModuleFolder } from '../../app/cli/module-folder';
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import modulesProjections from '../../projections/modules';
 import dataRead from '../../read-api/data';
 import modulesRead from '../../read-api/modules';
@@ -9,7 +9,7 @@ import dataWrite from '../../write-api/data';
 import modulesWrite from '../../write-api/modules';
 
 /** the module registry and the data layer, as discovery would find them */
-export const dataModules: ServiceModules = mergeModules({
+export const dataServices: ServiceParts = mergeServiceParts({
   write: [modulesWrite, dataWrite],
   read: [modulesRead, dataRead],
   projections: modulesProjections.projections,

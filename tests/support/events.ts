@@ -2,8 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { recordInstallation } from '../../commands/modules/installations';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import eventsProjections from '../../projections/events';
 import modulesProjections from '../../projections/modules';
 import eventsRead from '../../read-api/events';
@@ -22,7 +22,7 @@ export interface PlatformHandle {
 import { pollUntil } from './poll';
 
 /** the module registry and the bus, as discovery would find them */
-export const eventsModules: ServiceModules = mergeModules({
+export const eventsServices: ServiceParts = mergeServiceParts({
   write: [modulesWrite, eventsWrite],
   read: [modulesRead, eventsRead],
   projections: [...modulesProjections.projections, ...eventsProjections.projections],

@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Kernel } from '../../infra/kernel';
-import type { ServiceModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
 import type { Queryable } from '../../infra/postgres/db';
-import { mergeModules } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
 import filesProjections from '../../projections/files';
@@ -17,7 +17,7 @@ import { requireEnv } from './env';
 import { pollUntil } from './poll';
 
 /** the files service as discovery finds it, with identity's read models (the Owners told about malware, avatar references) */
-export const filesModules: ServiceModules = mergeModules({
+export const filesServices: ServiceParts = mergeServiceParts({
   write: [filesWrite],
   read: [filesRead],
   projections: [...filesProjections.projections, ...identityProjections.projections],

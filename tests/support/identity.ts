@@ -9,8 +9,8 @@ import type { TestClock } from './clock';
 import { offsetClock } from './clock';
 import type { TestDatabase } from './db';
 import { createTestDatabase } from './db';
-import type { TestModuleName } from './modules';
-import { loadTestModules } from './modules';
+import type { TestServiceName } from './services';
+import { loadTestServices } from './services';
 import type { SmtpCapture } from './smtp-capture';
 import { startSmtpCapture } from './smtp-capture';
 import { startSplitPlatform } from './split';
@@ -36,7 +36,7 @@ export interface IdentityPlatform {
 }
 
 /** the identity service (real tokens, real authenticator) and the sample tally context */
-const MODULES: readonly TestModuleName[] = ['identity', 'tally'];
+const MODULES: readonly TestServiceName[] = ['identity', 'tally'];
 
 /**
  * A platform with the real identity service, its own database and an SMTP capture: one process,
@@ -46,7 +46,7 @@ const MODULES: readonly TestModuleName[] = ['identity', 'tally'];
 export const startIdentityPlatform = async (
   options: {
     env?: Record<string, string>;
-    modules?: readonly TestModuleName[];
+    services?: readonly TestServiceName[];
     /** the platform's clock (default: real time plus an offset the test moves) */
     clock?: TestClock;
   } = {},
@@ -64,8 +64,8 @@ export const startIdentityPlatform = async (
     RECOVERY_ATTEMPTS_PER_ADDRESS: '1000000',
     ...options.env,
   };
-  const modules = options.modules ?? MODULES;
-  const started = SPLIT ? await split(env, clock, modules) : await allInOne(env, clock, modules);
+  const services = options.services ?? MODULES;
+  const started = SPLIT ? await split(env, clock, services) : await allInOne(env, clock, services);
   return {
     ...started,
     smtp,
@@ -100,7 +100,7 @@ type Started = Pick<IdentityPlatform, 'kernel' | 'url' | 'topology' | 'database'
 const allInOne = async (
   env: Record<string, string>,
   clock: TestClock,
-  modules: readonly TestModuleName[],
+  services: readonly TestServiceName[],
 ): Promise<Started> => {
   const database = await createTestDatabase('id');
   const config = loadConfig({
@@ -115,7 +115,7 @@ const allInOne = async (
     role: 'all',
     config,
     logger: silentLogger(),
-    modules: await loadTestModules(modules),
+    services: await loadTestServices(services),
     clock,
   });
   const address = running.app.server.address();
@@ -135,9 +135,9 @@ const allInOne = async (
 const split = async (
   env: Record<string, string>,
   clock: TestClock,
-  modules: readonly TestModuleName[],
+  services: readonly TestServiceName[],
 ): Promise<Started> => {
-  const platform = await startSplitPlatform({ modules, auth: 'identity', env, clock });
+  const platform = await startSplitPlatform({ services, auth: 'identity', env, clock });
   return {
     kernel: platform.kernel,
     url: platform.url,

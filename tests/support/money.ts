@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import type { Queryable } from '../../infra/postgres/db';
 import { identityPeople } from '../../commands/identity/people';
@@ -15,7 +15,7 @@ import { testToken } from './auth';
  * the money service's modules, as discovery would find them, with identity's read models: a
  * wallet's owner must be an active member of the tenant (seedMember writes one)
  */
-export const moneyModules: ServiceModules = mergeModules({
+export const moneyServices: ServiceParts = mergeServiceParts({
   write: [moneyWrite],
   read: [moneyRead],
   projections: [...moneyProjections.projections, ...identityProjections.projections],

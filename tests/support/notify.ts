@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import type { Db, Queryable } from '../../infra/postgres/db';
 import { identityPeople } from '../../commands/identity/people';
 import identityProjections from '../../projections/identity';
@@ -18,7 +18,7 @@ export { seedMember };
  * the notification service's modules, as discovery would find them, with identity's read models
  * (a recipient given by userId must be an active member of the tenant: seedMember writes one)
  */
-export const notifyModules: ServiceModules = mergeModules({
+export const notifyServices: ServiceParts = mergeServiceParts({
   write: [notifyWrite],
   read: [notifyRead],
   projections: [...notifyProjections.projections, ...identityProjections.projections],
@@ -26,7 +26,7 @@ export const notifyModules: ServiceModules = mergeModules({
   workers: [notifyWorkers],
 });
 /** the same without the delivery workers: an HTTP role, or a test that runs the worker steps itself */
-export const notifyHttpModules: ServiceModules = { ...notifyModules, workers: [] };
+export const notifyHttpServices: ServiceParts = { ...notifyServices, workers: [] };
 
 export const NOTIFY_PERMISSIONS = ['notify.send', 'notify.read', 'notify.manage'];
 

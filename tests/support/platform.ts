@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
-import type { ServiceModules } from '../../infra/services';
-import { mergeModules } from '../../infra/services';
+import type { ServiceParts } from '../../infra/services';
+import { mergeServiceParts } from '../../infra/services';
 import type { Logger } from '../../infra/observability/logger';
 import { silentLogger } from '../../infra/observability/logger';
 import type { Clock } from '../../infra/runtime/clock';
@@ -17,15 +17,15 @@ import type { TestDatabase } from './db';
 import type { TestResolver } from './resolver';
 import { createTestDatabase } from './db';
 import { requireEnv } from './env';
-import type { TestModuleName } from './modules';
-import { loadTestModules } from './modules';
+import type { TestServiceName } from './services';
+import { loadTestServices } from './services';
 import type { LogLine } from './split';
 import { startSplitPlatform } from './split';
 import { SPLIT } from './topology';
 import tally from './tally/projections';
 import { tallyRead, tallyWrite } from './tally/routes';
 
-export const tallyModules: ServiceModules = mergeModules({
+export const tallyServices: ServiceParts = mergeServiceParts({
   write: [tallyWrite],
   read: [tallyRead],
   projections: tally.projections,
@@ -53,8 +53,8 @@ export interface TestPlatform {
 export interface TestPlatformOptions {
   /** a role other than all starts that one role in this process, whatever the topology of the run */
   role?: Role;
-  /** names (tests/support/modules.ts) run in either topology; a ServiceModules object only in this process */
-  modules?: ServiceModules | readonly TestModuleName[];
+  /** names (tests/support/services.ts) run in either topology; a ServiceParts object only in this process */
+  services?: ServiceParts | readonly TestServiceName[];
   env?: Record<string, string>;
   kafka?: boolean;
   /** a TestClock is shared with the split roles; any other clock runs only all-in-one */
@@ -72,22 +72,22 @@ const isTestClock = (clock: Clock | undefined): clock is TestClock =>
 
 /**
  * A platform for a test: its own fresh database, the test authenticator, the sample tally context
- * (unless modules say otherwise). In the split run (PLATFORM_TEST_TOPOLOGY=split) and without an
+ * (unless services say otherwise). In the split run (PLATFORM_TEST_TOPOLOGY=split) and without an
  * explicit role, the roles run as separate processes behind a gateway (tests/support/split.ts);
  * otherwise one process listens on a free port here. `kafka: true` uses the test Kafka instead of
  * the PostgreSQL log (the split roles always do).
  */
 export const startTestPlatform = async (options: TestPlatformOptions = {}): Promise<TestPlatform> => {
   const role = options.role ?? 'all';
-  const names = Array.isArray(options.modules) ? (options.modules as readonly TestModuleName[]) : null;
+  const names = Array.isArray(options.services) ? (options.services as readonly TestServiceName[]) : null;
   if (SPLIT && role === 'all') {
-    if (options.modules && !names)
-      throw new Error('a suite of the split run names its modules (tests/support/modules.ts)');
+    if (options.services && !names)
+      throw new Error('a suite of the split run names its services (tests/support/services.ts)');
     if (options.clock && !isTestClock(options.clock))
       throw new Error('a suite of the split run moves time with a TestClock (tests/support/clock.ts)');
     if (options.logger) throw new Error('a suite of the split run reads logs with captureLogs, not its own logger');
     const split = await startSplitPlatform({
-      modules: names ?? ['tally'],
+      services: names ?? ['tally'],
       auth: 'token',
       env: options.env,
       clock: options.clock,
@@ -122,14 +122,14 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     ...options.env,
   });
   const capture = options.captureLogs ? captureLogger() : null;
-  const modules = names
-    ? await loadTestModules(names)
-    : ((options.modules as ServiceModules | undefined) ?? tallyModules);
+  const services = names
+    ? await loadTestServices(names)
+    : ((options.services as ServiceParts | undefined) ?? tallyServices);
   const running = await startPlatform({
     role,
     config,
     logger: capture?.logger ?? options.logger ?? silentLogger(),
-    modules,
+    services,
     clock: options.clock,
     resolver: options.resolver?.resolver,
   });

@@ -5,7 +5,7 @@
  * `platform` command: nothing here reaches a production process.
  *
  *   PLATFORM_TEST_ROLE          gateway | write-api | read-api | workers
- *   PLATFORM_TEST_MODULES       comma-separated names of tests/support/modules.ts
+ *   PLATFORM_TEST_SERVICES       comma-separated names of tests/support/services.ts
  *   PLATFORM_TEST_AUTH          token (the test authenticator, tests/support/auth.ts) or identity (real tokens)
  *   PLATFORM_TEST_CLOCK_FILE    a clock the test moves (tests/support/clock.ts fileClock); real time without it
  *   PLATFORM_TEST_RESOLVER_FILE the names the outbound guard resolves (tests/support/resolver.ts fileResolver)
@@ -21,7 +21,7 @@ import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
 import { fileClock } from './clock';
 import { fileResolver } from './resolver';
-import { isTestModuleName, loadTestModules } from './modules';
+import { isTestServiceName, loadTestServices } from './services';
 
 const ROLES: readonly Role[] = ['gateway', 'write-api', 'read-api', 'workers'];
 
@@ -33,9 +33,9 @@ const fail = (message: string): never => {
 const config = loadConfig();
 const role = process.env.PLATFORM_TEST_ROLE as Role;
 if (!ROLES.includes(role)) fail(`PLATFORM_TEST_ROLE must be one of ${ROLES.join(', ')}`);
-const names = (process.env.PLATFORM_TEST_MODULES ?? '').split(',').filter(Boolean);
-const unknown = names.filter((n) => !isTestModuleName(n));
-if (unknown.length) fail(`unknown test modules: ${unknown.join(', ')}`);
+const names = (process.env.PLATFORM_TEST_SERVICES ?? '').split(',').filter(Boolean);
+const unknown = names.filter((n) => !isTestServiceName(n));
+if (unknown.length) fail(`unknown test services: ${unknown.join(', ')}`);
 const auth = process.env.PLATFORM_TEST_AUTH ?? 'token';
 if (auth !== 'token' && auth !== 'identity') fail('PLATFORM_TEST_AUTH must be token or identity');
 
@@ -57,7 +57,7 @@ const running = await startPlatform({
   role,
   config,
   logger,
-  modules: await loadTestModules(names.filter(isTestModuleName)),
+  services: await loadTestServices(names.filter(isTestServiceName)),
   clock: clockFile ? fileClock(clockFile) : undefined,
   resolver: resolverFile ? fileResolver(resolverFile) : undefined,
 });

@@ -1,6 +1,6 @@
 /**
- * A platform process (role all) serving the test modules named in SERVICE (comma-separated names of
- * tests/support/modules.ts) with the test authenticator, for the crash test and the benchmarks, so
+ * A platform process (role all) serving the test services named in SERVICE (comma-separated names of
+ * tests/support/services.ts) with the test authenticator, for the crash test and the benchmarks, so
  * that a load generator does not share its event loop:
  * `SERVICE=money DATABASE_URL=… PORT=0 npx tsx tests/support/service-server.ts`. SERVICE_WORKERS=off
  * leaves the workers out (acceptance alone). Prints one line `READY <url>` when it accepts requests.
@@ -9,17 +9,17 @@ import { loadConfig } from '../../infra/config';
 import { silentLogger } from '../../infra/observability/logger';
 import { startPlatform } from '../../app/platform';
 import { testAuthenticator } from './auth';
-import { isTestModuleName, loadTestModules, TEST_MODULES } from './modules';
+import { isTestServiceName, loadTestServices, TEST_SERVICES } from './services';
 
 const names = (process.env.SERVICE ?? '').split(',').filter(Boolean);
-if (!names.length || !names.every(isTestModuleName)) {
+if (!names.length || !names.every(isTestServiceName)) {
   process.stderr.write(
-    `SERVICE must name modules of ${Object.keys(TEST_MODULES).join(', ')} (got "${process.env.SERVICE}")\n`,
+    `SERVICE must name services of ${Object.keys(TEST_SERVICES).join(', ')} (got "${process.env.SERVICE}")\n`,
   );
   process.exit(2);
 }
-const loaded = await loadTestModules(names);
-const modules = process.env.SERVICE_WORKERS === 'off' ? { ...loaded, workers: [] } : loaded;
+const loaded = await loadTestServices(names);
+const services = process.env.SERVICE_WORKERS === 'off' ? { ...loaded, workers: [] } : loaded;
 
 // load generators run far above the per-user limit of spec 000; the limiter still runs
 const config = loadConfig({
@@ -32,7 +32,7 @@ const config = loadConfig({
   RATE_LIMIT_TENANT_PER_MIN: '10000000',
   ...process.env,
 });
-const running = await startPlatform({ role: 'all', config, logger: silentLogger(), modules });
+const running = await startPlatform({ role: 'all', config, logger: silentLogger(), services });
 running.kernel.authenticator = testAuthenticator;
 const address = running.app.server.address();
 const url = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : running.url;

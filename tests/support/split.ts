@@ -13,8 +13,8 @@ import type { TestDatabase } from './db';
 import type { TestResolver } from './resolver';
 import { createTestDatabase } from './db';
 import { requireEnv } from './env';
-import type { TestModuleName } from './modules';
-import { loadTestModules, NEEDS_CLICKHOUSE } from './modules';
+import type { TestServiceName } from './services';
+import { loadTestServices, NEEDS_CLICKHOUSE } from './services';
 import { freePort } from './process';
 import { testProgramArgs } from './test-programs';
 
@@ -29,7 +29,7 @@ export interface LogLine {
 }
 
 export interface SplitOptions {
-  modules: readonly TestModuleName[];
+  services: readonly TestServiceName[];
   /** token: the test authenticator at the gateway (tests/support/auth.ts); identity: real tokens */
   auth: 'token' | 'identity';
   env?: Record<string, string>;
@@ -179,7 +179,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const resolverFile = options.resolver ? join(tmpdir(), `platform-split-dns-${process.pid}-${id}.json`) : null;
   if (resolverFile) options.resolver!.shareThrough(resolverFile);
   // chdb belongs to one process: the roles share it through a ClickHouse HTTP endpoint in a process of its own
-  const clickhouse = options.modules.some((m) => NEEDS_CLICKHOUSE.has(m))
+  const clickhouse = options.services.some((m) => NEEDS_CLICKHOUSE.has(m))
     ? await startClickHouse(join(tmpdir(), `platform-split-ch-${process.pid}-${id}`))
     : null;
   const env: Record<string, string> = {
@@ -192,7 +192,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     REDIS_KEY_PREFIX: `platform-test:${id}:`,
     KAFKA_NAMESPACE: `t${id}.`,
     PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
-    PLATFORM_TEST_MODULES: options.modules.join(','),
+    PLATFORM_TEST_SERVICES: options.services.join(','),
     PLATFORM_TEST_AUTH: options.auth,
     ...(clockFile ? { PLATFORM_TEST_CLOCK_FILE: clockFile } : {}),
     ...(resolverFile ? { PLATFORM_TEST_RESOLVER_FILE: resolverFile } : {}),
@@ -204,7 +204,7 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const kernel = await openKernel({
     config,
     logger: silentLogger(),
-    modules: await loadTestModules(options.modules),
+    services: await loadTestServices(options.services),
     clock: options.clock,
     resolver: options.resolver?.resolver,
   });

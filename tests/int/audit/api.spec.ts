@@ -16,7 +16,7 @@ const tenantA = `tenant-a-${randomUUID()}`;
 const tenantB = `tenant-b-${randomUUID()}`;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: ['tally', 'audit'] });
+  platform = await startTestPlatform({ services: ['tally', 'audit'] });
   a = auditClient(platform.url, tenantA, 'user-a');
   b = auditClient(platform.url, tenantB, 'user-b');
 });

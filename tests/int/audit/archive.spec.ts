@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archiveClosedMonths, purgeExpiredArchives, readArchive } from '../../../commands/audit/archive';
 import { auditRecord } from '../../../infra/audit';
-import { mergeModules } from '../../../infra/services';
+import { mergeServiceParts } from '../../../infra/services';
 import type { Body } from '../../support/audit';
-import { auditClient, auditModules, eventually } from '../../support/audit';
+import { auditClient, auditServices, eventually } from '../../support/audit';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
+import { startTestPlatform, tallyServices } from '../../support/platform';
 
 /**
  * Cold storage with the kernel in process: closed months archived per tenant into the object
@@ -19,7 +19,7 @@ const month = '2026-03';
 const DAY = 86_400_000;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: mergeModules(tallyModules, auditModules) });
+  platform = await startTestPlatform({ services: mergeServiceParts(tallyServices, auditServices) });
   // records of March, as a service recorded them then (through the pipeline)
   for (let i = 0; i < 40; i += 1) {
     await platform.kernel.audit.record(

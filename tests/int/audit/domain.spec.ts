@@ -15,7 +15,7 @@ let owner: Registered;
 let member: Member;
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'money', 'audit'] });
+  p = await startIdentityPlatform({ services: ['identity', 'money', 'audit'] });
   owner = await registerUser(p, { tenantName: 'Audit Co' });
   member = await addMember(p, owner, { name: 'Grace Hopper' });
 });

@@ -4,12 +4,12 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeModules } from '../../../infra/services';
-import { auditClient, auditModules, eventually } from '../../support/audit';
+import { mergeServiceParts } from '../../../infra/services';
+import { auditClient, auditServices, eventually } from '../../support/audit';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase } from '../../support/db';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
+import { startTestPlatform, tallyServices } from '../../support/platform';
 import { testToken } from '../../support/auth';
 import { startClickHouse, stopRole } from '../../support/split';
 
@@ -19,7 +19,7 @@ import { startClickHouse, stopRole } from '../../support/split';
  * and read-api, the workers role runs the consumer and the domain view. The record keeps the
  * client's address, which the gateway forwards, not the gateway's own.
  */
-const modules = mergeModules(tallyModules, auditModules);
+const services = mergeServiceParts(tallyServices, auditServices);
 const secret = randomBytes(32).toString('base64');
 let database: TestDatabase;
 const roles: TestPlatform[] = [];
@@ -30,13 +30,13 @@ beforeAll(async () => {
   database = await createTestDatabase('auds');
   clickhouse = await startClickHouse(join(tmpdir(), `platform-auds-ch-${process.pid}`));
   const env = { PLATFORM_SECRET_KEY: secret, CLICKHOUSE_URL: clickhouse.url };
-  const writeApi = await startTestPlatform({ role: 'write-api', env, modules, database });
-  const readApi = await startTestPlatform({ role: 'read-api', env, modules, database });
-  const workers = await startTestPlatform({ role: 'workers', env, modules, database });
+  const writeApi = await startTestPlatform({ role: 'write-api', env, services, database });
+  const readApi = await startTestPlatform({ role: 'read-api', env, services, database });
+  const workers = await startTestPlatform({ role: 'workers', env, services, database });
   gateway = await startTestPlatform({
     role: 'gateway',
     env: { ...env, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url },
-    modules,
+    services,
     database,
   });
   roles.push(gateway, writeApi, readApi, workers);

@@ -14,7 +14,7 @@ let platform: TestPlatform;
 let client: AuditClient;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: ['audit'] });
+  platform = await startTestPlatform({ services: ['audit'] });
   client = auditClient(platform.url, `tenant-times-${randomUUID()}`, 'user-times');
 });
 afterAll(async () => platform?.close());

@@ -15,7 +15,7 @@ import { startTestPlatform } from '../../support/platform';
 let p: TestPlatform;
 
 beforeAll(async () => {
-  p = await startTestPlatform({ modules: ['identity', 'billing', 'money'], env: { BILLING_ENABLED: 'false' } });
+  p = await startTestPlatform({ services: ['identity', 'billing', 'money'], env: { BILLING_ENABLED: 'false' } });
 });
 afterAll(async () => {
   await p?.close();

@@ -78,7 +78,7 @@ const advanceTo = async (ms: number, ...expected: [Tenant, string][]) => {
 
 beforeAll(async () => {
   p = await startIdentityPlatform({
-    modules: ['identity', 'billing', 'money'],
+    services: ['identity', 'billing', 'money'],
     env: { BILLING_TRIAL_DAYS: '14', BILLING_ESCALATION_INTERVAL_SEC: '3600' },
   });
   owner = uniqueEmail('platform-owner');

@@ -154,7 +154,7 @@ const invoicePaid = (subscription: string, metadata: Record<string, string> = {}
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['billing', 'money'],
+    services: ['billing', 'money'],
     clock,
     env: {
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,

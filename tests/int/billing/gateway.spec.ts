@@ -68,7 +68,7 @@ const paymentFailed = (tenantId: string) =>
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['identity', 'billing', 'money', 'files'],
+    services: ['identity', 'billing', 'money', 'files'],
     clock,
     env: { BILLING_ESCALATION_INTERVAL_SEC: '3600', ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
   });

@@ -22,7 +22,7 @@ let gateways: string[];
 
 beforeAll(async () => {
   if (!SPLIT) return;
-  p = await startSplitPlatform({ modules: ['identity', 'billing'], auth: 'token' });
+  p = await startSplitPlatform({ services: ['identity', 'billing'], auth: 'token' });
   gateways = [p.url, await p.addGateway()];
 }, 180_000);
 afterAll(async () => {

@@ -59,7 +59,7 @@ const subscribe = async (planId = FREE_PLAN_ID, externalId = '') => {
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['billing'],
+    services: ['billing'],
     clock,
     env: {
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,

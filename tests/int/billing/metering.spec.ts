@@ -113,7 +113,7 @@ const invite = (t: Tenant, email = uniqueEmail('invitee')) =>
 beforeAll(async () => {
   const grpcPort = await freePort();
   p = await startIdentityPlatform({
-    modules: ['identity', 'billing', 'data', 'events'],
+    services: ['identity', 'billing', 'data', 'events'],
     env: { GRPC_PORT: String(grpcPort) },
   });
   c = billingGrpcClient(`127.0.0.1:${grpcPort}`);

@@ -16,7 +16,7 @@ let target: string;
 beforeAll(async () => {
   certs = makeTestCertificates();
   p = await startTestPlatform({
-    modules: ['billing'],
+    services: ['billing'],
     env: { GRPC_TLS_CERT: certs.serverCert, GRPC_TLS_KEY: certs.serverKey, GRPC_TLS_CA: certs.ca },
   });
   target = `127.0.0.1:${billingGrpcPort(p.kernel)}`;

@@ -28,7 +28,7 @@ let p: TestPlatform;
 beforeAll(async () => {
   smtp = await startSmtpCapture();
   p = await startTestPlatform({
-    modules: ['billing', 'notify'],
+    services: ['billing', 'notify'],
     clock,
     env: { SMTP_URL: smtp.url, BILLING_ESCALATION_INTERVAL_SEC: '3600' },
   });

@@ -37,7 +37,7 @@ beforeAll(async () => {
   if (!redisUrl)
     throw new Error('TEST_REDIS_URL is not set: run bash scripts/test-infra.sh and source .test-infra/env');
   p = await startTestPlatform({
-    modules: ['billing'],
+    services: ['billing'],
     env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `test-billing-${randomUUID()}:` },
   });
 });

@@ -56,7 +56,7 @@ const suspend = async (user: Registered): Promise<void> => {
 
 beforeAll(async () => {
   p = await startIdentityPlatform({
-    modules: ['identity', 'billing', 'money', 'audit'],
+    services: ['identity', 'billing', 'money', 'audit'],
     env: { BILLING_ESCALATION_INTERVAL_SEC: '3600' },
   });
   owner = await registerUser(p);

@@ -21,7 +21,7 @@ const call = (method: string, path: string, token: string, body?: unknown): Prom
   p.api(path, { method, token, ...(body === undefined ? {} : { body }), headers: { 'idempotency-key': randomUUID() } });
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'billing', 'money'] });
+  p = await startIdentityPlatform({ services: ['identity', 'billing', 'money'] });
 });
 afterAll(async () => {
   await p?.close();

@@ -100,7 +100,7 @@ const statusOf = async (tenantId: string) =>
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['billing'],
+    services: ['billing'],
     clock,
     env: {
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,

@@ -25,7 +25,7 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
   let b: ApiClient;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: ['data'] });
+    p = await startTestPlatform({ services: ['data'] });
     owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
     a = apiClient(p.url, testToken(TENANT_A, 'user-a', CRM));
     b = apiClient(p.url, testToken(TENANT_B, 'user-b', CRM));

@@ -42,7 +42,7 @@ describe('expand on a list of generated records', () => {
   let b: ApiClient;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: ['data'] });
+    p = await startTestPlatform({ services: ['data'] });
     const owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
     expect((await owner.call('POST', '/modules', manifest)).status).toBe(201);
     for (const tenantId of [TENANT_A, TENANT_B])

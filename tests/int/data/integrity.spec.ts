@@ -66,7 +66,7 @@ describe('generated writes of a module with relations, unique columns and checks
     ).rows[0]!.n;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: ['data'] });
+    p = await startTestPlatform({ services: ['data'] });
     owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
     a = apiClient(p.url, testToken(TENANT_A, 'user-a', [...CRM, ...STOCK]));
     b = apiClient(p.url, testToken(TENANT_B, 'user-b', [...CRM, ...STOCK]));

@@ -5,7 +5,7 @@ import { PLATFORM_TENANT_ID } from '../../../domain/identity/constants';
 import type { Manifest } from '../../../domain/modules/manifest';
 import { rebuildModelTable } from '../../../commands/data/rebuild';
 import { testToken } from '../../support/auth';
-import { crmManifest, dataModules } from '../../support/data';
+import { crmManifest, dataServices } from '../../support/data';
 import type { ApiClient } from '../../support/events';
 import { apiClient } from '../../support/events';
 import type { TestPlatform } from '../../support/platform';
@@ -35,7 +35,7 @@ describe('module migrations: the tenant_id rule, failures and recovery, one run 
   let user: ApiClient;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: dataModules });
+    p = await startTestPlatform({ services: dataServices });
     owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
     user = apiClient(p.url, testToken(TENANT, 'user-a', CRM));
   }, 60_000);

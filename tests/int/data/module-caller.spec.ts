@@ -52,7 +52,7 @@ describe('a module key as a caller of the data layer and notify', () => {
 
   beforeAll(async () => {
     p = await startTestPlatform({
-      modules: ['data', 'notify'],
+      services: ['data', 'notify'],
       env: { RATE_LIMIT_MODULE_PER_MIN: String(MODULE_LIMIT) },
     });
     owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));

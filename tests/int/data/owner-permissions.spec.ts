@@ -17,7 +17,7 @@ let platformOwner: string;
 let tenantOwner: Registered;
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'data'] });
+  p = await startIdentityPlatform({ services: ['identity', 'data'] });
   const email = uniqueEmail('platform-owner');
   await createPlatformOwner(p.kernel, { email, password: PASSWORD });
   platformOwner = await login(p, email);

@@ -42,7 +42,7 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
   const deliveredTo = (tenantId: string) => receiver.received.filter((d: Body) => d.event.tenantId === tenantId);
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: ['events'], kafka, env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ services: ['events'], kafka, env: EVENTS_TEST_ENV });
     receiver = await startReceiver();
     const slug = uniqueSlug('crm');
     crm = await registerModule(

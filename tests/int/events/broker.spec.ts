@@ -38,7 +38,7 @@ describe('a batch publish while the log is down', () => {
     const viaProxy = new URL(database.url);
     viaProxy.port = String(proxy.port);
     logDb = createPool(viaProxy.toString(), { max: 4, waitMs: 1000 });
-    platform = await startTestPlatform({ role: 'all', modules: ['events'], env: EVENTS_TEST_ENV, database });
+    platform = await startTestPlatform({ role: 'all', services: ['events'], env: EVENTS_TEST_ENV, database });
     // the bus reaches its log through the proxy (before any topic is consumed); the probe is rebuilt on it
     (platform.kernel as { log: Kernel['log'] }).log = new PgLog(logDb, { logger: silentLogger() });
     configureEvents(platform.kernel, { settings: { brokerTimeoutMs: 300 } });

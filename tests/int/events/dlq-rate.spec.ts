@@ -22,7 +22,7 @@ describe.each([
   const tenantId = randomUUID();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ role: 'all', modules: ['events'], kafka, env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ role: 'all', services: ['events'], kafka, env: EVENTS_TEST_ENV });
     receiver = await startReceiver();
     ({ module: crm, client: client } = await subscribedModule(platform, {
       prefix: 'rate',

@@ -24,7 +24,7 @@ describe.each([
   const failedOnce = new Set<string>();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ role: 'all', modules: ['events'], kafka, env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ role: 'all', services: ['events'], kafka, env: EVENTS_TEST_ENV });
     registerEventHandler(platform.kernel, 'app-orders', async (event, ctx) => {
       if (event.payload.failOnce === true && !failedOnce.has(event.eventId)) {
         failedOnce.add(event.eventId);

@@ -31,7 +31,7 @@ describe('consumer lag alerts', () => {
     smtp = await startSmtpCapture();
     platform = await startTestPlatform({
       role: 'all',
-      modules: ['events', 'identity'],
+      services: ['events', 'identity'],
       clock,
       captureLogs: true,
       env: {

@@ -13,7 +13,7 @@ describe('the module registry', () => {
   const tenantB = randomUUID();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ role: 'all', modules: ['events'] });
+    platform = await startTestPlatform({ role: 'all', services: ['events'] });
   });
   afterAll(async () => platform?.close());
 

@@ -80,7 +80,7 @@ describe('the platform topics carry the spec’s Event', () => {
   const startedAt = Date.now();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: ['money', 'events', 'notify'], kafka: true, env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ services: ['money', 'events', 'notify'], kafka: true, env: EVENTS_TEST_ENV });
     receiver = await startRawReceiver();
     const slug = uniqueSlug('ledger');
     ledger = await registerModule(
@@ -211,7 +211,7 @@ describe('the real-time socket of a client that names no last message', () => {
   const tenantId = randomUUID();
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: ['notify'] });
+    platform = await startTestPlatform({ services: ['notify'] });
   });
   afterAll(async () => platform?.close());
 

@@ -19,7 +19,7 @@ describe('the task queue', () => {
   const runs: ClaimedTask[] = [];
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ role: 'all', modules: ['events'], env: EVENTS_TEST_ENV });
+    platform = await startTestPlatform({ role: 'all', services: ['events'], env: EVENTS_TEST_ENV });
     registerTaskHandler(platform.kernel, 'test.greeting.send', async (task) => {
       runs.push(task);
       if (task.attempt === 1) throw new Error('the mail server said no');

@@ -22,7 +22,7 @@ import {
   uniqueEmail,
   PASSWORD,
 } from '../../support/identity';
-import type { TestModuleName } from '../../support/modules';
+import type { TestServiceName } from '../../support/services';
 import { pollUntil } from '../../support/poll';
 
 /*
@@ -55,7 +55,7 @@ import { pollUntil } from '../../support/poll';
 const SECONDS = Number(process.env.CAUSAL_SOAK_SECONDS ?? 15);
 const CLIENTS = Number(process.env.CAUSAL_SOAK_CLIENTS ?? 20);
 const KAFKA = (process.env.CAUSAL_SOAK_LOG ?? 'kafka') !== 'postgres';
-const MODULES: TestModuleName[] = ['identity', 'money', 'billing', 'notify', 'data', 'files', 'events', 'audit'];
+const MODULES: TestServiceName[] = ['identity', 'money', 'billing', 'notify', 'data', 'files', 'events', 'audit'];
 const PAGE = 1000;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely, as in every identity suite
@@ -404,7 +404,7 @@ const commandOf = (e: StoredEvent<Record<string, unknown>>): string =>
 
 beforeAll(async () => {
   p = await startIdentityPlatform({
-    modules: MODULES,
+    services: MODULES,
     env: {
       ...(KAFKA
         ? { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'), KAFKA_NAMESPACE: `soak${randomBytes(4).toString('hex')}.` }

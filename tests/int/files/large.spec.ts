@@ -26,7 +26,7 @@ let c: FilesClient;
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['files'],
+    services: ['files'],
     env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
   });
   c = filesClient(p.url, uniqueTenant('large'));

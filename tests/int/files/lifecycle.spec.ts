@@ -38,7 +38,7 @@ let b: FilesClient;
 beforeAll(async () => {
   clock = offsetClock();
   p = await startTestPlatform({
-    modules: ['files'],
+    services: ['files'],
     clock,
     env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
   });

@@ -16,7 +16,7 @@ let p: TestPlatform;
 const watched = watchProcessErrors();
 
 beforeAll(async () => {
-  p = await startTestPlatform({ modules: ['files'] });
+  p = await startTestPlatform({ services: ['files'] });
 });
 afterAll(async () => {
   await p?.close();

@@ -26,7 +26,7 @@ describe('without CLAMD_HOST', () => {
   let p: TestPlatform;
   let c: FilesClient;
   beforeAll(async () => {
-    p = await startTestPlatform({ modules: ['files'], env: { FILES_WORKER_POLL_MS: '50' }, captureLogs: true });
+    p = await startTestPlatform({ services: ['files'], env: { FILES_WORKER_POLL_MS: '50' }, captureLogs: true });
     c = filesClient(p.url, uniqueTenant('unscanned'));
   });
   afterAll(async () => {
@@ -57,7 +57,7 @@ describe('with FILES_SCAN=skip in development', () => {
   let c: FilesClient;
   beforeAll(async () => {
     p = await startTestPlatform({
-      modules: ['files'],
+      services: ['files'],
       env: { FILES_WORKER_POLL_MS: '50', FILES_SCAN: 'skip', PLATFORM_ENV: 'development' },
       captureLogs: true,
     });

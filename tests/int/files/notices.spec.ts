@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureNotify } from '../../../commands/notify/context';
-import { mergeModules } from '../../../infra/services';
+import { mergeServiceParts } from '../../../infra/services';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
@@ -10,13 +10,13 @@ import {
   EICAR,
   eventually,
   filesClient,
-  filesModules,
+  filesServices,
   seedOwner,
   testBucket,
   uniqueTenant,
   waitForStatus,
 } from '../../support/files';
-import { notifyModules } from '../../support/notify';
+import { notifyServices } from '../../support/notify';
 
 /**
  * With the notification service installed, an infected upload reaches the tenant's Owners through
@@ -30,12 +30,12 @@ const bucket = testBucket();
 beforeAll(async () => {
   smtp = await startSmtpCapture();
   p = await startTestPlatform({
-    modules: mergeModules({
-      write: [...filesModules.write, ...notifyModules.write],
-      read: [...filesModules.read, ...notifyModules.read],
-      projections: [...new Set([...filesModules.projections, ...notifyModules.projections])],
-      workers: [...filesModules.workers, ...notifyModules.workers],
-      people: filesModules.people,
+    services: mergeServiceParts({
+      write: [...filesServices.write, ...notifyServices.write],
+      read: [...filesServices.read, ...notifyServices.read],
+      projections: [...new Set([...filesServices.projections, ...notifyServices.projections])],
+      workers: [...filesServices.workers, ...notifyServices.workers],
+      people: filesServices.people,
     }),
     env: { ...bucket.env, ...clamdEnv(), SMTP_URL: smtp.url, FILES_WORKER_POLL_MS: '50' },
   });

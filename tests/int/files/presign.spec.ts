@@ -20,7 +20,7 @@ let c: FilesClient;
 beforeAll(async () => {
   clock = offsetClock();
   p = await startTestPlatform({
-    modules: ['files'],
+    services: ['files'],
     clock,
     env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
   });

@@ -28,7 +28,7 @@ beforeAll(async () => {
   proxy = await startTcpProxy({ host: requireEnv('TEST_CLAMD_HOST'), port: Number(requireEnv('TEST_CLAMD_PORT')) });
   clock = offsetClock();
   p = await startTestPlatform({
-    modules: ['files'],
+    services: ['files'],
     clock,
     env: { ...bucket.env, ...clamdEnv(proxy.port), FILES_WORKER_POLL_MS: '50', FILES_STAGING_MAX_PER_TENANT: '3' },
   });

@@ -38,7 +38,7 @@ let c: FilesClient;
 beforeAll(async () => {
   smtp = await startSmtpCapture();
   p = await startTestPlatform({
-    modules: ['files'],
+    services: ['files'],
     env: {
       ...bucket.env,
       ...clamdEnv(),

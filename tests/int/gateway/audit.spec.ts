@@ -4,7 +4,7 @@ import { AUDIT_TOPIC } from '../../../infra/audit';
 import type { LogPort } from '../../../infra/log/port';
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
+import { startTestPlatform, tallyServices } from '../../support/platform';
 import { pollUntil } from '../../support/poll';
 
 let platform: TestPlatform;
@@ -15,7 +15,7 @@ const headers = {
 
 beforeAll(async () => {
   platform = await startTestPlatform({
-    modules: tallyModules,
+    services: tallyServices,
     env: { AUDIT_REPLAY_INTERVAL_MS: '300' },
   });
 });

@@ -27,7 +27,7 @@ let platformOwner: string;
 const documents = new Map<string, Document>();
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['platform'], env: { ...clamdEnv(), FILES_WORKER_POLL_MS: '50' } });
+  p = await startIdentityPlatform({ services: ['platform'], env: { ...clamdEnv(), FILES_WORKER_POLL_MS: '50' } });
   for (const namespace of NAMESPACES) {
     const res = await fetch(`${p.url}/api/v1/${namespace}/openapi.json`);
     expect(res.status, namespace).toBe(200);

@@ -3,11 +3,11 @@ import { z } from 'zod';
 import { commonErrors } from '../../../domain/shared/errors';
 import { setGatewayPorts } from '../../../infra/http/gateway-ports';
 import { sendMultiStatus, settleItems } from '../../../infra/http/multi-status';
-import { defineRoutes, mergeModules } from '../../../infra/services';
+import { defineRoutes, mergeServiceParts } from '../../../infra/services';
 
 /**
  * What the edge suite runs beside tally, in whichever process serves it (all-in-one or each split
- * role; tests/support/modules.ts names it edge-fixture): routes that misbehave on purpose (a
+ * role; tests/support/services.ts names it edge-fixture): routes that misbehave on purpose (a
  * response outside its schema, a batch with failing items) and the gateway ports of two tenants'
  * settings, installed by the plugin's start hook as a service would install them.
  */
@@ -55,4 +55,4 @@ const probe = defineRoutes({
   },
 });
 
-export const edgeFixture = mergeModules({ read: [probe] });
+export const edgeFixture = mergeServiceParts({ read: [probe] });

@@ -9,7 +9,7 @@ import { startTestPlatform } from '../../support/platform';
 import { SMALL_TENANT, TENANT_ORIGIN } from './edge-fixture';
 
 /** tally, plus routes that misbehave on purpose and two tenants' gateway ports (edge-fixture.ts) */
-const modules = ['tally', 'edge-fixture'] as const;
+const services = ['tally', 'edge-fixture'] as const;
 
 const ALLOWED = 'https://app.example.com';
 let dev: TestPlatform;
@@ -26,7 +26,7 @@ const suffix = async (res: Response) =>
 beforeAll(async () => {
   snapshots = await mkdtemp(join(tmpdir(), 'api-snapshots-'));
   dev = await startTestPlatform({
-    modules,
+    services,
     captureLogs: true,
     env: {
       PLATFORM_ENV: 'development',
@@ -37,7 +37,7 @@ beforeAll(async () => {
       API_SNAPSHOT_DIR: snapshots,
     },
   });
-  prod = await startTestPlatform({ modules, env: { PLATFORM_ENV: 'production' } });
+  prod = await startTestPlatform({ services, env: { PLATFORM_ENV: 'production' } });
 });
 afterAll(async () => {
   await dev?.close();

@@ -1,4 +1,4 @@
-import { defineRoutes, mergeModules } from '../../../infra/services';
+import { defineRoutes, mergeServiceParts } from '../../../infra/services';
 
 /** a route that fails unexpectedly: the 5xx of the hardening suite's header checks */
 const boom = defineRoutes({
@@ -10,4 +10,4 @@ const boom = defineRoutes({
   },
 });
 
-export const hardeningFixture = mergeModules({ read: [boom] });
+export const hardeningFixture = mergeServiceParts({ read: [boom] });

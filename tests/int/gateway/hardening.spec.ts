@@ -6,7 +6,7 @@ import { PASSWORD, registerUser, startIdentityPlatform, uniqueEmail } from '../.
 let p: IdentityPlatform;
 let user: Registered;
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'tally', 'hardening-fixture'] });
+  p = await startIdentityPlatform({ services: ['identity', 'tally', 'hardening-fixture'] });
   user = await registerUser(p);
 });
 afterAll(async () => {

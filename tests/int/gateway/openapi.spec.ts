@@ -31,7 +31,7 @@ let dir: string;
 const documents = new Map<string, Document>();
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: await loadServices() });
+  platform = await startTestPlatform({ services: await loadServices() });
   dir = await mkdtemp(join(tmpdir(), 'openapi-'));
   for (const namespace of NAMESPACES) {
     const res = await platform.http(`/api/v1/${namespace}/openapi.json`);

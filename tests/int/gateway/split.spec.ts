@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerToken } from '../../../infra/http/auth';
-import { defineRoutes, mergeModules } from '../../../infra/services';
+import { defineRoutes, mergeServiceParts } from '../../../infra/services';
 import { testToken } from '../../support/auth';
-import { moneyClient, moneyModules } from '../../support/money';
+import { moneyClient, moneyServices } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
+import { startTestPlatform, tallyServices } from '../../support/platform';
 import { freePort } from '../../support/process';
 
 /** a write route whose plugin declares its own parsers, as money does for exact JSON numbers */
@@ -35,7 +35,7 @@ const ownParsers = defineRoutes({
     }));
   },
 });
-const modules = mergeModules(tallyModules, moneyModules, { write: [ownParsers] });
+const services = mergeServiceParts(tallyServices, moneyServices, { write: [ownParsers] });
 
 /** split deployment: a gateway proxying to a write-api and a read-api on one database */
 let writeApi: TestPlatform;
@@ -49,15 +49,15 @@ beforeAll(async () => {
   // every role has the one ROOT_URL: the gateway's
   const port = await freePort();
   const shared = { PLATFORM_SECRET_KEY: secret, ROOT_URL: `http://127.0.0.1:${port}` };
-  writeApi = await startTestPlatform({ role: 'write-api', modules, env: shared });
+  writeApi = await startTestPlatform({ role: 'write-api', services, env: shared });
   readApi = await startTestPlatform({
     role: 'read-api',
-    modules,
+    services,
     env: { ...shared, DATABASE_URL: writeApi.database.url },
   });
   gateway = await startTestPlatform({
     role: 'gateway',
-    modules,
+    services,
     env: { ...shared, PORT: String(port), WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url },
   });
 });

@@ -32,7 +32,7 @@ const watched = watchProcessErrors();
 
 beforeAll(async () => {
   p = await startTestPlatform({
-    modules: ['platform'],
+    services: ['platform'],
     captureLogs: true,
     env: {
       BODY_LIMIT_BYTES: String(BODY_LIMIT),

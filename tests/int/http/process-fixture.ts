@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { defineRoutes, mergeModules } from '../../../infra/services';
+import { defineRoutes, mergeServiceParts } from '../../../infra/services';
 
 /**
  * Routes that make an error reach the top of the process after they have answered, outside any
@@ -53,4 +53,4 @@ const faults = defineRoutes({
   },
 });
 
-export const processFixture = mergeModules({ write: [faults] });
+export const processFixture = mergeServiceParts({ write: [faults] });

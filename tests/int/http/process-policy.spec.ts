@@ -34,7 +34,7 @@ beforeAll(async () => {
     env: {
       ...process.env,
       PLATFORM_TEST_ROLE: 'write-api',
-      PLATFORM_TEST_MODULES: 'process-fixture',
+      PLATFORM_TEST_SERVICES: 'process-fixture',
       PLATFORM_ENV: 'test',
       LOG_LEVEL: 'info',
       PORT: String(port),

@@ -11,7 +11,7 @@ import { startTestPlatform } from '../../support/platform';
 describe('stopping the platform while a request is in flight', () => {
   it('answers the request, then stops within a second or two though its keep-alive connection stays open on the client', async () => {
     // given a platform answering a slow request on a keep-alive connection
-    const p = await startTestPlatform({ modules: ['tally', 'edge-fixture'] });
+    const p = await startTestPlatform({ services: ['tally', 'edge-fixture'] });
     const headers = { authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}` };
     expect((await p.http('/v1/edge-probe/slow?ms=0', { headers })).status).toBe(200); // the connection is open
     const inFlight = p.http('/v1/edge-probe/slow?ms=400', { headers });

@@ -14,7 +14,7 @@ import { PASSWORD, startIdentityPlatform, uniqueEmail } from '../../support/iden
 import { captureLogger } from '../../support/log-capture';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
-import { loadTestModules } from '../../support/modules';
+import { loadTestServices } from '../../support/services';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { startTcpProxy } from '../../support/tcp-proxy';
 import { pollUntil } from '../../support/poll';
@@ -97,7 +97,7 @@ describe('two processes without a shared cache (no REDIS_URL), on Kafka', () => 
         role,
         config: loadConfig(env),
         logger: captureLogger().logger,
-        modules: await loadTestModules(['identity']),
+        services: await loadTestServices(['identity']),
       });
     one = await start('all'); // runs the relay
     two = await start('gateway'); // serves the same routes in-process, no relay

@@ -17,7 +17,7 @@ import {
  */
 let p: IdentityPlatform;
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'money'] });
+  p = await startIdentityPlatform({ services: ['identity', 'money'] });
 });
 afterAll(async () => {
   await p?.close();

@@ -11,7 +11,7 @@ import { eventually } from '../../support/notify';
  */
 let p: IdentityPlatform;
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'notify'] });
+  p = await startIdentityPlatform({ services: ['identity', 'notify'] });
 });
 afterAll(async () => {
   await p?.close();

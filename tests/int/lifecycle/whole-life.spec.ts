@@ -150,7 +150,7 @@ beforeAll(async () => {
   bucket = testBucket();
   receiver = await startReceiver();
   p = await startIdentityPlatform({
-    modules: ['platform'],
+    services: ['platform'],
     env: {
       ...bucket.env,
       ...clamdEnv(),

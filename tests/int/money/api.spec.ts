@@ -32,7 +32,7 @@ const funded = async (amount = 1000, user = `u-${randomUUID()}`) => {
 };
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: ['money'], clock });
+  platform = await startTestPlatform({ services: ['money'], clock });
   c = moneyClient(platform.url, 'tenant-a', 'u-admin', { members: platform.kernel.db });
 });
 afterAll(async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
-import { moneyClient, moneyModules } from '../../support/money';
+import { moneyClient, moneyServices } from '../../support/money';
 import { checkMoneyInvariants, recordedTransfers } from '../../support/money-checks';
 
 const SECONDS = Number(process.env.MONEY_STRESS_SECONDS ?? 30);
@@ -13,7 +13,7 @@ describe(`${WORKERS} workers transferring among ${WALLETS} wallets for ${SECONDS
   let platform: TestPlatform;
   beforeAll(async () => {
     platform = await startTestPlatform({
-      modules: moneyModules,
+      services: moneyServices,
       env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000' },
     });
   });

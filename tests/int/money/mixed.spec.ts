@@ -23,7 +23,7 @@ describe(`${WORKERS} workers mixing every movement on ${WALLETS} wallets for ${S
   let platform: TestPlatform;
   beforeAll(async () => {
     platform = await startTestPlatform({
-      modules: ['money'],
+      services: ['money'],
       env: {
         RATE_LIMIT_USER_PER_MIN: '1000000',
         RATE_LIMIT_TENANT_PER_MIN: '1000000',

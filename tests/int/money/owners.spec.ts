@@ -29,7 +29,7 @@ const register = async () => {
 };
 
 beforeAll(async () => {
-  p = await startIdentityPlatform({ modules: ['identity', 'money'] });
+  p = await startIdentityPlatform({ services: ['identity', 'money'] });
 });
 afterAll(async () => {
   await p?.close();

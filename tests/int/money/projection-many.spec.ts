@@ -7,7 +7,7 @@ import { fixedClock } from '../../../infra/runtime/clock';
 import { transactionsProjection, walletsProjection } from '../../../projections/money';
 import { expireDueHolds } from '../../../workers/money/hold-expiry';
 import type { MoneyClient } from '../../support/money';
-import { moneyClient, moneyModules } from '../../support/money';
+import { moneyClient, moneyServices } from '../../support/money';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 
@@ -90,7 +90,7 @@ const makeHistory = async (c: MoneyClient, prefix: string) => {
 
 beforeAll(async () => {
   platform = await startTestPlatform({
-    modules: moneyModules,
+    services: moneyServices,
     clock,
     env: { RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_TENANT_PER_MIN: '1000000', COMMAND_BATCH_CONCURRENCY: '1' },
   });

@@ -23,7 +23,7 @@ beforeAll(async () => {
   platformSmtp = await startSmtpCapture();
   tenantSmtp = await startSmtpCapture();
   platform = await startTestPlatform({
-    modules: ['notify'],
+    services: ['notify'],
     env: { SMTP_URL: platformSmtp.url, NOTIFY_POLL_INTERVAL_MS: '20' },
   });
   c = notifyClient(platform.url, 'acme');

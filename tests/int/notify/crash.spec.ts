@@ -16,8 +16,8 @@ import {
   eventsOf,
   eventually,
   notifyClient,
-  notifyHttpModules,
-  notifyModules,
+  notifyHttpServices,
+  notifyServices,
   statusCounts,
 } from '../../support/notify';
 
@@ -39,7 +39,7 @@ beforeAll(async () => {
   database = await createTestDatabase('crash');
   smtp = await startSmtpCapture();
   clickhouse = await startClickHouse(join(tmpdir(), `platform-crash-ch-${process.pid}`));
-  api = await startTestPlatform({ modules: notifyHttpModules, database });
+  api = await startTestPlatform({ services: notifyHttpServices, database });
 });
 afterAll(async () => {
   if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
@@ -111,7 +111,7 @@ describe('a delivery worker killed mid-send and replaced', () => {
     smtp.behaviour.delayMs = 0;
     survivor = await startTestPlatform({
       role: 'workers',
-      modules: notifyModules,
+      services: notifyServices,
       database,
       env: { SMTP_URL: smtp.url },
     });

@@ -6,7 +6,7 @@ import { startTestPlatform } from '../../support/platform';
 import type { CapturedMail, SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
 import type { Answer, NotifyClient } from '../../support/notify';
-import { eventsOf, eventually, idempotent, notifyClient, notifyModules, seedMember } from '../../support/notify';
+import { eventsOf, eventually, idempotent, notifyClient, notifyServices, seedMember } from '../../support/notify';
 
 const clock = fixedClock(new Date('2026-03-02T09:00:00.000Z'));
 let platform: TestPlatform;
@@ -37,7 +37,7 @@ const mailOf = (id: string, from: readonly CapturedMail[]) =>
 
 beforeAll(async () => {
   smtp = await startSmtpCapture();
-  platform = await startTestPlatform({ modules: notifyModules, env: { SMTP_URL: smtp.url }, clock });
+  platform = await startTestPlatform({ services: notifyServices, env: { SMTP_URL: smtp.url }, clock });
   configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 }, random: () => 0.5 });
 });
 afterAll(async () => {

@@ -5,7 +5,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
-import { eventually, notifyModules, seedMember } from '../../support/notify';
+import { eventually, notifyServices, seedMember } from '../../support/notify';
 
 /**
  * kernel.notifications: the platform's own messages (identity's mails, billing's notices) go
@@ -23,7 +23,7 @@ afterAll(async () => {
 describe('with the notification service installed', () => {
   let platform: TestPlatform;
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: notifyModules, env: { SMTP_URL: smtp.url } });
+    platform = await startTestPlatform({ services: notifyServices, env: { SMTP_URL: smtp.url } });
     configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 } });
   });
   afterAll(async () => {

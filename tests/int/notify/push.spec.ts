@@ -7,7 +7,7 @@ import { startTestPlatform } from '../../support/platform';
 import type { PushService } from '../../support/push-service';
 import { startPushService } from '../../support/push-service';
 import type { Answer, NotifyClient } from '../../support/notify';
-import { eventually, notifyClient, notifyModules, seedMember } from '../../support/notify';
+import { eventually, notifyClient, notifyServices, seedMember } from '../../support/notify';
 
 /** browser push against a push service that verifies VAPID and decrypts the payload as a browser does */
 let platform: TestPlatform;
@@ -28,7 +28,7 @@ const until = (id: string, status: string) =>
 
 beforeAll(async () => {
   service = await startPushService();
-  platform = await startTestPlatform({ modules: notifyModules });
+  platform = await startTestPlatform({ services: notifyServices });
   configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 }, pushCa: service.ca });
   await seedMember(platform.kernel.db, 'push-t', 'pat');
   c = notifyClient(platform.url, 'push-t', 'sender');

@@ -6,7 +6,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
-import { eventually, notifyClient, notifyModules, statusCounts } from '../../support/notify';
+import { eventually, notifyClient, notifyServices, statusCounts } from '../../support/notify';
 
 /**
  * Spec 002: 100 notifications per minute per tenant, 50 per minute per module; over the limit a
@@ -32,7 +32,7 @@ const settles = async (tenantId: string, expected: Record<string, number>) => {
 
 beforeAll(async () => {
   smtp = await startSmtpCapture();
-  platform = await startTestPlatform({ modules: notifyModules, env: { SMTP_URL: smtp.url }, clock });
+  platform = await startTestPlatform({ services: notifyServices, env: { SMTP_URL: smtp.url }, clock });
   configureNotify(platform.kernel, { settings: { pollIntervalMs: 20, ratePerTenant: 100, ratePerModule: 50 } });
 });
 afterAll(async () => {

@@ -6,7 +6,7 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { SmtpCapture } from '../../support/smtp-capture';
 import { startSmtpCapture } from '../../support/smtp-capture';
-import { eventually, notifyClient, notifyModules, seedMember, statusCounts } from '../../support/notify';
+import { eventually, notifyClient, notifyServices, seedMember, statusCounts } from '../../support/notify';
 
 /** spec 002: history 90 days (NOTIFY_HISTORY_RETENTION_DAYS), failed 180 days; the socket buffer an hour */
 const DAY = 86_400_000;
@@ -16,7 +16,7 @@ let smtp: SmtpCapture;
 
 beforeAll(async () => {
   smtp = await startSmtpCapture();
-  platform = await startTestPlatform({ modules: notifyModules, env: { SMTP_URL: smtp.url }, clock });
+  platform = await startTestPlatform({ services: notifyServices, env: { SMTP_URL: smtp.url }, clock });
   configureNotify(platform.kernel, { settings: { pollIntervalMs: 20 } });
 });
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { createTestDatabase } from '../../support/db';
 import { requireEnv } from '../../support/env';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
-import { eventually, notifyClient, notifyHttpModules, notifyModules, seedMember } from '../../support/notify';
+import { eventually, notifyClient, notifyHttpServices, notifyServices, seedMember } from '../../support/notify';
 import type { SocketClient } from '../../support/socket-client';
 import { connectSocket, openSession } from '../../support/socket-client';
 
@@ -62,8 +62,8 @@ for (const bus of ['redis', 'postgres'] as const) {
 
     beforeAll(async () => {
       database = await createTestDatabase('ws');
-      edge = await startTestPlatform({ modules: notifyHttpModules, database, env });
-      deliverer = await startTestPlatform({ modules: notifyModules, database, env });
+      edge = await startTestPlatform({ services: notifyHttpServices, database, env });
+      deliverer = await startTestPlatform({ services: notifyServices, database, env });
       fast(edge);
       fast(deliverer);
     });
@@ -183,7 +183,7 @@ for (const bus of ['redis', 'postgres'] as const) {
 describe("the socket's door", () => {
   let platform: TestPlatform;
   beforeAll(async () => {
-    platform = await startTestPlatform({ modules: notifyHttpModules });
+    platform = await startTestPlatform({ services: notifyHttpServices });
   });
   afterAll(async () => {
     await platform?.close();
@@ -239,15 +239,15 @@ describe('split deployment: the socket at the gateway', () => {
 
   beforeAll(async () => {
     const shared = { PLATFORM_SECRET_KEY: secret, REDIS_URL: requireEnv('TEST_REDIS_URL') };
-    writeApi = await startTestPlatform({ role: 'write-api', modules: notifyHttpModules, env: shared });
+    writeApi = await startTestPlatform({ role: 'write-api', services: notifyHttpServices, env: shared });
     const env = { ...shared, DATABASE_URL: writeApi.database.url };
-    readApi = await startTestPlatform({ role: 'read-api', modules: notifyHttpModules, env });
+    readApi = await startTestPlatform({ role: 'read-api', services: notifyHttpServices, env });
     gateway = await startTestPlatform({
       role: 'gateway',
-      modules: notifyHttpModules,
+      services: notifyHttpServices,
       env: { ...env, WRITE_API_URL: writeApi.url, READ_API_URL: readApi.url },
     });
-    workers = await startTestPlatform({ role: 'workers', modules: notifyModules, env });
+    workers = await startTestPlatform({ role: 'workers', services: notifyServices, env });
     fast(workers);
   });
   afterAll(async () => {

@@ -1,10 +1,10 @@
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeModules } from '../../../infra/services';
+import { mergeServiceParts } from '../../../infra/services';
 import type { AnalyticsProjection } from '../../../infra/projections/projection';
 import { testToken } from '../../support/auth';
 import type { TestPlatform } from '../../support/platform';
-import { startTestPlatform, tallyModules } from '../../support/platform';
+import { startTestPlatform, tallyServices } from '../../support/platform';
 import { pollUntil } from '../../support/poll';
 
 /**
@@ -48,7 +48,7 @@ const tenant = `tenant-${uuidv7()}`;
 const headers = { authorization: `Bearer ${testToken(tenant, 'u1', ['tally.*'])}`, 'content-type': 'application/json' };
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ modules: mergeModules(tallyModules, { projections: [increments] }) });
+  platform = await startTestPlatform({ services: mergeServiceParts(tallyServices, { projections: [increments] }) });
   expect(
     (
       await platform.http('/v1/tally/counters', {

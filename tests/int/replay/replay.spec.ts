@@ -7,7 +7,7 @@ import { openKernel } from '../../../app/platform';
 import { OutboxRelay } from '../../../workers/outbox-relay';
 import type { TestDatabase } from '../../support/db';
 import { createTestDatabase, waitForVisibleLog } from '../../support/db';
-import { tallyModules } from '../../support/platform';
+import { tallyServices } from '../../support/platform';
 import { handleTally } from '../../support/tally/commands';
 import { pollUntil } from '../../support/poll';
 
@@ -23,7 +23,7 @@ beforeAll(async () => {
   kernel = await openKernel({
     config: loadConfig({ DATABASE_URL: t.url, PLATFORM_ENV: 'test', LOG_LEVEL: 'silent' }),
     logger: silentLogger(),
-    modules: tallyModules,
+    services: tallyServices,
   });
   await kernel.projections.prepare();
   await kernel.commands.run(meta, (uow) => handleTally(uow, { type: 'CreateCounter', counterId: 'c', name: 'c' }));

@@ -74,7 +74,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => inside.listen(0, '127.0.0.1', resolve));
   insidePort = (inside.address() as AddressInfo).port;
   platform = await startTestPlatform({
-    modules: ['notify', 'events'],
+    services: ['notify', 'events'],
     resolver: dns,
     env: { ...EVENTS_TEST_ENV, OUTBOUND_ALLOW_PRIVATE: 'false', NOTIFY_POLL_INTERVAL_MS: '20' },
   });
