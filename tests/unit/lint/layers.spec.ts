@@ -163,7 +163,7 @@ describe('the layer rules', () => {
     ],
     [
       'infra',
-      'infra/identity/x.ts',
+      'infra/security/x.ts',
       "import { accessOf } from '../../domain/identity/access';",
       /infra\/ imports no context and no API layer/,
     ],
@@ -216,7 +216,7 @@ describe('the layer rules', () => {
     [
       'commands',
       'commands/identity/x.ts',
-      "import { identityRuntime } from '../../infra/identity/runtime';\nimport { LIMITS } from '../../domain/identity/constants';",
+      "import { identityRuntime } from '../../projections/identity/shared/runtime';\nimport { LIMITS } from '../../domain/identity/constants';",
     ],
     ['commands', 'commands/identity/x.ts', "import { findTransaction } from '../money/lookups';"],
     ['commands', 'commands/identity/x.ts', "import { findUser } from '../../projections/identity/queries';"],
