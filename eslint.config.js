@@ -81,12 +81,14 @@ const COMMAND_CONTEXTS = readdirSync(new URL('./commands', import.meta.url), { w
   .map((entry) => entry.name);
 
 /**
- * From commands/<ctx>/…: any of projections/ but projections/<ctx>/queries — a context's commands
- * read its own read models through the queries its read side runs (one copy of each lookup), never
- * a projection's handlers nor another context's read side.
+ * From commands/<ctx>/…: any of projections/ but projections/<ctx>/queries and the files of
+ * projections/<ctx>/shared/ — a context's commands read its own read models through the queries its
+ * read side runs (one copy of each lookup) and use the runtime both of its sides share (identity's
+ * access cache and key ring, notify's settings and socket bus), never a projection's handlers nor
+ * another context's read side.
  */
 const projectionsBut = (ctx) => (depth) => [
-  `^(\\./)?(\\.\\./){${depth}}projections(/(?!${ctx}/queries(\\.[jt]s)?$)|$)`,
+  `^(\\./)?(\\.\\./){${depth}}projections(/(?!${ctx}/(queries|shared/[^/]+?)(\\.[jt]s)?$)|$)`,
 ];
 
 const others = (...allowed) => TOP.filter((folder) => !allowed.includes(folder));
@@ -119,7 +121,7 @@ export const layerRules = [
     layer(`commands/${ctx}`, {
       forbidden: others('domain', 'infra', 'commands', 'projections'),
       extra: projectionsBut(ctx),
-      why: `commands/ imports domain/, infra/ and its own context's read queries (projections/${ctx}/queries) only.`,
+      why: `commands/ imports domain/, infra/ and its own context's read queries and shared runtime (projections/${ctx}/queries, projections/${ctx}/shared/) only.`,
     }),
   ),
   ...layer('projections', {

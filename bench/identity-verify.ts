@@ -1,13 +1,13 @@
 /**
  * Cost per request of authenticating an access token and resolving the principal's permissions,
- * through the kernel authenticator the identity service installs (infra/identity/runtime.ts):
+ * through the kernel authenticator the identity service installs (projections/identity/shared/runtime.ts):
  * - warm: a token seen before (verified-token cache hit) of a user whose access is cached (5 s);
  * - cold token: a token never seen (ES256 signature checked) of a user whose access is cached;
  * - cold token and access: the signature and the access query (roles, permissions) every time.
  * Aim: < 50 µs. Usage: source .test-infra/env; npx tsx bench/identity-verify.ts [iterations=20000]
  */
 import { LIFETIMES } from '../domain/identity/constants';
-import { identityRuntime as identity } from '../infra/identity/runtime';
+import { identityRuntime as identity } from '../projections/identity/shared/runtime';
 import { registerMany, startBenchPlatform } from './identity-support';
 import { machine, progress } from './support';
 

@@ -1,4 +1,4 @@
-import { bumpPermissionCatalogEpoch, permissionCatalogEpoch } from './identity/runtime';
+import { CacheEpochs } from './cache/epochs';
 import type { Kernel } from './kernel';
 
 /**
@@ -30,6 +30,45 @@ export const registerStoredPermissions = async (kernel: Kernel): Promise<void> =
   kernel.permissions.unregister([...rows.map((p) => p.key), ...previous].filter((key) => !now.has(key)));
   for (const p of active) kernel.permissions.register(p.slug, { [p.key]: p.description });
   fromStore.set(kernel, now);
+};
+
+const epochsOf = new WeakMap<Kernel, CacheEpochs>();
+
+/**
+ * The epochs of access in the shared cache (namespace 'access'): identity's access cache ties each
+ * entry to its user's, its tenant's and the permission catalog's epoch
+ * (projections/identity/shared/runtime.ts); the catalog's is this port's, read by current() below.
+ */
+export const accessEpochs = (kernel: Kernel): CacheEpochs => {
+  let epochs = epochsOf.get(kernel);
+  if (!epochs) {
+    epochs = new CacheEpochs(kernel.engines.cache, 'access');
+    epochsOf.set(kernel, epochs);
+  }
+  return epochs;
+};
+
+/** every access depends on the catalog of registered permissions too: the built-in Owner role grants them all */
+export const PERMISSION_CATALOG_SCOPE = 'permission-catalog';
+
+const catalogBumped = new WeakMap<Kernel, Array<() => void>>();
+
+/** `drop` runs in this process whenever the catalog's epoch is bumped here (identity drops its cached access) */
+export const onPermissionCatalogBump = (kernel: Kernel, drop: () => void): void => {
+  catalogBumped.set(kernel, [...(catalogBumped.get(kernel) ?? []), drop]);
+};
+
+/** the epoch of the permission catalog (current() compares it before reading the stored permissions again) */
+export const permissionCatalogEpoch = (kernel: Kernel): Promise<string | null> =>
+  accessEpochs(kernel).current([PERMISSION_CATALOG_SCOPE]);
+
+/**
+ * Call after the commit of a change of the registered permissions (a module's migration registered
+ * or archived some): every process reads the catalog again, and every cached access is stale.
+ */
+export const bumpPermissionCatalogEpoch = async (kernel: Kernel): Promise<void> => {
+  for (const drop of catalogBumped.get(kernel) ?? []) drop();
+  await accessEpochs(kernel).bump([PERMISSION_CATALOG_SCOPE]);
 };
 
 const tracked = new WeakSet<Kernel>();

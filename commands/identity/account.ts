@@ -9,7 +9,7 @@ import { identityErrors } from '../../domain/identity/errors';
 import type { CamelPair, UserView } from '../../domain/identity/views';
 import { toUser } from '../../domain/identity/views';
 import { commonErrors } from '../../domain/shared/errors';
-import { bumpAccessEpoch } from '../../infra/identity/runtime';
+import { bumpAccessEpoch } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { hashPassword } from '../../infra/security/passwords';
 import {

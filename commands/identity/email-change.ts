@@ -2,7 +2,7 @@ import { LIFETIMES, PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { identityErrors } from '../../domain/identity/errors';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Kernel } from '../../infra/kernel';
-import { bumpAccessEpoch } from '../../infra/identity/runtime';
+import { bumpAccessEpoch } from '../../projections/identity/shared/runtime';
 import type { Queryable } from '../../infra/postgres/db';
 import { Account, accountStream, anonymousMeta } from './aggregates';
 import { findAccount } from './lookups';

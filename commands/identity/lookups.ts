@@ -124,7 +124,7 @@ export const registeredPermissions = (kernel: Kernel): string[] => kernel.permis
 /**
  * The access of a user in a tenant, read in `q` (the read side's memberAccess: domain/identity/access.ts
  * maps the rows): the loader the identity runtime caches for every authenticated request
- * (infra/identity/runtime.ts).
+ * (projections/identity/shared/runtime.ts).
  */
 export const loadAccess = async (
   kernel: Kernel,

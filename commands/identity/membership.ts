@@ -6,7 +6,7 @@ import type { InviteAnswer, RoleRecord, SnakePair, UserView } from '../../domain
 import { toUser } from '../../domain/identity/views';
 import { commonErrors } from '../../domain/shared/errors';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
-import { bumpAccessEpoch } from '../../infra/identity/runtime';
+import { bumpAccessEpoch } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction } from '../../infra/postgres/db';

@@ -1,6 +1,6 @@
 import { identityErrors } from '../../domain/identity/errors';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
-import { identityRuntime } from '../../infra/identity/runtime';
+import { identityRuntime } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { verifyPassword } from '../../infra/security/passwords';

@@ -2,7 +2,7 @@ import * as client from 'openid-client';
 import { LIFETIMES } from '../../domain/identity/constants';
 import { commonErrors, isDomainError } from '../../domain/shared/errors';
 import type { OidcProviderConfig } from '../../infra/config';
-import { identityRuntime } from '../../infra/identity/runtime';
+import { identityRuntime } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { Guard } from '../../infra/resilience/guard';
 import { hashToken, isOpaqueToken, newOpaqueToken } from '../../infra/security/one-time-tokens';

@@ -1,5 +1,5 @@
 import { identityErrors } from '../../domain/identity/errors';
-import { identityRuntime } from '../../infra/identity/runtime';
+import { identityRuntime } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { checkPasswordPolicy } from '../../infra/security/passwords';

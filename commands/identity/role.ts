@@ -7,7 +7,7 @@ import { toRole } from '../../domain/identity/views';
 import { commonErrors } from '../../domain/shared/errors';
 import { isModuleWildcard, isWildcard, moduleOf } from '../../domain/shared/permissions';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
-import { bumpAccessEpoch } from '../../infra/identity/runtime';
+import { bumpAccessEpoch } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { Membership, memberStream, Role, roleStream, Tenant, tenantStream } from './aggregates';
 import { countRoles, registeredPermissions, roleNameTaken } from './lookups';

@@ -3,7 +3,7 @@ import { identityErrors } from '../../domain/identity/errors';
 import { recoveryLockRemaining } from '../../domain/identity/mfa';
 import type { CamelPair, SnakePair, TenantChoice, TenantSelection } from '../../domain/identity/views';
 import { commonErrors } from '../../domain/shared/errors';
-import { bumpAccessEpoch, identityRuntime } from '../../infra/identity/runtime';
+import { bumpAccessEpoch, identityRuntime } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { dummyVerify, hashPassword, verifyPassword } from '../../infra/security/passwords';
 import { normalizeRecoveryCode } from '../../infra/security/recovery-codes';

@@ -1,9 +1,8 @@
 import type { StoredPermissionRow } from '../../domain/data/access';
 import { desiredPermissions, permissionChanges } from '../../domain/data/access';
 import type { Manifest } from '../../domain/modules/manifest';
-import { bumpPermissionCatalogEpoch } from '../../infra/identity/runtime';
 import type { Kernel } from '../../infra/kernel';
-import { registerStoredPermissions } from '../../infra/permissions';
+import { bumpPermissionCatalogEpoch, registerStoredPermissions } from '../../infra/permissions';
 import { dataContext, loadModels } from '../data/context';
 import { ModuleAggregate, moduleStream } from './aggregates';
 import { registryMeta } from './register';

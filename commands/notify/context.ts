@@ -7,12 +7,12 @@ import type { Clock, IdGenerator } from '../../infra/runtime/clock';
 import type { ChannelAdapter } from './channels/adapter';
 import { emailAdapter } from './channels/email';
 import { pushAdapter } from './channels/push';
-import type { VapidKeys } from '../../infra/notify/vapid';
-import { deriveVapidKeys, vapidSubjectOf } from '../../infra/notify/vapid';
+import type { VapidKeys } from '../../projections/notify/shared/vapid';
+import { deriveVapidKeys, vapidSubjectOf } from '../../projections/notify/shared/vapid';
 import { websocketAdapter } from './channels/websocket';
 import type { RecipientDirectory } from './lookups';
-import type { NotifySettings } from '../../infra/notify/settings';
-import { loadNotifySettings } from '../../infra/notify/settings';
+import type { NotifySettings } from '../../projections/notify/shared/settings';
+import { loadNotifySettings } from '../../projections/notify/shared/settings';
 
 /** what the notify handlers and workers need beyond the unit of work */
 export interface NotifyContext {

@@ -1,5 +1,5 @@
 import { tokenSettings } from '../../domain/identity/access';
-import { startIdentityRuntime } from '../../infra/identity/runtime';
+import { startIdentityRuntime } from '../../projections/identity/shared/runtime';
 import type { Kernel } from '../../infra/kernel';
 import { defineRoutes } from '../../infra/services';
 import { membershipReads } from './membership';

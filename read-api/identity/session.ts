@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Permissions, TenantChoice, toUser, UserView } from '../../domain/identity/views';
 import { commonErrors } from '../../domain/shared/errors';
 import { callerOf } from '../../infra/http/auth';
-import { identityRuntime } from '../../infra/identity/runtime';
+import { identityRuntime } from '../../projections/identity/shared/runtime';
 import { findUser, tenantsOfUser } from '../../projections/identity/queries';
 import type { IdentityReads } from './http';
 import { typed } from './http';

@@ -8,8 +8,8 @@ import { Instant } from '../../infra/http/instant';
 import type { Cursor } from '../../infra/http/pagination';
 import { decodeCursor, encodeCursor, pageEnvelope, pageQuery, toPage } from '../../infra/http/pagination';
 import { defineRoutes } from '../../infra/services';
-import { loadNotifySettings } from '../../infra/notify/settings';
-import { deriveVapidKeys } from '../../infra/notify/vapid';
+import { loadNotifySettings } from '../../projections/notify/shared/settings';
+import { deriveVapidKeys } from '../../projections/notify/shared/vapid';
 import {
   builtInChannels,
   findNotification,

@@ -1,8 +1,8 @@
 import type { WebSocket } from 'ws';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
-import type { SocketEnvelope, SocketPayload } from '../../infra/notify/socket-bus';
-import { socketBus } from '../../infra/notify/socket-bus';
+import type { SocketEnvelope, SocketPayload } from '../../projections/notify/shared/socket-bus';
+import { socketBus } from '../../projections/notify/shared/socket-bus';
 import { REPLAY_LIMIT, REPLAY_WINDOW_MS } from '../../domain/notify/socket';
 
 /**

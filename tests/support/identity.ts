@@ -4,7 +4,7 @@ import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
 import { silentLogger } from '../../infra/observability/logger';
 import { startPlatform } from '../../app/platform';
-import { identityRuntime as identity } from '../../infra/identity/runtime';
+import { identityRuntime as identity } from '../../projections/identity/shared/runtime';
 import type { TestClock } from './clock';
 import { offsetClock } from './clock';
 import type { TestDatabase } from './db';

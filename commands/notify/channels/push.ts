@@ -3,7 +3,7 @@ import webpush from 'web-push';
 import { z } from 'zod';
 import type { Kernel } from '../../../infra/kernel';
 import type { Priority } from '../../../domain/notify/priority';
-import type { VapidKeys } from '../../../infra/notify/vapid';
+import type { VapidKeys } from '../../../projections/notify/shared/vapid';
 import type { ChannelAdapter, DeliveryJob, DeliveryMessage } from './adapter';
 import { failure } from './adapter';
 import { outboundFailureText } from '../../../infra/security/outbound';

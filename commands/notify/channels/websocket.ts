@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Kernel } from '../../../infra/kernel';
-import type { SocketPayload } from '../../../infra/notify/socket-bus';
-import { socketBus } from '../../../infra/notify/socket-bus';
+import type { SocketPayload } from '../../../projections/notify/shared/socket-bus';
+import { socketBus } from '../../../projections/notify/shared/socket-bus';
 import type { ChannelAdapter, DeliveryJob, DeliveryOutcome } from './adapter';
 import { failure } from './adapter';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { identityRuntime as identity } from '../../../infra/identity/runtime';
+import { identityRuntime as identity } from '../../../projections/identity/shared/runtime';
 import { loadConfig } from '../../../infra/config';
 import type { Role, RunningPlatform } from '../../../app/platform';
 import { startPlatform } from '../../../app/platform';

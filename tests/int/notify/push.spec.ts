@@ -1,7 +1,7 @@
 import webpush from 'web-push';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureNotify } from '../../../commands/notify/context';
-import { deriveVapidKeys } from '../../../infra/notify/vapid';
+import { deriveVapidKeys } from '../../../projections/notify/shared/vapid';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { PushService } from '../../support/push-service';

@@ -51,7 +51,7 @@ describe('the layer rules', () => {
       'commands',
       'commands/identity/x.ts',
       "import { identityProjections } from '../../projections/identity';",
-      /commands\/ imports domain\/, infra\/ and its own context's read queries \(projections\/identity\/queries\)/,
+      /commands\/ imports domain\/, infra\/ and its own context's read queries and shared runtime \(projections\/identity\/queries, projections\/identity\/shared\/\)/,
     ],
     [
       'commands',
@@ -63,7 +63,31 @@ describe('the layer rules', () => {
       'commands',
       'commands/identity/x.ts',
       "import { findWallet } from '../../projections/money/queries';",
-      /its own context's read queries \(projections\/identity\/queries\)/,
+      /its own context's read queries and shared runtime \(projections\/identity\/queries/,
+    ],
+    [
+      'commands',
+      'commands/identity/x.ts',
+      "import { socketBus } from '../../projections/notify/shared/socket-bus';",
+      /its own context's read queries and shared runtime/,
+    ],
+    [
+      'commands',
+      'commands/notify/channels/x.ts',
+      "export const load = () => import('../../../projections/identity/shared/runtime');",
+      /its own context's read queries and shared runtime \(projections\/notify\/queries/,
+    ],
+    [
+      'commands',
+      'commands/notify/x.ts',
+      "import { notifyProjections } from '../../projections/notify/shared/../index';",
+      /its own context's read queries and shared runtime/,
+    ],
+    [
+      'commands',
+      'commands/notify/x.ts',
+      "import { socketBus } from '../../projections/notify/shared/deeper/socket-bus';",
+      /its own context's read queries and shared runtime/,
     ],
     [
       'commands',
@@ -139,7 +163,7 @@ describe('the layer rules', () => {
     ],
     [
       'infra',
-      'infra/identity/x.ts',
+      'infra/security/x.ts',
       "import { accessOf } from '../../domain/identity/access';",
       /infra\/ imports no context and no API layer/,
     ],
@@ -192,10 +216,15 @@ describe('the layer rules', () => {
     [
       'commands',
       'commands/identity/x.ts',
-      "import { identityRuntime } from '../../infra/identity/runtime';\nimport { LIMITS } from '../../domain/identity/constants';",
+      "import { identityRuntime } from '../../projections/identity/shared/runtime';\nimport { LIMITS } from '../../domain/identity/constants';",
     ],
     ['commands', 'commands/identity/x.ts', "import { findTransaction } from '../money/lookups';"],
     ['commands', 'commands/identity/x.ts', "import { findUser } from '../../projections/identity/queries';"],
+    [
+      'commands',
+      'commands/notify/channels/x.ts',
+      "import { socketBus } from '../../../projections/notify/shared/socket-bus';\nimport { loadNotifySettings } from '../../../projections/notify/shared/settings';",
+    ],
     [
       'commands',
       'commands/identity/repositories/x.ts',

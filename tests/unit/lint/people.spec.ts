@@ -42,7 +42,7 @@ describe('the directory of people', () => {
       { path: 'projections/billing/queries.ts', text: '`SELECT 1 FROM rm.iam_tenants`' },
       { path: 'infra/postgres/migrations/0450_billing_x.sql', text: 'SELECT * FROM rm.iam_accounts;' },
       { path: 'commands/identity/people.ts', text: "q.query('SELECT 1 FROM rm.iam_members')" },
-      { path: 'infra/identity/runtime.ts', text: "q.query('SELECT 1 FROM rm.iam_roles')" },
+      { path: 'projections/identity/shared/runtime.ts', text: "q.query('SELECT 1 FROM rm.iam_roles')" },
       { path: 'infra/postgres/migrations/0120_identity_x.sql', text: 'SELECT * FROM rm.iam_accounts;' },
       { path: 'tests/support/money.ts', text: 'INSERT INTO rm.iam_members' },
       { path: 'commands/notify/lookups.ts', text: 'kernel.people.addresses(q, tenantId, userIds)' },

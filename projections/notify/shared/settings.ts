@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '../config';
+import { ConfigError } from '../../../infra/config';
 
 const int = (def: number, min: number, max: number) =>
   z.coerce

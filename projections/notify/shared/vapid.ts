@@ -1,5 +1,5 @@
 import { createECDH, createHash } from 'node:crypto';
-import type { PlatformSecrets } from '../secrets';
+import type { PlatformSecrets } from '../../../infra/secrets';
 
 export interface VapidKeys {
   /** the uncompressed P-256 point, base64url: what browsers pass to pushManager.subscribe as applicationServerKey */

@@ -1,15 +1,15 @@
-import { commonErrors } from '../../domain/shared/errors';
-import { CacheEpochs } from '../cache/epochs';
-import type { Authenticator, Principal } from '../http/auth';
-import type { PublishedEvent } from '../invalidations';
-import type { Kernel } from '../kernel';
-import type { Queryable } from '../postgres/db';
-import { inTransaction } from '../postgres/db';
-import type { KeyRing, PersistedSigningKey } from '../security/jwt';
-import { exportKeyRing, importKeyRing, KeyRing as Ring } from '../security/jwt';
-import { RecoveryCodeHasher } from '../security/recovery-codes';
-import { SecretBox } from '../security/secret-box';
-import { WorkLimiter } from '../security/work-limiter';
+import { commonErrors } from '../../../domain/shared/errors';
+import type { Authenticator, Principal } from '../../../infra/http/auth';
+import type { PublishedEvent } from '../../../infra/invalidations';
+import type { Kernel } from '../../../infra/kernel';
+import { accessEpochs, onPermissionCatalogBump, PERMISSION_CATALOG_SCOPE } from '../../../infra/permissions';
+import type { Queryable } from '../../../infra/postgres/db';
+import { inTransaction } from '../../../infra/postgres/db';
+import type { KeyRing, PersistedSigningKey } from '../../../infra/security/jwt';
+import { exportKeyRing, importKeyRing, KeyRing as Ring } from '../../../infra/security/jwt';
+import { RecoveryCodeHasher } from '../../../infra/security/recovery-codes';
+import { SecretBox } from '../../../infra/security/secret-box';
+import { WorkLimiter } from '../../../infra/security/work-limiter';
 
 /**
  * What an identity service keeps per process, whatever the context that issues the tokens: the
@@ -216,6 +216,8 @@ const build = async (kernel: Kernel, options: IdentityRuntimeOptions): Promise<S
   timer.unref();
   kernel.onClose('identity', async () => clearInterval(timer));
   started.set(kernel, rt);
+  // a change of the registered permissions makes every cached access stale (the Owner role grants them all)
+  onPermissionCatalogBump(kernel, () => rt.invalidate());
   return {
     runtime: rt,
     install(load) {
@@ -237,38 +239,12 @@ const accessScopeOf = (event: PublishedEvent, scope: AccessEventScope): AccessSc
   return { userId, tenantId };
 };
 
-const epochsOf = new WeakMap<Kernel, CacheEpochs>();
-const accessEpochs = (kernel: Kernel): CacheEpochs => {
-  let epochs = epochsOf.get(kernel);
-  if (!epochs) {
-    epochs = new CacheEpochs(kernel.engines.cache, 'access');
-    epochsOf.set(kernel, epochs);
-  }
-  return epochs;
-};
-
-/** every access depends on the catalog of registered permissions too: the built-in Owner role grants them all */
-const CATALOG_SCOPE = 'permission-catalog';
-
-/** a user's epoch covers them in every tenant; a tenant's covers every member; the catalog's covers everyone */
+/** a user's epoch covers them in every tenant; a tenant's covers every member; the catalog's (infra/permissions.ts) covers everyone */
 const epochScopes = (scope: AccessScope): string[] => [
   ...(scope.userId ? [`u:${scope.userId}`] : []),
   ...(scope.tenantId ? [`t:${scope.tenantId}`] : []),
-  CATALOG_SCOPE,
+  PERMISSION_CATALOG_SCOPE,
 ];
-
-/** the epoch of the permission catalog (infra/permissions.ts compares it before reading the stored permissions again) */
-export const permissionCatalogEpoch = (kernel: Kernel): Promise<string | null> =>
-  accessEpochs(kernel).current([CATALOG_SCOPE]);
-
-/**
- * Call after the commit of a change of the registered permissions (a module's migration registered
- * or archived some): every process reads the catalog again, and every cached access is stale.
- */
-export const bumpPermissionCatalogEpoch = async (kernel: Kernel): Promise<void> => {
-  started.get(kernel)?.invalidate();
-  await accessEpochs(kernel).bump([CATALOG_SCOPE]);
-};
 
 /**
  * Call after the commit of a command that changes access, before it answers (in a command:

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import type { Kernel } from '../kernel';
+import type { Kernel } from '../../../infra/kernel';
 
 /** what a real-time client receives for one notification (every message carries notification_id) */
 export interface SocketPayload {
