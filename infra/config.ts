@@ -286,6 +286,23 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A context's own variables (the names `mine` picks; an empty value counts as unset) parsed by its
+ * schema; each problem is a ConfigError line naming its variable, as loadConfig's are.
+ */
+export const loadSettingsSection = <S extends z.ZodType>(
+  schema: S,
+  mine: (name: string) => boolean,
+  label: string,
+  env: NodeJS.ProcessEnv,
+): z.output<S> => {
+  const relevant = Object.fromEntries(Object.entries(env).filter(([k, v]) => mine(k) && v !== ''));
+  const parsed = schema.safeParse(relevant);
+  if (!parsed.success)
+    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? label)}: ${i.message}`));
+  return parsed.data;
+};
+
 /** variables whose values may carry credentials: a problem with them never repeats the value */
 const SECRET_BEARING = new Set([
   'DATABASE_URL',

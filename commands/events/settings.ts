@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '../../infra/config';
+import { loadSettingsSection } from '../../infra/config';
 
 const int = (def: number, min: number, max: number) =>
   z.coerce
@@ -52,13 +52,12 @@ export interface EventsSettings {
 }
 
 export const loadEventsSettings = (env: NodeJS.ProcessEnv = process.env): EventsSettings => {
-  const relevant = Object.fromEntries(
-    Object.entries(env).filter(([k, v]) => (k.startsWith('EVENTS_') || k === 'DLQ_REPLAY_RATE_LIMIT') && v !== ''),
+  const s = loadSettingsSection(
+    EventsSettingsSchema,
+    (k) => k.startsWith('EVENTS_') || k === 'DLQ_REPLAY_RATE_LIMIT',
+    'EVENTS',
+    env,
   );
-  const parsed = EventsSettingsSchema.safeParse(relevant);
-  if (!parsed.success)
-    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? 'EVENTS')}: ${i.message}`));
-  const s = parsed.data;
   return {
     replayRatePerSecond: s.DLQ_REPLAY_RATE_LIMIT,
     retryBackoffMs: s.EVENTS_RETRY_BACKOFF_MS,

@@ -10,6 +10,7 @@ import { exportKeyRing, importKeyRing, KeyRing as Ring } from '../../../infra/se
 import { RecoveryCodeHasher } from '../../../infra/security/recovery-codes';
 import { SecretBox } from '../../../infra/security/secret-box';
 import { WorkLimiter } from '../../../infra/security/work-limiter';
+import type { MemberAccess } from '../../../domain/identity/access';
 
 /**
  * What an identity service keeps per process, whatever the context that issues the tokens: the
@@ -26,16 +27,8 @@ import { WorkLimiter } from '../../../infra/security/work-limiter';
  * events change an access, and how an access is loaded (a process that only publishes the keys —
  * the read API — has no loader and installs no authenticator).
  */
-export interface Access {
-  userId: string;
-  tenantId: string;
-  email: string;
-  emailVerified: boolean;
-  roles: string[];
-  permissions: Set<string>;
-  /** tokens issued under a lower session generation belong to sessions that were ended since (their `sgen` claim) */
-  sessionGeneration: number;
-}
+/** a member's access as the access cache keeps it (domain/identity/access.ts) */
+export type Access = MemberAccess;
 
 /** the access of a user in a tenant, read in `q` (a transaction when a command asks); null: no access */
 export type AccessLoader = (q: Queryable, userId: string, tenantId: string) => Promise<Access | null>;

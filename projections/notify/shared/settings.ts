@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '../../../infra/config';
+import { loadSettingsSection } from '../../../infra/config';
 
 const int = (def: number, min: number, max: number) =>
   z.coerce
@@ -62,11 +62,7 @@ export interface NotifySettings {
 }
 
 export const loadNotifySettings = (env: NodeJS.ProcessEnv = process.env): NotifySettings => {
-  const relevant = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith('NOTIFY_') && v !== ''));
-  const parsed = NotifySettingsSchema.safeParse(relevant);
-  if (!parsed.success)
-    throw new ConfigError(parsed.error.issues.map((i) => `${String(i.path[0] ?? 'NOTIFY')}: ${i.message}`));
-  const s = parsed.data;
+  const s = loadSettingsSection(NotifySettingsSchema, (k) => k.startsWith('NOTIFY_'), 'NOTIFY', env);
   return {
     ratePerTenant: s.NOTIFY_RATE_LIMIT_PER_TENANT,
     ratePerModule: s.NOTIFY_RATE_LIMIT_PER_MODULE,
