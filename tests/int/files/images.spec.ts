@@ -130,9 +130,11 @@ describe('a 640x480 picture', () => {
       height: 280,
       format: 'webp',
     });
+    // S3Proxy's filesystem store lists an object being written under a temporary name (<key>-<uuid>)
+    // until it is renamed into place: wait for the final names, not for any three names
     const keys = await eventually(async () => {
       const now = (await bucket.keys()).filter((k) => k.includes(id));
-      return now.every((k) => k.includes('/v2')) && now.length === 3 ? now : undefined;
+      return now.every((k) => /\/v2(-card_300|-icon_32)?$/.test(k)) && now.length === 3 ? now : undefined;
     });
     expect(keys.sort()).toEqual([
       expect.stringMatching(/\/v2$/),
