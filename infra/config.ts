@@ -286,6 +286,15 @@ export class ConfigError extends Error {
   }
 }
 
+/** a context setting's whole number in [min, max], def when unset; one message names the range */
+export const wholeNumber = (def: number, min: number, max: number) =>
+  z.coerce
+    .number({ error: `expected a whole number from ${min} to ${max}` })
+    .int(`expected a whole number from ${min} to ${max}`)
+    .min(min, `expected a whole number from ${min} to ${max}`)
+    .max(max, `expected a whole number from ${min} to ${max}`)
+    .default(def);
+
 /**
  * A context's own variables (the names `mine` picks; an empty value counts as unset) parsed by its
  * schema; each problem is a ConfigError line naming its variable, as loadConfig's are.

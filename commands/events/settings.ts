@@ -1,38 +1,30 @@
 import { z } from 'zod';
-import { loadSettingsSection } from '../../infra/config';
-
-const int = (def: number, min: number, max: number) =>
-  z.coerce
-    .number({ error: `expected a whole number from ${min} to ${max}` })
-    .int(`expected a whole number from ${min} to ${max}`)
-    .min(min, `expected a whole number from ${min} to ${max}`)
-    .max(max, `expected a whole number from ${min} to ${max}`)
-    .default(def);
+import { loadSettingsSection, wholeNumber } from '../../infra/config';
 
 /** the event bus variables (spec 002, Limits, and what it leaves open); read from the environment once per process */
 export const EventsSettingsSchema = z.object({
   /** dead letters redelivered per second per tenant by retry and replay-all (spec 002: 50) */
-  DLQ_REPLAY_RATE_LIMIT: int(50, 1, 100_000),
+  DLQ_REPLAY_RATE_LIMIT: wholeNumber(50, 1, 100_000),
   /** the wait after a failed delivery attempt: this, then twice this (3 attempts before the DLQ) */
-  EVENTS_RETRY_BACKOFF_MS: int(1000, 1, 3600_000),
+  EVENTS_RETRY_BACKOFF_MS: wholeNumber(1000, 1, 3600_000),
   /** deadline of one webhook delivery */
-  EVENTS_WEBHOOK_TIMEOUT_MS: int(10_000, 100, 300_000),
+  EVENTS_WEBHOOK_TIMEOUT_MS: wholeNumber(10_000, 100, 300_000),
   /** delivery loops per worker process, and events handed to a handler per partition and turn */
-  EVENTS_DELIVERY_CONCURRENCY: int(4, 1, 64),
-  EVENTS_DELIVERY_BATCH: int(100, 1, 10_000),
+  EVENTS_DELIVERY_CONCURRENCY: wholeNumber(4, 1, 64),
+  EVENTS_DELIVERY_BATCH: wholeNumber(100, 1, 10_000),
   /** how long idle bus workers sleep when no notification wakes them */
-  EVENTS_POLL_INTERVAL_MS: int(200, 5, 60_000),
+  EVENTS_POLL_INTERVAL_MS: wholeNumber(200, 5, 60_000),
   /** the request body of POST /events/publish/batch (413 above; each event's payload is at most 1 MiB whatever this is) */
-  EVENTS_BATCH_MAX_BYTES: int(16 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
+  EVENTS_BATCH_MAX_BYTES: wholeNumber(16 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
   /** events per minute of one tenant on one topic that make a bulk-import spike (lag warnings held back 30 min) */
-  EVENTS_BULK_IMPORT_THRESHOLD: int(10_000, 1, 1_000_000_000),
-  EVENTS_LAG_CHECK_INTERVAL_MS: int(30_000, 10, 3600_000),
+  EVENTS_BULK_IMPORT_THRESHOLD: wholeNumber(10_000, 1, 1_000_000_000),
+  EVENTS_LAG_CHECK_INTERVAL_MS: wholeNumber(30_000, 10, 3600_000),
   /** how long a publish waits for the log to answer before 503 events.broker.unavailable */
-  EVENTS_BROKER_TIMEOUT_MS: int(2000, 50, 60_000),
+  EVENTS_BROKER_TIMEOUT_MS: wholeNumber(2000, 50, 60_000),
   /** task queue: poll interval, a claim's lease (the task's deadline), the first retry wait */
-  EVENTS_TASK_POLL_INTERVAL_MS: int(500, 5, 60_000),
-  EVENTS_TASK_TIMEOUT_SEC: int(60, 1, 86_400),
-  EVENTS_TASK_BACKOFF_MS: int(1000, 1, 3600_000),
+  EVENTS_TASK_POLL_INTERVAL_MS: wholeNumber(500, 5, 60_000),
+  EVENTS_TASK_TIMEOUT_SEC: wholeNumber(60, 1, 86_400),
+  EVENTS_TASK_BACKOFF_MS: wholeNumber(1000, 1, 3600_000),
 });
 
 export interface EventsSettings {

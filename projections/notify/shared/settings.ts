@@ -1,13 +1,6 @@
 import { z } from 'zod';
-import { loadSettingsSection } from '../../../infra/config';
+import { loadSettingsSection, wholeNumber } from '../../../infra/config';
 
-const int = (def: number, min: number, max: number) =>
-  z.coerce
-    .number({ error: `expected a whole number from ${min} to ${max}` })
-    .int(`expected a whole number from ${min} to ${max}`)
-    .min(min, `expected a whole number from ${min} to ${max}`)
-    .max(max, `expected a whole number from ${min} to ${max}`)
-    .default(def);
 const base64url = (bytes: number) =>
   z
     .string()
@@ -17,17 +10,17 @@ const base64url = (bytes: number) =>
 /** the notification variables (spec 002, Limits, and what it leaves open); read from the environment once per process */
 export const NotifySettingsSchema = z
   .object({
-    NOTIFY_RATE_LIMIT_PER_TENANT: int(100, 1, 1_000_000_000),
-    NOTIFY_RATE_LIMIT_PER_MODULE: int(50, 1, 1_000_000_000),
-    NOTIFY_QUEUE_MAX_PER_TENANT: int(10_000, 1, 1_000_000_000),
-    NOTIFY_HISTORY_RETENTION_DAYS: int(90, 1, 3650),
-    NOTIFY_FAILED_RETENTION_DAYS: int(180, 1, 3650),
-    NOTIFY_ATTEMPT_TIMEOUT_SEC: int(10, 1, 300),
+    NOTIFY_RATE_LIMIT_PER_TENANT: wholeNumber(100, 1, 1_000_000_000),
+    NOTIFY_RATE_LIMIT_PER_MODULE: wholeNumber(50, 1, 1_000_000_000),
+    NOTIFY_QUEUE_MAX_PER_TENANT: wholeNumber(10_000, 1, 1_000_000_000),
+    NOTIFY_HISTORY_RETENTION_DAYS: wholeNumber(90, 1, 3650),
+    NOTIFY_FAILED_RETENTION_DAYS: wholeNumber(180, 1, 3650),
+    NOTIFY_ATTEMPT_TIMEOUT_SEC: wholeNumber(10, 1, 300),
     /** how long a worker sleeps when nothing is due (new work wakes it at once) */
-    NOTIFY_POLL_INTERVAL_MS: int(1000, 10, 60_000),
+    NOTIFY_POLL_INTERVAL_MS: wholeNumber(1000, 10, 60_000),
     /** notifications one worker loop claims at once, and loops per worker process */
-    NOTIFY_WORKER_BATCH: int(50, 1, 1000),
-    NOTIFY_WORKER_CONCURRENCY: int(2, 1, 32),
+    NOTIFY_WORKER_BATCH: wholeNumber(50, 1, 1000),
+    NOTIFY_WORKER_CONCURRENCY: wholeNumber(2, 1, 32),
     NOTIFY_VAPID_PUBLIC_KEY: base64url(65).optional(),
     NOTIFY_VAPID_PRIVATE_KEY: base64url(32).optional(),
     NOTIFY_VAPID_SUBJECT: z
