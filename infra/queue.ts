@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Db, Queryable } from './postgres/db';
+import { sessionClient } from './postgres/db';
 import { literal } from './postgres/inline';
 
 /**
@@ -238,11 +239,7 @@ export class QueueSession {
     onWork: () => void,
     onLost: (error: unknown) => void = () => undefined,
   ): Promise<QueueSession> {
-    const client = new pg.Client({
-      ...pool.options,
-      application_name: `${pool.options.application_name ?? 'platform'}/${name}`.slice(0, 63),
-      keepAlive: true,
-    });
+    const client = sessionClient(pool, name);
     // a positive 63-bit key: split into the two 32-bit halves pg_locks shows (classid, objid)
     const key = randomBytes(8).readBigUInt64BE() >> 1n;
     const session = new QueueSession(client, key === 0n ? 1n : key);

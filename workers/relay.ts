@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { LogPort, OutgoingRecord, TopicSpec } from '../infra/log/port';
 import type { Db } from '../infra/postgres/db';
+import { sessionClient } from '../infra/postgres/db';
 import type { Logger } from '../infra/observability/logger';
 import { withSpan } from '../infra/observability/tracing';
 import type { Loop } from './loop';
@@ -122,13 +123,7 @@ export class Relay<Item> {
   /** takes the source's lock, or tells that another relay holds it */
   async lead(): Promise<boolean> {
     if (this.leader) return true;
-    const options = this.db.options;
-    const client = new pg.Client({
-      ...options,
-      // recognisable in pg_stat_activity beside the pool's connections
-      application_name: `${options.application_name ?? 'platform'}/relay-leader`.slice(0, 63),
-      keepAlive: options.keepAlive ?? true,
-    });
+    const client = sessionClient(this.db, 'relay-leader');
     // a lost session has lost its lock: lead again (another relay may have taken it meanwhile)
     client.on('error', () => {
       if (this.leader === client) this.leader = null;

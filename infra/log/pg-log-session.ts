@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { LogRecord } from './port';
+import { sessionClient } from '../postgres/db';
 import { recordColumns, toLogRecord, type RecordRow } from './pg-log-rows';
 
 export const NOTIFY_CHANNEL = 'platform_log';
@@ -41,13 +42,7 @@ export class GroupSession {
     topics: string[],
     onSignal: (topic?: string) => void,
   ): Promise<GroupSession> {
-    // Not a pool client: the subscription holds it for its whole life, which would starve the pool.
-    const client = new pg.Client({
-      ...pool.options,
-      // Recognisable in pg_stat_activity, next to the application's own connections.
-      application_name: `${pool.options.application_name ?? 'platform'}/log-member`.slice(0, 63),
-      keepAlive: pool.options.keepAlive ?? true,
-    });
+    const client = sessionClient(pool, 'log-member');
     const session = new GroupSession(client, groupId, randomBytes(8).readBigInt64BE().toString());
     client.on('error', (error) => {
       session.failure = error;

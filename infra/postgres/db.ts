@@ -28,6 +28,19 @@ export const createPool = (
   return pool;
 };
 
+/**
+ * A connection of its own beside the pool, on the pool's settings, for a holder that keeps it for
+ * its whole life (a leader lock, a worker session, a log group member): taken from the pool it
+ * would starve every request and worker of the process. `role` names it in pg_stat_activity
+ * (<application>/<role>). The caller connects it and listens to its errors.
+ */
+export const sessionClient = (pool: Db, role: string): pg.Client =>
+  new pg.Client({
+    ...pool.options,
+    application_name: `${pool.options.application_name ?? 'platform'}/${role}`.slice(0, 63),
+    keepAlive: pool.options.keepAlive ?? true,
+  });
+
 export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
 
 /**
