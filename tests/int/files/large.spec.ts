@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
+import { SPLIT } from '../../support/topology';
 import type { FilesClient } from '../../support/files';
 import {
   clamdEnv,
@@ -17,8 +18,11 @@ import {
  * A 40 MB document end to end with the default limits: streamed in (chunked, through the gateway
  * in the split run), scanned by clamd, released and downloaded byte-identical — the content is
  * generated and hashed as it flows on the client side too, so what the server processes hold is
- * all the memory growth measured (their resident memory, sampled every 20 ms).
+ * all the memory growth measured (their resident memory, sampled every 20 ms). In the split run each
+ * role collects its garbage every 100 ms (tests/support/collect-garbage.mjs): without it a role that
+ * streams grows, until V8's external-memory trigger (about 64 MB), by as much as one that buffers.
  */
+const COLLECT_GARBAGE = `--import=${new URL('../../support/collect-garbage.mjs', import.meta.url).pathname}`;
 const MB = 1_048_576;
 let p: TestPlatform;
 const bucket = testBucket();
@@ -27,7 +31,12 @@ let c: FilesClient;
 beforeAll(async () => {
   p = await startTestPlatform({
     services: ['files'],
-    env: { ...bucket.env, ...clamdEnv(), FILES_WORKER_POLL_MS: '50' },
+    env: {
+      ...bucket.env,
+      ...clamdEnv(),
+      FILES_WORKER_POLL_MS: '50',
+      ...(SPLIT ? { NODE_OPTIONS: COLLECT_GARBAGE } : {}),
+    },
   });
   c = filesClient(p.url, uniqueTenant('large'));
   // The same path walked first with 8 MB: modules, pools and the heap's working size are in place,
