@@ -28,23 +28,29 @@ const TENANT = 'bench-crm';
 const p = await startServerProcess('data');
 const db = p.database.db;
 let pb: PocketBasePeer | null = null;
+/** the table's peer column when PocketBase did not run: why, and its published reference */
+let noPeer: string | null = null;
 try {
-  if (smoke && process.env.BENCH_PEERS !== '1')
+  if (smoke && process.env.BENCH_PEERS !== '1') {
+    noPeer = 'PocketBase: skipped in a smoke run';
     console.log('peer: PocketBase skipped in a smoke run (BENCH_PEERS=1 runs it)');
-  else {
+  } else {
     progress('data-crud', `peer: PocketBase ${POCKETBASE_VERSION} (built into .cache/ once)`);
     const binary = pocketbaseBinary();
     if ('path' in binary)
       pb = await startPocketBase(binary.path).catch((e: unknown) => {
+        noPeer = `PocketBase: could not be run here — ${POCKETBASE_REFERENCE}`;
         console.log(
           `peer: PocketBase ${POCKETBASE_VERSION} could not be run here (${String(e)}); ${POCKETBASE_REFERENCE}`,
         );
         return null;
       });
-    else
+    else {
+      noPeer = `PocketBase: could not be built here — ${POCKETBASE_REFERENCE}`;
       console.log(
         `peer: PocketBase ${POCKETBASE_VERSION} could not be built here (${binary.reason}); ${POCKETBASE_REFERENCE}`,
       );
+    }
   }
   const peerName = `PocketBase ${POCKETBASE_VERSION}, same fields and connections`;
   const owner = `Bearer ${testToken(PLATFORM_TENANT_ID, 'bench-owner', ['platform.*'])}`;
@@ -99,7 +105,7 @@ try {
     figure: c['2xx'] / seconds,
     unit: '/s',
     aim: '≥ 2,000/s and ≥ the peer',
-    ...(peerCreates ? { peer: peerName, peerFigure: peerCreates.perSecond } : {}),
+    ...(peerCreates ? { peer: peerName, peerFigure: peerCreates.perSecond } : noPeer ? { peer: noPeer } : {}),
   });
   report({
     path: 'generated-CRUD creates, p99',

@@ -19,7 +19,7 @@ import { inTransaction } from '../infra/postgres/db';
 import { systemClock, uuidV7Ids } from '../infra/runtime/clock';
 import { handleTally } from '../tests/support/tally/commands';
 import type { Recorded } from './peers/pgbench';
-import { pgbenchStatement, recording, runPgbench } from './peers/pgbench';
+import { pgbenchStatement, pgbenchVersion, recording, runPgbench } from './peers/pgbench';
 import { benchDatabase, load, machine, progress, report, smokeOr, summarize } from './support';
 
 const seconds = Number(process.argv[2] ?? 10);
@@ -34,7 +34,9 @@ const event = (i: number) => ({ type: 'tally.counter.incremented', data: { count
  * common path), recorded from a real call, on streams of its own (one per client, created first at
  * version 1): events/s, checked against the rows it wrote.
  */
-const pgbenchAppends = async (size: number, inTx: boolean, base: number) => {
+const pgbench = await pgbenchVersion();
+const pgbenchAppends = async (size: number, inTx: boolean, base: number): Promise<number | undefined> => {
+  if (!pgbench) return undefined;
   const recordedIn: Recorded[] = [];
   const probe = `bench:probe-${base}`;
   const events = (n: number) => Array.from({ length: n }, (_, i) => event(i));
@@ -69,7 +71,10 @@ const pgbenchAppends = async (size: number, inTx: boolean, base: number) => {
   );
   return perSecond;
 };
-const PGBENCH = 'pgbench, the same statement, 8 clients';
+const PGBENCH = pgbench
+  ? `${pgbench.replace(/^pgbench \(PostgreSQL\) /, 'pgbench ').replace(/ \(.*\)$/, '')}, the same statement, 8 clients`
+  : 'pgbench: not on this machine (no peer in this run)';
+if (!pgbench) console.log('peer: pgbench is not on this machine (PGBENCH, or postgresql-client): no peer in this run');
 
 console.log(`# event store — ${machine()}, PostgreSQL local`);
 try {
