@@ -135,9 +135,16 @@ try {
     `list page of 20 over ${rows} rows (index on tenant_id, name, id): p50 ${list.latency.p50} ms, p99 ${list.latency.p99} ms (aim p99 < 20 ms); ${Math.round(list['2xx'] / seconds)}/s; non-2xx ${list.non2xx}`,
   );
   let peerList: { p99: number; perSecond: number } | null = null;
+  let had = 0;
   if (pb) {
     // as many rows in its table, the same page: sorted by name from the same value, 20, no total count (ours has none)
-    const had = pb.seed(Math.max(rows, 1));
+    try {
+      had = pb.seed(Math.max(rows, 1));
+    } catch (error) {
+      console.log(`  peer, PocketBase: its table could not be filled here (${String(error)}); no list figure`);
+    }
+  }
+  if (pb && had) {
     const filter = encodeURIComponent("(name>='name 0050')");
     const r = await autocannon({
       url: `${pb.url}/api/collections/contacts/records?sort=name&perPage=20&skipTotal=1&filter=${filter}`,
