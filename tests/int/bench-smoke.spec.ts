@@ -25,6 +25,14 @@ import { benchScripts, REPORTING, SMOKE_ARGS } from '../../bench/run';
  * money-history, notify-accept, notify-email, passwords.
  */
 const SUBSET = [...REPORTING, 'jwt-verify'];
+/** the scripts whose peer runs in a smoke run, and how their figures name it */
+const PEERS: Record<string, RegExp> = {
+  eventstore: /^pgbench \d/,
+  'money-transfers': /^pgledger [0-9a-f]{7} under pgbench/,
+  'audit-ingest': /^raw chdb INSERT/,
+  'files-upload': /^clamd INSTREAM alone/,
+  'gateway-overhead': /^bare Fastify/,
+};
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,6 +92,18 @@ describe('npm run bench', () => {
         expect(Math.max(...s.figures.map((f) => f.figure)), s.script).toBeGreaterThan(0);
       } else expect(s.figures).toEqual([]);
     }
+    // the peers of the same run (BENCHMARKS.md, "Peers in the same run"): each runs on the tiny inputs too, and
+    // reports its figure beside ours; PocketBase's build takes minutes, so a smoke run skips it and says so
+    const peerOf = (script: string) => results.find((s) => s.script === script)!.figures;
+    for (const [script, peer] of Object.entries(PEERS)) {
+      const withPeer = peerOf(script).filter((f) => peer.test(f.peer ?? '') && f.peerFigure !== undefined);
+      expect(withPeer.length, `${script}: no figure of its peer ${peer}`).toBeGreaterThan(0);
+      expect(
+        withPeer.every((f) => f.peerFigure! > 0),
+        JSON.stringify(withPeer),
+      ).toBe(true);
+    }
+    expect(peerOf('data-crud').map((f) => f.peer)).toContain('PocketBase: skipped in a smoke run');
     // the table: stdout and the file, the machine line, and the warning of a run under load when there was load
     const table = readFileSync(out, 'utf8');
     expect(table).toContain('| path | figure | aim | peer in the same run | ratio | load at start |');
