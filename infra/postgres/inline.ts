@@ -18,6 +18,8 @@ import pgUtils from 'pg/lib/utils.js';
 export interface BoundStatement {
   text: string;
   values: unknown[];
+  /** a prepared statement's name (pipelined): parsed and planned once per connection */
+  name?: string;
 }
 
 /**

@@ -18,7 +18,11 @@ export const pipelined = async (client: Tx, statements: readonly BoundStatement[
   const c = client as Tx & { pipeline: boolean };
   c.pipeline = true;
   try {
-    const settled = await Promise.allSettled(statements.map((s) => client.query(s.text, s.values)));
+    const settled = await Promise.allSettled(
+      statements.map((s) =>
+        s.name ? client.query({ name: s.name, text: s.text, values: s.values }) : client.query(s.text, s.values),
+      ),
+    );
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
     return settled.map((r) => (r as PromiseFulfilledResult<pg.QueryResult>).value);

@@ -81,6 +81,45 @@ describe('a stream at version 3', () => {
   });
 });
 
+describe('appends on one connection', () => {
+  it('run one prepared statement, parsed once and then only executed', async () => {
+    // given a connection of the pool (earlier tests may have appended on it)
+    const client = await t.db.connect();
+    const runs = async () =>
+      (
+        await client.query<{ runs: number }>(
+          `SELECT generic_plans + custom_plans AS runs FROM pg_prepared_statements WHERE statement LIKE 'WITH s AS (UPDATE es.streams%'`,
+        )
+      ).rows.map((r) => Number(r.runs));
+    try {
+      const before = (await runs())[0] ?? 0;
+      // when it appends to a stream five times, each in a transaction of its own
+      for (let v = 0; v < 5; v += 1) {
+        await client.query('BEGIN');
+        await store.append(
+          client,
+          [
+            {
+              streamId: 's:tenant-a:prepared',
+              expectedVersion: v,
+              events: [{ type: 'tally.counter.incremented', data: { v } }],
+            },
+          ],
+          meta,
+        );
+        await client.query('COMMIT');
+      }
+      // then the appends at a version (the last four) ran one prepared statement of the connection
+      expect(await runs()).toEqual([before + 4]);
+      expect((await store.readStream(client, 's:tenant-a:prepared')).map((e) => e.data)).toEqual(
+        [0, 1, 2, 3, 4].map((v) => ({ v })),
+      );
+    } finally {
+      client.release();
+    }
+  });
+});
+
 describe('upcasting', () => {
   it('hands readers the newest shape of an event written in an older one', async () => {
     await append('s:tenant-a:up', 0);
