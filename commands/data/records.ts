@@ -14,7 +14,7 @@ import type { Kernel } from '../../infra/kernel';
 import { usageLimits } from '../../infra/usage-limits';
 import type { Queryable } from '../../infra/postgres/db';
 import { RecordAggregate, recordStream } from './aggregates';
-import { dataContext, moduleRowOf } from './context';
+import { cachedModuleRowOf, dataContext } from './context';
 import type { Dependent } from './dependents';
 import { dependentsOf, dependentsNow } from './dependents';
 import { asTenant } from './tenant-scope';
@@ -38,7 +38,7 @@ export const writableModel = async (
 ): Promise<WriteTarget> => {
   const ctx = dataContext(kernel);
   gateCaller(principal, slug);
-  const row = gateModule(await moduleRowOf(kernel.db, slug, principal.tenantId));
+  const row = gateModule(await cachedModuleRowOf(kernel, slug, principal.tenantId));
   const { models, archived } = await ctx.catalog.of(kernel.db, row);
   return { slug, model: gateModel(models, slug, model, action, principal.permissions, archived), models };
 };
