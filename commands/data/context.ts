@@ -10,5 +10,6 @@ export {
   moduleRegistryChanged,
   moduleRowOf,
   scopeToTenant,
+  tenantScopeStatement,
 } from '../../projections/data/queries';
 export type { DataContext } from '../../projections/data/queries';

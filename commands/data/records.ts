@@ -82,14 +82,14 @@ const rowOf = async (tx: Queryable, s: Statement): Promise<Row | null> =>
   (await tx.query<Row>(s.text, s.values)).rows[0] ?? null;
 
 /** the event carries the row as stored (defaults filled by PostgreSQL included), so a rebuild from the log gives the same row */
-const adopt = (event: RecordEvent, stored: Row): Row => {
+export const adopt = (event: RecordEvent, stored: Row): Row => {
   const view = recordView(stored);
   const { id: _id, ...values } = view;
   if (event.data.after) Object.assign(event.data.after, values);
   return view;
 };
 
-const refOf = (slug: string, m: Model, id: string): RecordRef => ({ module: slug, model: m.name, id });
+export const refOf = (slug: string, m: Model, id: string): RecordRef => ({ module: slug, model: m.name, id });
 
 /**
  * Records what the foreign keys' actions did to the rows referencing a deleted or re-keyed row

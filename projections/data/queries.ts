@@ -243,13 +243,17 @@ export const catalogOf = (
  * true) is SET LOCAL ROLE).
  */
 export const scopeToTenant = async (tx: Queryable, tenantId: string, useRole: boolean): Promise<void> => {
-  await tx.query(
-    useRole
-      ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
-      : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
-    [tenantId],
-  );
+  const s = tenantScopeStatement(tenantId, useRole);
+  await tx.query(s.text, s.values);
 };
+
+/** scopeToTenant's statement, for a caller that sends it with others (a batch of creates) */
+export const tenantScopeStatement = (tenantId: string, useRole: boolean): { text: string; values: unknown[] } => ({
+  text: useRole
+    ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
+    : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
+  values: [tenantId],
+});
 
 /**
  * Reads of a module's tables, as the tenant: every statement filters by tenant_id, and runs under
