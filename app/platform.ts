@@ -128,7 +128,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     );
     // the module registry answers the gateway's module check (404 module-not-found) wherever it runs
     if (kernel.services.projections.some((p) => p.name === modulesProjection.name)) {
-      setGatewayPorts(kernel, { moduleStatus: (tenantId, slug) => moduleStatusOf(kernel.db, tenantId, slug) });
+      setGatewayPorts(kernel, { moduleStatus: (tenantId, slug) => moduleStatusOf(kernel, tenantId, slug) });
     }
     const mounted = [...(what.write ? kernel.services.write : []), ...(what.read ? kernel.services.read : [])];
     for (const plugin of mounted) await plugin.start?.(kernel);

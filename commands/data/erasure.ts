@@ -3,7 +3,7 @@ import type { Eraser } from '../../infra/erasure';
 import { deleteTenantRows, deleteTenantStreams } from '../../infra/erasure';
 import { inTransaction, pgErrorCode } from '../../infra/postgres/db';
 import type { Queryable } from '../../infra/postgres/db';
-import { dataContext } from './context';
+import { dataContext, moduleRegistryChanged } from './context';
 import { asTenant } from './tenant-scope';
 
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -62,5 +62,7 @@ export const dataEraser: Eraser = {
       await deleteTenantStreams(tx, tenantId, ['data']);
       await deleteTenantRows(tx, tenantId, ['modules.installations']);
     });
+    // the tenant's installations are gone: no process serves its cached module rows any more
+    await moduleRegistryChanged(kernel);
   },
 };

@@ -14,7 +14,7 @@ import type { Kernel } from '../../infra/kernel';
 import { usageLimits } from '../../infra/usage-limits';
 import type { Queryable } from '../../infra/postgres/db';
 import { RecordAggregate, recordStream } from './aggregates';
-import { dataContext, moduleRowOf } from './context';
+import { cachedModuleRowOf, dataContext } from './context';
 import type { Dependent } from './dependents';
 import { dependentsOf, dependentsNow } from './dependents';
 import { asTenant } from './tenant-scope';
@@ -38,7 +38,7 @@ export const writableModel = async (
 ): Promise<WriteTarget> => {
   const ctx = dataContext(kernel);
   gateCaller(principal, slug);
-  const row = gateModule(await moduleRowOf(kernel.db, slug, principal.tenantId));
+  const row = gateModule(await cachedModuleRowOf(kernel, slug, principal.tenantId));
   const { models, archived } = await ctx.catalog.of(kernel.db, row);
   return { slug, model: gateModel(models, slug, model, action, principal.permissions, archived), models };
 };
@@ -82,14 +82,14 @@ const rowOf = async (tx: Queryable, s: Statement): Promise<Row | null> =>
   (await tx.query<Row>(s.text, s.values)).rows[0] ?? null;
 
 /** the event carries the row as stored (defaults filled by PostgreSQL included), so a rebuild from the log gives the same row */
-const adopt = (event: RecordEvent, stored: Row): Row => {
+export const adopt = (event: RecordEvent, stored: Row): Row => {
   const view = recordView(stored);
   const { id: _id, ...values } = view;
   if (event.data.after) Object.assign(event.data.after, values);
   return view;
 };
 
-const refOf = (slug: string, m: Model, id: string): RecordRef => ({ module: slug, model: m.name, id });
+export const refOf = (slug: string, m: Model, id: string): RecordRef => ({ module: slug, model: m.name, id });
 
 /**
  * Records what the foreign keys' actions did to the rows referencing a deleted or re-keyed row

@@ -1,7 +1,8 @@
 import { billingErrors } from '../../domain/billing/errors';
-import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { PLATFORM_DOMAINS } from '../../domain/modules/manifest';
+import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
+import { cachedModuleRowOf } from '../data/context';
 
 /**
  * The tenants a module is installed for (modules.installations). A module key acts only for an
@@ -36,22 +37,17 @@ export const activeTenantsOf = async (q: Queryable, moduleId: string): Promise<s
 /**
  * The gateway's module check (spec 000: 404 module-not-found): installed when the module is
  * registered, not deleted, and active for the tenant; unknown when no module has that slug (a
- * platform service's namespace).
+ * platform service's namespace). The row is the data requests' own, from this process's cache of
+ * module rows (projections/data/queries.ts ModuleRows): a data request reads none from PostgreSQL.
  */
 export const moduleStatusOf = async (
-  q: Queryable,
+  kernel: Kernel,
   tenantId: string,
   slug: string,
 ): Promise<'installed' | 'absent' | 'unknown'> => {
-  // a platform service's namespace (money, notify, …) is never a module's slug: no query on their hot paths
+  // a platform service's namespace (money, notify, …) is never a module's slug: no lookup on their hot paths
   if (PLATFORM_DOMAINS.includes(slug)) return 'unknown';
-  const row = (
-    await q.query<{ status: string; installation: string | null }>(
-      `SELECT m.status, i.status AS installation FROM rm.modules m LEFT JOIN modules.installations i ON i.module_id = m.id AND i.tenant_id = $3
-      WHERE m.tenant_id = $1 AND m.slug = $2`,
-      [PLATFORM_TENANT_ID, slug, tenantId],
-    )
-  ).rows[0];
+  const row = await cachedModuleRowOf(kernel, slug, tenantId);
   if (!row) return 'unknown';
   return row.status === 'registered' && row.installation === 'active' ? 'installed' : 'absent';
 };

@@ -10,6 +10,7 @@ import { assertInstallationAllowed, recordInstallation } from './installations';
 import { findModule } from './lookups';
 import type { MigrationOutcome } from './migrate';
 import { clearDirty, dropModuleSchema, forceVersion, migrateModule, schemaStateOf } from './migrate';
+import { moduleRegistryChanged } from '../data/context';
 import { reconcilePermissions } from './permissions';
 import { manifestProblemsOf, registryMeta } from './register';
 
@@ -40,7 +41,10 @@ const viewOf = async (kernel: Kernel, id: string) => {
 
 /** migrates, then reconciles permissions (a failed reconciliation is retried at the next start) */
 const migrate = async (kernel: Kernel, m: ModuleRecord): Promise<MigrationOutcome> => {
-  const outcome = await migrateModule(kernel, { id: m.id, slug: m.slug, migrations: m.manifest.migrations });
+  // the schema state moved (a version, or a failure's dirty flag): the module rows cached by every process are stale
+  const outcome = await migrateModule(kernel, { id: m.id, slug: m.slug, migrations: m.manifest.migrations }).finally(
+    () => moduleRegistryChanged(kernel),
+  );
   if (outcome.status === 'ok' && reconcileOnMigrate(kernel)) {
     await reconcilePermissions(kernel, m).catch((err: unknown) =>
       kernel.logger.warn({ err, module: m.slug }, 'permission reconciliation failed; retried at the next start'),
@@ -49,8 +53,17 @@ const migrate = async (kernel: Kernel, m: ModuleRecord): Promise<MigrationOutcom
   return outcome;
 };
 
-const runRegistry = <T>(kernel: Kernel, actor: string, traceId: string | null, fn: (uow: UnitOfWork) => Promise<T>) =>
-  kernel.commands.run(registryMeta(actor, traceId), fn);
+/** a registry command; once it committed, the module rows cached by every process are stale (its event, installations) */
+const runRegistry = async <T>(
+  kernel: Kernel,
+  actor: string,
+  traceId: string | null,
+  fn: (uow: UnitOfWork) => Promise<T>,
+): Promise<T> => {
+  const result = await kernel.commands.run(registryMeta(actor, traceId), fn);
+  await moduleRegistryChanged(kernel);
+  return result;
+};
 
 export interface InstallationView {
   moduleId: string;
@@ -184,7 +197,10 @@ export const updateModule = async (
       },
     });
   });
-  if (state?.dirty) await clearDirty(kernel.db, m.id, kernel.clock.now());
+  if (state?.dirty) {
+    await clearDirty(kernel.db, m.id, kernel.clock.now());
+    await moduleRegistryChanged(kernel);
+  }
   if (await installedAnywhere(kernel, m.id)) await migrate(kernel, { ...m, manifest, version: manifest.version });
   return viewOf(kernel, m.id);
 };
@@ -193,6 +209,7 @@ export const updateModule = async (
 export const retryMigrations = async (kernel: Kernel, idOrSlug: string) => {
   const m = await live(kernel, idOrSlug);
   await clearDirty(kernel.db, m.id, kernel.clock.now());
+  await moduleRegistryChanged(kernel);
   await migrate(kernel, m);
   return viewOf(kernel, m.id);
 };
@@ -201,6 +218,7 @@ export const retryMigrations = async (kernel: Kernel, idOrSlug: string) => {
 export const forceModuleVersion = async (kernel: Kernel, idOrSlug: string, version: number) => {
   const m = await live(kernel, idOrSlug);
   await forceVersion(kernel.db, m.id, m.slug, version, kernel.clock.now());
+  await moduleRegistryChanged(kernel);
   if (reconcileOnMigrate(kernel)) await reconcilePermissions(kernel, m);
   return viewOf(kernel, m.id);
 };

@@ -3,7 +3,7 @@ import { desiredPermissions, permissionChanges } from '../../domain/data/access'
 import type { Manifest } from '../../domain/modules/manifest';
 import type { Kernel } from '../../infra/kernel';
 import { bumpPermissionCatalogEpoch, registerStoredPermissions } from '../../infra/permissions';
-import { dataContext, loadModels } from '../data/context';
+import { dataContext, loadModels, moduleRegistryChanged } from '../data/context';
 import { ModuleAggregate, moduleStream } from './aggregates';
 import { registryMeta } from './register';
 
@@ -58,6 +58,8 @@ export const reconcilePermissions = async (
   kernel.permissions.register(module.slug, desired);
   kernel.permissions.unregister(archived);
   dataContext(kernel).catalog.drop(module.id);
+  // the module's row moved (updated_at): every process's model catalog, keyed by the row, reads the archived ones again
+  await moduleRegistryChanged(kernel);
   // every other process sharing the cache reads the catalog again on its next request (and every cached access is stale)
   await bumpPermissionCatalogEpoch(kernel).catch((err: unknown) =>
     kernel.logger.warn({ err, module: module.slug }, 'the permission catalog epoch could not be bumped'),

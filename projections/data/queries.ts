@@ -5,8 +5,10 @@ import { modelsOf } from '../../domain/data/catalog';
 import type { ListQuery } from '../../domain/data/query';
 import { OPERATORS } from '../../domain/data/query';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
+import { moduleEventTypes } from '../../domain/modules/events';
 import type { Manifest } from '../../domain/modules/manifest';
 import { schemaOfModule } from '../../domain/modules/manifest';
+import { CacheEpochs } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction, type Tx } from '../../infra/postgres/db';
@@ -71,6 +73,62 @@ export const moduleRowOf = async (q: Queryable, slug: string, tenantId: string):
     )
   ).rows[0] ?? null;
 
+/** the one scope of the registry's epoch: a change of any module's row, schema state or installation moves it */
+const REGISTRY_SCOPE = 'registry';
+/** the safety net of a cached row when neither an epoch nor an event reached this process */
+const ROW_MAX_AGE_MS = 60_000;
+/** at most this many (module, tenant) rows are kept; past it the cache starts over */
+const ROW_CACHE_MAX = 20_000;
+
+/**
+ * The module rows (moduleRowOf) of this process's data requests and of the gateway's module check,
+ * kept per (module, tenant) so that a request reads none of them from PostgreSQL. Every change of
+ * what the row holds — the registry's events, an installation, a migration's schema state — moves
+ * the registry's epoch after its commit (moduleRegistryChanged), so the next request in every
+ * process that shares the cache reads the row again; the registry's events delivered through the
+ * log do the same in a process that shares none, and the age limit is the safety net (docs/kernel.md).
+ */
+export class ModuleRows {
+  private readonly entries = new Map<string, { tag: string; row: ModuleRow; at: number }>();
+
+  constructor(
+    private readonly db: Queryable,
+    readonly epochs: CacheEpochs,
+  ) {}
+
+  async of(slug: string, tenantId: string): Promise<ModuleRow | null> {
+    const key = `${slug}\u0000${tenantId}`;
+    // the epoch before the row: a row stored under it predates no change made after it (null: do not cache)
+    const tag = await this.epochs.current([REGISTRY_SCOPE]).catch(() => null);
+    const now = Date.now();
+    const found = this.entries.get(key);
+    if (tag !== null && found?.tag === tag && now - found.at < ROW_MAX_AGE_MS && now >= found.at) return found.row;
+    const row = await moduleRowOf(this.db, slug, tenantId);
+    // an unknown slug is not kept: a registration needs no epoch to be seen
+    if (tag !== null && row) {
+      if (this.entries.size >= ROW_CACHE_MAX) this.entries.clear();
+      this.entries.set(key, { tag, row, at: now });
+    }
+    return row;
+  }
+
+  /** forgets every row kept here and moves the shared epoch, so that every process reads its rows again */
+  async changed(): Promise<void> {
+    this.entries.clear();
+    await this.epochs.bump([REGISTRY_SCOPE]).catch(() => undefined);
+  }
+}
+
+const registryEpochs = new WeakMap<Kernel, CacheEpochs>();
+const registryEpochsOf = (kernel: Kernel): CacheEpochs => {
+  let found = registryEpochs.get(kernel);
+  if (!found) {
+    found = new CacheEpochs(kernel.engines.cache, 'modules');
+    registryEpochs.set(kernel, found);
+  }
+  return found;
+};
+
 /** the slugs of the modules active for a tenant */
 export const activeModulesOf = async (q: Queryable, tenantId: string): Promise<string[]> =>
   (
@@ -121,6 +179,8 @@ export class ModelCatalog {
 /** the data layer's per-process state, one for the write and the read side: the model catalog, and whether the data role can be taken here */
 export interface DataContext {
   catalog: ModelCatalog;
+  /** the module rows of the requests, cached (ModuleRows) */
+  modules: ModuleRows;
   useRole(): Promise<boolean>;
 }
 
@@ -130,8 +190,12 @@ export const dataContext = (kernel: Kernel): DataContext => {
   let found = contexts.get(kernel);
   if (!found) {
     let role: Promise<boolean> | null = null;
+    const modules = new ModuleRows(kernel.db, registryEpochsOf(kernel));
+    // a registry change made by a process that shares no cache with this one (a CLI, roles without Redis) reaches it through the log
+    kernel.invalidations.on(moduleEventTypes, () => modules.changed());
     found = {
       catalog: new ModelCatalog(),
+      modules,
       // whether this connection's user may take the data role (a server without it runs the queries as itself, still filtered by tenant)
       useRole: () =>
         (role ??= kernel.db
@@ -149,6 +213,24 @@ export const dataContext = (kernel: Kernel): DataContext => {
   return found;
 };
 
+/** the module row of a data request (moduleRowOf), from this process's cache while the registry's epoch stands */
+export const cachedModuleRowOf = (kernel: Kernel, slug: string, tenantId: string): Promise<ModuleRow | null> =>
+  dataContext(kernel).modules.of(slug, tenantId);
+
+/**
+ * Call after the commit of any change of a module's row (registry events, installations, schema
+ * state): every process reads its module rows again on its next request.
+ */
+export const moduleRegistryChanged = async (kernel: Kernel): Promise<void> => {
+  // a process that serves no data request (a CLI) has no rows to forget, and subscribes to nothing for it
+  const context = contexts.get(kernel);
+  if (context) await context.modules.changed();
+  else
+    await registryEpochsOf(kernel)
+      .bump([REGISTRY_SCOPE])
+      .catch(() => undefined);
+};
+
 /** the module's models and archived permissions, refreshed when its version, manifest or schema moved */
 export const catalogOf = (
   kernel: Kernel,
@@ -161,13 +243,17 @@ export const catalogOf = (
  * true) is SET LOCAL ROLE).
  */
 export const scopeToTenant = async (tx: Queryable, tenantId: string, useRole: boolean): Promise<void> => {
-  await tx.query(
-    useRole
-      ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
-      : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
-    [tenantId],
-  );
+  const s = tenantScopeStatement(tenantId, useRole);
+  await tx.query(s.text, s.values);
 };
+
+/** scopeToTenant's statement, for a caller that sends it with others (a batch of creates) */
+export const tenantScopeStatement = (tenantId: string, useRole: boolean): { text: string; values: unknown[] } => ({
+  text: useRole
+    ? `SELECT set_config('${TENANT_SETTING}', $1, true), set_config('role', '${MODULE_DATA_ROLE}', true)`
+    : `SELECT set_config('${TENANT_SETTING}', $1, true)`,
+  values: [tenantId],
+});
 
 /**
  * Reads of a module's tables, as the tenant: every statement filters by tenant_id, and runs under

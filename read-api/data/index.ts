@@ -13,6 +13,7 @@ import { defineRoutes } from '../../infra/services';
 import {
   activeModulesOf,
   asTenantRead,
+  cachedModuleRowOf,
   catalogOf,
   expandRelations,
   findRecord,
@@ -66,7 +67,7 @@ export default defineRoutes({
     const r = app.withTypeProvider<ZodTypeProvider>();
     const resolve = async (caller: Principal, slug: string) => {
       gateCaller(caller, slug);
-      const row = gateModule(await moduleRowOf(kernel.db, slug, caller.tenantId));
+      const row = gateModule(await cachedModuleRowOf(kernel, slug, caller.tenantId));
       return { row, ...(await catalogOf(kernel, row)) };
     };
 

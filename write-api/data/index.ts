@@ -2,7 +2,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { JsonObject } from '../../domain/shared/json';
 import { createRecord, deleteRecord, updateRecord, writableModel } from '../../commands/data/records';
-import { executeCommand } from '../../infra/http/commands';
+import { executeCommand, requestMeta } from '../../infra/http/commands';
+import { createBatcher } from '../../commands/data/create-batch';
+import { validateRecord } from '../../domain/data/validation';
 import { defineRoutes } from '../../infra/services';
 import { callerOf } from '../../infra/http/auth';
 
@@ -62,6 +64,17 @@ export default defineRoutes({
       async (request, reply) => {
         const { module, model } = request.params;
         const target = await writableModel(kernel, callerOf(request), module, model, 'write');
+        // without an Idempotency-Key the create shares a transaction with those arriving at the same time (group commit)
+        if (request.headers['idempotency-key'] === undefined) {
+          const values = validateRecord(target.model, request.body, 'create');
+          const row = await createBatcher(kernel).submit({
+            meta: requestMeta(request),
+            target,
+            body: request.body,
+            values,
+          });
+          return reply.code(201).send(row);
+        }
         return executeCommand(kernel, request, reply, { status: 201, idempotency: 'optional' }, (uow) =>
           createRecord(kernel, uow, target, request.body),
         );

@@ -332,4 +332,49 @@ describe('generated writes of a module with relations, unique columns and checks
       await scopeInstalledSchemas(p.kernel); // a second start finds nothing to do
     });
   });
+
+  it('given concurrent creates of two tenants without Idempotency-Key, a duplicate sku and a reference to no row among them, then they share transactions (group commit) and each is answered as alone', async () => {
+    // given 20 items per tenant, two with one sku, and a part of an item that does not exist, all at once
+    const skus = (t: string) => Array.from({ length: 20 }, (_, i) => `batch-${t}-${i}`);
+    const [ofA, ofB, dup, missing] = await Promise.all([
+      Promise.all(skus('a').map((sku) => a.call('POST', '/data/stock/items', { sku, qty: 1, label: 'x' }))),
+      Promise.all(skus('b').map((sku) => b.call('POST', '/data/stock/items', { sku, qty: 2, label: 'x' }))),
+      Promise.all([1, 2].map(() => a.call('POST', '/data/stock/items', { sku: 'batch-dup', label: 'x' }))),
+      a.call('POST', '/data/stock/parts', { item_id: UNKNOWN_ID, name: 'orphan' }),
+    ]);
+
+    // then each is answered as alone: 201 with its row as stored, the second sku 409 on the field, the reference 422
+    for (const [i, res] of ofA.entries())
+      expect({ status: res.status, sku: res.body.sku, qty: res.body.qty }).toEqual({
+        status: 201,
+        sku: `batch-a-${i}`,
+        qty: 1,
+      });
+    for (const [i, res] of ofB.entries())
+      expect({ status: res.status, sku: res.body.sku, qty: res.body.qty }).toEqual({
+        status: 201,
+        sku: `batch-b-${i}`,
+        qty: 2,
+      });
+    expect(dup.map((r) => r.status).sort()).toEqual([201, 409]);
+    expect(dup.find((r) => r.status === 409)!.body.errors?.[0]?.field).toBe('sku');
+    expect(missing.status).toBe(422);
+    // each tenant's rows are its own, and each created row has its one event in its tenant, a refused one none
+    const rows = await p.kernel.db.query<{ tenant_id: string; sku: string }>(
+      `SELECT tenant_id, sku FROM module_stock.items WHERE sku LIKE 'batch-%' ORDER BY sku`,
+    );
+    expect(rows.rows.filter((r) => r.sku.startsWith('batch-a-')).every((r) => r.tenant_id === TENANT_A)).toBe(true);
+    expect(rows.rows.filter((r) => r.sku.startsWith('batch-b-')).every((r) => r.tenant_id === TENANT_B)).toBe(true);
+    expect(rows.rowCount).toBe(41);
+    const events = await p.kernel.db.query<{ tenant_id: string; sku: string; tx: string }>(
+      `SELECT tenant_id, data->'after'->>'sku' AS sku, transaction_id::text AS tx FROM es.events
+       WHERE type = 'data.stock.items.created' AND data->'after'->>'sku' LIKE 'batch-%'`,
+    );
+    expect(events.rows.map((e) => `${e.tenant_id} ${e.sku}`).sort()).toEqual(
+      rows.rows.map((r) => `${r.tenant_id} ${r.sku}`).sort(),
+    );
+    expect(await eventsOf('data.stock.parts.created', 'name', 'orphan')).toBe(0);
+    // and creates arriving together were committed together: fewer transactions than creates
+    expect(new Set(events.rows.map((e) => e.tx)).size).toBeLessThan(events.rows.length);
+  });
 });
