@@ -237,9 +237,10 @@ const deliverPartition = async (
       lastWrite = Date.now();
       const save = async (tx: Tx | Db) => {
         const s = state();
+        const oldest = Object.values(holds).sort((a, b) => a.seq - b.seq)[0];
         await tx.query(
-          `UPDATE events.cursors SET next_seq = $3, done_seqs = $4, holds = $5, scan_seq = $6, retry_at = $7, attempts = 0,
-              last_error = $8 WHERE subscription_id = $1 AND partition = $2`,
+          `UPDATE events.cursors SET next_seq = $3, done_seqs = $4, holds = $5, scan_seq = $6, retry_at = $7, attempts = $8,
+              last_error = $9 WHERE subscription_id = $1 AND partition = $2`,
           [
             sub.id,
             partition,
@@ -248,7 +249,9 @@ const deliverPartition = async (
             JSON.stringify(holds),
             s.scanSeq,
             s.retryAt === null ? null : new Date(s.retryAt),
-            Object.values(holds).at(-1)?.error ?? null,
+            // the summary of earlier versions: the oldest held event's failed attempts and error
+            oldest?.attempts ?? 0,
+            oldest?.error ?? null,
           ],
         );
         const done = processed.splice(0);
