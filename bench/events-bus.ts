@@ -3,7 +3,8 @@
  * on Kafka at 1,000 events/s), batch publish throughput (aim ≥ 20,000 events/s accepted), and the
  * DLQ replay rate held at DLQ_REPLAY_RATE_LIMIT (50/s). One all-in-one platform in a child process
  * (tests/support/service-server.ts) on a fresh database; handlers are a webhook endpoint in this process.
- * Usage: source .test-infra/env; npx tsx bench/events-bus.ts [seconds=10] [rate=1000] [--kafka] [--dlq=200] [--single-only] [--cpu-prof]
+ * --handler-ms=N: the webhook handler answers N ms after the event arrived (a module doing its own I/O; 0 by default).
+ * Usage: source .test-infra/env; npx tsx bench/events-bus.ts [seconds=10] [rate=1000] [--kafka] [--dlq=200] [--single-only] [--handler-ms=0] [--cpu-prof]
  */
 import { randomUUID } from 'node:crypto';
 import type { Body } from '../tests/support/events';
@@ -15,6 +16,7 @@ const seconds = Number(process.argv[2] ?? 10);
 const rate = Number(process.argv[3] ?? 1000);
 const kafka = process.argv.includes('--kafka');
 const dlqCount = Number(/--dlq=(\d+)/.exec(process.argv.join(' '))?.[1] ?? 200);
+const handlerMs = Number(/--handler-ms=(\d+)/.exec(process.argv.join(' '))?.[1] ?? 0);
 /** --single-only: the publish → handler figure alone (for profiling it) */
 const singleOnly = process.argv.includes('--single-only');
 /** --cpu-prof: the server process writes a CPU profile to .bench-prof/ when it stops */
@@ -32,6 +34,7 @@ const server = await startServerProcess(
 );
 const platform = { url: server.url, kernel: { db: server.database.db } };
 const receiver = await startReceiver();
+receiver.delayMs = handlerMs;
 try {
   const tenantId = randomUUID();
   const slug = uniqueSlug('bench');
@@ -52,7 +55,9 @@ try {
   await client.call('POST', '/events/publish', { topic, type, payload: { warmup: true } });
   await drain(1);
   receiver.received.length = 0;
-  console.log(`# event bus — ${machine()}, PostgreSQL local, log ${kafka ? 'Kafka' : 'embedded PostgreSQL'}`);
+  console.log(
+    `# event bus — ${machine()}, PostgreSQL local, log ${kafka ? 'Kafka' : 'embedded PostgreSQL'}, handler answers after ${handlerMs} ms`,
+  );
 
   // 1. publish → handler latency at a steady rate (single publishes, open loop)
   const total = Math.round(rate * seconds);

@@ -12,6 +12,8 @@ export const EventsSettingsSchema = z.object({
   /** delivery loops per worker process, and events handed to a handler per partition and turn */
   EVENTS_DELIVERY_CONCURRENCY: wholeNumber(4, 1, 64),
   EVENTS_DELIVERY_BATCH: wholeNumber(100, 1, 10_000),
+  /** entity keys a subscription's turn hands over at once (each key's events one after another; 1: one event at a time) */
+  EVENTS_KEY_CONCURRENCY: wholeNumber(16, 1, 256),
   /** how long idle bus workers sleep when no notification wakes them */
   EVENTS_POLL_INTERVAL_MS: wholeNumber(200, 5, 60_000),
   /** the request body of POST /events/publish/batch (413 above; each event's payload is at most 1 MiB whatever this is) */
@@ -33,6 +35,7 @@ export interface EventsSettings {
   webhookTimeoutMs: number;
   deliveryConcurrency: number;
   deliveryBatch: number;
+  keyConcurrency: number;
   pollIntervalMs: number;
   batchMaxBytes: number;
   bulkImportThreshold: number;
@@ -56,6 +59,7 @@ export const loadEventsSettings = (env: NodeJS.ProcessEnv = process.env): Events
     webhookTimeoutMs: s.EVENTS_WEBHOOK_TIMEOUT_MS,
     deliveryConcurrency: s.EVENTS_DELIVERY_CONCURRENCY,
     deliveryBatch: s.EVENTS_DELIVERY_BATCH,
+    keyConcurrency: s.EVENTS_KEY_CONCURRENCY,
     pollIntervalMs: s.EVENTS_POLL_INTERVAL_MS,
     batchMaxBytes: s.EVENTS_BATCH_MAX_BYTES,
     bulkImportThreshold: s.EVENTS_BULK_IMPORT_THRESHOLD,

@@ -196,7 +196,8 @@ export const seekSubscription = async (
   if (seekTo.getTime() < oldest.getTime()) throw eventErrors.retentionExceeded(oldest.toISOString());
   await uow.tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [subscriptionLockName(found.id)]);
   const { rows } = await uow.tx.query<{ partition: number; target: string }>(
-    `UPDATE events.cursors c SET next_seq = t.target, min_log_offset = 0, attempts = 0, last_error = NULL, retry_at = NULL
+    `UPDATE events.cursors c SET next_seq = t.target, min_log_offset = 0, attempts = 0, last_error = NULL, retry_at = NULL,
+           done_seqs = '{}', holds = '{}', scan_seq = t.target
        FROM (SELECT c2.partition, coalesce(
                (SELECT min(r.seq) FROM events.records r WHERE r.topic = c2.topic AND r.tenant_id = c2.tenant_id AND r.partition = c2.partition AND r.ts >= $2),
                (SELECT h.next_seq FROM events.tenant_heads h WHERE h.topic = c2.topic AND h.tenant_id = c2.tenant_id AND h.partition = c2.partition), 0) AS target

@@ -1,7 +1,7 @@
 /**
  * Delivery to a subscription's handler (spec 002: "after 3 failed processing attempts an event goes
- * to platform.<domain>.dlq"): at least once, in order per partition (so per entity); a failing event
- * holds its partition back between attempts, then is dead-lettered and the partition moves on.
+ * to platform.<domain>.dlq"): at least once, in order per entity (domain/events/key-lanes.ts); a
+ * failing event holds its entity back between attempts, then is dead-lettered and the entity moves on.
  */
 export const ATTEMPTS_BEFORE_DLQ = 3;
 

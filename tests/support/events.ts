@@ -88,11 +88,13 @@ export interface Receiver {
   received: Body[];
   /** answers 500 to events whose payload's `fail` is true while this is true */
   failMarked: boolean;
+  /** how long the handler takes before it answers (a module's handler doing its own I/O); 0 by default */
+  delayMs: number;
   close(): Promise<void>;
 }
 
 export const startReceiver = async (): Promise<Receiver> => {
-  const receiver: Receiver = { url: '', received: [], failMarked: true, close: async () => undefined };
+  const receiver: Receiver = { url: '', received: [], failMarked: true, delayMs: 0, close: async () => undefined };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -103,7 +105,8 @@ export const startReceiver = async (): Promise<Receiver> => {
         return;
       }
       receiver.received.push({ ...body, signature: req.headers['x-platform-signature'], at: Date.now() });
-      res.writeHead(204).end();
+      if (receiver.delayMs > 0) setTimeout(() => res.writeHead(204).end(), receiver.delayMs);
+      else res.writeHead(204).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

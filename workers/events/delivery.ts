@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Kernel } from '../../infra/kernel';
 import type { Worker } from '../../infra/services';
 import { eventsContext } from '../../commands/events/context';
+import type { Arrivals } from '../../commands/events/delivery';
 import { deliverTurn, subscriptionsWithWork, targetOf } from '../../commands/events/delivery';
 import { RECORDS_CHANNEL } from '../../commands/events/fanout';
 import { subscriptionLockName } from '../../commands/events/locks';
@@ -22,8 +23,17 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
   /** subscriptions a loop of this process is delivering (the session lock is re-entrant within a session) */
   const busy = new Set<string>();
   let retryTimer: NodeJS.Timeout | null = null;
+  /** turns running in this process: told when the fan-out copied new records, so they read them */
+  const listeners = new Set<() => void>();
+  const arrivals: Arrivals = {
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
   const wakeAll = () => {
     for (const l of loops) l.wake();
+    for (const l of listeners) l();
   };
 
   const sessionOf = async (): Promise<pg.PoolClient> => {
@@ -96,7 +106,7 @@ export const deliveryWorker = (kernel: Kernel): Worker & { step(): Promise<boole
         try {
           const sub = await subscriptionById(kernel.db, id);
           const target = sub?.status === 'active' ? await targetOf(kernel, ctx, sub) : null;
-          if (sub && target && (await deliverTurn(kernel, ctx, sub, target)) > 0) return true;
+          if (sub && target && (await deliverTurn(kernel, ctx, sub, target, arrivals)) > 0) return true;
         } finally {
           await unlock(lock, name);
         }
