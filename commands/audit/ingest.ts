@@ -52,10 +52,13 @@ export const ingestAuditRecords = async (
   const tenants = [...new Set(rows.map((r) => r.tenant_id))].sort();
   const client = await db.connect();
   try {
-    for (const tenant of tenants)
-      await client.query(`SELECT pg_advisory_lock(hashtextextended('audit.chain:' || $1, 0))`, [tenant]);
-    const heads = await loadHeads(client, ch, tenants);
-    const existing = await storedIds(ch, rows);
+    // one statement takes the locks one after the other in the array's (sorted) order, as every consumer does
+    await client.query(
+      `SELECT pg_advisory_lock(hashtextextended('audit.chain:' || t, 0)) FROM unnest($1::text[]) AS t`,
+      [tenants],
+    );
+    // under the locks, the heads and the ids already stored are read side by side
+    const [heads, existing] = await Promise.all([loadHeads(client, ch, tenants), storedIds(ch, rows)]);
     const fresh = rows.filter((r) => !existing.has(r.id));
     // each row one JSONCompactEachRow line, spliced from the JSON text its hash covers
     const ingestedAt = JSON.stringify(now.toISOString());
