@@ -1,11 +1,11 @@
-import type { AuditRow, UnchainedRow } from '../../domain/audit/rows';
-import { insertable, RECORDS, rowOf } from '../../domain/audit/rows';
+import type { UnchainedRow } from '../../domain/audit/rows';
+import { RECORDS, rowOf } from '../../domain/audit/rows';
 import { API_CALLED, recordOfAuditEvent } from '../../domain/audit/sources';
 import { decodeEvent } from '../../infra/events/envelope';
 import type { AnalyticsStore } from '../../infra/clickhouse/port';
 import type { Db } from '../../infra/postgres/db';
 import type { ChainHead } from './chain';
-import { chain, START } from './chain';
+import { chainLinks, LINK_FIELDS, START } from './chain';
 import { chainTails, storedIds } from './lookups';
 
 export interface IngestOutcome {
@@ -52,26 +52,32 @@ export const ingestAuditRecords = async (
   const tenants = [...new Set(rows.map((r) => r.tenant_id))].sort();
   const client = await db.connect();
   try {
-    for (const tenant of tenants)
-      await client.query(`SELECT pg_advisory_lock(hashtextextended('audit.chain:' || $1, 0))`, [tenant]);
-    const heads = await loadHeads(client, ch, tenants);
-    const existing = await storedIds(ch, rows);
+    // one statement takes the locks one after the other in the array's (sorted) order, as every consumer does
+    await client.query(
+      `SELECT pg_advisory_lock(hashtextextended('audit.chain:' || t, 0)) FROM unnest($1::text[]) AS t`,
+      [tenants],
+    );
+    // under the locks, the heads and the ids already stored are read side by side
+    const [heads, existing] = await Promise.all([loadHeads(client, ch, tenants), storedIds(ch, rows)]);
     const fresh = rows.filter((r) => !existing.has(r.id));
-    const chained: (AuditRow & { source: string; ingested_at: string })[] = [];
+    // each row one JSONCompactEachRow line, spliced from the JSON text its hash covers
+    const ingestedAt = JSON.stringify(now.toISOString());
+    const lines: string[] = [];
+    const touched: string[] = [];
     for (const tenant of tenants) {
       const mine = fresh.filter((r) => r.tenant_id === tenant);
       if (mine.length === 0) continue;
-      const linked = chain(heads.get(tenant) ?? START, mine);
+      const linked = chainLinks(heads.get(tenant) ?? START, mine);
       heads.set(tenant, linked.head);
-      linked.rows.forEach((row, i) =>
-        chained.push({ ...row, source: mine[i]!.source, ingested_at: now.toISOString() }),
+      touched.push(tenant);
+      const prefix = JSON.stringify(tenant);
+      linked.links.forEach((l, i) =>
+        lines.push(
+          `[${prefix},${l.seq},${JSON.stringify(l.prev_hash)},"${l.hash}",${JSON.stringify(mine[i]!.source)},${ingestedAt},${l.fields}]`,
+        ),
       );
     }
-    await ch.insert(
-      `${ch.database}.${RECORDS}`,
-      chained.map((r) => ({ ...insertable(r), source: r.source, ingested_at: r.ingested_at })),
-    );
-    const touched = [...new Set(chained.map((r) => r.tenant_id))];
+    await ch.insertLines(`${ch.database}.${RECORDS}`, LINE_COLUMNS, lines.join('\n'));
     if (touched.length) {
       await client.query(
         `INSERT INTO audit.chain_heads (tenant_id, seq, hash) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
@@ -79,12 +85,15 @@ export const ingestAuditRecords = async (
         [touched, touched.map((t) => heads.get(t)!.seq), touched.map((t) => heads.get(t)!.hash)],
       );
     }
-    return { stored: chained.length, duplicates: values.length - skipped - chained.length, skipped };
+    return { stored: lines.length, duplicates: values.length - skipped - lines.length, skipped };
   } finally {
     await client.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
     client.release();
   }
 };
+
+/** the columns of an ingested line: the links, then the chain's fields as the hash covers them */
+const LINE_COLUMNS = ['tenant_id', 'seq', 'prev_hash', 'hash', 'source', 'ingested_at', ...LINK_FIELDS];
 
 const loadHeads = async (
   client: Pick<Db, 'query'>,

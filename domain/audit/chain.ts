@@ -29,6 +29,8 @@ export interface HashChain {
   hashOf: (row: Omit<AuditRow, 'hash'>) => string;
   /** appends rows of one tenant after its head; returns the chained rows and the new head */
   chain: (head: ChainHead, rows: readonly UnchainedRow[]) => { rows: AuditRow[]; head: ChainHead };
+  /** chain() for a bulk writer: the same links and hashes, each record as its fields' JSON text */
+  chainLinks: (head: ChainHead, rows: readonly UnchainedRow[]) => { links: ChainedLink[]; head: ChainHead };
   /**
    * Walks one tenant's chain in seq order, a page at a time: call with each page; returns the first
    * break, or null with the head to continue from.
@@ -36,31 +38,75 @@ export interface HashChain {
   verifyPage: (head: ChainHead, rows: readonly AuditRow[]) => { head: ChainHead; broken: ChainBreak | null };
 }
 
+/**
+ * The columns of a record that its hash covers after its place (prev_hash, tenant_id, seq), in the
+ * order the hash takes them: `fields` of a ChainedLink is their JSON text.
+ */
+export const LINK_FIELDS = [
+  'id',
+  'action',
+  'entity_type',
+  'entity_id',
+  'actor_id',
+  'actor_ip',
+  'actor_user_agent',
+  'before',
+  'after',
+  'meta',
+  'trace_id',
+  'timestamp',
+] as const;
+
+/**
+ * A record at its place in a chain, as a bulk writer sends it: its links, and the JSON text of its
+ * LINK_FIELDS without the brackets (the timestamp as ISO 8601) — the very text its hash covers, so
+ * a JSONCompactEachRow line is spliced from it instead of encoding the record a second time.
+ */
+export interface ChainedLink {
+  tenant_id: string;
+  seq: number;
+  prev_hash: string;
+  hash: string;
+  fields: string;
+}
+
+// JSON.stringify of an array is its members' texts joined by commas: the hash's text is the JSON of
+// [VERSION, prev_hash, tenant_id, seq, ...LINK_FIELDS], built from the fields' text once.
+const fieldsText = (row: Omit<UnchainedRow, 'tenant_id'>): string =>
+  JSON.stringify([
+    row.id,
+    row.action,
+    row.entity_type,
+    row.entity_id,
+    row.actor_id,
+    row.actor_ip,
+    row.actor_user_agent,
+    row.before,
+    row.after,
+    row.meta,
+    row.trace_id,
+    isoOf(row.timestamp),
+  ]).slice(1, -1);
+const hashText = (prevHash: string, tenantId: string, seq: string, fields: string): string =>
+  `${JSON.stringify([VERSION, prevHash, tenantId, seq]).slice(0, -1)},${fields}]`;
+
 export const hashChain = (sha256: Sha256): HashChain => {
   const hashOf = (row: Omit<AuditRow, 'hash'>): string =>
-    sha256(
-      JSON.stringify([
-        VERSION,
-        row.prev_hash,
-        row.tenant_id,
-        String(row.seq),
-        row.id,
-        row.action,
-        row.entity_type,
-        row.entity_id,
-        row.actor_id,
-        row.actor_ip,
-        row.actor_user_agent,
-        row.before,
-        row.after,
-        row.meta,
-        row.trace_id,
-        isoOf(row.timestamp),
-      ]),
-    );
+    sha256(hashText(row.prev_hash, row.tenant_id, String(row.seq), fieldsText(row)));
   return {
     hashOf,
     chain: (head, rows) => chain(hashOf, head, rows),
+    chainLinks: (head, rows) => {
+      let { seq, hash } = head;
+      const links = rows.map((r): ChainedLink => {
+        seq += 1;
+        const fields = fieldsText(r);
+        const prev = hash;
+        hash = sha256(hashText(prev, r.tenant_id, String(seq), fields));
+        return { tenant_id: r.tenant_id, seq, prev_hash: prev, hash, fields };
+      });
+      return { links, head: { seq, hash } };
+    },
     verifyPage: (head, rows) => verifyPage(hashOf, head, rows),
   };
 };

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { AnalyticsStore } from './port';
 import { IDENTIFIER } from './port';
@@ -29,6 +30,13 @@ export const storeOverClient = async (
   return storeOf(client, kind, database);
 };
 
+/** `INSERT INTO <table> (<columns>) FORMAT JSONCompactEachRow`, every name checked */
+export const linesInsert = (table: string, columns: readonly string[]): string => {
+  if (!TABLE_NAME.test(table)) throw new Error(`invalid table name: ${table}`);
+  if (columns.length === 0 || !columns.every((c) => IDENTIFIER.test(c))) throw new Error('invalid column list');
+  return `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`;
+};
+
 const storeOf = (client: ClickHouseClient, kind: AnalyticsStore['kind'], database: string): AnalyticsStore => ({
   kind,
   database,
@@ -39,6 +47,17 @@ const storeOf = (client: ClickHouseClient, kind: AnalyticsStore['kind'], databas
     if (!TABLE_NAME.test(table)) throw new Error(`invalid table name: ${table}`);
     if (rows.length === 0) return;
     await client.insert({ table, values: rows, format: 'JSONEachRow', clickhouse_settings: sharedSettings });
+  },
+  async insertLines(table, columns, lines) {
+    const sql = linesInsert(table, columns);
+    if (lines.length === 0) return;
+    // the client encodes JSON formats from objects itself; a ready body goes as the statement's data
+    const result = await client.exec({
+      query: sql,
+      values: Readable.from([lines]),
+      clickhouse_settings: sharedSettings,
+    });
+    result.stream.destroy();
   },
   async query<T>(sql: string, params?: Record<string, unknown>) {
     const result = await client.query({

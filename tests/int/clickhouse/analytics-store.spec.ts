@@ -79,6 +79,29 @@ const contract = (name: string, open: () => Promise<AnalyticsStore>) => {
       await expect(store.query(`SELECT * FROM ${table}_missing`)).rejects.toThrow(/missing/);
     });
 
+    it('takes rows a writer encoded itself, one JSON array per line in its own column order', async () => {
+      // given two lines whose texts hold quotes, a newline, a backslash and a 64-bit amount
+      const lines = [
+        ['9007199254740999', '2024-06-01T10:00:00.001Z', 'money.wallet.credited', 't-3', row('t-3', 8).event_id],
+        [-5, '2024-06-02T10:00:00.002Z', 'say "hi"\n\\ é', 't-3', row('t-3', 9).event_id],
+      ];
+      // when they are inserted as they are
+      await store.insertLines(
+        table,
+        ['amount', 'occurred_at', 'type', 'tenant_id', 'event_id'],
+        lines.map((l) => JSON.stringify(l)).join('\n'),
+      );
+      // then each column holds its member
+      const rows = await store.query<AuditRow>(
+        `SELECT type, amount, occurred_at FROM ${table} WHERE tenant_id = 't-3' ORDER BY occurred_at`,
+      );
+      expect(rows).toEqual([
+        { type: 'money.wallet.credited', amount: '9007199254740999', occurred_at: '2024-06-01 10:00:00.001' },
+        { type: 'say "hi"\n\\ é', amount: '-5', occurred_at: '2024-06-02 10:00:00.002' },
+      ]);
+      await expect(store.insertLines(table, ['amount; DROP TABLE x'], '[1]')).rejects.toThrow(/invalid column/);
+    });
+
     it('refuses a table name that is not a plain identifier', async () => {
       await expect(store.insert(`${table}; DROP TABLE x`, [row('t-1', 4)])).rejects.toThrow(/invalid table name/);
     });

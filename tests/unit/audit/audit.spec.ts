@@ -9,7 +9,7 @@ import type { StoredEvent } from '../../../domain/shared/event';
 import { toAuditRecord } from '../../../gateway/audit';
 import { decodeEvent } from '../../../infra/events/envelope';
 import { parseCommandLine } from '../../../app/cli/commands';
-import { chain, START, verifyPage } from '../../../commands/audit/chain';
+import { chain, chainLinks, LINK_FIELDS, START, verifyPage } from '../../../commands/audit/chain';
 import { rowOf } from '../../../domain/audit/rows';
 
 const digest = (v: string) => createHash('sha256').update(`k:${v}`).digest('hex');
@@ -49,6 +49,58 @@ describe('a tenant chain of three records', () => {
     const forged = { ...rows[1]!, after: '{"i":9}' };
     const rehashed = chain({ seq: 1, hash: rows[0]!.hash }, [forged]).rows[0]!;
     expect(verifyPage(START, [rows[0]!, rehashed, rows[2]!]).broken).toMatchObject({ seq: '3', reason: 'broken-link' });
+  });
+});
+
+describe('the hash of a record', () => {
+  // fixed vectors: a record's hash is what stored chains were linked with, so the text it covers
+  // (JSON of version, links and fields) must never drift, however the consumer builds it
+  const rows = [
+    rowOf({
+      id: 'id-1',
+      tenantId: 't',
+      action: 'a.b.c',
+      entityType: 'e',
+      entityId: 'x-1',
+      actorId: 'u',
+      after: { i: 1, s: 'é "q" \\ \n \u2028 😀' },
+      timestamp: '2026-01-01T00:00:01.000Z',
+    }),
+    rowOf({
+      id: 'id-2',
+      tenantId: 't',
+      action: 'a.b.c',
+      entityType: 'e',
+      entityId: 'x-2',
+      actorId: 'u',
+      actorIp: '10.0.0.1',
+      actorUserAgent: 'ua "x"',
+      before: { a: null },
+      meta: { m: [1, 2] },
+      traceId: 'abc',
+      timestamp: '2026-01-01 00:00:02.5',
+    }),
+  ];
+
+  it('is SHA-256 over the same text as ever', () => {
+    expect(chain(START, rows).rows.map((r) => r.hash)).toEqual([
+      '3c9795e5c5685052ac6fe051567fe332fb0fe34181b72fdc016e723570048b69',
+      'feda995dd8b1940a12ab02a2558699e83c505d5fdd034d7f9df476cfd4c56b33',
+    ]);
+  });
+
+  it('is the same when the consumer chains records as JSON text for its insert', () => {
+    const head = { seq: 41, hash: 'f'.repeat(64) };
+    const expected = chain(head, rows);
+    const { links, head: after } = chainLinks(head, rows);
+    expect(after).toEqual(expected.head);
+    links.forEach((link, i) => {
+      const row = expected.rows[i]!;
+      expect(link).toMatchObject({ tenant_id: 't', seq: Number(row.seq), prev_hash: row.prev_hash, hash: row.hash });
+      // the text is the fields' JSON, timestamp normalized as the hash takes it
+      expect(JSON.parse(`[${link.fields}]`)).toEqual(LINK_FIELDS.map((f) => row[f]));
+    });
+    expect(verifyPage(head, expected.rows).broken).toBeNull();
   });
 });
 
