@@ -10,7 +10,10 @@
  * Usage: source .test-infra/env; npx tsx bench/billing-checklimit.ts [calls/s=5000] [seconds=10] [tenants=100]
  */
 import { spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { billingContext } from '../commands/billing/context';
+import type { Kernel } from '../infra/kernel';
 import { billingGrpcClient } from '../tests/support/billing';
 import { billingGrpcPort } from '../write-api/billing/serving';
 import { billingPlatform, loadAverage, tenantsWithTrials } from './billing-support';
@@ -100,25 +103,69 @@ const runClient = async (job: ClientJob): Promise<void> => {
     };
   };
   await phase(job.warmSeconds);
+  process.stdout.write('MEASURING\n');
   const measured = await phase(job.seconds);
   process.stdout.write(`${JSON.stringify(measured)}\n`);
   client.close();
 };
 
-/** the client as a child process of this script; resolves with its figures */
-const clientProcess = (job: ClientJob): Promise<ClientResult> =>
+/** what the serving process spent while the client measured: CPU per call, its event loop's delays */
+interface ServerSide {
+  cpuUs: number;
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+}
+
+/**
+ * how many of the book's lookups waited for a load (a promise) rather than answering from memory:
+ * the calls that pay the read models' round trips (bench-only instrumentation of a private method)
+ */
+const countWaits = (kernel: Kernel) => {
+  const book = billingContext(kernel).book as unknown as { entry: (tenantId: string) => unknown };
+  const entry = book.entry.bind(book);
+  let waited = 0;
+  book.entry = (tenantId: string) => {
+    const found = entry(tenantId);
+    if (found instanceof Promise) waited += 1;
+    return found;
+  };
+  return { reset: () => (waited = 0), count: () => waited };
+};
+
+/** the client as a child process of this script; resolves with its figures and the server's side of the measured phase */
+const clientProcess = (job: ClientJob, onMeasuring: () => void): Promise<ClientResult & ServerSide> =>
   new Promise((resolve, reject) => {
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    let cpu = process.cpuUsage();
+    let measuring = false;
     const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
       env: { ...process.env, CHECKLIMIT_CLIENT: JSON.stringify(job) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (!measuring && out.includes('MEASURING')) {
+        measuring = true;
+        onMeasuring();
+        cpu = process.cpuUsage();
+        loop.enable();
+      }
+    });
     child.on('error', reject);
     child.on('exit', (code) => {
+      loop.disable();
+      const used = process.cpuUsage(cpu);
       const line = out.trim().split('\n').at(-1) ?? '';
-      if (code === 0 && line.startsWith('{')) resolve(JSON.parse(line) as ClientResult);
-      else reject(new Error(`the CheckLimit client exited ${code}: ${out}`));
+      if (code === 0 && line.startsWith('{')) {
+        const result = JSON.parse(line) as ClientResult;
+        resolve({
+          ...result,
+          cpuUs: (used.user + used.system) / Math.max(1, result.n + result.failed),
+          loopDelayP99Ms: loop.percentile(99) / 1e6,
+          loopDelayMaxMs: loop.max / 1e6,
+        });
+      } else reject(new Error(`the CheckLimit client exited ${code}: ${out}`));
     });
   });
 
@@ -131,18 +178,22 @@ if (process.env.CHECKLIMIT_CLIENT) {
   const p = await billingPlatform();
   try {
     const tenants = await tenantsWithTrials(p, tenantCount);
+    const waits = countWaits(p.kernel);
     const target = `127.0.0.1:${billingGrpcPort(p.kernel)}`;
     progress(
       'checklimit',
       `${rate} calls/s for ${seconds} s over ${tenants.length} tenants, client in its own process (load average ${await loadAverage()})`,
     );
-    const s = await clientProcess({ target, tenants, rate, seconds, warmSeconds: smokeOr(2, 0.2) });
+    const s = await clientProcess({ target, tenants, rate, seconds, warmSeconds: smokeOr(2, 0.2) }, waits.reset);
     console.log(machine());
     console.log(
       `CheckLimit over gRPC (plaintext, loopback), open loop at ${rate}/s for ${seconds} s over ${tenants.length} tenants × ${RESOURCES.length} resources, client in its own process`,
     );
     console.log(
       `  achieved ${(s.n / s.seconds).toFixed(0)} calls/s, failed ${s.failed}${s.firstError ? ` (${s.firstError})` : ''}; p50 ${s.p50.toFixed(3)} ms, p99 ${s.p99.toFixed(3)} ms, p99.9 ${s.p999.toFixed(3)} ms, max ${s.max.toFixed(1)} ms (aim p99 < 1 ms); load average after: ${await loadAverage()}`,
+    );
+    console.log(
+      `  server: ${waits.count()} calls waited for the read models (a load of the tenant's limits); ${s.cpuUs.toFixed(0)} µs of CPU per call; event loop delay p99 ${s.loopDelayP99Ms.toFixed(2)} ms, max ${s.loopDelayMaxMs.toFixed(1)} ms`,
     );
     report({
       path: `CheckLimit over gRPC at ${rate.toLocaleString('en')}/s, p99 (client in its own process)`,
