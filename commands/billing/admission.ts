@@ -39,6 +39,10 @@ const DAY_MS = 86_400_000;
 const SETTLE_TTL_MS = 2_000;
 const MAX_ENTRIES = 200_000;
 
+/** the epochs an answer is served under: a token, null (none could be established), or TTL_ONLY (no epochs: TTL and the log decide) */
+type Tag = string | null | typeof TTL_ONLY;
+const TTL_ONLY = Symbol('ttl-only');
+
 interface Cached<T> {
   value: T;
   expiresAt: number;
@@ -82,7 +86,9 @@ export class BillingAdmission {
     if (r.tenantId === PLATFORM_TENANT_ID) return;
     if (r.namespace === 'billing') return this.admitBilling(r);
     const key = `${r.method} ${r.route}`;
-    const info = await this.planInfo(r.tenantId);
+    // one read of the tenant's epochs decides both answers of this request (a counted mutation asks two)
+    const tag = await this.tagOf(r.tenantId);
+    const info = await this.planInfo(r.tenantId, tag);
     if (info) {
       if (info.status === 'terminated' || info.status === 'canceled')
         throw billingErrors.subscriptionTerminated(info.status);
@@ -92,7 +98,7 @@ export class BillingAdmission {
     }
     const counted = r.counts ?? COUNTED_ROUTES[key];
     if (counted && isResource(counted) && MUTATIONS.has(r.method)) {
-      const answer = await this.checkLimit(r.tenantId, counted);
+      const answer = await this.checkLimit(r.tenantId, counted, tag);
       if (answer && !answer.allowed) throw billingErrors.planLimitExceeded(counted, answer.currentUsage, answer.limit);
     }
   }
@@ -114,21 +120,35 @@ export class BillingAdmission {
     return info && info.limits.requestsPerMinute > 0 ? info.limits.requestsPerMinute : null;
   }
 
-  planInfo(tenantId: string): Promise<PlanInfo | null> | PlanInfo {
-    return this.cached(this.plans, tenantId, tenantId, this.options.planInfoTtlMs, () =>
-      this.answers.planInfo(tenantId),
+  /**
+   * tag: the tenant's epochs read for this request (tagOf); read here when not given. An answer is
+   * served from memory only under the epochs read after the request arrived.
+   */
+  async planInfo(tenantId: string, tag?: Tag): Promise<PlanInfo | null> {
+    return this.cachedUnder(
+      tag === undefined ? await this.tagOf(tenantId) : tag,
+      this.plans,
+      tenantId,
+      tenantId,
+      this.options.planInfoTtlMs,
+      () => this.answers.planInfo(tenantId),
     );
   }
 
-  checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer | null> | LimitAnswer {
+  async checkLimit(tenantId: string, resource: Resource, tag?: Tag): Promise<LimitAnswer | null> {
     // a day's count is not kept past the day's end (UTC midnight: events_per_day starts again)
     const now = this.now();
     const ttl =
       resource === 'events_per_day'
         ? Math.max(1, Math.min(this.options.limitTtlMs, DAY_MS - (now % DAY_MS)))
         : this.options.limitTtlMs;
-    return this.cached(this.limits, `${tenantId}:${resource}`, tenantId, ttl, () =>
-      this.answers.checkLimit(tenantId, resource),
+    return this.cachedUnder(
+      tag === undefined ? await this.tagOf(tenantId) : tag,
+      this.limits,
+      `${tenantId}:${resource}`,
+      tenantId,
+      ttl,
+      () => this.answers.checkLimit(tenantId, resource),
     );
   }
 
@@ -154,31 +174,26 @@ export class BillingAdmission {
     return this.kernel.clock.now().getTime();
   }
 
-  private cached<T>(
-    map: Map<string, Cached<T>>,
-    key: string,
-    tenantId: string,
-    ttlMs: number,
-    fetch: () => Promise<T>,
-  ): Promise<T | null> | T {
+  /** the tenant's epochs now (null: none could be established, nothing is served from memory; TTL_ONLY: no epochs) */
+  private tagOf(tenantId: string): Promise<Tag> | Tag {
     const epochs = this.options.epochs;
-    if (!epochs) return this.cachedUnder(undefined, map, key, tenantId, ttlMs, fetch);
+    if (!epochs) return TTL_ONLY;
     return epochs.current([tenantId, EVERY_PLAN]).then(
-      (tag) => this.cachedUnder(tag, map, key, tenantId, ttlMs, fetch),
+      (tag) => tag,
       // the shared cache unreachable: entries live to their TTL and the log's invalidations
-      () => this.cachedUnder(undefined, map, key, tenantId, ttlMs, fetch),
+      () => TTL_ONLY,
     );
   }
 
-  /** tag: the tenant's epochs now (null: none could be established, nothing is served from memory) */
   private cachedUnder<T>(
-    tag: string | null | undefined,
+    epochTag: Tag,
     map: Map<string, Cached<T>>,
     key: string,
     tenantId: string,
     ttlMs: number,
     fetch: () => Promise<T>,
   ): Promise<T | null> | T {
+    const tag = epochTag === TTL_ONLY ? undefined : epochTag;
     const now = this.now();
     const hit = map.get(key);
     if (hit && now < hit.expiresAt && tag !== null && (tag === undefined || hit.tag === tag)) return hit.value;

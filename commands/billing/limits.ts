@@ -23,6 +23,8 @@ interface Entry {
   info: PlanInfo;
   usage: Usage;
   loadedAt: number;
+  /** the age from which a call that finds the entry also starts its reload (served meanwhile) */
+  refreshAfter: number;
 }
 
 /**
@@ -133,13 +135,30 @@ export class LimitBook implements BillingAnswers {
   private entry(tenantId: string): Promise<Entry> | Entry {
     const now = this.clock.now().getTime();
     const known = this.entries.get(tenantId);
-    if (known && now - known.loadedAt < this.maxAgeMs && now >= known.loadedAt) return known;
+    if (known && now >= known.loadedAt) {
+      const age = now - known.loadedAt;
+      if (age < this.maxAgeMs) {
+        // past its refresh age the entry is still served while a reload replaces it behind the
+        // answer: a busy tenant's calls never wait for the read models, and an entry is still
+        // never served past maxAgeMs (a quiet tenant's next call waits for the reload as before)
+        if (age >= known.refreshAfter && !this.loading.has(tenantId))
+          this.startLoad(tenantId, now).catch(() => undefined);
+        return known;
+      }
+    }
+    return this.loading.get(tenantId) ?? this.startLoad(tenantId, now);
+  }
+
+  private startLoad(tenantId: string, now: number): Promise<Entry> {
     let pending = this.loading.get(tenantId);
     if (!pending) {
       const generation = this.generation;
       pending = this.load(tenantId)
         .then(({ info, usage }) => {
-          const entry = { info, usage: usage ?? emptyUsage(), loadedAt: now };
+          // a refresh age spread over the middle half of maxAgeMs: entries loaded together (a
+          // cold start, a plan change) are not reloaded together, each reload a burst of queries
+          const refreshAfter = this.maxAgeMs * (0.25 + Math.random() / 2);
+          const entry = { info, usage: usage ?? emptyUsage(), loadedAt: now, refreshAfter };
           if (generation === this.generation) this.entries.set(tenantId, entry);
           return entry;
         })

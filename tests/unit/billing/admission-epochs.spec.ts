@@ -77,6 +77,22 @@ describe("the gateway's billing admission", () => {
     expect(await outcome(admission)).toBe('refused 402');
   });
 
+  it("given a counted mutation, when it is admitted, then billing's epochs are read once for both of its answers (with Redis, one round trip)", async () => {
+    const { answers } = billing();
+    const epochs = new CacheEpochs(createMemoryCache(), 'billing-limits');
+    const current = epochs.current.bind(epochs);
+    let reads = 0;
+    epochs.current = (scopes) => {
+      reads += 1;
+      return current(scopes);
+    };
+    const admission = new BillingAdmission(kernelWithoutLog(), answers, { ...LONG_TTL, epochs });
+    expect(await outcome(admission)).toBe('refused 402'); // plan info, then the records limit
+    reads = 0;
+    expect(await outcome(admission)).toBe('refused 402');
+    expect(reads).toBe(1);
+  });
+
   it('without epochs, a cached answer outlives the change until its TTL or the log (what the epochs fix)', async () => {
     const { state, answers } = billing();
     const admission = new BillingAdmission(kernelWithoutLog(), answers, LONG_TTL);
