@@ -46,7 +46,8 @@ describe('a websocket notification of a tenant with nothing pending', () => {
       // when a notification is accepted for them
       const id = await send('live', 'u-now', 'at once');
       // then it is delivered already: queued, sent and confirmed as one attempt, no queue row left behind
-      expect(await status('live', id)).toBe('delivered');
+      const shown = (await notifyClient(platform.url, 'live').get(`/notify/${id}`)).body;
+      expect(shown).toMatchObject({ status: 'delivered', sentAt: expect.any(String), deliveredAt: expect.any(String) });
       expect((await eventsOf(platform.kernel.db, 'live', id)).map((e) => e.type)).toEqual([
         'notify.notification.queued',
         'notify.notification.sending',
