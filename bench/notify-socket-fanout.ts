@@ -4,7 +4,7 @@
  * of 500) and measures, per message, from its acceptance (createdAt) to its arrival at the client
  * — through the queue, a worker's claim, the replay buffer and the fan-out bus (Redis with
  * REDIS_URL, PostgreSQL LISTEN/NOTIFY otherwise; pass `redis` to use the test Redis).
- * Usage: source .test-infra/env; npx tsx bench/notify-socket-fanout.ts [clients=1000] [rounds=5] [redis]
+ * Usage: source .test-infra/env; npx tsx bench/notify-socket-fanout.ts [clients=1000] [rounds=5] [redis] [--cpu-prof]
  */
 import { seedMember } from '../tests/support/money';
 import { testToken } from '../tests/support/auth';
@@ -17,13 +17,18 @@ import { latencySummary, post, startNotifyServer } from './notify-support';
 const clients = Number(process.argv[2] ?? 1000);
 const rounds = Number(process.argv[3] ?? 5);
 const redis = process.argv.includes('redis');
-const server = await startNotifyServer({
-  NOTIFY_RATE_LIMIT_PER_TENANT: '10000000',
-  NOTIFY_POLL_INTERVAL_MS: '50',
-  // a thousand sockets open from one address: the edge's per-address limit of anonymous requests would refuse them
-  RATE_LIMIT_ANONYMOUS_PER_MIN: '10000000',
-  ...(redis ? { REDIS_URL: requireEnv('TEST_REDIS_URL') } : {}),
-});
+/** --cpu-prof: the server process writes a CPU profile to .bench-prof/ when it stops */
+const profile = process.argv.includes('--cpu-prof');
+const server = await startNotifyServer(
+  {
+    NOTIFY_RATE_LIMIT_PER_TENANT: '10000000',
+    NOTIFY_POLL_INTERVAL_MS: '50',
+    // a thousand sockets open from one address: the edge's per-address limit of anonymous requests would refuse them
+    RATE_LIMIT_ANONYMOUS_PER_MIN: '10000000',
+    ...(redis ? { REDIS_URL: requireEnv('TEST_REDIS_URL') } : {}),
+  },
+  profile ? ['--cpu-prof', '--cpu-prof-dir=.bench-prof'] : [],
+);
 const sockets: SocketClient[] = [];
 try {
   const users = Array.from({ length: clients }, (_, i) => `fan-${i}`);

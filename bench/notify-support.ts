@@ -13,8 +13,12 @@ import { percentile, startServerProcess } from './support';
 export type NotifyServer = ServerProcess;
 
 /** the notify server; NOTIFY_SERVER_DELIVERY=off in env leaves the delivery workers out (acceptance alone) */
-export const startNotifyServer = (env: Record<string, string>): Promise<NotifyServer> =>
-  startServerProcess('notify', { ...env, SERVICE_WORKERS: env.NOTIFY_SERVER_DELIVERY === 'off' ? 'off' : 'on' });
+export const startNotifyServer = (env: Record<string, string>, nodeArgs: string[] = []): Promise<NotifyServer> =>
+  startServerProcess(
+    'notify',
+    { ...env, SERVICE_WORKERS: env.NOTIFY_SERVER_DELIVERY === 'off' ? 'off' : 'on' },
+    nodeArgs,
+  );
 
 export const authorization = (tenantId: string) => `Bearer ${testToken(tenantId, 'bench-sender', NOTIFY_PERMISSIONS)}`;
 

@@ -193,17 +193,42 @@ export const admitInWindows = async (
   candidates: readonly RateCandidate[],
   now: Date,
 ): Promise<{ admitted: Set<string>; record: string | null }> => {
-  const keys = [...new Set(candidates.flatMap((c) => c.scopes.map((s) => s.key)))].sort();
+  const keys = windowKeys(candidates);
+  const locked = keys.length
+    ? ((await tx.query(lockWindowsSql(table, keys))) as unknown as [unknown, { rows: WindowRow[] }])[1].rows
+    : [];
+  return admitLocked(table, candidates, locked, now);
+};
+
+/** the window rows a set of candidates counts against, as SELECTed by lockWindowsSql */
+export interface WindowRow {
+  scope: string;
+  window_start: Date;
+  used: number;
+}
+
+/** the scopes the candidates count against, sorted (the order their rows are locked in) */
+export const windowKeys = (candidates: readonly RateCandidate[]): string[] =>
+  [...new Set(candidates.flatMap((c) => c.scopes.map((s) => s.key)))].sort();
+
+/**
+ * Two statements (send them as one simple-protocol query; the second answers the rows): the
+ * windows' rows created if missing, then locked in scope order, so two claimers serialize on them
+ * instead of both inserting
+ */
+export const lockWindowsSql = (table: string, keys: readonly string[]): string =>
+  `INSERT INTO ${table} (scope, window_start, used) SELECT k, 'epoch', 0 FROM unnest(${literal([...keys])}::text[]) k ON CONFLICT DO NOTHING;
+      SELECT scope, window_start, used FROM ${table} WHERE scope = ANY(${literal([...keys])}::text[]) ORDER BY scope FOR UPDATE`;
+
+/** admitInWindows once the windows' rows are locked (lockWindowsSql sent with other statements) */
+export const admitLocked = (
+  table: string,
+  candidates: readonly RateCandidate[],
+  locked: readonly WindowRow[],
+  now: Date,
+): { admitted: Set<string>; record: string | null } => {
   const windows = new Map<string, RateWindow>();
-  if (keys.length) {
-    const [, locked] =
-      (await tx.query(`INSERT INTO ${table} (scope, window_start, used) SELECT k, 'epoch', 0 FROM unnest(${literal(keys)}::text[]) k ON CONFLICT DO NOTHING;
-      SELECT scope, window_start, used FROM ${table} WHERE scope = ANY(${literal(keys)}::text[]) ORDER BY scope FOR UPDATE`)) as unknown as [
-        unknown,
-        { rows: { scope: string; window_start: Date; used: number }[] },
-      ];
-    for (const w of locked.rows) windows.set(w.scope, { start: w.window_start.getTime(), used: w.used });
-  }
+  for (const w of locked) windows.set(w.scope, { start: w.window_start.getTime(), used: w.used });
   const decision = admit(candidates, windows, now.getTime());
   const values = [...decision.windows]
     .map(([scope, w]) => `(${literal(scope)}, ${literal(new Date(w.start))}, ${w.used})`)

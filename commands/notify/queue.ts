@@ -7,7 +7,12 @@ import type { Kernel } from '../../infra/kernel';
 import { literal } from '../../infra/postgres/inline';
 import { pipelined, statement } from '../../infra/postgres/pipeline';
 import type { Queryable } from '../../infra/postgres/db';
-import { wakeSql } from '../../infra/queue';
+import type { WindowRow } from '../../infra/queue';
+import { lockWindowsSql, wakeSql, windowKeys as windowKeysOf } from '../../infra/queue';
+import type { SocketEnvelope } from '../../projections/notify/shared/socket-bus';
+import { socketBus } from '../../projections/notify/shared/socket-bus';
+import { bufferInsert, envelopesOf } from './channels/websocket';
+import { chooseLive, liveAppend, liveCandidates, liveEntries, mayGoLive, RATE_WINDOWS } from './live';
 import { fold } from '../../domain/shared/decider';
 import { notificationDecider } from '../../domain/notify/notification';
 import type { NotificationEvent } from '../../domain/notify/events';
@@ -116,10 +121,12 @@ const queuedAppend = (p: PreparedNotification): AppendRequest => {
 /**
  * Group commit of accepts (no Idempotency-Key): requests arriving while earlier ones are being
  * written share one transaction of three round trips — (1) BEGIN, each tenant's lock, each
- * tenant's pending count; (2) the queue rows; (3) the queued events, their inline projection
- * rows, the workers' wake-up and COMMIT. A request that would overflow its tenant's queue is
+ * tenant's pending count, the rate windows of websocket notifications; (2) the queue rows and the
+ * buffer rows of the websocket notifications delivered at once (commands/notify/live.ts); (3) the
+ * events, their inline projection rows, the windows, the live messages' publish (PostgreSQL: sent
+ * at commit), the workers' wake-up and COMMIT. A request that would overflow its tenant's queue is
  * refused alone (503 queue-full); a failure of the transaction fails every request in it (nothing
- * of any of them is written).
+ * of any of them is written, nothing published).
  */
 export class Acceptor {
   private readonly waiting: Waiting[] = [];
@@ -156,18 +163,36 @@ export class Acceptor {
 
   private async run(batch: Waiting[]): Promise<void> {
     const { db, store, projections } = this.kernel;
-    const max = notifyContext(this.kernel).settings.queueMaxPerTenant;
-    const tenants = [...new Set(batch.filter((w) => limitedCount(w.prepared) > 0).map((w) => w.meta.tenantId))].sort();
+    const { settings } = notifyContext(this.kernel);
+    const max = settings.queueMaxPerTenant;
+    const limits = { perTenant: settings.ratePerTenant, perModule: settings.ratePerModule };
+    const all = batch.flatMap((w) => w.prepared);
+    const windowKeys = liveWindowKeys(all, limits);
+    // the tenants counted: those with a cap, and those whose websocket notifications may go live
+    const tenants = [
+      ...new Set(
+        batch.filter((w) => limitedCount(w.prepared) > 0 || w.prepared.some(mayGoLive)).map((w) => w.meta.tenantId),
+      ),
+    ].sort();
     const client = await db.connect().catch((error: unknown) => {
       for (const w of batch) w.reject(error);
       return null;
     });
     if (!client) return;
+    let published: SocketEnvelope[] = [];
     try {
       const results = (await client.query(
-        ['BEGIN', ...tenants.map(lockTenantSql), ...(tenants.length ? [pendingSql(tenants, max)] : [])].join(';\n'),
-      )) as unknown as { rows: { tenant_id: string; n: number }[] }[];
-      const pending = new Map((tenants.length ? results[results.length - 1]!.rows : []).map((r) => [r.tenant_id, r.n]));
+        [
+          'BEGIN',
+          ...tenants.map(lockTenantSql),
+          ...(tenants.length ? [pendingSql(tenants, max)] : []),
+          ...(windowKeys.length ? [lockWindowsSql(RATE_WINDOWS, windowKeys)] : []),
+        ].join(';\n'),
+      )) as unknown as { rows: unknown[] }[];
+      const windows = windowKeys.length ? (results.at(-1)!.rows as WindowRow[]) : [];
+      const counted = tenants.length ? results.at(windowKeys.length ? -3 : -1)!.rows : [];
+      const pendingBefore = new Map((counted as { tenant_id: string; n: number }[]).map((r) => [r.tenant_id, r.n]));
+      const pending = new Map(pendingBefore);
       const admitted: Waiting[] = [];
       const refused: Waiting[] = [];
       for (const w of batch) {
@@ -182,15 +207,34 @@ export class Acceptor {
       }
       const prepared = admitted.flatMap((w) => w.prepared);
       if (prepared.length) {
-        await client.query(insertDeliveries(prepared));
-        const appends = admitted.flatMap((w) => w.prepared.map((p) => ({ request: queuedAppend(p), meta: w.meta })));
-        const { statements, events } = store.prepareAppends(appends, this.kernel.clock.now());
+        const now = this.kernel.clock.now();
+        const { live, record } = chooseLive(prepared, pendingBefore, windows, limits, now);
+        const goesLive = new Set(live.map((p) => p.id));
+        const queued = prepared.filter((p) => !goesLive.has(p.id));
+        const entries = liveEntries(live);
+        const written = await pipelined(client, [
+          ...(queued.length ? [insertDeliveries(queued)] : []),
+          ...(entries.length ? [bufferInsert(entries, now)] : []),
+        ]);
+        const envelopes = entries.length
+          ? envelopesOf(entries, written.at(-1)!.rows as { notification_id: string; seq: string }[])
+          : [];
+        const onCommit = envelopes.length ? socketBus(this.kernel).publishOnCommit(envelopes) : null;
+        const metaOf = new Map(admitted.flatMap((w) => w.prepared.map((p) => [p.id, w.meta] as const)));
+        const appends = prepared.map((p) => ({
+          request: goesLive.has(p.id) ? liveAppend(p, now.toISOString()) : queuedAppend(p),
+          meta: metaOf.get(p.id)!,
+        }));
+        const { statements, events } = store.prepareAppends(appends, now);
         await pipelined(client, [
           ...statements,
           ...projections.inlineStatements(events),
-          statement(WAKE_SQL),
+          ...(record ? [statement(record)] : []),
+          ...(onCommit ? [onCommit] : []),
+          ...(queued.length ? [statement(WAKE_SQL)] : []),
           statement('COMMIT'),
         ]);
+        if (!onCommit) published = envelopes;
       } else {
         await client.query('COMMIT');
       }
@@ -202,8 +246,20 @@ export class Acceptor {
     } finally {
       client.release();
     }
+    // a bus that cannot publish with the commit (Redis) publishes once committed: at most once
+    // live, like any publish; a message missed is in the buffer for the client's replay
+    if (published.length)
+      await socketBus(this.kernel)
+        .publish(published)
+        .catch((error: unknown) =>
+          this.kernel.logger.warn({ err: error }, 'live notifications buffered but not published; clients replay them'),
+        );
   }
 }
+
+/** the rate windows the websocket notifications of a batch count against, locked with the tenants */
+const liveWindowKeys = (prepared: readonly PreparedNotification[], limits: { perTenant: number; perModule: number }) =>
+  windowKeysOf(liveCandidates(prepared, limits));
 
 const acceptors = new WeakMap<Kernel, Acceptor>();
 export const acceptorOf = (kernel: Kernel): Acceptor => {

@@ -6,9 +6,48 @@ import { sql } from '../../infra/projections/projection';
 
 type Stored = StoredEvent<Record<string, unknown>>;
 
-const queuedRows = (t: string, events: Stored[]): Statement => {
+/**
+ * what a new row shows once the sending and sent events that follow its queued event in the same
+ * batch are applied (a websocket notification delivered by its accepting transaction has all three)
+ */
+interface RowState {
+  status: string;
+  attempts: number;
+  sentAt: string | null;
+  deliveredAt: string | null;
+  updatedAt: string;
+  version: number;
+}
+
+/** folds into the new row the sending and sent events right after its queued one; answers how many it took */
+const foldNew = (queued: Stored, after: readonly Stored[], queuedAt: string): { row: RowState; taken: number } => {
+  const row: RowState = {
+    status: 'queued',
+    attempts: 0,
+    sentAt: null,
+    deliveredAt: null,
+    updatedAt: queuedAt,
+    version: queued.streamVersion,
+  };
+  let taken = 0;
+  for (const stored of after) {
+    if (stored.streamId !== queued.streamId || stored.streamVersion !== row.version + 1) break;
+    const e = NotificationEvent.parse({ type: stored.type, data: stored.data });
+    if (e.type === 'notify.notification.sending') {
+      Object.assign(row, { status: 'sending', attempts: row.attempts + 1, sentAt: e.data.startedAt });
+      row.updatedAt = e.data.startedAt;
+    } else if (e.type === 'notify.notification.sent') {
+      Object.assign(row, { status: 'delivered', deliveredAt: e.data.deliveredAt, updatedAt: e.data.deliveredAt });
+    } else break;
+    row.version = stored.streamVersion;
+    taken += 1;
+  }
+  return { row, taken };
+};
+
+const queuedRows = (t: string, news: readonly { stored: Stored; row: RowState }[]): Statement => {
   const values: unknown[] = [];
-  const rows = events.map((stored) => {
+  const rows = news.map(({ stored, row }) => {
     const e = NotificationEvent.parse({ type: stored.type, data: stored.data });
     if (e.type !== 'notify.notification.queued') throw new Error('queuedRows takes queued events');
     const d = e.data;
@@ -20,21 +59,30 @@ const queuedRows = (t: string, events: Stored[]): Statement => {
       d.recipient.userId,
       d.recipient.address,
       d.subject,
+      row.status,
       d.priority,
       d.templateId,
       d.module,
       d.purpose,
       JSON.stringify(d.meta),
       d.queuedAt,
-      stored.streamVersion,
+      row.updatedAt,
+      row.version,
+      row.attempts,
+      row.sentAt,
+      row.deliveredAt,
     );
-    const n = values.length - 14;
+    const n = values.length - 19;
     const p = (i: number) => `$${n + i}`;
-    return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, 'queued', ${p(8)}, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}::jsonb, ${p(13)}::timestamptz, ${p(13)}::timestamptz, ${p(14)}::int)`;
+    return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)}, ${p(9)}, ${p(10)}, ${p(11)}, ${p(12)}, ${p(13)}::jsonb, ${p(14)}::timestamptz, ${p(15)}::timestamptz, ${p(16)}::int, ${p(17)}::int, ${p(18)}::timestamptz, ${p(19)}::timestamptz)`;
   });
+  // a row already there (a replay) takes only what is newer than it, like the guarded updates
   return {
-    text: `INSERT INTO ${t} (tenant_id, id, channel, channel_type, recipient_user_id, recipient_address, subject, status, priority, template_id, module, purpose, meta, created_at, updated_at, version)
-      VALUES ${rows.join(',\n')} ON CONFLICT (tenant_id, id) DO NOTHING`,
+    text: `INSERT INTO ${t} AS r (tenant_id, id, channel, channel_type, recipient_user_id, recipient_address, subject, status, priority, template_id, module, purpose, meta, created_at, updated_at, version, attempts, sent_at, delivered_at)
+      VALUES ${rows.join(',\n')}
+      ON CONFLICT (tenant_id, id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, sent_at = excluded.sent_at, delivered_at = excluded.delivered_at,
+        next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at, version = excluded.version
+      WHERE r.version < excluded.version AND excluded.status <> 'queued'`,
     values,
   };
 };
@@ -104,12 +152,28 @@ export const notificationsProjection: Projection<'notify_notifications'> = {
     ],
   },
   evolve: (stored, t) => notificationsProjection.evolveMany!([stored], t),
-  /** every new notification in one insert (a queued event is version 1 of its stream: nothing of it comes earlier), then the changes in log order */
+  /**
+   * every new notification in one insert (a queued event is version 1 of its stream: nothing of it
+   * comes earlier) with the sending and sent events that follow it in the batch folded in, then the
+   * other changes in log order
+   */
   evolveMany: (events, t) => {
     const table = t.notify_notifications;
-    const queued = events.filter((e) => e.type === 'notify.notification.queued');
-    const changes = events.map((e) => changeSql(table, e)).filter((s): s is Statement => s !== null);
-    return queued.length ? [queuedRows(table, queued), ...changes] : changes;
+    const news: { stored: Stored; row: RowState }[] = [];
+    const changes: Statement[] = [];
+    for (let i = 0; i < events.length; i += 1) {
+      const stored = events[i]!;
+      if (stored.type === 'notify.notification.queued') {
+        const queuedAt = String((stored.data as { queuedAt?: unknown }).queuedAt);
+        const { row, taken } = foldNew(stored, events.slice(i + 1, i + 3), queuedAt);
+        news.push({ stored, row });
+        i += taken;
+        continue;
+      }
+      const change = changeSql(table, stored);
+      if (change) changes.push(change);
+    }
+    return news.length ? [queuedRows(table, news), ...changes] : changes;
   },
 };
 

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { Kernel } from '../../../infra/kernel';
+import type { BoundStatement } from '../../../infra/postgres/inline';
 
 /** what a real-time client receives for one notification (every message carries notification_id) */
 export interface SocketPayload {
@@ -35,6 +36,12 @@ export interface SocketBus {
   readonly kind: 'redis' | 'postgres';
   /** publishes deliveries in order, in one round trip */
   publish(envelopes: readonly SocketEnvelope[]): Promise<void>;
+  /**
+   * the statement that publishes deliveries when the transaction it runs in commits (PostgreSQL:
+   * NOTIFY is sent at commit, never on rollback), or null when the bus can only publish after the
+   * commit (Redis: the caller calls publish once committed)
+   */
+  publishOnCommit(envelopes: readonly SocketEnvelope[]): BoundStatement | null;
   /** resolves once messages published from now on reach the listener */
   subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void>;
   close(): Promise<void>;
@@ -77,6 +84,10 @@ class RedisSocketBus implements SocketBus {
     if (error) throw error;
   }
 
+  publishOnCommit(): null {
+    return null;
+  }
+
   async subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void> {
     const subscriber = new Redis(this.url, { maxRetriesPerRequest: null });
     subscriber.on('error', this.onError);
@@ -105,12 +116,17 @@ class PostgresSocketBus implements SocketBus {
 
   async publish(envelopes: readonly SocketEnvelope[]): Promise<void> {
     if (envelopes.length === 0) return;
+    const { text, values } = this.publishOnCommit(envelopes);
+    await this.pool.query(text, values);
+  }
+
+  publishOnCommit(envelopes: readonly SocketEnvelope[]): BoundStatement {
     const texts = envelopes.map((envelope) => {
       const text = JSON.stringify(envelope);
       return Buffer.byteLength(text) > PG_PAYLOAD_LIMIT ? JSON.stringify({ ...envelope, payload: null }) : text;
     });
     // one statement, one transaction: the notifications go out in the array's order when it commits
-    await this.pool.query('SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t', [CHANNEL, texts]);
+    return { text: 'SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t', values: [CHANNEL, texts] };
   }
 
   async subscribe(listener: (envelope: SocketEnvelope) => void): Promise<void> {
