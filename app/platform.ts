@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import '@fastify/websocket';
 import { buildApp } from '../gateway/app';
 import { setGatewayPorts } from '../infra/http/gateway-ports';
 import { moduleStatusOf } from '../commands/modules/installations';
@@ -126,6 +127,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     app.addHook('onSend', async (_request, reply) => {
       reply.header('x-platform-worker', String(worker));
     });
+    app.websocketServer.on('headers', (headers: string[]) => headers.push(`x-platform-worker: ${worker}`));
   }
   const listen = options.listen ?? true;
   // a cluster's HTTP worker takes connections only once prepared: the others serve meanwhile (a restart)
