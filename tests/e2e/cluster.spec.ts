@@ -162,7 +162,7 @@ describe('`platform start` with HTTP_WORKERS=2 on its embedded engines (no Redis
   it("takes a role's permission change into account on the next request, on every worker", async () => {
     const role = await call('POST', '/rbac/roles', {
       token: owner,
-      body: { name: 'directory-reader', permissions: ['users.read'] },
+      body: { name: 'directory-reader', permissions: ['users.list'] },
     });
     expect(role.status, JSON.stringify(role.body)).toBe(201);
     const invited = await call('POST', '/auth/invite', {
@@ -199,7 +199,7 @@ describe('`platform start` with HTTP_WORKERS=2 on its embedded engines (no Redis
         call('POST', '/rbac/roles', {
           token: owner,
           headers: { 'idempotency-key': key },
-          body: { name, permissions: ['users.read'] },
+          body: { name, permissions: ['users.list'] },
         }),
       ),
     );
