@@ -65,12 +65,12 @@ if (cluster.isWorker) {
 }
 
 /** CPU seconds a process used so far (/proc: utime + stime, in clock ticks of 1/100 s) */
-const cpuSecondsOfPid = (pid: number): number => {
+function cpuSecondsOfPid(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
     .replace(/^.*\) /s, '')
     .split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
-};
+}
 
 async function runBench(): Promise<void> {
   const { url: databaseUrl, drop } = await benchDatabase();
