@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import '@fastify/websocket';
 import { buildApp } from '../gateway/app';
 import { setGatewayPorts } from '../infra/http/gateway-ports';
 import { moduleStatusOf } from '../commands/modules/installations';
@@ -13,6 +14,8 @@ import { startEmbeddedPostgres } from '../infra/embedded/postgres';
 import type { Engines } from '../infra/kernel';
 import { Kernel } from '../infra/kernel';
 import { openKeyValueCache } from '../infra/cache';
+import { createIpcCache } from '../infra/cluster/ipc-cache';
+import { httpWorkerIndex } from '../infra/cluster/worker';
 import type { AnalyticsStore } from '../infra/clickhouse';
 import { openAnalyticsStore } from '../infra/clickhouse';
 import { databaseOfUrl } from '../infra/clickhouse/http';
@@ -52,6 +55,12 @@ export interface PlatformOptions {
   resolver?: Resolver;
   /** listen on the configured HOST:PORT (default true) */
   listen?: boolean;
+  /**
+   * what of the role this process runs (default whole): an HTTP cluster (app/cluster.ts) splits role
+   * all into its primary (background: relay, projectors, background workers; no HTTP) and its HTTP
+   * workers (http: the routes of write, read and the edge; none of the single-owner work)
+   */
+  part?: 'whole' | 'http' | 'background';
 }
 
 export interface RunningPlatform {
@@ -59,15 +68,20 @@ export interface RunningPlatform {
   app: FastifyInstance;
   /** the address the HTTP server listens on */
   url: string;
+  /** the PostgreSQL it uses (the embedded server's, when it started one) */
+  databaseUrl: string;
   stop: () => Promise<void>;
 }
 
-const serves = (role: Role) => ({
-  write: role === 'all' || role === 'gateway' || role === 'write-api',
-  read: role === 'all' || role === 'gateway' || role === 'read-api',
-  relay: role === 'all' || role === 'workers',
-  projectors: role === 'all' || role === 'workers',
+const serves = (role: Role, part: PlatformOptions['part'] = 'whole') => ({
+  write: part !== 'background' && (role === 'all' || role === 'gateway' || role === 'write-api'),
+  read: part !== 'background' && (role === 'all' || role === 'gateway' || role === 'read-api'),
+  relay: part !== 'http' && (role === 'all' || role === 'workers'),
+  projectors: part !== 'http' && (role === 'all' || role === 'workers'),
 });
+
+/** the PostgreSQL a kernel of openKernel connects to (the embedded server's URL when it started one) */
+const databaseUrls = new WeakMap<Kernel, string>();
 
 /**
  * The edge runs where clients arrive: the all-in-one process, or the gateway role, which proxies to
@@ -105,10 +119,20 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   });
   const { db, log } = kernel;
 
-  const what = serves(role);
+  const what = serves(role, options.part);
   const app = await buildApp(kernel, { write: what.write, read: what.read, ...edgeOf(role, config) });
+  const worker = httpWorkerIndex();
+  if (worker !== null && config.PLATFORM_ENV === 'test') {
+    // tests observe which HTTP worker answered (tests/e2e/cluster.spec.ts); never outside PLATFORM_ENV=test
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header('x-platform-worker', String(worker));
+    });
+    app.websocketServer.on('headers', (headers: string[]) => headers.push(`x-platform-worker: ${worker}`));
+  }
   const listen = options.listen ?? true;
-  const url = listen ? await app.listen({ host: config.HOST, port: config.PORT }) : 'http://in-process';
+  // a cluster's HTTP worker takes connections only once prepared: the others serve meanwhile (a restart)
+  const listenAt = () => app.listen({ host: config.HOST, port: config.PORT });
+  let url = listen && worker === null ? await listenAt() : 'http://in-process';
   logger.info({ role, url, log: log.kind }, 'platform listening; preparing');
 
   try {
@@ -133,6 +157,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     const mounted = [...(what.write ? kernel.services.write : []), ...(what.read ? kernel.services.read : [])];
     for (const plugin of mounted) await plugin.start?.(kernel);
     kernel.readiness.projections = true;
+    if (listen && worker !== null) url = await listenAt();
   } catch (error) {
     await app.close();
     await kernel.close();
@@ -174,7 +199,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     })();
     return stopping;
   };
-  return { kernel, app, url, stop };
+  return { kernel, app, url, databaseUrl: databaseUrls.get(kernel) ?? config.DATABASE_URL ?? '', stop };
 };
 
 /**
@@ -195,7 +220,11 @@ export const openKernel = async (options: {
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     // a CLI command beside a running `platform start` uses its server
-    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, { useRunning: options.role === undefined });
+    const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, {
+      useRunning: options.role === undefined,
+      // an HTTP cluster's workers each have a pool of their own beside the primary's
+      maxConnections: Math.max(200, (config.HTTP_WORKERS + 1) * (config.DATABASE_POOL_SIZE + 10)),
+    });
     databaseUrl = embedded.url;
     cleanup.push(() => embedded.stop());
   }
@@ -223,6 +252,7 @@ export const openKernel = async (options: {
     role: options.role ?? 'cli',
     resolver: options.resolver,
   });
+  databaseUrls.set(kernel, databaseUrl);
   kernel.health.register('postgresql', async () => {
     await db.query('SELECT 1');
   });
@@ -302,7 +332,11 @@ const openEngines = async (config: Config, role: string, databaseUrl: string, cl
   const scanner = createVirusScanner({ clamdHost: config.CLAMD_HOST, clamdPort: config.CLAMD_PORT });
   return {
     secrets,
-    cache: await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
+    // an HTTP worker of a cluster without Redis uses its primary's cache over IPC (infra/cluster/ipc-cache.ts)
+    cache:
+      !config.REDIS_URL && httpWorkerIndex() !== null
+        ? createIpcCache(process)
+        : await openKeyValueCache({ redisUrl: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, clock }),
     // a 5xx reply refuses one message (an unknown mailbox): an answer of the server, not the server failing
     mail: guarded(
       createMailer({ smtpUrl: config.SMTP_URL, mailFrom: config.MAIL_FROM, dataDir: config.DATA_DIR }),

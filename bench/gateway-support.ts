@@ -4,18 +4,23 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Authenticator } from '../infra/http/auth';
 import { defineRoutes } from '../infra/services';
-import { KeyRing } from '../infra/security/jwt';
+import { exportKeyRing, importKeyRing, KeyRing, type PersistedSigningKey } from '../infra/security/jwt';
+import { SecretBox } from '../infra/security/secret-box';
 
 /**
  * An authenticator as identity will install it: ES256 access tokens verified by the key ring
  * (with its verified-token cache), permissions from the roles.
  */
-export const benchAuthenticator = async (): Promise<{ authenticator: Authenticator; token: string }> => {
-  const ring = await KeyRing.generate({
-    issuer: 'https://id.bench',
-    audience: 'platform',
-    maxTokenLifetimeSeconds: 3600,
-  });
+export const benchAuthenticator = async (
+  /** the ring of another process (its `shared`): HTTP workers of one bench verify the one token */
+  shared?: string,
+): Promise<{ authenticator: Authenticator; token: string; shared: string }> => {
+  const options = { issuer: 'https://id.bench', audience: 'platform', maxTokenLifetimeSeconds: 3600 };
+  // a throwaway box: the ring only crosses to the bench's own worker processes
+  const box = new SecretBox([{ id: 'bench', key: Buffer.alloc(32, 7) }]);
+  const ring = shared
+    ? await importKeyRing(JSON.parse(shared) as PersistedSigningKey[], box, options)
+    : await KeyRing.generate(options);
   const token = await ring.sign(
     { sub: 'user-1', email: 'u@example.com', tenantId: 'tenant-bench', roles: ['Member'] },
     { expiresInSeconds: 3600 },
@@ -33,7 +38,7 @@ export const benchAuthenticator = async (): Promise<{ authenticator: Authenticat
       };
     },
   };
-  return { authenticator, token };
+  return { authenticator, token, shared: shared ?? JSON.stringify(await exportKeyRing(ring, box)) };
 };
 
 const Ping = z.object({ id: z.string(), n: z.number().int(), at: z.string() });

@@ -1,3 +1,4 @@
+import { httpWorkerIndex } from '../infra/cluster/worker';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { commonErrors } from '../domain/shared/errors';
 import { defineErrors } from '../domain/shared/errors';
@@ -47,7 +48,14 @@ export const UNLIMITED = new Set(['/live', '/ready']);
 const edgeGuard = (kernel: Kernel) => {
   const { config } = kernel;
   const ports = () => gatewayPorts(kernel);
-  const limiter = new RateLimiter(kernel.engines.cache, kernel.clock, kernel.logger);
+  // HTTP workers of one cluster share a port, so a burst spreads over them: each hit waits for the
+  // shared count (an IPC or Redis round trip) to keep the limit exact across them (docs/decisions.md)
+  const limiter = new RateLimiter(
+    kernel.engines.cache,
+    kernel.clock,
+    kernel.logger,
+    httpWorkerIndex() === null ? {} : { backgroundBelow: 0 },
+  );
   const cors = new CorsPolicy(config.CORS_ALLOWED_ORIGINS, config.rootUrl, ports);
   const deprecation = versionHeaders(config);
   const versioned = Object.keys(deprecation).length > 0;

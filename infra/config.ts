@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -140,6 +141,11 @@ export const ConfigSchema = z
     COMMAND_BATCH_MAX_SIZE: int(64, 1),
     COMMAND_BATCH_CONCURRENCY: int(2, 1),
     SHUTDOWN_GRACE_MS: int(10_000, 0),
+    /**
+     * HTTP worker processes of `platform start` and of each HTTP role of `platform serve` (node:cluster,
+     * infra/cluster/primary.ts): one per core by default; 1 serves from the one process, as before
+     */
+    HTTP_WORKERS: int(availableParallelism(), 1),
     CORS_ALLOWED_ORIGINS: z
       .string()
       .refine(

@@ -35,6 +35,8 @@ export interface Readiness {
   migrations: boolean;
   log: boolean;
   projections: boolean;
+  /** an HTTP worker of a cluster (infra/cluster/): its primary is ready too (always true outside a cluster) */
+  primary: boolean;
 }
 
 /** Permissions registered by modules; system.* and platform.* are reserved (spec 000). */
@@ -130,7 +132,7 @@ export class Kernel {
   readonly services: ServiceParts;
   /** the role of this process: a service's start hook serves what belongs to it there (billing serves gRPC in all and write-api) */
   readonly role: string;
-  readonly readiness: Readiness = { migrations: false, log: false, projections: false };
+  readonly readiness: Readiness = { migrations: false, log: false, projections: false, primary: true };
   /** replaced by the identity service when it is installed */
   authenticator: Authenticator = noAuthenticator;
   /**
@@ -180,7 +182,7 @@ export class Kernel {
   }
 
   get ready(): boolean {
-    return this.readiness.migrations && this.readiness.log && this.readiness.projections;
+    return this.readiness.migrations && this.readiness.log && this.readiness.projections && this.readiness.primary;
   }
 
   /** the first readiness condition not yet met, for GET /ready */
@@ -188,6 +190,7 @@ export class Kernel {
     if (!this.readiness.migrations) return 'migrations have not run yet';
     if (!this.readiness.log) return 'the log is not reachable';
     if (!this.readiness.projections) return 'projections are being prepared';
+    if (!this.readiness.primary) return 'the cluster primary is not ready';
     return null;
   }
 

@@ -1,4 +1,7 @@
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from '../../infra/config';
+import { joinCluster } from '../../infra/cluster/worker';
+import { HTTP_ROLES, startClusterPrimary } from '../cluster';
 import { createLogger } from '../../infra/observability/logger';
 import { migrate } from '../../infra/postgres/migrate';
 import { installProcessPolicy } from '../../infra/runtime/process-policy';
@@ -20,6 +23,9 @@ const fail = (message: string): never => {
 const runServer = async (role: Role, projection?: string) => {
   const config = loadConfig();
   const logger = createLogger({ level: config.LOG_LEVEL });
+  // HTTP workers (app/cluster.ts): the primary forks this same command; each worker runs the HTTP part
+  const primary = cluster.isPrimary && HTTP_ROLES.has(role) && config.HTTP_WORKERS > 1;
+  const worker = cluster.isWorker;
   // Signals are handled from the first moment: one that arrives while the platform is still
   // starting stops it as soon as the start completes, so an early SIGTERM still drains cleanly.
   let signals = 0;
@@ -32,7 +38,9 @@ const runServer = async (role: Role, projection?: string) => {
     if (signals > 1) process.exit(1);
     requested = signal;
     if (!stop) return;
-    const force = setTimeout(() => process.exit(1), config.SHUTDOWN_GRACE_MS).unref();
+    // a primary drains its workers (each within the grace) before stopping its own work
+    const grace = primary ? 2 * config.SHUTDOWN_GRACE_MS + 5_000 : config.SHUTDOWN_GRACE_MS;
+    const force = setTimeout(() => process.exit(1), grace).unref();
     stop().then(
       () => {
         clearTimeout(force);
@@ -54,12 +62,48 @@ const runServer = async (role: Role, projection?: string) => {
   process.removeAllListeners('SIGTERM');
   process.removeAllListeners('SIGINT');
   process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  const running = await startPlatform({ role, projection, config, logger });
-  stop = () => {
-    running.kernel.logger.info({ signal: requested }, 'shutting down');
-    return running.stop();
-  };
+  // Ctrl-C reaches every process of the terminal's group: a cluster's workers drain on their primary's order
+  process.on('SIGINT', () => (worker ? undefined : shutdown('SIGINT')));
+
+  if (primary) {
+    const running = await startClusterPrimary({
+      role,
+      config,
+      logger,
+      // a worker that could not start: the cluster cannot either (its workers and engines are stopped)
+      onFailure: (code) => (stop ? shutdown('an HTTP worker failed to start', code) : process.exit(code)),
+    });
+    stop = () => {
+      logger.info({ signal: requested }, 'shutting down');
+      return running.stop();
+    };
+  } else {
+    let primaryReady = !worker;
+    let running: Awaited<ReturnType<typeof startPlatform>> | null = null;
+    // a worker drains when its primary says so, and when its primary is gone (exit 1)
+    const membership = joinCluster({
+      primaryReady: (ready) => {
+        primaryReady = ready;
+        if (running) running.kernel.readiness.primary = ready;
+      },
+      shutdown: () => shutdown('the cluster primary'),
+      primaryGone: () => shutdown('the cluster primary is gone', 1),
+    });
+    running = await startPlatform({
+      role,
+      projection,
+      config,
+      logger,
+      part: worker && role === 'all' ? 'http' : 'whole',
+    });
+    running.kernel.readiness.primary = primaryReady;
+    const started = running;
+    stop = () => {
+      started.kernel.logger.info({ signal: requested }, 'shutting down');
+      return started.stop();
+    };
+    if (!requested) membership.serving();
+  }
   if (requested) {
     signals = 0;
     shutdown(requested, exitCode);

@@ -35,7 +35,7 @@ const freePort = (): Promise<number> =>
 export const startEmbeddedPostgres = async (
   dataDir: string,
   logger: Logger,
-  options: { useRunning?: boolean } = {},
+  options: { useRunning?: boolean; maxConnections?: number } = {},
 ): Promise<EmbeddedPostgresHandle> => {
   const root = resolve(dataDir);
   const databaseDir = join(root, 'postgres');
@@ -81,7 +81,14 @@ export const startEmbeddedPostgres = async (
     createPostgresUser: isRoot,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     // TCP on loopback only; no unix socket, whose default folder may not exist or be writable.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      `max_connections=${options.maxConnections ?? 200}`,
+    ],
     onLog: (message) => {
       const line = String(message).trim();
       if (line) recent.push(line);

@@ -11,6 +11,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const embeddedEnv = (dataDir: string, logLevel = 'warn'): Record<string, string> => ({
   DATA_DIR: dataDir,
   HOST: '127.0.0.1',
+  // one process: the HTTP workers have their own test (tests/e2e/cluster.spec.ts), and each worker costs a start
+  HTTP_WORKERS: '1',
   LOG_LEVEL: logLevel,
   DATABASE_URL: '',
   KAFKA_BROKERS: '',
@@ -46,7 +48,7 @@ export const runPlatform = (args: string[], env: Record<string, string>, port: n
   let output = '';
   const child = spawn(process.execPath, ['bin/platform.js', ...args], {
     cwd: ROOT,
-    env: { ...process.env, GRPC_PORT: '0', ...env, PORT: String(port) },
+    env: { ...process.env, GRPC_PORT: '0', HTTP_WORKERS: '1', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d: Buffer) => {

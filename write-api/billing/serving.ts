@@ -6,6 +6,7 @@ import { setGatewayPorts } from '../../infra/http/gateway-ports';
 import type { GrpcServer } from '../../infra/grpc';
 import { startGrpcServer } from '../../infra/grpc';
 import type { Kernel } from '../../infra/kernel';
+import { servesSingletons } from '../../infra/cluster/worker';
 import { billingServiceDefinition, billingServiceImplementation } from './grpc';
 
 const servers = new WeakMap<Kernel, GrpcServer>();
@@ -46,7 +47,8 @@ export const startBillingServing = async (kernel: Kernel, ctx: BillingContext): 
       tenantRateCeiling: (tenantId) => admission.rateCeiling(tenantId),
     });
   }
-  if ((role === 'all' || role === 'write-api') && !servers.has(kernel)) {
+  // one gRPC server per deployment's port: in an HTTP cluster, worker 0's (docs/decisions.md)
+  if ((role === 'all' || role === 'write-api') && servesSingletons() && !servers.has(kernel)) {
     const server = await startGrpcServer({
       host: ctx.settings.grpc.host,
       port: ctx.settings.grpc.port,
