@@ -7,7 +7,8 @@
  * figures from.
  *
  * Usage: npm run bench [-- [options] [script…]]
- *   script…          names of bench/*.ts without .ts (default: every benchmark script)
+ *   script…          names of bench/*.ts without .ts (default: every benchmark script), each run
+ *                    with the argument sets of FULL_RUNS (below) or its defaults
  *   --allow-load     start even when the 1-minute load average is above 1.5 (smoke runs only:
  *                    figures taken under load are not figures)
  *   --smoke          tiny inputs (BENCH_SMOKE=1 and the smoke arguments below): checks that every
@@ -90,6 +91,21 @@ export const REPORTING = [
   'gateway-overhead',
   'gateway-throughput',
 ];
+
+/**
+ * The argument sets a script runs with in a full run (no --args, no --smoke), each a run of its own
+ * in the table: the conditions issue 25's table names where a script's defaults differ (the bus on
+ * Kafka at 1,000/s; the gateway with one and with two HTTP workers; the data list over 100,000 rows,
+ * which PocketBase's peer also seeds). A script not named here runs once with its defaults.
+ */
+export const FULL_RUNS: Record<string, string[][]> = {
+  'events-bus': [['10', '1000', '--kafka']],
+  'gateway-throughput': [
+    ['64', '15', '0', 'workers=1'],
+    ['64', '15', '0', 'workers=2'],
+  ],
+  'data-crud': [['10', '100000', '32']],
+};
 
 /** every benchmark script of bench/, by name */
 export const benchScripts = (): string[] =>
@@ -386,14 +402,18 @@ const main = async () => {
   );
 
   // one script at a time; a smoke run may run `jobs` at once (its figures measure nothing); the table keeps the order named
+  const runs = options.scripts.flatMap((script) =>
+    (options.args ? [options.args] : options.smoke ? [SMOKE_ARGS[script] ?? []] : (FULL_RUNS[script] ?? [[]])).map(
+      (args) => ({ script, args }),
+    ),
+  );
   const results: (ScriptResult | undefined)[] = [];
   let next = 0;
   await Promise.all(
     Array.from({ length: options.jobs }, async () => {
-      for (let i = next++; i < options.scripts.length && !interrupted; i = next++) {
-        const script = options.scripts[i]!;
-        const args = options.args ?? (options.smoke ? (SMOKE_ARGS[script] ?? []) : []);
-        results[i] = await runScript(script, args, env, options.timeoutSeconds, `(${i + 1}/${options.scripts.length})`);
+      for (let i = next++; i < runs.length && !interrupted; i = next++) {
+        const { script, args } = runs[i]!;
+        results[i] = await runScript(script, args, env, options.timeoutSeconds, `(${i + 1}/${runs.length})`);
       }
     }),
   );

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ScriptResult } from '../../bench/run';
-import { benchScripts, REPORTING, SMOKE_ARGS } from '../../bench/run';
+import { benchScripts, FULL_RUNS, REPORTING, SMOKE_ARGS } from '../../bench/run';
 
 /**
  * `npm run bench` (bench/run.ts) on tiny inputs: benchmarks are not timed tests, so nothing here
@@ -58,6 +58,7 @@ describe('npm run bench', () => {
     expect(scripts.filter((s) => !(s in SMOKE_ARGS))).toEqual([]);
     expect(Object.keys(SMOKE_ARGS).filter((s) => !scripts.includes(s))).toEqual([]);
     expect(REPORTING.filter((s) => !scripts.includes(s))).toEqual([]);
+    expect(Object.keys(FULL_RUNS).filter((s) => !scripts.includes(s))).toEqual([]);
     for (const s of SUBSET) expect(scripts).toContain(s);
   });
 
