@@ -28,9 +28,11 @@ export const recording = <T extends object>(client: T, into: Recorded[]): T =>
   new Proxy(client, {
     get(target, key, receiver) {
       if (key === 'query')
-        return (text: string, values?: unknown[]) => {
-          into.push({ text, values: values ?? [] });
-          return (target as unknown as pg.ClientBase).query(text, values);
+        // a statement as text and values, or as a query config ({ name, text, values }: a prepared one)
+        return (query: string | pg.QueryConfig, values?: unknown[]) => {
+          const config = typeof query === 'string' ? { text: query, values } : query;
+          into.push({ text: config.text, values: config.values ?? [] });
+          return (target as unknown as pg.ClientBase).query(query as string, values);
         };
       return Reflect.get(target, key, receiver) as unknown;
     },
