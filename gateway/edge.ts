@@ -1,7 +1,6 @@
 import { httpWorkerIndex } from '../infra/cluster/worker';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { commonErrors } from '../domain/shared/errors';
-import { defineErrors } from '../domain/shared/errors';
+import { commonErrors, DomainError, defineErrors } from '../domain/shared/errors';
 import type { Principal } from '../infra/http/auth';
 import { isAdmin } from '../infra/http/auth';
 import { gatewayPorts, PLATFORM_NAMESPACES } from '../infra/http/gateway-ports';
@@ -114,8 +113,11 @@ const edgeGuard = (kernel: Kernel) => {
       if (corsState === 'sent') return reply;
       await authorize(request, principalOf);
     } catch (error) {
-      // a valid token refused for its permissions counts against its user, whatever the answer
-      if (!reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, request.principal);
+      // a refusal counts: a valid token refused for its permissions against its user, a refused
+      // token against the address. A failure on the server's side (a credential store that did not
+      // answer) is not the caller's doing and counts against nobody: it answers 5xx, never 429.
+      const refused = error instanceof DomainError && error.status < 500;
+      if (refused && !reply.hasHeader('x-ratelimit-limit')) await limit(request, reply, request.principal);
       throw error;
     }
     await limit(request, reply, request.principal ?? (await unroutedPrincipal(request, principalOf)));

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addCredentialScheme } from '../../../infra/http/credentials';
 import { setGatewayPorts } from '../../../infra/http/gateway-ports';
 import { testToken } from '../../support/auth';
 import { requireEnv } from '../../support/env';
@@ -145,6 +146,39 @@ describe('an authenticated caller refused by the route', () => {
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('x-ratelimit-limit')).toBe('5');
     expect(anonymous.headers.get('x-ratelimit-remaining')).toBe('4');
+  });
+});
+
+describe('a caller the server fails to authenticate (its credential store does not answer)', () => {
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ env: { RATE_LIMIT_ANONYMOUS_PER_MIN: '5' } });
+    // a service's credential scheme whose store fails, as a key check does when the database pool times out
+    addCredentialScheme(platform.kernel, {
+      accepts: (token) => token.startsWith('unreachable_'),
+      authenticate: () => Promise.reject(new Error('the key store did not answer')),
+    });
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  it("answers 5xx every time and never drains the client address's bucket (no 429 for the server's failure)", async () => {
+    const before = await platform.http('/v1/tally/counters');
+    expect(before.status).toBe(401);
+    const remaining = Number(before.headers.get('x-ratelimit-remaining'));
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const failed = await platform.http('/v1/tally/counters', {
+        headers: { authorization: 'Bearer unreachable_key' },
+      });
+      await failed.arrayBuffer();
+      statuses.push(failed.status);
+    }
+    expect(statuses.filter((s) => s < 500)).toEqual([]);
+    const after = await platform.http('/v1/tally/counters');
+    expect(after.status).toBe(401);
+    expect(Number(after.headers.get('x-ratelimit-remaining'))).toBe(remaining - 1);
   });
 });
 
