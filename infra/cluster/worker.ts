@@ -25,9 +25,7 @@ export interface ClusterMessage {
 }
 
 export const isClusterMessage = (m: unknown): m is ClusterMessage =>
-  typeof m === 'object' &&
-  m !== null &&
-  Object.values(MESSAGES).includes((m as ClusterMessage).kind);
+  typeof m === 'object' && m !== null && Object.values(MESSAGES).includes((m as ClusterMessage).kind);
 
 /** this process's index among its cluster's HTTP workers, or null when it is no cluster worker */
 export const httpWorkerIndex = (): number | null => {
