@@ -63,7 +63,7 @@ export const auditClient = (
 /** polls until probe answers something truthy */
 export const eventually = async <T>(
   probe: () => Promise<T | null | undefined | false>,
-  ms = 10_000,
+  ms = 30_000,
   every = 50,
 ): Promise<T> => (await pollUntil(probe, Boolean, { timeoutMs: ms, everyMs: every })) as T;
 

@@ -53,7 +53,7 @@ export const escalate = async (kernel: Kernel): Promise<void> => {
 export const eventually = async <T>(
   check: () => Promise<T>,
   accept: (value: T) => boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 30_000,
   what = 'the condition',
 ): Promise<T> => pollUntil(check, accept, { timeoutMs, what });
 

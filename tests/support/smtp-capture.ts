@@ -89,7 +89,9 @@ export const startSmtpCapture = async (): Promise<SmtpCapture> => {
   });
   const { port } = server.server.address() as AddressInfo;
 
-  const waitFor: SmtpCapture['waitFor'] = (predicate, timeoutMs = 5_000) =>
+  // a mail crosses the log, a worker and a delivery queue: seconds on a quiet machine, far more on a
+  // loaded one (a split run's beforeAll failed at the old 5 s); the wait ends as soon as it arrives
+  const waitFor: SmtpCapture['waitFor'] = (predicate, timeoutMs = 60_000) =>
     new Promise((resolve, reject) => {
       const check = () => {
         const found = messages.find(predicate);
