@@ -53,6 +53,7 @@ export const SPLIT_SUITES = [
   'tests/int/http/malformed-bodies.spec.ts',
   'tests/int/gateway/contract.spec.ts',
   'tests/int/events/platform-envelope.spec.ts',
+  'tests/int/http/shutdown.spec.ts',
 ];
 
 // role processes and the split run's ClickHouse endpoint start from a bundle built once per run

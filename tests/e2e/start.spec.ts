@@ -1,6 +1,8 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { userInfo, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { embeddedEnv, freePort, runPlatform, waitFor } from '../support/process';
 
@@ -48,6 +50,44 @@ describe('`platform start` on an empty data folder', () => {
       p.child.kill('SIGTERM');
     }
     expect(await p.exited).toBe(0);
+  }, 180_000);
+
+  it('on SIGTERM answers the request still arriving, with its database, then exits 0', async () => {
+    const port = await freePort();
+    const p = runPlatform(['start'], embedded, port);
+    let answered: Promise<{ status: number; body: string }>;
+    try {
+      await waitFor(`${p.url}/ready`, 200, 120_000).catch((e: Error) => {
+        throw new Error(`${e.message}\n${p.output().slice(-3000)}`);
+      });
+      // given a login whose body is half sent when the signal comes
+      const body = JSON.stringify({ email: 'nobody@example.test', password: 'not the password at all' });
+      const req = request(`${p.url}/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      });
+      answered = new Promise((resolve, reject) => {
+        req.on('response', (res) => {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        });
+        req.on('error', reject);
+      });
+      req.write(body.slice(0, 10));
+      await sleep(300);
+      p.child.kill('SIGTERM');
+      // when the rest arrives after the server began to drain (and after any library's own exit would have run)
+      await sleep(2_000);
+      req.end(body.slice(10));
+    } catch (error) {
+      p.child.kill('SIGTERM');
+      throw error;
+    }
+    // then the login is answered from the database (a refusal, not a broken connection or a 5xx) and the process exits 0
+    const reply = await answered;
+    expect(reply.status, reply.body).toBe(401);
+    expect(await p.exited, p.output().slice(-3000)).toBe(0);
   }, 180_000);
 });
 

