@@ -213,9 +213,13 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   const extraGateways: RoleProcess[] = [];
   let gatewayEnv: Record<string, string> = {};
   const stopAll = async () => {
-    // the gateways first: no request reaches an upstream that is already gone
-    for (const extra of extraGateways) await stopRole(extra);
-    for (const role of [...ROLES].reverse()) if (started[role]) await stopRole(started[role]);
+    // the gateways first: no request reaches an upstream that is already gone; then the others
+    // together (each drain waits up to a second for its Kafka consumers' fetches in flight)
+    const gateways = [...extraGateways, ...(started.gateway ? [started.gateway] : [])];
+    await Promise.all(gateways.map(stopRole));
+    await Promise.all(
+      ROLES.filter((role) => role !== 'gateway' && started[role]).map((role) => stopRole(started[role]!)),
+    );
   };
   try {
     await kernel.projections.prepare();
