@@ -1,5 +1,6 @@
-import sharp from 'sharp';
 import type { Readable } from 'node:stream';
+import type { Sharp } from 'sharp';
+import { lazyImport } from '../../infra/runtime/lazy';
 import { PRESETS, type PresetName } from '../../domain/files/constants';
 import { filesErrors } from '../../domain/files/errors';
 import type { Dimensions, Operation, OutputFormat } from '../../domain/files/operations';
@@ -10,9 +11,15 @@ import { outputFormatOf, plannedDimensions } from '../../domain/files/operations
  * header declares more pixels than FILES_IMAGE_MAX_PIXELS (a decompression bomb) is refused before
  * a single pixel is decoded, and with a libvips timeout; the caller races the whole job against
  * the same deadline. libvips' operation cache is off: nothing of one request stays in memory.
+ * sharp is loaded on the first image: most processes never handle one.
  */
-sharp.cache(false);
-type Pipeline = ReturnType<typeof sharp>;
+const loadSharp = lazyImport(async () => {
+  const sharp = (await import('sharp')).default;
+  sharp.cache(false);
+  return sharp;
+});
+type SharpFactory = Awaited<ReturnType<typeof loadSharp>>;
+type Pipeline = Sharp;
 
 export interface ImageLimits {
   maxPixels: number;
@@ -33,7 +40,7 @@ export class ImageTimeout extends Error {
   }
 }
 
-const open = (input: Buffer, limits: ImageLimits) =>
+const open = (sharp: SharpFactory, input: Buffer, limits: ImageLimits) =>
   sharp(input, { limitInputPixels: limits.maxPixels, failOn: 'error', sequentialRead: true }).timeout({
     seconds: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
   });
@@ -83,8 +90,9 @@ export const readAll = async (body: Readable, maxBytes: number): Promise<Buffer>
 
 /** the picture's size from its header alone (nothing decoded), the pixel limit checked */
 export const probeImage = async (input: Buffer, limits: ImageLimits): Promise<Dimensions & { format: string }> => {
+  const sharp = await loadSharp();
   try {
-    const meta = await open(input, limits).metadata();
+    const meta = await open(sharp, input, limits).metadata();
     if (!meta.width || !meta.height || !meta.format) throw new Error('corrupt');
     // EXIF orientations 5-8 turn the picture a quarter: operations see it upright
     const turned = (meta.orientation ?? 1) >= 5;
@@ -101,9 +109,10 @@ export const renderThumbnail = async (
   limits: ImageLimits,
 ): Promise<RenderedImage> => {
   const p = PRESETS[preset];
+  const sharp = await loadSharp();
   try {
     return await withinDeadline(limits.timeoutMs, async () => {
-      const { data, info } = await open(input, limits)
+      const { data, info } = await open(sharp, input, limits)
         .rotate()
         .resize({ width: p.width, height: p.height ?? undefined, fit: p.fit, withoutEnlargement: p.fit === 'inside' })
         .webp({ quality: 80 })
@@ -157,9 +166,10 @@ export const applyOperations = async (
   const plan = plannedDimensions(ops, source, limits.maxPixels);
   if (!plan.ok) throw filesErrors.processingFailed(plan.reason);
   const format = outputFormatOf(ops, sourceMime);
+  const sharp = await loadSharp();
   try {
     return await withinDeadline(limits.timeoutMs, async () => {
-      let pixels = await open(input, limits).rotate().raw().toBuffer({ resolveWithObject: true });
+      let pixels = await open(sharp, input, limits).rotate().raw().toBuffer({ resolveWithObject: true });
       for (const op of ops.filter((o) => o.type !== 'convert')) {
         const { width, height, channels } = pixels.info;
         pixels = await applyOne(

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { getAddress, isAddress, isHex, recoverMessageAddress } from 'viem';
-import { parseSiweMessage } from 'viem/siwe';
+import { lazyImport } from '../../infra/runtime/lazy';
 import { LIFETIMES } from '../../domain/identity/constants';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Kernel } from '../../infra/kernel';
@@ -21,6 +20,11 @@ const MAX_MESSAGE = 4096;
 const NONCE = /^[a-f0-9]{32}$/;
 
 const fail = (detail: string) => commonErrors.unauthorized(detail);
+
+// viem costs every process ~300 ms of its start; only a SIWE sign-in needs it
+const loadViem = lazyImport(async () => ({ ...(await import('viem')), ...(await import('viem/siwe')) }));
+/** viem's isHex (strict): 0x and hex digits */
+const isHex = (value: string): value is `0x${string}` => /^0x[0-9a-fA-F]*$/.test(value);
 
 export const siweSettings = (kernel: Kernel) => ({
   domain: kernel.config.SIWE_DOMAIN ?? new URL(kernel.config.rootUrl).host,
@@ -52,6 +56,7 @@ export const verifySiwe = async (
   if (missing.length || typeof message !== 'string' || typeof signature !== 'string' || !isHex(signature))
     throw commonErrors.validation(missing, 'A signed EIP-4361 message and its 65-byte signature are required.');
   const settings = siweSettings(kernel);
+  const { getAddress, isAddress, parseSiweMessage, recoverMessageAddress } = await loadViem();
   const m = parseSiweMessage(message);
   if (!m.address || !isAddress(m.address, { strict: false }) || !m.nonce || !m.uri || m.chainId === undefined)
     throw fail('The message is not an EIP-4361 message.');

@@ -1,20 +1,4 @@
 import type { Readable } from 'node:stream';
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateBucketCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  UploadPartCommand,
-} from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Clock } from '../runtime/clock';
 import { systemClock } from '../runtime/clock';
 import {
@@ -27,6 +11,13 @@ import {
   type ObjectStore,
 } from './port';
 import { signPostPolicy } from './s3-post-policy';
+import { lazyImport } from '../runtime/lazy';
+
+// the AWS SDK costs a process ~250 ms of its start; it is loaded when the store is first used
+const loadSdk = lazyImport(async () => ({
+  ...(await import('@aws-sdk/client-s3')),
+  ...(await import('@aws-sdk/s3-request-presigner')),
+}));
 
 export interface S3ObjectStoreOptions {
   /** S3_ENDPOINT; path-style addressing, so MinIO, S3Proxy, R2 and AWS all work */
@@ -83,35 +74,42 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
   const clock = options.clock ?? systemClock;
   const Bucket = options.bucket;
   const partSize = options.partSize ?? 5 * 1024 * 1024; // S3's smallest part: the least an upload holds
-  const client = new S3Client({
-    endpoint: options.endpoint,
-    region: options.region ?? 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey },
-    // The SDK's default CRC checksums (aws-chunked uploads, x-amz-checksum-*) are AWS extensions that
-    // S3-compatible stores do not all speak; send them only where an operation requires one.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    // a store that stops answering mid-request must not hold a part upload (or a reader) forever
-    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+  let opened = false;
+  const s3 = lazyImport(async () => {
+    const sdk = await loadSdk();
+    opened = true;
+    const client = new sdk.S3Client({
+      endpoint: options.endpoint,
+      region: options.region ?? 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey },
+      // The SDK's default CRC checksums (aws-chunked uploads, x-amz-checksum-*) are AWS extensions that
+      // S3-compatible stores do not all speak; send them only where an operation requires one.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      // a store that stops answering mid-request must not hold a part upload (or a reader) forever
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+    });
+    return { sdk, client };
   });
   const region = options.region ?? 'us-east-1';
 
   const putStream = async (Key: string, body: Readable, ContentType: string) => {
+    const { sdk, client } = await s3();
     const source = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const carry = { rest: null as Buffer | null };
     const first = await readPart(source, carry, partSize);
     if (first.ended) {
-      await client.send(new PutObjectCommand({ Bucket, Key, Body: first.chunk, ContentType }));
+      await client.send(new sdk.PutObjectCommand({ Bucket, Key, Body: first.chunk, ContentType }));
       return;
     }
-    const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket, Key, ContentType }));
+    const { UploadId } = await client.send(new sdk.CreateMultipartUploadCommand({ Bucket, Key, ContentType }));
     try {
       const parts: { ETag: string | undefined; PartNumber: number }[] = [];
       let part = first;
       for (let PartNumber = 1; ; PartNumber++) {
         const { ETag } = await client.send(
-          new UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }),
+          new sdk.UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: part.chunk }),
         );
         parts.push({ ETag, PartNumber });
         if (part.ended) break;
@@ -119,11 +117,11 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
         if (part.ended && part.chunk.length === 0) break;
       }
       await client.send(
-        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }),
+        new sdk.CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }),
       );
     } catch (error) {
       // An abandoned upload keeps its parts (and its cost) until aborted.
-      await client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
+      await client.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
       throw error;
     }
   };
@@ -131,18 +129,24 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
   const store: ObjectStore = {
     kind: 's3',
     async put(key, body, { contentType }) {
+      const { sdk, client } = await s3();
       assertObjectKey(key);
       if (Buffer.isBuffer(body))
-        await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType }));
+        await client.send(new sdk.PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType }));
       else await putStream(key, body, contentType);
     },
     async get(key, getOptions) {
+      const { sdk, client } = await s3();
       assertObjectKey(key);
       const range = getOptions?.range;
       assertRange(range);
       try {
         const { Body } = await client.send(
-          new GetObjectCommand({ Bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+          new sdk.GetObjectCommand({
+            Bucket,
+            Key: key,
+            ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+          }),
         );
         return Body as Readable; // in Node the SDK hands back the response stream
       } catch (error) {
@@ -151,9 +155,10 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       }
     },
     async head(key) {
+      const { sdk, client } = await s3();
       assertObjectKey(key);
       try {
-        const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }));
+        const out = await client.send(new sdk.HeadObjectCommand({ Bucket, Key: key }));
         return {
           key,
           size: out.ContentLength ?? 0,
@@ -167,15 +172,17 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       }
     },
     async delete(key) {
+      const { sdk, client } = await s3();
       assertObjectKey(key);
-      await client.send(new DeleteObjectCommand({ Bucket, Key: key }));
+      await client.send(new sdk.DeleteObjectCommand({ Bucket, Key: key }));
     },
     async copy(fromKey, toKey) {
+      const { sdk, client } = await s3();
       assertObjectKey(fromKey);
       assertObjectKey(toKey);
       try {
         await client.send(
-          new CopyObjectCommand({ Bucket, Key: toKey, CopySource: `${Bucket}/${encodeKeyPath(fromKey)}` }),
+          new sdk.CopyObjectCommand({ Bucket, Key: toKey, CopySource: `${Bucket}/${encodeKeyPath(fromKey)}` }),
         );
       } catch (error) {
         if (isNotFound(error)) throw new ObjectNotFoundError(fromKey);
@@ -187,9 +194,10 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       await store.delete(fromKey);
     },
     async list(prefix, listOptions = {}) {
+      const { sdk, client } = await s3();
       assertPrefix(prefix);
       const out = await client.send(
-        new ListObjectsV2Command({
+        new sdk.ListObjectsV2Command({
           Bucket,
           Prefix: prefix || undefined,
           StartAfter: listOptions.startAfter,
@@ -206,18 +214,20 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       };
     },
     async presignGet(key, ttlSeconds) {
+      const { sdk, client } = await s3();
       assertObjectKey(key);
       assertTtlSeconds(ttlSeconds);
-      return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), {
+      return sdk.getSignedUrl(client, new sdk.GetObjectCommand({ Bucket, Key: key }), {
         expiresIn: ttlSeconds,
         signingDate: clock.now(),
       });
     },
     async presignPut(key, ttlSeconds, contentType) {
+      const { sdk, client } = await s3();
       assertObjectKey(key);
       assertTtlSeconds(ttlSeconds);
       // Content-Type is signed as a header, so the uploader must send exactly this type.
-      return getSignedUrl(client, new PutObjectCommand({ Bucket, Key: key, ContentType: contentType }), {
+      return sdk.getSignedUrl(client, new sdk.PutObjectCommand({ Bucket, Key: key, ContentType: contentType }), {
         expiresIn: ttlSeconds,
         signingDate: clock.now(),
         signableHeaders: new Set(['content-type']),
@@ -240,21 +250,23 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       );
     },
     async ensureBucket() {
+      const { sdk, client } = await s3();
       try {
-        await client.send(new HeadBucketCommand({ Bucket }));
+        await client.send(new sdk.HeadBucketCommand({ Bucket }));
       } catch (error) {
         if (!isNotFound(error)) throw error;
         // two processes starting together may both create it: the loser's "already owned" is success
-        await client.send(new CreateBucketCommand({ Bucket })).catch((e: { name?: string }) => {
+        await client.send(new sdk.CreateBucketCommand({ Bucket })).catch((e: { name?: string }) => {
           if (e.name !== 'BucketAlreadyOwnedByYou' && e.name !== 'BucketAlreadyExists') throw e;
         });
       }
     },
     async ping() {
-      await client.send(new HeadBucketCommand({ Bucket }));
+      const { sdk, client } = await s3();
+      await client.send(new sdk.HeadBucketCommand({ Bucket }));
     },
     async close() {
-      client.destroy();
+      if (opened) (await s3()).client.destroy();
     },
   };
   return store;

@@ -4,9 +4,12 @@
  * The text is an otpauth:// URI holding the TOTP secret, so the result is as secret as the secret:
  * return it once, never log it.
  */
-import QRCode from 'qrcode';
+import { lazyImport } from '../runtime/lazy';
 
-export const qrSvg = (text: string): Promise<string> =>
+// loaded on the first MFA enrolment, not at every process's start
+const loadQrCode = lazyImport(async () => (await import('qrcode')).default);
+
+export const qrSvg = async (text: string): Promise<string> =>
   // Level M (15 % recovery) keeps a ~100-character URI at a small version that phone cameras read
   // easily; margin 4 is the quiet zone the QR standard requires.
-  QRCode.toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });
+  (await loadQrCode()).toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });

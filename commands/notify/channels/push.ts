@@ -1,5 +1,4 @@
 import type { Agent } from 'node:https';
-import webpush from 'web-push';
 import { z } from 'zod';
 import type { Kernel } from '../../../infra/kernel';
 import type { Priority } from '../../../domain/notify/priority';
@@ -7,6 +6,10 @@ import type { VapidKeys } from '../../../projections/notify/shared/vapid';
 import type { ChannelAdapter, DeliveryJob, DeliveryMessage } from './adapter';
 import { failure } from './adapter';
 import { outboundFailureText } from '../../../infra/security/outbound';
+import { lazyImport } from '../../../infra/runtime/lazy';
+
+// loaded on the first push delivery, not at every process's start
+const loadWebPush = lazyImport(async () => (await import('web-push')).default);
 
 /** RFC 8291 carries at most 4,096 bytes per record; aes128gcm leaves 3,993 for the plaintext after padding and header */
 export const PUSH_PAYLOAD_MAX_BYTES = 3_900;
@@ -89,6 +92,7 @@ export const pushAdapter = (kernel: Kernel, options: PushOptions): ChannelAdapte
       : { subject: platform.subject, publicKey: platform.keys.publicKey, privateKey: platform.keys.privateKey };
     const payload = pushPayloadOf(job.notificationId, job.message, job.priority);
     const agent = options.agent();
+    const webpush = await loadWebPush();
     const results = await Promise.all(
       rows.map(async (s) => {
         try {
