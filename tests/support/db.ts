@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createPool, type Db } from '../../infra/postgres/db';
 import { migrate } from '../../infra/postgres/migrate';
 import { requireEnv } from './env';
+import { TEMPLATE_DATABASE_ENV } from './template-database';
 import { pollUntil } from './poll';
 
 export interface TestDatabase {
@@ -20,7 +21,9 @@ export const createTestDatabase = async (
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  // a copy of the run's migrated template (tests/support/template-database.ts) when it has one
+  const template = options.serverUrl ? undefined : process.env[TEMPLATE_DATABASE_ENV];
+  await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
