@@ -9,7 +9,6 @@ import type { EventHeaders } from '../../domain/shared/envelope';
 import { commonErrors } from '../../domain/shared/errors';
 import type { Principal } from '../../infra/http/auth';
 import type { Kernel } from '../../infra/kernel';
-import { inTransaction } from '../../infra/postgres/db';
 import { usageLimits } from '../../infra/usage-limits';
 import { publishingOf } from './catalog';
 import { eventsContext } from './context';
@@ -32,6 +31,26 @@ export interface Published {
   eventId: string;
   type: string;
 }
+
+/**
+ * The plan's events_per_day and the staging, in one statement: the tenant's counter row for the day
+ * moves only when the publish fits (concurrent publishes never overshoot; $4 ≤ 0: no limit) and the
+ * events ($6..$8, in their order) are staged only when it moved. The row stays locked for this one
+ * statement: held across a transaction's round trips it was the queue every publish of a tenant
+ * waited in (at 1,000 publishes/s the pool ran dry and the bus answered 503).
+ */
+const STAGE_WITHIN_DAILY_LIMIT = `WITH counted AS (
+    INSERT INTO events.daily_usage AS u (tenant_id, day, published) VALUES ($1, $2, $3)
+    ON CONFLICT (tenant_id, day) DO UPDATE SET published = u.published + EXCLUDED.published
+      WHERE $4::bigint <= 0 OR u.published + EXCLUDED.published <= $4::bigint
+    RETURNING 1
+  ), staged AS (
+    INSERT INTO events.outbox (topic, key, value, headers, ts)
+    SELECT $5, k, v, h::jsonb, $9 FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS t(k, v, h, n)
+    WHERE EXISTS (SELECT FROM counted) ORDER BY n
+    RETURNING 1
+  )
+  SELECT count(*)::int AS staged FROM staged`;
 
 /**
  * Publishes events on a topic for the caller's tenant (spec 002, Event bus): checked whole — the
@@ -100,27 +119,29 @@ export const publishEvents = async (
     return { eventId, type: input.type, key: entityId, value, headers: JSON.stringify(headers) };
   });
   const limit = await usageLimits(kernel).limitOf(principal.tenantId, 'events_per_day');
-  await inTransaction(kernel.db, async (tx) => {
-    // the plan's events_per_day, held under the tenant's counter row: concurrent publishes never overshoot
-    const day = utcDay(now);
-    const { rows } = await tx.query<{ published: string }>(
-      `INSERT INTO events.daily_usage (tenant_id, day, published) VALUES ($1, $2, 0)
-      ON CONFLICT (tenant_id, day) DO UPDATE SET published = events.daily_usage.published RETURNING published::text`,
+  const day = utcDay(now);
+  const fits =
+    (limit <= 0 || events.length <= limit) &&
+    (
+      await kernel.db.query<{ staged: number }>(STAGE_WITHIN_DAILY_LIMIT, [
+        principal.tenantId,
+        day,
+        events.length,
+        limit,
+        topic,
+        events.map((e) => e.key),
+        events.map((e) => e.value),
+        events.map((e) => e.headers),
+        now,
+      ])
+    ).rows[0]?.staged === events.length;
+  if (!fits) {
+    const { rows } = await kernel.db.query<{ published: string }>(
+      'SELECT published::text FROM events.daily_usage WHERE tenant_id = $1 AND day = $2',
       [principal.tenantId, day],
     );
-    const used = Number(rows[0]?.published ?? 0);
-    if (limit > 0 && used + events.length > limit) throw billingErrors.planLimitExceeded('events_per_day', used, limit);
-    await tx.query(
-      `INSERT INTO events.outbox (topic, key, value, headers, ts)
-      SELECT $1, k, v, h::jsonb, $5 FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(k, v, h, n) ORDER BY n`,
-      [topic, events.map((e) => e.key), events.map((e) => e.value), events.map((e) => e.headers), now],
-    );
-    await tx.query('UPDATE events.daily_usage SET published = published + $3 WHERE tenant_id = $1 AND day = $2', [
-      principal.tenantId,
-      day,
-      events.length,
-    ]);
-  });
+    throw billingErrors.planLimitExceeded('events_per_day', Number(rows[0]?.published ?? 0), limit);
+  }
   await usageLimits(kernel).changed(principal.tenantId);
   await noteVolume(kernel, principal.tenantId, topic, events.length).catch((error: unknown) =>
     kernel.logger.warn({ err: error }, 'bulk-import detection failed'),

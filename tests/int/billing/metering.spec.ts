@@ -294,6 +294,18 @@ describe('events_per_day: events the tenant publishes on the bus', () => {
     await expectAgreement(t, 'eventsPerDay', 3, 1_000_000);
     expect((await publish(t.accessToken)).status).toBe(202);
   });
+
+  it('given 3 a day, when ten publishes race, then exactly three are accepted; a batch larger than the limit counts nothing', async () => {
+    const t = await tightTenant();
+    // a first batch of the day larger than the whole limit
+    expectLimitProblem(await publish(t.accessToken, 4), 'events_per_day');
+    await expectAgreement(t, 'eventsPerDay', 0, 3);
+    // ten single publishes at once for three places
+    const race = await Promise.all(Array.from({ length: 10 }, () => publish(t.accessToken)));
+    expect(race.filter((r) => r.status === 202)).toHaveLength(3);
+    for (const refused of race.filter((r) => r.status !== 202)) expectLimitProblem(refused, 'events_per_day');
+    await expectAgreement(t, 'eventsPerDay', 3, 3);
+  });
 });
 
 describe('feature_flags and custom_domains: no owner yet', () => {
