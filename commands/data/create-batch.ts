@@ -4,8 +4,9 @@ import type { RecordEvent } from '../../domain/data/record';
 import type { CausationMeta } from '../../infra/eventstore/event-store';
 import { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
-import { withSpan } from '../../infra/observability/tracing';
 import type { Tx } from '../../infra/postgres/db';
+import type { Waiting } from '../../infra/postgres/group-commit';
+import { answer, CommitUnknown, GroupCommit, refuse } from '../../infra/postgres/group-commit';
 import { pgErrorCode } from '../../infra/postgres/db';
 import type { BoundStatement } from '../../infra/postgres/inline';
 import { pipelined, statement } from '../../infra/postgres/pipeline';
@@ -30,15 +31,7 @@ export interface BatchedCreate {
   values: Row;
 }
 
-interface Waiting {
-  create: BatchedCreate;
-  resolve: (row: Row) => void;
-  reject: (error: unknown) => void;
-  answered: boolean;
-}
-
-/** a failed batch's creates run alone, a few at a time (a failed batch of 64 must not ask the pool for 64 connections) */
-const FALLBACK_PARALLELISM = 4;
+type WaitingCreate = Waiting<BatchedCreate, Row>;
 
 /**
  * Group commit of the generated creates sent without an Idempotency-Key (issue 25): the creates
@@ -60,78 +53,38 @@ const FALLBACK_PARALLELISM = 4;
  * fate is unknown (the connection was lost), its creates fail as a create alone would.
  */
 export class CreateBatcher {
-  private queue: Waiting[] = [];
-  private inFlight = 0;
+  private readonly group: GroupCommit<BatchedCreate, Row>;
 
   constructor(
     private readonly kernel: Kernel,
-    private readonly options: { maxSize: number; concurrency: number },
-  ) {}
-
-  submit(create: BatchedCreate): Promise<Row> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ create, resolve, reject, answered: false });
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.options.maxSize);
-      this.inFlight += 1;
-      void this.execute(batch).finally(() => {
-        this.inFlight -= 1;
-        this.pump();
-      });
-    }
-  }
-
-  /** a create on the ordinary path: its own transaction under the command runner (retries included) */
-  private alone(w: Waiting): Promise<Row> {
-    const { meta, target, body } = w.create;
-    return this.kernel.commands.run(meta, (uow) => createRecord(this.kernel, uow, target, body));
-  }
-
-  private async execute(batch: Waiting[]): Promise<void> {
-    let client: Tx | null = null;
-    let broken = false;
-    let later: Waiting[] = [];
-    try {
-      client = await this.kernel.db.connect();
-      later = await withSpan('data.create.batch', { creates: batch.length }, () => this.run(client!, batch));
-    } catch (error) {
-      await client?.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      if (!(error instanceof CommitUnknown)) {
-        this.kernel.logger.warn({ err: error, creates: batch.length }, 'a batch of creates failed; they run alone');
-        later = batch.filter((w) => !w.answered);
-      } else for (const w of batch) if (!w.answered) refuse(w, error.cause);
-    } finally {
-      // a connection that cannot even roll back is discarded rather than returned to the pool
-      client?.release(broken);
-    }
-    await Promise.all(
-      Array.from({ length: Math.min(FALLBACK_PARALLELISM, later.length) }, async () => {
-        for (let w = later.shift(); w; w = later.shift()) {
-          try {
-            answer(w, await this.alone(w));
-          } catch (error) {
-            refuse(w, error);
-          }
-        }
-      }),
+    options: { maxSize: number; concurrency: number },
+  ) {
+    this.group = new GroupCommit(
+      kernel.db,
+      {
+        span: 'data.create.batch',
+        ...options,
+        onFailure: (error, creates) =>
+          kernel.logger.warn({ err: error, creates }, 'a batch of creates failed; they run alone'),
+      },
+      (client, batch) => this.run(client, batch),
+      // a create on the ordinary path: its own transaction under the command runner (retries included)
+      ({ meta, target, body }) => kernel.commands.run(meta, (uow) => createRecord(kernel, uow, target, body)),
     );
   }
 
+  submit(create: BatchedCreate): Promise<Row> {
+    return this.group.submit(create);
+  }
+
   /** the batch's transaction; answers what it committed and returns the creates left to run alone */
-  private async run(client: Tx, batch: Waiting[]): Promise<Waiting[]> {
+  private async run(client: Tx, batch: WaitingCreate[]): Promise<WaitingCreate[]> {
     const { kernel } = this;
-    const later: Waiting[] = [];
+    const later: WaitingCreate[] = [];
     // decided in memory first: each create's event (a fresh stream under a new id) and its INSERT
-    const decided: { w: Waiting; uow: UnitOfWork; event: RecordEvent }[] = [];
+    const decided: { w: WaitingCreate; uow: UnitOfWork; event: RecordEvent }[] = [];
     for (const w of batch) {
-      const { meta, target, values } = w.create;
+      const { meta, target, values } = w.item;
       const uow = new UnitOfWork(client, meta, kernel.store);
       try {
         const id = kernel.ids.next();
@@ -153,7 +106,7 @@ export class CreateBatcher {
     // the records limit per tenant, for all of its creates at once; a tenant the batch would take past it runs alone
     const byTenant = new Map<string, typeof decided>();
     for (const d of decided) {
-      const tenantId = d.w.create.meta.tenantId;
+      const tenantId = d.w.item.meta.tenantId;
       byTenant.set(tenantId, [...(byTenant.get(tenantId) ?? []), d]);
     }
     const limits = usageLimits(kernel);
@@ -178,7 +131,7 @@ export class CreateBatcher {
     for (const [tenantId, creates] of byTenant) {
       statements.push(tenantScopeStatement(tenantId, useRole));
       for (const d of creates) {
-        const model = d.w.create.target.model;
+        const model = d.w.item.target.model;
         inserted.push({ d, model, at: statements.length });
         // a unique key another row holds answers no row instead of failing the batch: that create runs alone
         statements.push(statementOf(model, tenantId, d.event, { replay: true }));
@@ -187,7 +140,7 @@ export class CreateBatcher {
     if (useRole) statements.push(statement('RESET ROLE'));
     const results = await pipelined(client, statements);
 
-    const committing: { w: Waiting; row: Row; uow: UnitOfWork }[] = [];
+    const committing: { w: WaitingCreate; row: Row; uow: UnitOfWork }[] = [];
     for (const { d, model, at } of inserted) {
       const stored = results[at]!.rows[0] as Row | undefined;
       if (!stored) {
@@ -203,7 +156,7 @@ export class CreateBatcher {
     }
 
     const { statements: appended, events } = kernel.store.prepareAppends(
-      committing.flatMap((c) => c.uow.takePending().map((request) => ({ request, meta: c.w.create.meta }))),
+      committing.flatMap((c) => c.uow.takePending().map((request) => ({ request, meta: c.w.item.meta }))),
       kernel.clock.now(),
     );
     const tasks = committing.flatMap((c) => c.uow.takePendingTasks());
@@ -229,22 +182,6 @@ export class CreateBatcher {
     return later;
   }
 }
-
-/** the batch's COMMIT was sent and no answer came: whether it committed is unknown, so nothing runs again */
-class CommitUnknown extends Error {
-  constructor(override readonly cause: unknown) {
-    super('the outcome of a batch of creates is unknown');
-  }
-}
-
-const answer = (w: Waiting, row: Row): void => {
-  w.answered = true;
-  w.resolve(row);
-};
-const refuse = (w: Waiting, error: unknown): void => {
-  w.answered = true;
-  w.reject(error);
-};
 
 const batchers = new WeakMap<Kernel, CreateBatcher>();
 

@@ -1,6 +1,7 @@
 import { DomainError } from '../../domain/shared/errors';
-import { withSpan } from '../observability/tracing';
 import type { Db, Tx } from '../postgres/db';
+import type { Waiting } from '../postgres/group-commit';
+import { answer, GroupCommit, refuse } from '../postgres/group-commit';
 import { pipelined, statement } from '../postgres/pipeline';
 import type { ProjectionEngine } from '../projections/engine';
 import type { IdempotencyRequest, KeyRef, StoredResponse, StoredRow } from './idempotency';
@@ -29,8 +30,6 @@ export interface BatchableCommand {
 
 export type CommandAnswer = StoredResponse & { replayed: boolean };
 
-const FALLBACK_PARALLELISM = 4;
-
 export interface BatchOptions {
   /** most commands in one transaction */
   maxSize: number;
@@ -41,15 +40,10 @@ export interface BatchOptions {
   onFailure?: (error: unknown, commands: number) => void;
 }
 
-interface Waiting {
-  command: BatchableCommand;
-  resolve: (answer: CommandAnswer) => void;
-  reject: (error: unknown) => void;
-  answered: boolean;
-}
+type WaitingCommand = Waiting<BatchableCommand, CommandAnswer>;
 
 interface Decided {
-  waiting: Waiting;
+  waiting: WaitingCommand;
   response: StoredResponse;
   appends: AppendRequest[];
   /** tasks the command queued (UnitOfWork.enqueueTask), written with its appends */
@@ -80,101 +74,45 @@ interface Decided {
  * A batch of one is the ordinary case at low load: two round trips instead of one per step.
  */
 export class CommandBatcher {
-  private queue: Waiting[] = [];
-  private inFlight = 0;
-  /** streams locked by the batches in flight (with how many of them) */
-  private readonly held = new Map<string, number>();
+  private readonly group: GroupCommit<BatchableCommand, CommandAnswer>;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly store: EventStore,
     private readonly projections: ProjectionEngine | null,
     private readonly options: BatchOptions,
     /** the ordinary path, for the commands of a batch that failed */
-    private readonly alone: (command: BatchableCommand) => Promise<CommandAnswer>,
+    alone: (command: BatchableCommand) => Promise<CommandAnswer>,
     /** runs a committed command's afterCommit callbacks (UnitOfWork.afterCommit) */
     private readonly afterCommit: (callbacks: (() => Promise<void>)[]) => Promise<void> = async () => undefined,
-  ) {}
-
-  submit(command: BatchableCommand): Promise<CommandAnswer> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ command, resolve, reject, answered: false });
-      this.pump();
-    });
-  }
-
-  /**
-   * Starts batches while fewer than `concurrency` are in flight. A command that needs a stream an
-   * in-flight batch holds waits for a later batch instead of joining one that would only wait on
-   * that lock: batches in flight at once touch different streams, so they overlap instead of
-   * queueing behind each other in PostgreSQL. Waiting commands keep their arrival order.
-   */
-  private pump(): void {
-    while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
-      const batch: Waiting[] = [];
-      const later: Waiting[] = [];
-      // streams of commands left waiting: a later command on one of them waits too (arrival order per stream)
-      const blocked = new Set<string>();
-      for (const w of this.queue) {
-        const free =
-          batch.length < this.options.maxSize && !w.command.locks.some((l) => this.held.has(l) || blocked.has(l));
-        if (free) batch.push(w);
-        else {
-          later.push(w);
-          for (const l of w.command.locks) blocked.add(l);
-        }
-      }
-      if (batch.length === 0) return;
-      this.queue = later;
-      const locks = batch.flatMap((w) => w.command.locks);
-      for (const l of locks) this.held.set(l, (this.held.get(l) ?? 0) + 1);
-      this.inFlight += 1;
-      void this.execute(batch).finally(() => {
-        for (const l of locks) {
-          const n = this.held.get(l)! - 1;
-          if (n === 0) this.held.delete(l);
-          else this.held.set(l, n);
-        }
-        this.inFlight -= 1;
-        this.pump();
-      });
-    }
-  }
-
-  private async execute(batch: Waiting[]): Promise<void> {
-    let client: Tx | null = null;
-    let broken = false;
-    try {
-      client = await this.db.connect();
-      await withSpan('command.batch', { commands: batch.length }, () => this.run(client!, batch));
-      return;
-    } catch (error) {
-      await client?.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      this.options.onFailure?.(error, batch.length);
-    } finally {
-      // a connection that cannot even roll back is discarded rather than returned to the pool
-      client?.release(broken);
-    }
-    // alone, a few at a time (a failed batch of 64 must not ask the pool for 64 connections at once)
-    const unanswered = batch.filter((w) => !w.answered);
-    await Promise.all(
-      Array.from({ length: Math.min(FALLBACK_PARALLELISM, unanswered.length) }, async () => {
-        for (let w = unanswered.shift(); w; w = unanswered.shift()) {
-          try {
-            answer(w, await this.alone(w.command));
-          } catch (error) {
-            refuse(w, error);
-          }
-        }
-      }),
+  ) {
+    // batches in flight at once touch different streams (locksOf), so they overlap instead of
+    // queueing behind each other in PostgreSQL; a failed batch's commands run alone, where the
+    // idempotency records make the retry exact even if its COMMIT's fate is unknown
+    this.group = new GroupCommit(
+      db,
+      {
+        span: 'command.batch',
+        maxSize: options.maxSize,
+        concurrency: options.concurrency,
+        locksOf: (command) => command.locks,
+        onFailure: options.onFailure,
+      },
+      async (client, batch) => {
+        await this.run(client, batch);
+        return [];
+      },
+      alone,
     );
   }
 
-  private async run(client: Tx, batch: Waiting[]): Promise<void> {
-    const keys: KeyRef[] = batch.map((w) => ({ tenantId: w.command.meta.tenantId, key: w.command.idem.key }));
-    const streams = [...new Set(batch.flatMap((w) => w.command.locks))].sort();
+  submit(command: BatchableCommand): Promise<CommandAnswer> {
+    return this.group.submit(command);
+  }
+
+  private async run(client: Tx, batch: WaitingCommand[]): Promise<void> {
+    const keys: KeyRef[] = batch.map((w) => ({ tenantId: w.item.meta.tenantId, key: w.item.idem.key }));
+    const streams = [...new Set(batch.flatMap((w) => w.item.locks))].sort();
     const results = await pipelined(client, [
       statement('BEGIN'),
       lockKeysSql(keys),
@@ -201,7 +139,7 @@ export class CommandBatcher {
       }
       let replay: StoredResponse | null;
       try {
-        replay = storedAnswer(w.command.idem, stored.get(index + 1));
+        replay = storedAnswer(w.item.idem, stored.get(index + 1));
       } catch (error) {
         refuse(w, error);
         continue;
@@ -227,7 +165,7 @@ export class CommandBatcher {
     // one statement per kind of write, whatever the batch's size: appends, each inline
     // projection's rows, idempotency records; then COMMIT
     const { statements: appended, events } = this.store.prepareAppends(
-      decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.command.meta }))),
+      decided.flatMap((d) => d.appends.map((request) => ({ request, meta: d.waiting.item.meta }))),
       this.store.clock.now(),
     );
     const tasks = decided.flatMap((d) => d.tasks);
@@ -239,8 +177,8 @@ export class CommandBatcher {
       ...(this.projections ? this.projections.inlineStatements(events) : []),
       recordsSql(
         decided.map((d) => ({
-          tenantId: d.waiting.command.meta.tenantId,
-          idem: d.waiting.command.idem,
+          tenantId: d.waiting.item.meta.tenantId,
+          idem: d.waiting.item.idem,
           response: d.response,
         })),
         this.options.idempotencyTtlMs,
@@ -259,8 +197,8 @@ export class CommandBatcher {
    * appends), or null when the refusal is transient and is answered now without a record.
    * Anything other than a DomainError fails the batch.
    */
-  private async decide(client: Tx, heads: BatchHeads, w: Waiting): Promise<Decided | null> {
-    const { meta, idem, fn } = w.command;
+  private async decide(client: Tx, heads: BatchHeads, w: WaitingCommand): Promise<Decided | null> {
+    const { meta, idem, fn } = w.item;
     const uow = new UnitOfWork(client, meta, this.store, heads, heads.memo);
     try {
       const response = idem.render(await fn(uow));
@@ -285,15 +223,6 @@ export class CommandBatcher {
     }
   }
 }
-
-const answer = (w: Waiting, value: CommandAnswer): void => {
-  w.answered = true;
-  w.resolve(value);
-};
-const refuse = (w: Waiting, error: unknown): void => {
-  w.answered = true;
-  w.reject(error);
-};
 
 /**
  * The heads a batch's commands see: those locked at the start, advanced by each decided command's
