@@ -75,9 +75,6 @@ export default defineConfig({
           include: ['tests/int/**/*.spec.ts'],
           globalSetup: [TEST_PROGRAMS, TEMPLATE_DATABASE],
           environment: 'node',
-          // a worker's files share its loaded modules: loading the platform again for every file was
-          // 156 s of a 586 s int run (vitest's "collect"); each file still starts platforms of its own
-          isolate: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
           pool: 'forks',
@@ -90,7 +87,6 @@ export default defineConfig({
           include: SPLIT_SUITES,
           globalSetup: [TEST_PROGRAMS, TEMPLATE_DATABASE],
           environment: 'node',
-          isolate: false, // as int
           env: { PLATFORM_TEST_TOPOLOGY: 'split' },
           testTimeout: 180_000,
           hookTimeout: 180_000,
