@@ -48,8 +48,8 @@ export interface RelayOptions {
 
 /**
  * The one relay: publishes a source's records to the log at least once, in the source's order. A
- * batch is read, published topic by topic (each topic's records in batch order, so one key keeps
- * its order), and only then done; a crash in between publishes the batch again and consumers
+ * batch is read, published to all its topics at once (each topic's records in batch order, so one
+ * key keeps its order), and only then done; a crash in between publishes the batch again and consumers
  * deduplicate by eventId. While the log refuses, the same batch is retried with backoff, so nothing
  * is skipped. No transaction stays open across the publish (it would hold back pg_snapshot_xmin for
  * every reader of the global log): one relay per source and database works at a time by a session
@@ -91,7 +91,8 @@ export class Relay<Item> {
         await this.log.ensureTopics(unknown.map((t) => topicSpec(t)));
         for (const t of unknown) this.knownTopics.add(t);
       }
-      for (const [topic, records] of byTopic) await this.publish(topic, records);
+      // together: each topic in one publish call keeps its records' order; a failure in any retries the whole batch
+      await Promise.all([...byTopic].map(([topic, records]) => this.publish(topic, records)));
       await this.source.done(items);
     });
     if (this.options.published) this.logger.debug({ relayed: items.length }, this.options.published);
