@@ -44,11 +44,16 @@ export interface UpstreamAnswer {
   body: IncomingMessage;
 }
 
+/** the wait for an answer once a streamed body (an upload) is sent: the upstream stores the rest of it first */
+const STREAMED_BODY_ANSWER_MS = 60_000;
+
 class CallFailed extends Error {
   constructor(
     readonly kind: FailureKind | 'timeout',
     readonly answer: UpstreamAnswer | null,
     cause?: unknown,
+    /** the deadline that passed, for a timeout */
+    readonly deadlineMs = 0,
   ) {
     super(kind, { cause });
   }
@@ -139,7 +144,7 @@ export class Upstream {
   /** the answer of a call that failed for good: the upstream's own problem document, or a 502/504 */
   private finalAnswer(error: CallFailed): UpstreamAnswer {
     if (error.kind === 'timeout')
-      throw commonErrors.gatewayTimeout(`The ${this.name} service did not answer within ${this.options.timeoutMs} ms.`);
+      throw commonErrors.gatewayTimeout(`The ${this.name} service did not answer within ${error.deadlineMs} ms.`);
     const answer = error.answer;
     if (answer && String(answer.headers['content-type'] ?? '').startsWith('application/problem+json')) return answer;
     answer?.body.resume();
@@ -172,13 +177,13 @@ export class Upstream {
         if (answer.status >= 500) reject(new CallFailed('response', answer));
         else resolve(answer);
       });
-      const startDeadline = () => {
+      const startDeadline = (ms: number) => {
         timer = setTimeout(() => {
           if (settled) return;
           settled = true;
-          reject(new CallFailed('timeout', null));
+          reject(new CallFailed('timeout', null, undefined, ms));
           req.destroy();
-        }, this.options.timeoutMs);
+        }, ms);
       };
       req.on('error', (error) => {
         clearTimeout(timer);
@@ -187,13 +192,15 @@ export class Upstream {
         reject(new CallFailed('transport', null, error));
       });
       if (!streamed) {
-        startDeadline();
+        startDeadline(this.options.timeoutMs);
         req.end(call.body);
         return;
       }
       // the deadline covers the wait for the answer once the body is sent, not the client's upload;
-      // a client that goes away ends the upstream request with it
-      req.on('finish', startDeadline);
+      // that answer comes once the upstream has stored the rest of the body (an object's last part
+      // and its completion: seconds for a large file on a busy store), so it is not a call's 5 s.
+      // A client that goes away ends the upstream request with it
+      req.on('finish', () => startDeadline(Math.max(this.options.timeoutMs, STREAMED_BODY_ANSWER_MS)));
       streamed.on('error', (error) => req.destroy(error));
       streamed.pipe(req);
     });
