@@ -62,9 +62,8 @@ const sharedKey = (tenantId: string): string => `billing:limits:${tenantId}`;
  */
 export class LimitBook implements BillingAnswers {
   private readonly entries = new Map<string, Entry>();
+  /** loads in flight; a drop removes the tenant's, so a load that started before the drop is not kept */
   private readonly loading = new Map<string, Promise<Entry>>();
-  /** bumped by every drop: a load that started before a drop is not kept */
-  private generation = 0;
 
   constructor(
     private readonly db: Queryable,
@@ -89,13 +88,11 @@ export class LimitBook implements BillingAnswers {
   }
 
   drop(tenantId: string): void {
-    this.generation += 1;
     this.entries.delete(tenantId);
     this.loading.delete(tenantId);
   }
 
   dropAll(): void {
-    this.generation += 1;
     this.entries.clear();
     this.loading.clear();
   }
@@ -152,14 +149,14 @@ export class LimitBook implements BillingAnswers {
   private startLoad(tenantId: string, now: number): Promise<Entry> {
     let pending = this.loading.get(tenantId);
     if (!pending) {
-      const generation = this.generation;
       pending = this.load(tenantId)
         .then(({ info, usage }) => {
           // a refresh age spread over the middle half of maxAgeMs: entries loaded together (a
           // cold start, a plan change) are not reloaded together, each reload a burst of queries
           const refreshAfter = this.maxAgeMs * (0.25 + Math.random() / 2);
           const entry = { info, usage: usage ?? emptyUsage(), loadedAt: now, refreshAfter };
-          if (generation === this.generation) this.entries.set(tenantId, entry);
+          // only one tenant's drop discards its load (a global count let every publish of one tenant discard every other's)
+          if (this.loading.get(tenantId) === pending) this.entries.set(tenantId, entry);
           return entry;
         })
         .finally(() => {

@@ -10,6 +10,7 @@ import { eventually } from '../../support/billing-http';
 import { fixedTestClock } from '../../support/clock';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
+import type { Queryable } from '../../../infra/postgres/db';
 
 /**
  * CheckLimit's memory (commands/billing/limits.ts LimitBook) as another billing process holds it:
@@ -99,5 +100,26 @@ describe("CheckLimit's memory in another process", () => {
     book.drop(tenantId); // a change committed here, while that reload reads the old state
     await addMember(tenantId, 'm1');
     expect(await usersOf(book, tenantId)).toBe(2);
+  });
+});
+
+describe("CheckLimit's memory, one tenant's change", () => {
+  it('given a load under way for one tenant, when another tenant changes, then the load is kept: the next call reads nothing', async () => {
+    const [a, b] = [await tenantWithMembers(1), await tenantWithMembers(1)];
+    const clock = fixedTestClock(new Date());
+    let queries = 0;
+    const counting = {
+      query: (...args: Parameters<Queryable['query']>) => {
+        queries += 1;
+        return (p.kernel.db.query as (...x: unknown[]) => ReturnType<Queryable['query']>)(...args);
+      },
+    } as Queryable;
+    const book = new LimitBook(counting, p.kernel.people, clock, MAX_AGE_MS);
+    const loading = usersOf(book, a);
+    book.drop(b); // every publish of a busy tenant drops its entry: it must not cost the others theirs
+    expect(await loading).toBe(1);
+    const after = queries;
+    expect(await usersOf(book, a)).toBe(1);
+    expect(queries).toBe(after);
   });
 });
