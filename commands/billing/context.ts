@@ -29,6 +29,8 @@ export interface BillingContext {
   epochs: CacheEpochs;
   /** after a committed change of the tenant's subscription (or every tenant's, for a plan): fresh answers on the next request in every process */
   changed(tenantId: string | null): Promise<void>;
+  /** after a committed change of a tenant's usage: fresh answers as for `changed`; money's limits (the plan's) stay */
+  usageChanged(tenantId: string): Promise<void>;
 }
 
 export interface BillingOverrides {
@@ -66,6 +68,11 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
   const epochs = new CacheEpochs(cache, 'billing-limits');
   const shared = cache.kind === 'redis' ? { cache, epochs, ttlMs: SHARED_LIMITS_TTL_MS } : null;
   const book = new LimitBook(kernel.db, kernel.people, kernel.clock, 2_000, shared);
+  const usageChanged = async (tenantId: string | null) => {
+    await book.changed(tenantId);
+    // the book bumps the shared epochs; without Redis they live in this process's cache engine, bumped here
+    if (!shared) await epochs.bump([tenantId ?? EVERY_PLAN]).catch(() => undefined);
+  };
   const context: BillingContext = {
     settings,
     book,
@@ -76,11 +83,10 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
     ids: kernel.ids,
     epochs,
     changed: async (tenantId) => {
-      await book.changed(tenantId);
-      // the book bumps the shared epochs; without Redis they live in this process's cache engine, bumped here
-      if (!shared) await epochs.bump([tenantId ?? EVERY_PLAN]).catch(() => undefined);
+      await usageChanged(tenantId);
       if (tenantId !== null && settings.enabled) await writeMoneyLimits(kernel, tenantId);
     },
+    usageChanged: (tenantId) => usageChanged(tenantId),
   };
   contexts.set(kernel, context);
   // every process learns of changes made elsewhere through the log (DESIGN.md mechanism 8)

@@ -105,7 +105,7 @@ export default defineRoutes({
         tenantId === PLATFORM_TENANT_ID || !isResource(resource)
           ? 0
           : (await ctx.book.checkLimit(tenantId, resource)).limit,
-      changed: (tenantId) => ctx.changed(tenantId),
+      changed: (tenantId) => ctx.usageChanged(tenantId),
       assertRoom: (tx, tenantId, resource, adding) => assertRoom(ctx.book, ctx.clock, tx, tenantId, resource, adding),
     });
     await startBillingServing(kernel, ctx);
