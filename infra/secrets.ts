@@ -9,13 +9,21 @@ import { join, resolve } from 'node:path';
  * and keeps it beside the data (owner-readable only); split roles must be given the same value.
  */
 export class PlatformSecrets {
+  /** derived once per purpose: a module key's check or a webhook's signature asks for its key on every call */
+  private readonly derived = new Map<string, Buffer>();
+
   constructor(private readonly master: Buffer) {
     if (master.length < 32) throw new Error('PLATFORM_SECRET_KEY must be at least 32 bytes (base64)');
   }
 
-  /** a 32-byte key for one purpose, e.g. 'identity.totp.v1' */
+  /** a 32-byte key for one purpose, e.g. 'identity.totp.v1' (a copy: callers may not change the one kept) */
   key(purpose: string): Buffer {
-    return Buffer.from(hkdfSync('sha256', this.master, Buffer.alloc(0), purpose, 32));
+    let found = this.derived.get(purpose);
+    if (!found) {
+      found = Buffer.from(hkdfSync('sha256', this.master, Buffer.alloc(0), purpose, 32));
+      this.derived.set(purpose, found);
+    }
+    return Buffer.from(found);
   }
 }
 
