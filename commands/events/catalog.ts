@@ -35,15 +35,16 @@ export const moduleOfPrincipal = async (
 
 /**
  * What a publish checks against: the topic (404 when there is none) and who publishes (403 when
- * the caller's module is gone). The caller's module is read once, and serves as the topic's owner
+ * the caller's module is gone). The caller's module is read once (`moduleOf`: a publish reads it from the process's memory, commands/modules/lookups.ts cachedModule), and serves as the topic's owner
  * too when it publishes on its own topic.
  */
 export const publishingOf = async (
   q: Queryable,
   principal: Principal,
   topic: string,
+  moduleOf: (id: string) => Promise<ModuleRecord | null> = (id) => findModule(q, id),
 ): Promise<{ entry: TopicEntry; publisher: Publisher }> => {
-  const found = principal.moduleId ? await findModule(q, principal.moduleId) : null;
+  const found = principal.moduleId ? await moduleOf(principal.moduleId) : null;
   const entry = await requireTopic(q, topic, found);
   if (!principal.moduleId) return { entry, publisher: { kind: 'app' } };
   const module = registeredModuleOf(principal, found);

@@ -3,6 +3,8 @@ import type { Kernel } from '../../infra/kernel';
 import type { HttpPost } from '../../infra/http/post-client';
 import { createHttpPost } from '../../infra/http/post-client';
 import type { EventView } from '../../domain/events/views';
+import { CacheEpochs, EpochMemo } from '../../infra/cache/epochs';
+import type { RegisteredSchemaRow } from '../../domain/events/catalog';
 import { BrokerProbe } from './broker';
 import type { EventsSettings } from './settings';
 import { loadEventsSettings } from './settings';
@@ -31,7 +33,19 @@ export interface EventsContext {
   handlers: Map<string, InProcessHandler>;
   /** the HTTP client of webhook deliveries, through the kernel's outbound guard */
   post: HttpPost;
+  /** the topics' registered schemas a publish checks against, by topic (null: none registered) */
+  schemas: EpochMemo<RegisteredSchemaRow | null>;
 }
+
+/** a registration bumps it after its commit; another process without the shared cache hears its event on the log */
+const topicSchemas = (kernel: Kernel): EpochMemo<RegisteredSchemaRow | null> => {
+  const memo = new EpochMemo<RegisteredSchemaRow | null>(
+    new CacheEpochs(kernel.engines.cache, 'bus-schemas'),
+    'schemas',
+  );
+  kernel.invalidations.on(['events.schema.registered'], async () => memo.clear());
+  return memo;
+};
 
 const contexts = new WeakMap<Kernel, EventsContext>();
 
@@ -49,6 +63,7 @@ export const configureEvents = (
         : new BrokerProbe(kernel.log, settings.brokerTimeoutMs),
     handlers: previous?.handlers ?? new Map<string, InProcessHandler>(),
     post: overrides.post ?? previous?.post ?? createHttpPost(kernel.outbound),
+    schemas: previous?.schemas ?? topicSchemas(kernel),
   };
   contexts.set(kernel, context);
   return context;

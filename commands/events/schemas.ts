@@ -10,6 +10,7 @@ import { PLATFORM_WILDCARD } from '../../domain/shared/permissions';
 import { defineAggregate } from '../../infra/eventstore/aggregate';
 import type { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Principal } from '../../infra/http/auth';
+import { eventsContext } from './context';
 import type { Kernel } from '../../infra/kernel';
 import type { CurrentSchema, TopicEntry } from '../../domain/events/catalog';
 import { currentSchema } from '../../projections/events/queries';
@@ -81,6 +82,8 @@ export const registerSchema = async (
     type: 'RegisterSchema',
     data,
   });
+  // publishes check against the schema kept in memory: every process reads it again on its next publish
+  uow.afterCommit(() => eventsContext(kernel).schemas.changed());
   return {
     topic: entry.topic,
     schemaVersion: data.schemaVersion,

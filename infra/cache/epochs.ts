@@ -55,3 +55,47 @@ export class CacheEpochs {
     return `${this.processId}.${this.counter.toString(36)}`;
   }
 }
+
+/**
+ * Values read from PostgreSQL kept in this process per key while the epoch of their scope stands:
+ * the commands that change them bump the scope after their commit (`epochs.bump`), so the next
+ * read in every process sharing the cache loads again; a process that shares none clears the memo
+ * on the changing events (kernel.invalidations), and the age limit is the safety net. The epoch
+ * is read before the value, so a value stored under it predates no change made after it; an epoch
+ * that cannot be read (null) keeps nothing.
+ */
+export class EpochMemo<T> {
+  private readonly entries = new Map<string, { tag: string; value: T; at: number }>();
+
+  constructor(
+    private readonly epochs: CacheEpochs,
+    private readonly scope: string,
+    private readonly maxAgeMs = 60_000,
+    private readonly maxEntries = 20_000,
+  ) {}
+
+  /** the value of `key`, loaded when the scope's epoch moved since it was kept; `keep` says which values may be kept */
+  async get(key: string, load: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
+    const tag = await this.epochs.current([this.scope]).catch(() => null);
+    const now = Date.now();
+    const found = this.entries.get(key);
+    if (tag !== null && found?.tag === tag && now - found.at < this.maxAgeMs && now >= found.at) return found.value;
+    const value = await load();
+    if (tag !== null && keep(value)) {
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      this.entries.set(key, { tag, value, at: now });
+    }
+    return value;
+  }
+
+  /** forgets every value kept here and moves the shared epoch, so that every process loads again */
+  async changed(): Promise<void> {
+    this.entries.clear();
+    await this.epochs.bump([this.scope]).catch(() => undefined);
+  }
+
+  /** forgets every value kept here (a change announced by the log) */
+  clear(): void {
+    this.entries.clear();
+  }
+}

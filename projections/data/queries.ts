@@ -8,7 +8,7 @@ import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
 import { moduleEventTypes } from '../../domain/modules/events';
 import type { Manifest } from '../../domain/modules/manifest';
 import { schemaOfModule } from '../../domain/modules/manifest';
-import { CacheEpochs } from '../../infra/cache/epochs';
+import { CacheEpochs, EpochMemo } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { Queryable } from '../../infra/postgres/db';
 import { inTransaction, type Tx } from '../../infra/postgres/db';
@@ -75,47 +75,42 @@ export const moduleRowOf = async (q: Queryable, slug: string, tenantId: string):
 
 /** the one scope of the registry's epoch: a change of any module's row, schema state or installation moves it */
 const REGISTRY_SCOPE = 'registry';
-/** the safety net of a cached row when neither an epoch nor an event reached this process */
-const ROW_MAX_AGE_MS = 60_000;
-/** at most this many (module, tenant) rows are kept; past it the cache starts over */
-const ROW_CACHE_MAX = 20_000;
-
 /**
  * The module rows (moduleRowOf) of this process's data requests and of the gateway's module check,
- * kept per (module, tenant) so that a request reads none of them from PostgreSQL. Every change of
- * what the row holds — the registry's events, an installation, a migration's schema state — moves
- * the registry's epoch after its commit (moduleRegistryChanged), so the next request in every
- * process that shares the cache reads the row again; the registry's events delivered through the
- * log do the same in a process that shares none, and the age limit is the safety net (docs/kernel.md).
+ * kept per (module, tenant) so that a request reads none of them from PostgreSQL, and the registry's
+ * records other contexts ask for by id (the bus's publishes: `record`). Every change of what they
+ * hold — the registry's events, an installation, a migration's schema state — moves the registry's
+ * epoch after its commit (moduleRegistryChanged), so the next request in every process that shares
+ * the cache reads them again; the registry's events delivered through the log do the same in a
+ * process that shares none, and the age limit is the safety net (docs/kernel.md).
  */
 export class ModuleRows {
-  private readonly entries = new Map<string, { tag: string; row: ModuleRow; at: number }>();
+  private readonly memo: EpochMemo<unknown>;
 
   constructor(
     private readonly db: Queryable,
-    readonly epochs: CacheEpochs,
-  ) {}
+    epochs: CacheEpochs,
+  ) {
+    this.memo = new EpochMemo(epochs, REGISTRY_SCOPE);
+  }
 
-  async of(slug: string, tenantId: string): Promise<ModuleRow | null> {
-    const key = `${slug}\u0000${tenantId}`;
-    // the epoch before the row: a row stored under it predates no change made after it (null: do not cache)
-    const tag = await this.epochs.current([REGISTRY_SCOPE]).catch(() => null);
-    const now = Date.now();
-    const found = this.entries.get(key);
-    if (tag !== null && found?.tag === tag && now - found.at < ROW_MAX_AGE_MS && now >= found.at) return found.row;
-    const row = await moduleRowOf(this.db, slug, tenantId);
-    // an unknown slug is not kept: a registration needs no epoch to be seen
-    if (tag !== null && row) {
-      if (this.entries.size >= ROW_CACHE_MAX) this.entries.clear();
-      this.entries.set(key, { tag, row, at: now });
-    }
-    return row;
+  /** an unknown slug is not kept: a registration needs no epoch to be seen */
+  of(slug: string, tenantId: string): Promise<ModuleRow | null> {
+    return this.memo.get(
+      `row\u0000${slug}\u0000${tenantId}`,
+      () => moduleRowOf(this.db, slug, tenantId),
+      (row) => row !== null,
+    ) as Promise<ModuleRow | null>;
+  }
+
+  /** a registry record read by `load` (by id), kept like the rows; none is kept for an unknown id */
+  record<T>(id: string, load: () => Promise<T | null>): Promise<T | null> {
+    return this.memo.get(`record\u0000${id}`, load, (found) => found !== null) as Promise<T | null>;
   }
 
   /** forgets every row kept here and moves the shared epoch, so that every process reads its rows again */
-  async changed(): Promise<void> {
-    this.entries.clear();
-    await this.epochs.bump([REGISTRY_SCOPE]).catch(() => undefined);
+  changed(): Promise<void> {
+    return this.memo.changed();
   }
 }
 

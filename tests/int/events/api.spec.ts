@@ -392,6 +392,21 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
         expect((await put(crmA, v1, '1.0.0')).status).toBe(200);
       });
       it('accepts a compatible change', async () => expect((await put(crmA, v11, '1.1.0')).status).toBe(200));
+      it('given publishes that remember the schema, when a newer one is registered, then the very next publish follows it', async () => {
+        const publish = (schemaVersion: string) =>
+          crmA.call('POST', '/events/publish', {
+            topic: topic(),
+            type: `${crm.slug}.contact.created`,
+            payload: { id: 'c1' },
+            schemaVersion,
+          });
+        expect((await publish('1.1.0')).status).toBe(202);
+        const ahead = await publish('1.2.0');
+        expect(ahead.status).toBe(400);
+        expect(ahead.body.errors[0]).toMatchObject({ field: 'schemaVersion', code: 'UNKNOWN_SCHEMA_VERSION' });
+        expect((await put(crmA, v11, '1.2.0')).status).toBe(200);
+        expect((await publish('1.2.0')).status).toBe(202);
+      });
       it('refuses a breaking one with 409 naming the changes, keeping the last version', async () => {
         const breaking = `syntax = "proto3";\npackage crm;\nmessage Contact { string id = 1; int64 name = 2; }\n`;
         const refused = await put(crmA, breaking, '2.0.0');
@@ -399,10 +414,10 @@ describe.each(logs)('the event bus on $name', ({ kafka }) => {
         expect(refused.body.errors.map((e: Body) => e.code)).toEqual(
           expect.arrayContaining(['FIELD_TYPE_CHANGED', 'FIELD_REMOVED']),
         );
-        expect((await crmA.call('GET', `/events/topics/${topic()}/schema`)).body.schemaVersion).toBe('1.1.0');
+        expect((await crmA.call('GET', `/events/topics/${topic()}/schema`)).body.schemaVersion).toBe('1.2.0');
       });
       it("refuses another module registering the topic's schema with 403", async () =>
-        expect((await put(otherA, v11, '1.2.0')).status).toBe(403));
+        expect((await put(otherA, v11, '1.3.0')).status).toBe(403));
     });
   });
 });
