@@ -7,6 +7,7 @@
  * Usage: source .test-infra/env; npx tsx bench/events-bus.ts [seconds=10] [rate=1000] [--kafka] [--dlq=200] [--single-only] [--handler-ms=0] [--cpu-prof]
  */
 import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'node:http';
 import type { Body } from '../tests/support/events';
 import { moduleClient, registerModule, startReceiver, uniqueSlug } from '../tests/support/events';
 import { requireEnv } from '../tests/support/env';
@@ -59,7 +60,28 @@ try {
     `# event bus — ${machine()}, PostgreSQL local, log ${kafka ? 'Kafka' : 'embedded PostgreSQL'}, handler answers after ${handlerMs} ms`,
   );
 
-  // 1. publish → handler latency at a steady rate (single publishes, open loop)
+  // 1. publish → handler latency at a steady rate (single publishes, open loop) over at most 128
+  // keep-alive connections, as a module's HTTP client keeps them: fetch opened a connection for every
+  // request in flight (thousands once answers slowed), and the load generator ate the cores it measures
+  const agent = new Agent({ keepAlive: true, maxSockets: 128 });
+  const publishUrl = new URL(`${server.url}/v1/events/publish`);
+  const publishHeaders = {
+    authorization: `Bearer ${mod.key}`,
+    'x-module-tenant': tenantId,
+    'content-type': 'application/json',
+  };
+  const publishOnce = (body: unknown) =>
+    new Promise<{ status: number; body: Body }>((resolve, reject) => {
+      const req = request(publishUrl, { method: 'POST', agent, headers: publishHeaders }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) }),
+        );
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
   const total = Math.round(rate * seconds);
   const sentAt = new Map<string, number>();
   const answered: number[] = [];
@@ -72,8 +94,7 @@ try {
     if (due > Date.now()) await sleep(due - Date.now());
     const t = Date.now();
     inflight.push(
-      client
-        .call('POST', '/events/publish', { topic, type, payload: { i }, entityId: `item-${i % 64}` })
+      publishOnce({ topic, type, payload: { i }, entityId: `item-${i % 64}` })
         .then((r) => {
           if (r.status !== 202) {
             failed += 1;

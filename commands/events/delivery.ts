@@ -13,6 +13,7 @@ import { signingKeyOf, webhookSecretOf } from '../modules/keys';
 import type { EventsContext, InProcessHandler } from './context';
 import { writeDeadLetter } from './dead-letters';
 import { deliverWebhook } from './webhooks';
+import { prepared } from '../../infra/postgres/pipeline';
 
 /** how a subscription's events reach its handler, resolved once per turn */
 export type Target =
@@ -95,6 +96,35 @@ interface RecordRow {
  */
 const READY = `h.next_seq > c.next_seq AND (c.retry_at IS NULL OR c.retry_at <= $1 OR h.next_seq > c.scan_seq)`;
 
+// the statements of every delivery turn, prepared (parsed and planned once per connection)
+const WITH_WORK = prepared(
+  'bus_subscriptions_with_work',
+  `SELECT c.subscription_id, ${READY} AS ready, c.retry_at FROM events.cursors c
+     JOIN events.tenant_heads h ON h.topic = c.topic AND h.tenant_id = c.tenant_id AND h.partition = c.partition
+    WHERE h.next_seq > c.next_seq`,
+);
+const READY_CURSORS = prepared(
+  'bus_ready_cursors',
+  `SELECT c.partition, c.next_seq, c.min_log_offset, c.done_seqs, c.holds, h.next_seq AS head FROM events.cursors c
+     JOIN events.tenant_heads h ON h.topic = c.topic AND h.tenant_id = c.tenant_id AND h.partition = c.partition
+    WHERE c.subscription_id = $2 AND ${READY}`,
+);
+const SAVE_CURSOR = prepared(
+  'bus_save_cursor',
+  `UPDATE events.cursors SET next_seq = $3, done_seqs = $4, holds = $5, scan_seq = $6, retry_at = $7, attempts = $8,
+      last_error = $9 WHERE subscription_id = $1 AND partition = $2`,
+);
+const SAVE_PROCESSED = prepared(
+  'bus_save_processed',
+  'INSERT INTO events.processed (subscription_id, event_id, ts) SELECT $1, e, t FROM unnest($2::uuid[], $3::timestamptz[]) AS x(e, t) ON CONFLICT DO NOTHING',
+);
+const READ_RECORDS = prepared(
+  'bus_read_records',
+  `SELECT seq, log_offset, event_id, ts, key, value FROM events.records
+    WHERE topic = $1 AND tenant_id = $2 AND partition = $3 AND seq >= $4 AND seq <> ALL($5::bigint[]) AND key <> ALL($6::text[])
+    ORDER BY seq LIMIT $7`,
+);
+
 /** the subscriptions that have events to deliver now (and the next time a waiting retry is due) */
 export const subscriptionsWithWork = async (
   kernel: Kernel,
@@ -102,10 +132,7 @@ export const subscriptionsWithWork = async (
 ): Promise<{ ids: string[]; nextRetryAt: Date | null }> => {
   const now = kernel.clock.now();
   const { rows } = await kernel.db.query<{ subscription_id: string; ready: boolean; retry_at: Date | null }>(
-    `SELECT c.subscription_id, ${READY} AS ready, c.retry_at FROM events.cursors c
-       JOIN events.tenant_heads h ON h.topic = c.topic AND h.tenant_id = c.tenant_id AND h.partition = c.partition
-      WHERE h.next_seq > c.next_seq`,
-    [now],
+    WITH_WORK([now]),
   );
   const ready = [...new Set(rows.filter((r) => r.ready).map((r) => r.subscription_id))];
   const waiting = rows.filter((r) => !r.ready && r.retry_at).map((r) => r.retry_at!.getTime());
@@ -141,12 +168,7 @@ export const deliverTurn = async (
   target: Target,
   arrivals?: Arrivals,
 ): Promise<number> => {
-  const { rows } = await kernel.db.query<CursorRow>(
-    `SELECT c.partition, c.next_seq, c.min_log_offset, c.done_seqs, c.holds, h.next_seq AS head FROM events.cursors c
-       JOIN events.tenant_heads h ON h.topic = c.topic AND h.tenant_id = c.tenant_id AND h.partition = c.partition
-      WHERE c.subscription_id = $2 AND ${READY}`,
-    [kernel.clock.now(), sub.id],
-  );
+  const { rows } = await kernel.db.query<CursorRow>(READY_CURSORS([kernel.clock.now(), sub.id]));
   if (rows.length === 0) return 0;
   const started = Date.now();
   const turn: Turn = {
@@ -239,9 +261,7 @@ const deliverPartition = async (
         const s = state();
         const oldest = Object.values(holds).sort((a, b) => a.seq - b.seq)[0];
         await tx.query(
-          `UPDATE events.cursors SET next_seq = $3, done_seqs = $4, holds = $5, scan_seq = $6, retry_at = $7, attempts = $8,
-              last_error = $9 WHERE subscription_id = $1 AND partition = $2`,
-          [
+          SAVE_CURSOR([
             sub.id,
             partition,
             s.nextSeq,
@@ -252,14 +272,10 @@ const deliverPartition = async (
             // the summary of earlier versions: the oldest held event's failed attempts and error
             oldest?.attempts ?? 0,
             oldest?.error ?? null,
-          ],
+          ]),
         );
         const done = processed.splice(0);
-        if (done.length)
-          await tx.query(
-            'INSERT INTO events.processed (subscription_id, event_id, ts) SELECT $1, e, t FROM unnest($2::uuid[], $3::timestamptz[]) AS x(e, t) ON CONFLICT DO NOTHING',
-            [sub.id, done.map((d) => d.eventId), done.map((d) => d.ts)],
-          );
+        if (done.length) await tx.query(SAVE_PROCESSED([sub.id, done.map((d) => d.eventId), done.map((d) => d.ts)]));
       };
       if (before) await inTransaction(kernel.db, async (tx) => (await before(tx), await save(tx)));
       else await save(kernel.db);
@@ -363,10 +379,7 @@ const deliverPartition = async (
     const now = kernel.clock.now().getTime();
     const blocked = [...new Set([...blockedKeys(holds, now), ...heldNow])];
     const { rows: records } = await kernel.db.query<RecordRow>(
-      `SELECT seq, log_offset, event_id, ts, key, value FROM events.records
-        WHERE topic = $1 AND tenant_id = $2 AND partition = $3 AND seq >= $4 AND seq <> ALL($5::bigint[]) AND key <> ALL($6::text[])
-        ORDER BY seq LIMIT $7`,
-      [
+      READ_RECORDS([
         sub.topic,
         sub.tenant_id,
         partition,
@@ -374,7 +387,7 @@ const deliverPartition = async (
         [...finished].filter((s) => s >= frontier),
         blocked,
         ctx.settings.deliveryBatch,
-      ],
+      ]),
     );
     if (firstRead) {
       firstRead = false;

@@ -1,6 +1,7 @@
 import type { Db, Queryable } from '../../infra/postgres/db';
 import type { LogRecord } from '../../infra/log/port';
 import { eventOfRecord } from './records';
+import { prepared } from '../../infra/postgres/pipeline';
 
 export const RECORDS_CHANNEL = 'events_records';
 
@@ -19,24 +20,28 @@ export const copyRecords = async (db: Db, topic: string, records: LogRecord[]): 
     return event ? [{ offset: r.offset, event, key: r.key }] : [];
   });
   const last = records[records.length - 1]!.offset;
-  const { rows } = await db.query<{ copied: string }>(COPY, [
-    topic,
-    partition,
-    events.map((e) => e.offset),
-    events.map((e) => e.event.tenantId),
-    events.map((e) => e.event.eventId),
-    events.map((e) => e.event.type),
-    events.map((e) => e.key),
-    events.map((e) => e.event.timestamp),
-    events.map((e) => JSON.stringify(e.event)),
-    last,
-    RECORDS_CHANNEL,
-  ]);
+  const { rows } = await db.query<{ copied: string }>(
+    COPY([
+      topic,
+      partition,
+      events.map((e) => e.offset),
+      events.map((e) => e.event.tenantId),
+      events.map((e) => e.event.eventId),
+      events.map((e) => e.event.type),
+      events.map((e) => e.key),
+      events.map((e) => e.event.timestamp),
+      events.map((e) => JSON.stringify(e.event)),
+      last,
+      RECORDS_CHANNEL,
+    ]),
+  );
   return Number(rows[0]?.copied ?? 0);
 };
 
 // $1 topic, $2 partition, $3-$9 per record: offset, tenant, event id, type, key, timestamp, value; $10 the batch's last offset, $11 channel
-const COPY = `
+const COPY = prepared(
+  'bus_fanout_copy',
+  `
   WITH input AS (
     SELECT * FROM unnest($3::bigint[], $4::text[], $5::uuid[], $6::text[], $7::text[], $8::timestamptz[], $9::text[])
       AS r(log_offset, tenant_id, event_id, type, key, ts, value)),
@@ -55,7 +60,8 @@ const COPY = `
   progress AS (
     INSERT INTO events.fanout_progress (topic, partition, last_offset) VALUES ($1, $2, $10)
     ON CONFLICT (topic, partition) DO UPDATE SET last_offset = greatest(events.fanout_progress.last_offset, EXCLUDED.last_offset))
-  SELECT (SELECT count(*) FROM copied) AS copied, pg_notify($11, $1)`;
+  SELECT (SELECT count(*) FROM copied) AS copied, pg_notify($11, $1)`,
+);
 
 /** the first time a topic is read: the time its copy starts (a minute before its first subscription) */
 export const fanoutStart = async (q: Queryable, topic: string): Promise<Date | null> =>

@@ -92,12 +92,14 @@ export class StagingBatcher {
     const [, , locked] = await pipelined(client, [
       statement('BEGIN'),
       {
+        name: 'bus_stage_counters',
         text: `INSERT INTO events.daily_usage (tenant_id, day, published)
           SELECT t, d::date, 0 FROM unnest($1::text[], $2::text[]) AS c(t, d) ORDER BY t, d
           ON CONFLICT (tenant_id, day) DO NOTHING`,
         values: [tenants, days],
       },
       {
+        name: 'bus_stage_lock',
         text: `SELECT tenant_id, day::text AS day, published::text FROM events.daily_usage
           WHERE (tenant_id, day) IN (SELECT t, d::date FROM unnest($1::text[], $2::text[]) AS c(t, d))
           ORDER BY tenant_id, day FOR UPDATE`,
@@ -129,6 +131,7 @@ export class StagingBatcher {
       try {
         await pipelined(client, [
           {
+            name: 'bus_stage_count',
             text: `UPDATE events.daily_usage u SET published = c.published
               FROM unnest($1::text[], $2::date[], $3::bigint[]) AS c(t, d, published)
               WHERE u.tenant_id = c.t AND u.day = c.d`,
@@ -139,6 +142,7 @@ export class StagingBatcher {
             ],
           },
           {
+            name: 'bus_stage_events',
             text: `INSERT INTO events.outbox (topic, key, value, headers, ts)
               SELECT topic, k, v, h::jsonb, ts
               FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS r(topic, k, v, h, ts, n)
@@ -167,17 +171,21 @@ export class StagingBatcher {
 
 /** a publish staged on its own (its batch failed) */
 const stageAlone = async (kernel: Kernel, s: Staging): Promise<Staged> => {
-  const { rows } = await kernel.db.query<{ staged: number; published: string | null }>(STAGE_WITHIN_DAILY_LIMIT, [
-    s.tenantId,
-    s.day,
-    s.events.length,
-    s.limit,
-    s.topic,
-    s.events.map((e) => e.key),
-    s.events.map((e) => e.value),
-    s.events.map((e) => e.headers),
-    s.at,
-  ]);
+  const { rows } = await kernel.db.query<{ staged: number; published: string | null }>({
+    name: 'bus_stage_alone',
+    text: STAGE_WITHIN_DAILY_LIMIT,
+    values: [
+      s.tenantId,
+      s.day,
+      s.events.length,
+      s.limit,
+      s.topic,
+      s.events.map((e) => e.key),
+      s.events.map((e) => e.value),
+      s.events.map((e) => e.headers),
+      s.at,
+    ],
+  });
   if (rows[0]?.staged === s.events.length) return { published: Number(rows[0].published) };
   const counted = await kernel.db.query<{ published: string }>(
     'SELECT published::text FROM events.daily_usage WHERE tenant_id = $1 AND day = $2',

@@ -7,6 +7,7 @@ import { commonErrors } from '../../domain/shared/errors';
 import type { Principal } from '../../infra/http/auth';
 import type { CredentialScheme } from '../../infra/http/credentials';
 import type { Kernel } from '../../infra/kernel';
+import { prepared } from '../../infra/postgres/pipeline';
 import type { Queryable } from '../../infra/postgres/db';
 
 /**
@@ -30,6 +31,16 @@ export interface IssuedKey {
   webhookSecret: string;
   createdAt: string;
 }
+
+/** the key, its module and the installations the call may act for, in one round trip (on every module call: prepared) */
+const KEY_LOOKUP = prepared(
+  'modules_key_lookup',
+  `SELECT k.secret_hash, k.revoked_at, m.id AS module_id, m.slug,
+      ARRAY(SELECT jsonb_array_elements_text(coalesce(m.manifest->'keyPermissions', '[]'::jsonb))) AS key_permissions,
+      ARRAY(SELECT i.tenant_id FROM modules.installations i WHERE i.module_id = m.id AND i.status = 'active'
+        AND ($3::text IS NULL OR i.tenant_id = $3) ORDER BY i.tenant_id LIMIT 2) AS tenants
+    FROM modules.keys k JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`,
+);
 
 const uuidOfHex = (hex: string): string =>
   `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
@@ -109,15 +120,9 @@ export const moduleKeyScheme = (kernel: Kernel): CredentialScheme => {
       if (!match) throw commonErrors.unauthorized();
       const keyId = uuidOfHex(match[1]!);
       const named = headers[MODULE_TENANT_HEADER];
-      // the key, its module and the installations the call may act for, in one round trip
       const found = (
         await kernel.db.query<KeyLookup>(
-          `SELECT k.secret_hash, k.revoked_at, m.id AS module_id, m.slug,
-             ARRAY(SELECT jsonb_array_elements_text(coalesce(m.manifest->'keyPermissions', '[]'::jsonb))) AS key_permissions,
-             ARRAY(SELECT i.tenant_id FROM modules.installations i WHERE i.module_id = m.id AND i.status = 'active'
-               AND ($3::text IS NULL OR i.tenant_id = $3) ORDER BY i.tenant_id LIMIT 2) AS tenants
-           FROM modules.keys k JOIN rm.modules m ON m.tenant_id = $2 AND m.id = k.module_id WHERE k.id = $1`,
-          [keyId, PLATFORM_TENANT_ID, typeof named === 'string' ? named : null],
+          KEY_LOOKUP([keyId, PLATFORM_TENANT_ID, typeof named === 'string' ? named : null]),
         )
       ).rows[0];
       const given = hashOf(kernel, match[2]!);

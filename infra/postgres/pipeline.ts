@@ -30,3 +30,12 @@ export const pipelined = async (client: Tx, statements: readonly BoundStatement[
     c.pipeline = false;
   }
 };
+
+/**
+ * A statement prepared under `name` on each connection the first time it runs there: parsed and
+ * planned once, then only bound and executed (PostgreSQL re-plans it itself when a table it reads
+ * changes). For the statements a hot path sends on every request or batch; the text must be fixed.
+ */
+export const prepared =
+  (name: string, text: string) =>
+  (values: unknown[]): BoundStatement & { name: string } => ({ name, text, values });

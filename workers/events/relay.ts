@@ -1,6 +1,7 @@
 import type { Kernel } from '../../infra/kernel';
 import { topicSpecOf } from '../../commands/events/subscriptions';
 import { Relay } from '../relay';
+import { prepared } from '../../infra/postgres/pipeline';
 
 interface StagedRow {
   position: string;
@@ -10,6 +11,13 @@ interface StagedRow {
   headers: Record<string, string>;
   ts: Date;
 }
+
+const READ_STAGED = prepared(
+  'bus_relay_read',
+  `SELECT position, topic, key, value, headers, ts FROM events.outbox
+  WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY transaction_id, position LIMIT $1`,
+);
+const DELETE_PUBLISHED = prepared('bus_relay_delete', 'DELETE FROM events.outbox WHERE position = ANY($1::bigint[])');
 
 /**
  * The bus relay: publishes what POST /events/publish(/batch) staged in events.outbox (and the dead
@@ -25,23 +33,14 @@ export const busRelay = (kernel: Kernel, options = { batchSize: 2000, idleMs: 20
     kernel.logger,
     {
       name: 'events-relay',
-      read: async (limit) =>
-        (
-          await kernel.db.query<StagedRow>(
-            `SELECT position, topic, key, value, headers, ts FROM events.outbox
-            WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY transaction_id, position LIMIT $1`,
-            [limit],
-          )
-        ).rows,
+      read: async (limit) => (await kernel.db.query<StagedRow>(READ_STAGED([limit]))).rows,
       recordOf: (r) => ({
         topic: r.topic,
         record: { key: r.key, value: r.value, headers: r.headers, timestamp: r.ts.getTime() },
       }),
       topicSpec: (topic) => topicSpecOf(kernel, topic),
       async done(rows) {
-        await kernel.db.query('DELETE FROM events.outbox WHERE position = ANY($1::bigint[])', [
-          rows.map((r) => r.position),
-        ]);
+        await kernel.db.query(DELETE_PUBLISHED([rows.map((r) => r.position)]));
       },
     },
     {
