@@ -3,41 +3,52 @@ import pg from 'pg';
 import { createPool, type Db } from '../../infra/postgres/db';
 import { migrate } from '../../infra/postgres/migrate';
 import { requireEnv } from './env';
-import { TEMPLATE_DATABASE_ENV } from './template-database';
 import { pollUntil } from './poll';
 
+/** the run's migrated template (tests/support/template-database.ts sets it): each file's database is a copy */
+export const TEMPLATE_DATABASE_ENV = 'PLATFORM_TEST_TEMPLATE_DATABASE';
+
 export interface TestDatabase {
+  name: string;
   url: string;
   db: Db;
   drop: () => Promise<void>;
 }
 
-/** A fresh, migrated database of its own for one test file, on the test PostgreSQL server. */
+const adminQuery = async (serverUrl: string, sql: string): Promise<void> => {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
+};
+
+/**
+ * A fresh, migrated database of its own for one test file, on the test PostgreSQL server: a copy
+ * of the run's template when there is one (`template: null` makes one from the first migration).
+ */
 export const createTestDatabase = async (
   prefix = 't',
-  options: { serverUrl?: string; poolSize?: number } = {},
+  options: { serverUrl?: string; poolSize?: number; template?: string | null } = {},
 ): Promise<TestDatabase> => {
   const serverUrl = options.serverUrl ?? requireEnv('TEST_DATABASE_URL');
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  // a copy of the run's migrated template (tests/support/template-database.ts) when it has one
-  const template = options.serverUrl ? undefined : process.env[TEMPLATE_DATABASE_ENV];
-  await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
-  await admin.end();
+  const template =
+    options.template !== undefined ? options.template : options.serverUrl ? null : process.env[TEMPLATE_DATABASE_ENV];
+  await adminQuery(serverUrl, `CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const db = createPool(url.toString(), { max: options.poolSize ?? 30 });
   await migrate(db);
   return {
+    name,
     url: url.toString(),
     db,
     drop: async () => {
-      await db.end();
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      if (!db.ended) await db.end(); // the template's pool is ended before the run copies it
+      await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
 };
