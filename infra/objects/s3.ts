@@ -74,10 +74,8 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
   const clock = options.clock ?? systemClock;
   const Bucket = options.bucket;
   const partSize = options.partSize ?? 5 * 1024 * 1024; // S3's smallest part: the least an upload holds
-  let opened = false;
   const s3 = lazyImport(async () => {
     const sdk = await loadSdk();
-    opened = true;
     const client = new sdk.S3Client({
       endpoint: options.endpoint,
       region: options.region ?? 'us-east-1',
@@ -266,7 +264,12 @@ export const createS3ObjectStore = (options: S3ObjectStoreOptions): ObjectStore 
       await client.send(new sdk.HeadBucketCommand({ Bucket }));
     },
     async close() {
-      if (opened) (await s3()).client.destroy();
+      // a client that never opened has nothing to close; one that failed to open neither
+      if (s3.started)
+        await s3().then(
+          ({ client }) => client.destroy(),
+          () => undefined,
+        );
     },
   };
   return store;

@@ -5,11 +5,15 @@
  * on a 2-core machine, for routes most processes never serve. A failed load is not kept: the next
  * call tries again.
  */
-export const lazyImport = <T>(load: () => Promise<T>): (() => Promise<T>) => {
+export const lazyImport = <T>(load: () => Promise<T>): (() => Promise<T>) & { readonly started: boolean } => {
   let loading: Promise<T> | null = null;
-  return () =>
+  const get = () =>
     (loading ??= load().catch((error: unknown) => {
       loading = null;
       throw error;
     }));
+  /** whether a load was asked for (and has not failed): what a close must undo */
+  return Object.defineProperty(get, 'started', { get: () => loading !== null }) as typeof get & {
+    readonly started: boolean;
+  };
 };
