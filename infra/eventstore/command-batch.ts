@@ -118,6 +118,7 @@ export class CommandBatcher {
       lockKeysSql(keys),
       lookupKeysSql(keys),
       {
+        name: 'es_batch_heads',
         text: `SELECT stream_id, ${HEAD_COLUMNS} FROM es.streams WHERE stream_id = ANY($1::text[]) ORDER BY stream_id FOR UPDATE`,
         values: [streams],
       },

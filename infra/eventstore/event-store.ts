@@ -272,6 +272,7 @@ export class EventStore {
     const heads = [...streams];
     const column = <K extends keyof StoredEvent>(key: K) => events.map((e) => e[key]);
     const append: BoundStatement = {
+      name: 'es_appends',
       text: PREPARED_APPENDS,
       values: [
         heads.map(([id]) => id),

@@ -64,6 +64,7 @@ export interface StoredRow {
 
 /** try-locks each key for the transaction (a row per key, in order: i, locked) */
 export const lockKeysSql = (keys: KeyRef[]): BoundStatement => ({
+  name: 'es_idempotency_lock',
   text: `SELECT x.i, pg_try_advisory_xact_lock(hashtextextended(x.k, 7)) AS locked
    FROM unnest($1::text[]) WITH ORDINALITY AS x(k, i) ORDER BY x.i`,
   values: [keys.map((k) => `${k.tenantId}:${normalizeIdempotencyKey(k.key)}`)],
@@ -71,6 +72,7 @@ export const lockKeysSql = (keys: KeyRef[]): BoundStatement => ({
 
 /** the live records of these keys (a row per key found, with its ordinal i) */
 export const lookupKeysSql = (keys: KeyRef[]): BoundStatement => ({
+  name: 'es_idempotency_lookup',
   text: `SELECT x.i, r.request_hash, r.response_status, r.response_type, r.response_body
    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, k, i)
    JOIN es.idempotency r ON r.tenant_id = x.t AND r.idempotency_key = x.k AND r.expires_at > now()`,
@@ -93,6 +95,7 @@ export const recordsSql = (
   records: { tenantId: string; idem: IdempotencyRequest; response: StoredResponse }[],
   ttlMs: number,
 ): BoundStatement => ({
+  name: 'es_idempotency_records',
   text: `INSERT INTO es.idempotency (tenant_id, idempotency_key, request_hash, response_status, response_type, response_body, expires_at)
    SELECT r.t, r.k, r.h, r.s, r.ct, COALESCE(convert_to(r.text, 'UTF8'), r.bytes), now() + $8::float8 * interval '1 millisecond'
      FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bytea[]) AS r(t, k, h, s, ct, text, bytes)
