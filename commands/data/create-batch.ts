@@ -6,7 +6,7 @@ import { UnitOfWork } from '../../infra/eventstore/unit-of-work';
 import type { Kernel } from '../../infra/kernel';
 import type { Tx } from '../../infra/postgres/db';
 import type { Waiting } from '../../infra/postgres/group-commit';
-import { answer, CommitUnknown, GroupCommit, refuse } from '../../infra/postgres/group-commit';
+import { answer, batcherPerKernel, CommitUnknown, GroupCommit, refuse } from '../../infra/postgres/group-commit';
 import { pgErrorCode } from '../../infra/postgres/db';
 import type { BoundStatement } from '../../infra/postgres/inline';
 import { pipelined, statement } from '../../infra/postgres/pipeline';
@@ -183,17 +183,5 @@ export class CreateBatcher {
   }
 }
 
-const batchers = new WeakMap<Kernel, CreateBatcher>();
-
-/** this process's batcher of generated creates (COMMAND_BATCH_MAX_SIZE, COMMAND_BATCH_CONCURRENCY, as the kernel's command batches) */
-export const createBatcher = (kernel: Kernel): CreateBatcher => {
-  let found = batchers.get(kernel);
-  if (!found) {
-    found = new CreateBatcher(kernel, {
-      maxSize: kernel.config.COMMAND_BATCH_MAX_SIZE,
-      concurrency: kernel.config.COMMAND_BATCH_CONCURRENCY,
-    });
-    batchers.set(kernel, found);
-  }
-  return found;
-};
+/** this process's batcher of generated creates */
+export const createBatcher = batcherPerKernel((kernel, options) => new CreateBatcher(kernel, options));

@@ -3,7 +3,7 @@ import type { Kernel } from '../../infra/kernel';
 import type { Tx } from '../../infra/postgres/db';
 import { pgErrorCode } from '../../infra/postgres/db';
 import type { Waiting } from '../../infra/postgres/group-commit';
-import { answer, CommitUnknown, GroupCommit, refuse } from '../../infra/postgres/group-commit';
+import { answer, batcherPerKernel, CommitUnknown, GroupCommit, refuse } from '../../infra/postgres/group-commit';
 import { pipelined, statement } from '../../infra/postgres/pipeline';
 
 /** one publish's events, checked and enveloped, for the bus relay (events.outbox) */
@@ -194,17 +194,5 @@ const stageAlone = async (kernel: Kernel, s: Staging): Promise<Staged> => {
   throw refusal(s, Number(counted.rows[0]?.published ?? 0));
 };
 
-const batchers = new WeakMap<Kernel, StagingBatcher>();
-
-/** this process's batcher of publishes (COMMAND_BATCH_MAX_SIZE, COMMAND_BATCH_CONCURRENCY, as the kernel's command batches) */
-export const stagingBatcher = (kernel: Kernel): StagingBatcher => {
-  let found = batchers.get(kernel);
-  if (!found) {
-    found = new StagingBatcher(kernel, {
-      maxSize: kernel.config.COMMAND_BATCH_MAX_SIZE,
-      concurrency: kernel.config.COMMAND_BATCH_CONCURRENCY,
-    });
-    batchers.set(kernel, found);
-  }
-  return found;
-};
+/** this process's batcher of publishes */
+export const stagingBatcher = batcherPerKernel((kernel, options) => new StagingBatcher(kernel, options));

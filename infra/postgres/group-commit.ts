@@ -1,4 +1,5 @@
 import { withSpan } from '../observability/tracing';
+import type { Kernel } from '../kernel';
 import type { Db, Tx } from './db';
 
 /** an item waiting in a group commit, with the promise its submitter awaits */
@@ -151,3 +152,24 @@ export class GroupCommit<T, A> {
     );
   }
 }
+
+/**
+ * One batcher per kernel (process), made on first use with the sizes of the kernel's command
+ * batches (COMMAND_BATCH_MAX_SIZE, COMMAND_BATCH_CONCURRENCY).
+ */
+export const batcherPerKernel = <B>(
+  make: (kernel: Kernel, options: { maxSize: number; concurrency: number }) => B,
+): ((kernel: Kernel) => B) => {
+  const made = new WeakMap<Kernel, B>();
+  return (kernel) => {
+    let found = made.get(kernel);
+    if (!found) {
+      found = make(kernel, {
+        maxSize: kernel.config.COMMAND_BATCH_MAX_SIZE,
+        concurrency: kernel.config.COMMAND_BATCH_CONCURRENCY,
+      });
+      made.set(kernel, found);
+    }
+    return found;
+  };
+};
