@@ -1,4 +1,5 @@
 import type { Queryable } from '../../../infra/postgres/db';
+import { prepared } from '../../../infra/postgres/pipeline';
 
 /**
  * identity.refresh_tokens: only SHA-256 hashes of the tokens. A family is one login; rotation adds
@@ -57,6 +58,17 @@ const valuesOf = (t: NewRefreshToken): unknown[] => [
   t.sessionGeneration,
 ];
 
+// a refresh's two statements, prepared (parsed and planned once per connection)
+const LOCK_FOR_REFRESH = prepared(
+  'identity_refresh_lock',
+  `SELECT token_hash, family_id, user_id, tenant_id, impersonator_id, expires_at, rotated_at, successor_sealed, revoked_at,
+     session_generation FROM identity.refresh_tokens WHERE token_hash = $1 FOR UPDATE`,
+);
+const ROTATE = prepared(
+  'identity_refresh_rotate',
+  `WITH rotated AS (UPDATE identity.refresh_tokens SET rotated_at = $10, successor_sealed = $11 WHERE token_hash = $9) ${INSERT}`,
+);
+
 export const refreshTokens = {
   async insert(q: Queryable, token: NewRefreshToken): Promise<void> {
     await q.query(INSERT, valuesOf(token));
@@ -68,17 +80,12 @@ export const refreshTokens = {
     token: NewRefreshToken,
     from: { tokenHash: string; at: Date; successorSealed: string },
   ): Promise<void> {
-    await q.query(
-      `WITH rotated AS (UPDATE identity.refresh_tokens SET rotated_at = $10, successor_sealed = $11 WHERE token_hash = $9) ${INSERT}`,
-      [...valuesOf(token), from.tokenHash, from.at, from.successorSealed],
-    );
+    await q.query(ROTATE([...valuesOf(token), from.tokenHash, from.at, from.successorSealed]));
   },
 
   /** the row of a token, locked for the rest of the transaction (of concurrent refreshes, one decides at a time) */
   lockForRefresh: async (q: Queryable, tokenHash: string): Promise<RefreshTokenRow | null> => {
-    const r = (
-      await q.query<Row>('SELECT * FROM identity.refresh_tokens WHERE token_hash = $1 FOR UPDATE', [tokenHash])
-    ).rows[0];
+    const r = (await q.query<Row>(LOCK_FOR_REFRESH([tokenHash]))).rows[0];
     return r
       ? {
           tokenHash: r.token_hash,
