@@ -11,7 +11,7 @@ import type { Clock } from '../../infra/runtime/clock';
 import { billingErrors } from '../../domain/billing/errors';
 import { isResource } from '../../domain/billing/resources';
 import { PLATFORM_TENANT_ID } from '../../domain/identity/constants';
-import { loadTenantLimits, usageOf } from './lookups';
+import { eventsPublishedToday, loadTenantLimits, usageOf } from './lookups';
 
 /** the questions the gateway asks billing: in process, or over gRPC in split deployment */
 export interface BillingAnswers {
@@ -80,7 +80,15 @@ export class LimitBook implements BillingAnswers {
 
   async checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer> {
     const { info, usage } = await this.entry(tenantId);
-    return checkLimit(resource, usage[resource], info.limits[LIMIT_OF[resource]]);
+    // the day's count moves with every publish and moves no epoch below the limit (commands/events/publish.ts): read as it is now
+    const used =
+      resource === 'events_per_day' ? await eventsPublishedToday(this.db, tenantId, this.clock.now()) : usage[resource];
+    return checkLimit(resource, used, info.limits[LIMIT_OF[resource]]);
+  }
+
+  /** the tenant's ceiling of a resource (0 = unlimited), without its usage */
+  async limitOf(tenantId: string, resource: Resource): Promise<number> {
+    return (await this.entry(tenantId)).info.limits[LIMIT_OF[resource]];
   }
 
   async usage(tenantId: string): Promise<Usage> {

@@ -14,6 +14,7 @@ import { PLAN_COLUMNS } from '../../projections/billing/queries';
  */
 export {
   currentSubscription,
+  eventsPublishedToday,
   findPlan,
   findSubscription,
   loadTenantLimits,

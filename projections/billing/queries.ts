@@ -92,15 +92,22 @@ export const usageOf = async (q: Queryable, people: People, tenantId: string, no
     [tenantId],
   );
   const invitations = await people.pendingInvitations(q, tenantId, now);
-  const events = await q.query<{ n: string }>(
-    'SELECT published::text AS n FROM events.daily_usage WHERE tenant_id = $1 AND day = $2',
-    [tenantId, utcDay(now)],
-  );
   const usage = usageFromRows(rows.rows);
   usage.users += invitations;
-  usage.events_per_day = Number(events.rows[0]?.n ?? 0);
+  usage.events_per_day = await eventsPublishedToday(q, tenantId, now);
   return usage;
 };
+
+/** the events the tenant published on the bus on `now`'s UTC day (the bus's daily counter) */
+export const eventsPublishedToday = async (q: Queryable, tenantId: string, now: Date): Promise<number> =>
+  Number(
+    (
+      await q.query<{ n: string }>(
+        'SELECT published::text AS n FROM events.daily_usage WHERE tenant_id = $1 AND day = $2',
+        [tenantId, utcDay(now)],
+      )
+    ).rows[0]?.n ?? 0,
+  );
 
 /** a tenant's current subscription, plan info and usage from the read models (one subscription, up to two plans, one usage read) */
 const limitsOf = async (

@@ -104,7 +104,7 @@ export default defineRoutes({
       limitOf: async (tenantId, resource) =>
         tenantId === PLATFORM_TENANT_ID || !isResource(resource)
           ? 0
-          : (await ctx.book.checkLimit(tenantId, resource)).limit,
+          : ctx.book.limitOf(tenantId, resource),
       changed: (tenantId) => ctx.usageChanged(tenantId),
       assertRoom: (tx, tenantId, resource, adding) => assertRoom(ctx.book, ctx.clock, tx, tenantId, resource, adding),
     });
