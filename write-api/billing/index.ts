@@ -102,9 +102,7 @@ export default defineRoutes({
     // services that meter a resource under their own lock (identity's seats, the registry's installations)
     setUsageLimits(kernel, {
       limitOf: async (tenantId, resource) =>
-        tenantId === PLATFORM_TENANT_ID || !isResource(resource)
-          ? 0
-          : ctx.book.limitOf(tenantId, resource),
+        tenantId === PLATFORM_TENANT_ID || !isResource(resource) ? 0 : ctx.book.limitOf(tenantId, resource),
       changed: (tenantId) => ctx.usageChanged(tenantId),
       assertRoom: (tx, tenantId, resource, adding) => assertRoom(ctx.book, ctx.clock, tx, tenantId, resource, adding),
     });
