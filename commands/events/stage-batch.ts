@@ -100,12 +100,13 @@ export class StagingBatcher {
       },
       {
         name: 'bus_stage_lock',
-        text: `SELECT tenant_id, day::text AS day, published::text FROM events.daily_usage
+        text: `SELECT tenant_id, to_char(day, 'YYYY-MM-DD') AS day, published::text FROM events.daily_usage
           WHERE (tenant_id, day) IN (SELECT t, d::date FROM unnest($1::text[], $2::text[]) AS c(t, d))
           ORDER BY tenant_id, day FOR UPDATE`,
         values: [tenants, days],
       },
     ]);
+    // the day as the batch keys it, whatever the server's DateStyle (day::text follows it)
     const counts = new Map<string, number>(
       locked!.rows.map((r: { tenant_id: string; day: string; published: string }) => [
         `${r.tenant_id}\u0000${r.day}`,

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Staging } from '../../../commands/events/stage-batch';
 import { StagingBatcher } from '../../../commands/events/stage-batch';
+import type { Kernel } from '../../../infra/kernel';
+import { createPool } from '../../../infra/postgres/db';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 
@@ -86,5 +88,27 @@ describe('publishes staged together', () => {
       [topic],
     );
     expect(staged.rows.map((r) => r.key)).toEqual(['a-0', 'a-1', 'b-0', 'd-0', 'e-0', 'u-0', 'u-1']);
+  });
+
+  it('given a server whose DateStyle is not ISO, when publishes arrive together, then they still share a batch (none falls back to running alone)', async () => {
+    await p.kernel.db.query(`ALTER DATABASE ${p.database.name} SET DateStyle = 'SQL, DMY'`);
+    const db = createPool(p.database.url, { max: 4 }); // new sessions take the database's setting
+    const warnings: unknown[] = [];
+    try {
+      // this kernel with the new pool and a logger that keeps the warnings (a batch that failed says so there)
+      const logger = Object.assign(Object.create(p.kernel.logger) as Kernel['logger'], {
+        warn: (...a: unknown[]) => warnings.push(a),
+      });
+      const kernel = Object.assign(Object.create(p.kernel) as Kernel, { db, logger });
+      const batcher = new StagingBatcher(kernel, { maxSize: 64, concurrency: 1 });
+      const tenant = randomUUID();
+      const topic = `platform.styles${randomUUID().slice(0, 8)}.events`;
+      const results = await settle(['a', 'b', 'c'].map((label) => batcher.submit(staging(tenant, 5, topic, label, 1))));
+      expect(results).toEqual([{ published: 1 }, { published: 2 }, { published: 3 }]);
+      expect(warnings).toEqual([]);
+    } finally {
+      await db.end();
+      await p.kernel.db.query(`ALTER DATABASE ${p.database.name} RESET DateStyle`);
+    }
   });
 });
