@@ -86,7 +86,7 @@ export const configureBilling = (kernel: Kernel, overrides: BillingOverrides = {
       await usageChanged(tenantId);
       if (tenantId !== null && settings.enabled) await writeMoneyLimits(kernel, tenantId);
     },
-    usageChanged: (tenantId) => usageChanged(tenantId),
+    usageChanged,
   };
   contexts.set(kernel, context);
   // every process learns of changes made elsewhere through the log (DESIGN.md mechanism 8)

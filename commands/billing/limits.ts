@@ -79,11 +79,12 @@ export class LimitBook implements BillingAnswers {
   }
 
   async checkLimit(tenantId: string, resource: Resource): Promise<LimitAnswer> {
-    const { info, usage } = await this.entry(tenantId);
     // the day's count moves with every publish and moves no epoch below the limit (commands/events/publish.ts): read as it is now
-    const used =
-      resource === 'events_per_day' ? await eventsPublishedToday(this.db, tenantId, this.clock.now()) : usage[resource];
-    return checkLimit(resource, used, info.limits[LIMIT_OF[resource]]);
+    const [{ info, usage }, today] = await Promise.all([
+      this.entry(tenantId),
+      resource === 'events_per_day' ? eventsPublishedToday(this.db, tenantId, this.clock.now()) : null,
+    ]);
+    return checkLimit(resource, today ?? usage[resource], info.limits[LIMIT_OF[resource]]);
   }
 
   /** the tenant's ceiling of a resource (0 = unlimited), without its usage */

@@ -47,7 +47,6 @@ export class BrokerProbe {
         },
         () => {
           this.downUntil = this.now() + this.rememberFailureMs;
-          this.upUntil = 0;
           return false;
         },
       )

@@ -113,8 +113,8 @@ export const publishEvents = async (
     at: now,
   });
   // billing's cached answers change only once the day's count reaches the limit (then "allowed" turns
-  // false); below it each publish is counted exactly here, and CheckLimit's usage follows within its
-  // 2 s refresh (docs/decisions.md) instead of every publish dropping the tenant's entry in every process
+  // false); below it each publish is counted exactly here, and CheckLimit reads the day's count as it
+  // is (docs/decisions.md) instead of every publish dropping the tenant's entry in every process
   if (limit > 0 && published >= limit) await usageLimits(kernel).changed(principal.tenantId);
   await noteVolume(kernel, principal.tenantId, topic, events.length).catch((error: unknown) =>
     kernel.logger.warn({ err: error }, 'bulk-import detection failed'),
