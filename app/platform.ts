@@ -61,6 +61,11 @@ export interface PlatformOptions {
    * workers (http: the routes of write, read and the edge; none of the single-owner work)
    */
   part?: 'whole' | 'http' | 'background';
+  /**
+   * told the name of each step of the start as it begins (engines, migrations, topics, projections…):
+   * a start that never ends says where it stands (the split test harness prints the last step)
+   */
+  onStep?: (step: string) => void;
 }
 
 export interface RunningPlatform {
@@ -104,8 +109,10 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
   const role = options.role;
+  const step = options.onStep ?? (() => undefined);
   const services = options.services ?? (await loadServices());
   checkRoleConfig({ role, config, projection: options.projection, projections: services.projections });
+  step('telemetry');
   await startTelemetry({ serviceName: `platform-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 
   const kernel = await openKernel({
@@ -116,10 +123,12 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     clock: options.clock,
     ids: options.ids,
     resolver: options.resolver,
+    onStep: step,
   });
   const { db, log } = kernel;
 
   const what = serves(role, options.part);
+  step('http routes');
   const app = await buildApp(kernel, { write: what.write, read: what.read, ...edgeOf(role, config) });
   const worker = httpWorkerIndex();
   if (worker !== null && config.PLATFORM_ENV === 'test') {
@@ -131,22 +140,30 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
   }
   const listen = options.listen ?? true;
   // a cluster's HTTP worker takes connections only once prepared: the others serve meanwhile (a restart)
-  const listenAt = () => app.listen({ host: config.HOST, port: config.PORT });
+  const listenAt = () => {
+    step('listen');
+    return app.listen({ host: config.HOST, port: config.PORT });
+  };
   let url = listen && worker === null ? await listenAt() : 'http://in-process';
   logger.info({ role, url, log: log.kind }, 'platform listening; preparing');
 
   try {
+    step('migrations');
     await migrate(db, { onProgress: (p) => logger.info(p, 'migration applied') });
     kernel.readiness.migrations = true;
     // files: S3_BUCKET (or the local folder) is created when missing; a store down at start shows in /health
+    step('object store bucket');
     await kernel.engines.objects
       .ensureBucket()
       .catch((error: unknown) =>
         logger.warn({ err: error }, 'the object store bucket could not be checked or created'),
       );
+    step('log ping');
     await log.ping();
+    step('log topics');
     await log.ensureTopics(platformTopics(config));
     kernel.readiness.log = true;
+    step('projections');
     await kernel.projections.prepare(({ name, applied, total }) =>
       logger.info({ projection: name, applied, total }, 'projection rebuild'),
     );
@@ -155,7 +172,11 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
       setGatewayPorts(kernel, { moduleStatus: (tenantId, slug) => moduleStatusOf(kernel, tenantId, slug) });
     }
     const mounted = [...(what.write ? kernel.services.write : []), ...(what.read ? kernel.services.read : [])];
-    for (const plugin of mounted) await plugin.start?.(kernel);
+    for (const plugin of mounted) {
+      if (!plugin.start) continue;
+      step(`start ${plugin.namespace}`);
+      await plugin.start(kernel);
+    }
     kernel.readiness.projections = true;
     if (listen && worker !== null) url = await listenAt();
   } catch (error) {
@@ -164,6 +185,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     throw error;
   }
 
+  step('workers');
   const workers: { stop(): Promise<void> }[] = [];
   if (what.relay) {
     const relay = new OutboxRelay(db, kernel.store, log, logger, {
@@ -214,12 +236,15 @@ export const openKernel = async (options: {
   clock?: Clock;
   ids?: IdGenerator;
   resolver?: Resolver;
+  onStep?: (step: string) => void;
 }): Promise<Kernel> => {
   const { config, logger } = options;
+  const step = options.onStep ?? (() => undefined);
   const cleanup: (() => Promise<void>)[] = [];
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     // a CLI command beside a running `platform start` uses its server
+    step('embedded postgresql');
     const embedded = await startEmbeddedPostgres(config.DATA_DIR, logger, {
       useRunning: options.role === undefined,
       // an HTTP cluster's workers each have a pool of their own beside the primary's
@@ -233,7 +258,9 @@ export const openKernel = async (options: {
     waitMs: config.DATABASE_POOL_WAIT_MS,
     applicationName: `platform-${options.role ?? 'cli'}`,
   });
+  step('log');
   const log = await createLog(config, db, logger);
+  step('engines');
   const engines = await openEngines(config, options.role ?? 'cli', databaseUrl, options.clock);
   // closed at shutdown only when this kernel opened it (another kernel of the process may have its own)
   let analyticsOpened: Promise<AnalyticsStore> | null = null;

@@ -10,7 +10,9 @@
  *   PLATFORM_TEST_CLOCK_FILE    a clock the test moves (tests/support/clock.ts fileClock); real time without it
  *   PLATFORM_TEST_RESOLVER_FILE the names the outbound guard resolves (tests/support/resolver.ts fileResolver)
  *
- * Prints one line `READY <url>` once it accepts requests; logs are pino JSON lines on stdout.
+ * Prints one line `READY <url>` once it accepts requests, and before that `STEP <name>` as each step
+ * of its start begins (the harness names the last one of a start that never ends); logs are pino
+ * JSON lines on stdout.
  * SIGTERM, or the end of the IPC channel of the process that started it, drains and stops it.
  */
 import { loadConfig } from '../../infra/config';
@@ -30,6 +32,8 @@ const fail = (message: string): never => {
   process.exit(2);
 };
 
+const step = (name: string) => process.stdout.write(`STEP ${name}\n`);
+step('code loaded');
 const config = loadConfig();
 const role = process.env.PLATFORM_TEST_ROLE as Role;
 if (!ROLES.includes(role)) fail(`PLATFORM_TEST_ROLE must be one of ${ROLES.join(', ')}`);
@@ -53,13 +57,16 @@ process.on('SIGINT', () => end(0));
 // behind, even one that dies while they are still starting
 process.on('disconnect', () => end(0));
 if (process.send && !process.connected) end(0); // it died while this process loaded its code
+step('services');
+const services = await loadTestServices(names.filter(isTestServiceName));
 const running = await startPlatform({
   role,
   config,
   logger,
-  services: await loadTestServices(names.filter(isTestServiceName)),
+  services,
   clock: clockFile ? fileClock(clockFile) : undefined,
   resolver: resolverFile ? fileResolver(resolverFile) : undefined,
+  onStep: step,
 });
 if (auth === 'token') running.kernel.authenticator = testAuthenticator;
 const address = running.app.server.address();

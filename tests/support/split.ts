@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../infra/config';
 import type { Kernel } from '../../infra/kernel';
@@ -71,30 +71,77 @@ export interface RoleProcess {
   output: () => string;
 }
 
+/** where a role that did not start stands: its last start step and a Node diagnostic report's stack and handles */
+const REPORT_WAIT_MS = 5_000;
+
+const reportSummary = (file: string): string => {
+  try {
+    const report = JSON.parse(readFileSync(file, 'utf8')) as {
+      javascriptStack?: { message?: string; stack?: string[] };
+      libuv?: { type: string; is_active?: boolean; localEndpoint?: unknown; remoteEndpoint?: unknown }[];
+    };
+    const stack = report.javascriptStack?.stack?.slice(0, 20).join('\n    ') ?? '(none)';
+    const handles = (report.libuv ?? [])
+      .filter((h) => h.is_active && (h.type === 'tcp' || h.type === 'timer' || h.type === 'udp'))
+      .map((h) => `${h.type} ${JSON.stringify(h.remoteEndpoint ?? h.localEndpoint ?? '')}`);
+    return `JavaScript stack (${report.javascriptStack?.message ?? ''}):\n    ${stack}\nactive handles:\n    ${handles.join('\n    ')}`;
+  } catch (error) {
+    return `no diagnostic report (${String(error)})`;
+  } finally {
+    rmSync(file, { force: true });
+  }
+};
+
 const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[]): RoleProcess => {
-  const child = spawn(process.execPath, testProgramArgs('role-server'), {
-    // the IPC channel closes when this process dies, however it dies: the role then stops itself
-    cwd: ROOT,
-    env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role },
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
+  // SIGUSR2 writes a diagnostic report (JavaScript stack, open sockets and timers) to reportFile
+  const reportFile = join(tmpdir(), `platform-role-${role}-${process.pid}-${randomBytes(4).toString('hex')}.json`);
+  const child = spawn(
+    process.execPath,
+    [
+      '--report-on-signal',
+      '--report-signal=SIGUSR2',
+      '--report-compact',
+      `--report-directory=${tmpdir()}`,
+      `--report-filename=${basename(reportFile)}`,
+      ...testProgramArgs('role-server'),
+    ],
+    {
+      // the IPC channel closes when this process dies, however it dies: the role then stops itself
+      cwd: ROOT,
+      env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    },
+  );
   child.channel?.unref();
+  const spawnedAt = Date.now();
   let output = '';
   let pending = '';
+  let lastStep = { name: '(none: the process printed nothing)', at: spawnedAt };
   const url = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS} ms:\n${output}`)),
-      START_TIMEOUT_MS,
-    );
+    const timer = setTimeout(() => {
+      const since = (Date.now() - lastStep.at) / 1000;
+      const where = `last start step: ${lastStep.name}, begun ${since.toFixed(1)} s before`;
+      child.kill('SIGUSR2');
+      void waitForFile(reportFile, REPORT_WAIT_MS).then(() =>
+        reject(
+          new Error(
+            `${role} did not start within ${START_TIMEOUT_MS} ms (${where}):\n${output}\n${reportSummary(reportFile)}`,
+          ),
+        ),
+      );
+    }, START_TIMEOUT_MS);
     child.stdout!.on('data', (chunk: Buffer) => {
       pending += chunk.toString();
       const complete = pending.split('\n');
       pending = complete.pop()!;
       for (const line of complete) {
         const ready = /^READY (\S+)/.exec(line);
+        const step = /^STEP (.+)$/.exec(line);
         if (ready) {
           clearTimeout(timer);
           resolve(ready[1]!);
+        } else if (step) {
+          lastStep = { name: step[1]!, at: Date.now() };
         } else if (line.startsWith('{')) {
           try {
             lines.push(JSON.parse(line) as LogLine);
@@ -109,11 +156,23 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`${role} exited (${code ?? signal}) before it was ready:\n${output}`));
+      reject(
+        new Error(
+          `${role} exited (${code ?? signal}) before it was ready (last start step: ${lastStep.name}):\n${output}`,
+        ),
+      );
     });
   });
   url.catch(() => undefined);
   return { child, url, output: () => output };
+};
+
+/** resolves once file exists, or after ms */
+const waitForFile = async (file: string, ms: number): Promise<void> => {
+  for (const deadline = Date.now() + ms; Date.now() < deadline && !existsSync(file);)
+    await new Promise((r) => setTimeout(r, 100));
+  // the report is written in one go, but give its writer a moment to finish
+  await new Promise((r) => setTimeout(r, 200));
 };
 
 export const stopRole = async (p: RoleProcess): Promise<void> => {
