@@ -77,6 +77,7 @@ const eventStoreSource = (db: Db, store: EventStore, options: RelayOptions) => {
   const source: RelaySource<StoredEvent> = {
     name: options.name,
     read: async (limit) => store.readAll(db, await checkpoint(), limit),
+    readAfter: (last, limit) => store.readAll(db, checkpointOf(last), limit),
     recordOf: (e) => ({ topic: topicOf(e.type), record: toLogRecord(e) }),
     topicSpec: (name) => ({ name, ...options.topicDefaults }),
     async done(events) {

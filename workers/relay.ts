@@ -18,6 +18,11 @@ export interface RelaySource<Item> {
   readonly name: string;
   /** the next items in publish order after those already done, at most limit */
   read(limit: number): Promise<Item[]>;
+  /**
+   * the items that follow `last` (read, not yet done), at most limit: a source that can say so has
+   * its next batch read while the current one publishes (the event store: its checkpoint is a position)
+   */
+  readonly readAfter?: (last: Item, limit: number) => Promise<Item[]>;
   /** the topic and the log record of an item; one key's items keep their order on the topic */
   recordOf(item: Item): { topic: string; record: OutgoingRecord };
   /** partitions and retention of a topic the relay meets for the first time (absent: created at start) */
@@ -63,6 +68,8 @@ export class Relay<Item> {
   private loop: Loop | null = null;
   private leader: pg.Client | null = null;
   private readonly knownTopics = new Set<string>();
+  /** the batch after the one publishing, read meanwhile; dropped when that one fails or leadership lapses */
+  private readAhead: Promise<Item[]> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -74,8 +81,35 @@ export class Relay<Item> {
 
   /** publishes one batch; returns how many records it published */
   async runOnce(): Promise<number> {
-    const items = await this.source.read(this.options.batchSize);
+    const { batchSize } = this.options;
+    const items = await this.nextBatch();
     if (items.length === 0) return 0;
+    // a full batch has more behind it: read that while this one publishes (PostgreSQL and the log
+    // work at once); it is used only once this batch is done, so the order and the checkpoint hold
+    const { readAfter } = this.source;
+    if (readAfter && items.length === batchSize) {
+      this.readAhead = readAfter(items[items.length - 1]!, batchSize);
+      this.readAhead.catch(() => undefined); // its failure is met (and the batch read again) by the next turn
+    }
+    try {
+      await this.publishAndFinish(items);
+    } catch (error) {
+      this.readAhead = null;
+      throw error;
+    }
+    if (this.options.published) this.logger.debug({ relayed: items.length }, this.options.published);
+    return items.length;
+  }
+
+  /** the batch read ahead when there is one (and it was read), else the next after those done */
+  private async nextBatch(): Promise<Item[]> {
+    const ahead = this.readAhead;
+    this.readAhead = null;
+    const items = ahead && (await ahead.catch(() => null));
+    return items ?? this.source.read(this.options.batchSize);
+  }
+
+  private async publishAndFinish(items: Item[]): Promise<void> {
     await withSpan('relay.batch', { 'relay.events': items.length, 'relay.source': this.source.name }, async () => {
       const byTopic = new Map<string, OutgoingRecord[]>();
       for (const item of items) {
@@ -95,8 +129,6 @@ export class Relay<Item> {
       await Promise.all([...byTopic].map(([topic, records]) => this.publish(topic, records)));
       await this.source.done(items);
     });
-    if (this.options.published) this.logger.debug({ relayed: items.length }, this.options.published);
-    return items.length;
   }
 
   start(): this {
@@ -124,6 +156,8 @@ export class Relay<Item> {
   /** takes the source's lock, or tells that another relay holds it */
   async lead(): Promise<boolean> {
     if (this.leader) return true;
+    // read while leading; another relay may have published past it since
+    this.readAhead = null;
     const client = sessionClient(this.db, 'relay-leader');
     // a lost session has lost its lock: lead again (another relay may have taken it meanwhile)
     client.on('error', () => {

@@ -159,3 +159,93 @@ describe('when a relay reads again', () => {
     expect(await readsAfterOneBatch(2, 'after a full batch')).toBe(2);
   });
 });
+
+describe('when a batch is full and its source can read past an item not yet done', () => {
+  /** items 0…n-1; what happens is written to `steps` in the order it happens */
+  const ordered = (n: number, steps: string[]) => {
+    let doneUpTo = -1;
+    const after = (last: number, limit: number) =>
+      Array.from({ length: Math.max(0, Math.min(limit, n - last - 1)) }, (_, i) => last + 1 + i);
+    return {
+      name: `relay-core-ahead-${Math.random()}`,
+      async read(limit: number) {
+        steps.push(`read after ${doneUpTo}`);
+        return after(doneUpTo, limit);
+      },
+      async readAfter(last: number, limit: number) {
+        steps.push(`read ahead after ${last}`);
+        return after(last, limit);
+      },
+      recordOf: (i: number) => ({ topic: AUDIT_TOPIC, record: { key: 'one-key', value: String(i) } }),
+      async done(items: number[]) {
+        doneUpTo = items[items.length - 1]!;
+        steps.push(`done ${items.join(',')}`);
+      },
+    };
+  };
+  /** the test's PostgreSQL log, whose publishes are written to steps; `fail` refuses the next one after publishing it */
+  const watched = (steps: string[]) => {
+    const state = { failNext: false };
+    const port = Object.assign(Object.create(log) as PgLog, {
+      publish: async (topic: string, records: { value: string }[]) => {
+        steps.push(`publish ${records.map((r) => r.value).join(',')}`);
+        await log.publish(topic, records as Parameters<PgLog['publish']>[1]);
+        if (state.failNext) {
+          state.failNext = false;
+          throw new Error('the log refused');
+        }
+      },
+    });
+    return { port, state };
+  };
+  const relayOf = (port: PgLog, source: ReturnType<typeof ordered>) =>
+    new Relay(pool, port, logger, source, {
+      batchSize: 2,
+      idleMs: 60_000,
+      failure: { message: 'relay-core test cannot publish', every: 1 },
+    });
+
+  it('reads the next batch while this one publishes, and publishes it only once this one is done', async () => {
+    const steps: string[] = [];
+    const { port } = watched(steps);
+    const relay = relayOf(port, ordered(5, steps));
+    while ((await relay.runOnce()) > 0) {
+      /* drain */
+    }
+    expect(steps).toEqual([
+      'read after -1',
+      'read ahead after 1',
+      'publish 0,1',
+      'done 0,1',
+      'read ahead after 3',
+      'publish 2,3',
+      'done 2,3',
+      'publish 4', // not full: nothing read ahead
+      'done 4',
+      'read after 4',
+    ]);
+  });
+
+  it('drops the batch read ahead when the publish fails: the same batch is published again, then the next', async () => {
+    const steps: string[] = [];
+    const { port, state } = watched(steps);
+    const relay = relayOf(port, ordered(4, steps));
+    state.failNext = true;
+    await expect(relay.runOnce()).rejects.toThrow('the log refused');
+    while ((await relay.runOnce()) > 0) {
+      /* drain */
+    }
+    expect(steps).toEqual([
+      'read after -1',
+      'read ahead after 1',
+      'publish 0,1',
+      'read after -1', // not the batch read ahead: 0 and 1 were never done
+      'read ahead after 1',
+      'publish 0,1',
+      'done 0,1',
+      'read ahead after 3',
+      'publish 2,3',
+      'done 2,3', // the read ahead after 3 found nothing: the drain ends on it
+    ]);
+  });
+});
