@@ -356,10 +356,12 @@ export class EventStore {
       params.push(patterns);
       where += ` OR type LIKE ANY($${params.length}::text[]))`;
     }
+    // ORDER BY names the table's columns: a bare transaction_id would be the text output column of
+    // EVENT_COLUMNS, ordering 10,000,000 before 9,999,999 (and sorting every row after the checkpoint)
     const { rows } = await q.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM es.events
        WHERE (transaction_id, position) > ($1::xid8, $2::bigint)${where}
-       ORDER BY transaction_id, position LIMIT $3`,
+       ORDER BY events.transaction_id, events.position LIMIT $3`,
       params,
     );
     return rows.map((row) => this.toStored(row));
@@ -370,7 +372,7 @@ export class EventStore {
     const { rows } = await q.query<{ transaction_id: string; position: string }>(
       `SELECT transaction_id::text AS transaction_id, position FROM es.events
        WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY transaction_id DESC, position DESC LIMIT 1`,
+       ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1`,
     );
     const row = rows[0];
     return row ? { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) } : LOG_START;
