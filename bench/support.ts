@@ -53,11 +53,13 @@ export interface ServerProcess {
 /**
  * A service's platform as a child process (tests/support/service-server.ts) on a fresh database,
  * so that the load generator does not share its event loop; resolves once it accepts requests.
+ * BENCH_SERVER_NODE_ARGS adds arguments of node to every such server, e.g. to profile it:
+ * `BENCH_SERVER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npx tsx bench/data-crud.ts 8`
  */
 export const startServerProcess = async (
   service: string,
   env: Record<string, string> = {},
-  nodeArgs: string[] = [],
+  nodeArgs: string[] = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
 ): Promise<ServerProcess> => {
   const database = await createTestDatabase('bench');
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'tests/support/service-server.ts'], {
