@@ -12,7 +12,7 @@ import { startSplitPlatform } from '../../support/split';
 import { SPLIT } from '../../support/topology';
 
 /**
- * A plan change is seen by every gateway process within a second (spec 001: billing.plan.changed
+ * A plan change is seen by every gateway process on its next request (spec 001: billing.plan.changed
  * and billing.subscription.changed flush the caches of every gateway; DESIGN.md mechanism 8): two
  * gateway processes with warm caches in front of the same roles. It needs separate processes, so
  * it runs in the split project only (listed in SPLIT_SUITES; skipped, and counted, in int).
@@ -39,7 +39,7 @@ const inviteAt = async (url: string, token: string): Promise<number> =>
   ).status;
 
 describe('two gateway processes', () => {
-  it.skipIf(!SPLIT)('both see a plan change within 1 s', async () => {
+  it.skipIf(!SPLIT)('both decide their next request under a plan change', async () => {
     const { tenantId } = await seedTenant(p.kernel.db);
     const s = await p.kernel.commands.run(systemMeta(tenantId), (uow) =>
       createSubscription(uow, billingContext(p.kernel), { tenantId, planId: FREE_PLAN_ID, externalId: null }),
@@ -69,18 +69,9 @@ describe('two gateway processes', () => {
       body: JSON.stringify({ planId: bigger.id, version: 1 }),
     });
     expect(changed.status).toBe(200);
-    const start = Date.now();
-    const seenAfter = await Promise.all(
-      gateways.map(async (url) => {
-        await eventually(
-          () => inviteAt(url, token),
-          (status) => status !== 402,
-          5_000,
-          `the change at ${url}`,
-        );
-        return Date.now() - start;
-      }),
-    );
-    for (const ms of seenAfter) expect(ms).toBeLessThan(1_000);
+    // billing moved its epochs in the shared cache before it answered: each gateway's next request
+    // is decided under the new plan, however long the log takes to bring the event
+    const afterChange = await Promise.all(gateways.map((url) => inviteAt(url, token)));
+    expect(afterChange).toEqual([202, 202]);
   });
 });
