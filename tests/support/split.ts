@@ -71,9 +71,10 @@ export interface RoleProcess {
   output: () => string;
 }
 
-/** where a role that did not start stands: its last start step and a Node diagnostic report's stack and handles */
+/** how long a role that did not start is given to write its diagnostic report */
 const REPORT_WAIT_MS = 5_000;
 
+/** where a role that did not start stands, from its Node diagnostic report: the JavaScript stack and the open sockets and timers */
 const reportSummary = (file: string): string => {
   try {
     const report = JSON.parse(readFileSync(file, 'utf8')) as {
@@ -113,10 +114,9 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
     },
   );
   child.channel?.unref();
-  const spawnedAt = Date.now();
   let output = '';
   let pending = '';
-  let lastStep = { name: '(none: the process printed nothing)', at: spawnedAt };
+  let lastStep = { name: '(none: the process printed nothing)', at: Date.now() };
   const url = new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       const since = (Date.now() - lastStep.at) / 1000;
