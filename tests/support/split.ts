@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import { requireEnv } from './env';
 import type { TestServiceName } from './services';
 import { loadTestServices, NEEDS_CLICKHOUSE } from './services';
 import { freePort } from './process';
+import { pollUntil } from './poll';
 import { testProgramArgs } from './test-programs';
 
 export type SplitRole = 'gateway' | 'write-api' | 'read-api' | 'workers';
@@ -74,23 +75,37 @@ export interface RoleProcess {
 /** how long a role that did not start is given to write its diagnostic report */
 const REPORT_WAIT_MS = 5_000;
 
-/** where a role that did not start stands, from its Node diagnostic report: the JavaScript stack and the open sockets and timers */
-const reportSummary = (file: string): string => {
+interface DiagnosticReport {
+  javascriptStack?: { message?: string; stack?: string[] };
+  libuv?: { type: string; is_active?: boolean; localEndpoint?: unknown; remoteEndpoint?: unknown }[];
+}
+
+/** the report once it is written whole (it parses), null until then */
+const readReport = (file: string): DiagnosticReport | null => {
   try {
-    const report = JSON.parse(readFileSync(file, 'utf8')) as {
-      javascriptStack?: { message?: string; stack?: string[] };
-      libuv?: { type: string; is_active?: boolean; localEndpoint?: unknown; remoteEndpoint?: unknown }[];
-    };
-    const stack = report.javascriptStack?.stack?.slice(0, 20).join('\n    ') ?? '(none)';
-    const handles = (report.libuv ?? [])
-      .filter((h) => h.is_active && (h.type === 'tcp' || h.type === 'timer' || h.type === 'udp'))
-      .map((h) => `${h.type} ${JSON.stringify(h.remoteEndpoint ?? h.localEndpoint ?? '')}`);
-    return `JavaScript stack (${report.javascriptStack?.message ?? ''}):\n    ${stack}\nactive handles:\n    ${handles.join('\n    ')}`;
-  } catch (error) {
-    return `no diagnostic report (${String(error)})`;
-  } finally {
-    rmSync(file, { force: true });
+    return JSON.parse(readFileSync(file, 'utf8')) as DiagnosticReport;
+  } catch {
+    return null;
   }
+};
+
+/**
+ * where a role that did not start stands, from the Node diagnostic report SIGUSR2 makes it write:
+ * the JavaScript stack and the open sockets and timers (waits up to REPORT_WAIT_MS for it)
+ */
+const diagnosticReport = async (file: string): Promise<string> => {
+  const report = await pollUntil(
+    async () => readReport(file),
+    (r) => r !== null,
+    { timeoutMs: REPORT_WAIT_MS, everyMs: 100, what: 'the diagnostic report' },
+  ).catch(() => null);
+  rmSync(file, { force: true });
+  if (!report) return `no diagnostic report within ${REPORT_WAIT_MS} ms`;
+  const stack = report.javascriptStack?.stack?.slice(0, 20).join('\n    ') ?? '(none)';
+  const handles = (report.libuv ?? [])
+    .filter((h) => h.is_active && (h.type === 'tcp' || h.type === 'timer' || h.type === 'udp'))
+    .map((h) => `${h.type} ${JSON.stringify(h.remoteEndpoint ?? h.localEndpoint ?? '')}`);
+  return `JavaScript stack (${report.javascriptStack?.message ?? ''}):\n    ${stack}\nactive handles:\n    ${handles.join('\n    ')}`;
 };
 
 const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[]): RoleProcess => {
@@ -122,12 +137,8 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
       const since = (Date.now() - lastStep.at) / 1000;
       const where = `last start step: ${lastStep.name}, begun ${since.toFixed(1)} s before`;
       child.kill('SIGUSR2');
-      void waitForFile(reportFile, REPORT_WAIT_MS).then(() =>
-        reject(
-          new Error(
-            `${role} did not start within ${START_TIMEOUT_MS} ms (${where}):\n${output}\n${reportSummary(reportFile)}`,
-          ),
-        ),
+      void diagnosticReport(reportFile).then((report) =>
+        reject(new Error(`${role} did not start within ${START_TIMEOUT_MS} ms (${where}):\n${output}\n${report}`)),
       );
     }, START_TIMEOUT_MS);
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -165,14 +176,6 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
   });
   url.catch(() => undefined);
   return { child, url, output: () => output };
-};
-
-/** resolves once file exists, or after ms */
-const waitForFile = async (file: string, ms: number): Promise<void> => {
-  for (const deadline = Date.now() + ms; Date.now() < deadline && !existsSync(file);)
-    await new Promise((r) => setTimeout(r, 100));
-  // the report is written in one go, but give its writer a moment to finish
-  await new Promise((r) => setTimeout(r, 200));
 };
 
 export const stopRole = async (p: RoleProcess): Promise<void> => {
