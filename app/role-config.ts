@@ -1,5 +1,6 @@
 import type { Config } from '../infra/config';
-import { ConfigError } from '../infra/config';
+import { ConfigError, isLoopback } from '../infra/config';
+import { billingSettingsOf } from '../commands/billing/settings';
 import type { RegisteredProjection } from '../infra/projections/projection';
 import type { Role } from './platform';
 
@@ -39,6 +40,7 @@ export const roleConfigProblems = ({ role, config, projection, projections }: Ro
     );
   }
   if (role === 'projector') problems.push(...projectorProblems(projection, projections));
+  if (role === 'gateway') problems.push(...billingTargetProblems(config));
   if (needsAuditStore(projections) && !config.CLICKHOUSE_URL) {
     problems.push(
       `CLICKHOUSE_URL: required by ${serve}; the roles share one audit store and the embedded one (chdb) belongs to a single process, so set it to a ClickHouse server every role uses, such as http://user:password@clickhouse:8123/platform`,
@@ -70,6 +72,20 @@ const projectorProblems = (name: string | undefined, projections: RoleCheck['pro
       `projection ${JSON.stringify(name)}: inline (kept in each command's transaction), not run by a projector; ${choice}`,
     ];
   return [];
+};
+
+/**
+ * A gateway in front of write-api asks billing over gRPC before every counted request. write-api
+ * serves plaintext gRPC on loopback only, so a gateway dialing another host without mutual TLS
+ * could never be answered — and would refuse every mutation as billing-unavailable.
+ */
+const billingTargetProblems = (config: Config): string[] => {
+  const billing = billingSettingsOf(config);
+  const target = billing.grpc.target;
+  if (!billing.enabled || !target || billing.grpc.tls || isLoopback(target.replace(/:\d+$/, ''))) return [];
+  return [
+    `GRPC_TLS_CERT: \`platform serve gateway\` asks billing at ${target}, which serves gRPC beyond loopback only with mutual TLS; set GRPC_TLS_CERT, GRPC_TLS_KEY and GRPC_TLS_CA here (a client certificate) and on write-api (its server certificate), for example from \`bash scripts/grpc-certs.sh\``,
+  ];
 };
 
 /** throws a ConfigError with every problem of the role's configuration */

@@ -6,7 +6,7 @@ import { z } from 'zod';
  * process with one line per problem, naming the variable and what it expects.
  */
 const url = (example: string) => z.string().url(`expected a URL such as ${example}`);
-const isLoopback = (host: string): boolean =>
+export const isLoopback = (host: string): boolean =>
   host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 const isUrl = (v: string, schemes: RegExp) => URL.canParse(v) && schemes.test(new URL(v).protocol);
 const int = (def: number, min = 0) =>

@@ -21,8 +21,12 @@ import { EVERY_PLAN } from './limits';
  *
  * An answer fetched just after an invalidation may predate it in billing's own memory (another
  * process learns of the event on its own schedule), so it is kept only SETTLE_TTL_MS.
- * While billing cannot be reached, a stale entry is used; with none the request passes — an
- * outage of billing must not take the platform down (logged once a minute).
+ *
+ * While billing cannot be reached, an answer it gave in the last STALE_LIMIT_MS is used, unless a
+ * change billing committed since has made it stale (its epochs, its events). Without one, a
+ * mutation is refused with 503 billing-unavailable and Retry-After — the platform cannot tell
+ * whether the tenant may write or create, and letting it would silently stop enforcing every plan —
+ * while reads pass: reading one's own data harms no plan. Logged once a minute.
  */
 
 /**
@@ -38,6 +42,8 @@ const SETTLE_WINDOW_MS = 3_000;
 const DAY_MS = 86_400_000;
 const SETTLE_TTL_MS = 2_000;
 const MAX_ENTRIES = 200_000;
+/** how old an answer may be and still stand in for billing while it cannot be reached */
+export const STALE_LIMIT_MS = 10 * 60_000;
 
 /** the epochs an answer is served under: a token, null (none could be established), or TTL_ONLY (no epochs: TTL and the log decide) */
 type Tag = string | null | typeof TTL_ONLY;
@@ -45,6 +51,7 @@ const TTL_ONLY = Symbol('ttl-only');
 
 interface Cached<T> {
   value: T;
+  fetchedAt: number;
   expiresAt: number;
   /** the epochs of the tenant's answers when it was fetched (undefined: without epochs) */
   tag?: string;
@@ -89,17 +96,20 @@ export class BillingAdmission {
     // one read of the tenant's epochs decides both answers of this request (a counted mutation asks two)
     const tag = await this.tagOf(r.tenantId);
     const info = await this.planInfo(r.tenantId, tag);
+    const mutation = MUTATIONS.has(r.method);
+    if (!info && mutation) throw billingErrors.billingUnavailable();
     if (info) {
       if (info.status === 'terminated' || info.status === 'canceled')
         throw billingErrors.subscriptionTerminated(info.status);
       // spec 001: read-only for its data; each mutation says whether it writes the tenant's data (route config.whileSuspended)
-      if (info.status === 'suspended' && MUTATIONS.has(r.method) && r.whileSuspended !== 'allowed')
+      if (info.status === 'suspended' && mutation && r.whileSuspended !== 'allowed')
         throw billingErrors.subscriptionSuspended();
     }
     const counted = r.counts ?? COUNTED_ROUTES[key];
-    if (counted && isResource(counted) && MUTATIONS.has(r.method)) {
+    if (counted && isResource(counted) && mutation) {
       const answer = await this.checkLimit(r.tenantId, counted, tag);
-      if (answer && !answer.allowed) throw billingErrors.planLimitExceeded(counted, answer.currentUsage, answer.limit);
+      if (!answer) throw billingErrors.billingUnavailable();
+      if (!answer.allowed) throw billingErrors.planLimitExceeded(counted, answer.currentUsage, answer.limit);
     }
   }
 
@@ -107,6 +117,8 @@ export class BillingAdmission {
    * Billing's own routes: a blocked tenant still reads its subscription (why it is blocked), and a
    * canceled one chooses a plan again — its way back. A terminated one does not: it returns only
    * through the platform owner's recovery, so its billing mutations are 402 like every request.
+   * Without an answer they pass: billing's own commands decide on its own state (a terminated
+   * tenant's new subscription is refused there), and they are the way out of a blocked status.
    */
   private async admitBilling(r: AdmissionRequest): Promise<void> {
     if (!MUTATIONS.has(r.method)) return;
@@ -207,7 +219,7 @@ export class BillingAdmission {
               const settlingUntil = Math.max(this.settling.get(tenantId) ?? 0, this.settling.get('*') ?? 0);
               if (map.size >= MAX_ENTRIES) map.clear();
               const expiresAt = now + (now < settlingUntil ? Math.min(ttlMs, SETTLE_TTL_MS) : ttlMs);
-              if (tag !== null) map.set(key, { value, expiresAt, tag });
+              if (tag !== null) map.set(key, { value, fetchedAt: now, expiresAt, tag });
             }
             return value;
           },
@@ -216,10 +228,12 @@ export class BillingAdmission {
               this.lastWarning = now;
               this.kernel.logger.warn(
                 { err: error },
-                'billing unreachable: stale or no billing answers; requests pass meanwhile',
+                `billing unreachable: its answers of the last ${STALE_LIMIT_MS / 60_000} min stand in; mutations without one are refused (503 billing-unavailable)`,
               );
             }
-            return hit?.value ?? null;
+            // an answer billing's epochs have since made stale (a committed change) does not stand in
+            const standsIn = hit && now - hit.fetchedAt <= STALE_LIMIT_MS && (!tag || hit.tag === tag);
+            return standsIn ? hit.value : null;
           },
         )
         .finally(() => {

@@ -13,6 +13,15 @@ type Msg = Record<string, unknown>;
 const PROTO = 'platform/billing/v1/billing_service.proto';
 const SERVICE = 'platform.billing.v1.BillingService';
 
+/**
+ * grpc-js waits up to 120 s between reconnection attempts after a long outage; meanwhile the
+ * gateway refuses mutations it has no recent answer for (admission.ts), so it looks again within 5 s.
+ */
+const RECONNECT: grpc.ChannelOptions = {
+  'grpc.initial_reconnect_backoff_ms': 500,
+  'grpc.max_reconnect_backoff_ms': 5_000,
+};
+
 const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const limitsOf = (m: unknown): PlanLimits =>
   Object.fromEntries(
@@ -41,9 +50,10 @@ export class GrpcBillingAnswers implements BillingAnswers {
     target: string,
     tls: TlsFiles | null,
     private readonly deadlineMs: number,
+    channelOptions: grpc.ChannelOptions = {},
   ) {
     const Client = grpc.makeGenericClientConstructor(loadService(PROTO, SERVICE), 'BillingService');
-    this.client = new Client(target, channelCredentials(tls)) as never;
+    this.client = new Client(target, channelCredentials(tls), { ...RECONNECT, ...channelOptions }) as never;
   }
 
   private call(method: string, request: Msg): Promise<Msg> {

@@ -18,6 +18,14 @@ export const billingErrors = defineErrors({
     title: 'Not found',
     detail: 'The tenant does not exist.',
   }),
+  /** the gateway could not ask billing and holds no recent answer for the tenant: a mutation is not let through unchecked */
+  billingUnavailable: () => ({
+    status: 503,
+    suffix: 'billing-unavailable',
+    title: 'Billing unavailable',
+    detail: "The tenant's plan cannot be checked right now; the request was not executed. Retry later.",
+    headers: { 'Retry-After': '5' },
+  }),
   planNameTaken: (name: string) => ({
     status: 409,
     suffix: 'conflict',

@@ -18,11 +18,13 @@ export interface ComposeService {
   healthcheck?: { test?: string | string[]; disable?: boolean };
   stop_grace_period?: string;
   depends_on?: string[] | Record<string, { condition?: string }>;
+  secrets?: (string | { source: string; target?: string })[];
 }
 
 export interface ComposeFile {
   dir: string;
   services: Record<string, ComposeService>;
+  secrets: Record<string, { file?: string }>;
 }
 
 /** KEY=value lines; # comments and blank lines skipped, surrounding quotes removed */
@@ -76,8 +78,9 @@ const interpolateAll = (value: unknown, vars: Vars): unknown => {
 export const loadCompose = (file: string, vars: Vars): ComposeFile => {
   const doc = interpolateAll(parse(readFileSync(file, 'utf8'), { merge: true }), vars) as {
     services?: Record<string, ComposeService>;
+    secrets?: Record<string, { file?: string }>;
   };
-  return { dir: dirname(resolve(file)), services: doc.services ?? {} };
+  return { dir: dirname(resolve(file)), services: doc.services ?? {}, secrets: doc.secrets ?? {} };
 };
 
 const entries = (environment: ComposeService['environment'], vars: Vars): [string, string][] => {
@@ -112,6 +115,18 @@ export const serviceEnvironment = (compose: ComposeFile, service: ComposeService
   }
   for (const [k, v] of entries(service.environment, vars)) env[k] = v;
   return env;
+};
+
+/** the service's secrets: the path a container reads each at (/run/secrets/<name>) → the host file compose mounts there */
+export const secretFiles = (compose: ComposeFile, service: ComposeService): Map<string, string> => {
+  const files = new Map<string, string>();
+  for (const s of service.secrets ?? []) {
+    const { source, target = source } = typeof s === 'string' ? { source: s } : s;
+    const file = compose.secrets[source]?.file;
+    if (!file) throw new Error(`secret ${source} is not a file secret of the compose file`);
+    files.set(target.startsWith('/') ? target : `/run/secrets/${target}`, resolve(compose.dir, file));
+  }
+  return files;
 };
 
 export const commandOf = (service: ComposeService): string[] =>

@@ -25,13 +25,10 @@ export const billingAdmission = (kernel: Kernel): BillingAdmission | null => adm
  */
 export const startBillingServing = async (kernel: Kernel, ctx: BillingContext): Promise<void> => {
   const role = kernel.role;
-  const proxying = role === 'gateway' && Boolean(kernel.config.WRITE_API_URL);
+  const target = role === 'gateway' ? ctx.settings.grpc.target : null;
   if (role === 'all' || role === 'gateway') {
     let answers: BillingAnswers = ctx.book;
-    if (proxying) {
-      const target =
-        ctx.settings.grpc.target ??
-        `${new URL(kernel.config.WRITE_API_URL!).hostname}:${ctx.settings.grpc.port || 50051}`;
+    if (target) {
       const client = new GrpcBillingAnswers(target, ctx.settings.grpc.tls, kernel.config.GRPC_CALL_TIMEOUT_MS);
       kernel.onClose('billing.grpc-client', async () => client.close());
       answers = client;

@@ -64,6 +64,30 @@ describe('the configuration a role needs', () => {
   });
 });
 
+describe("a gateway in front of write-api: billing's gRPC", () => {
+  const split = { ...complete, WRITE_API_URL: 'http://write-api:8080', READ_API_URL: 'http://read-api:8080' };
+  const tls = { GRPC_TLS_CERT: '/c.crt', GRPC_TLS_KEY: '/c.key', GRPC_TLS_CA: '/ca.crt' };
+
+  it('is refused without mutual TLS when write-api runs on another host: nothing there would answer', () => {
+    expect(problems('gateway', split)).toEqual(['GRPC_TLS_CERT']);
+    expect(problems('gateway', { ...split, BILLING_GRPC_TARGET: 'billing.internal:50051' })).toEqual([
+      'GRPC_TLS_CERT',
+    ]);
+    expect(roleConfigProblems({ role: 'gateway', projections, config: loadConfig(split) })[0]).toMatch(
+      /asks billing at write-api:50051, which serves gRPC beyond loopback only with mutual TLS/,
+    );
+  });
+
+  it('is accepted with mutual TLS, on loopback, or with billing disabled', () => {
+    expect(problems('gateway', { ...split, ...tls })).toEqual([]);
+    expect(problems('gateway', { ...split, BILLING_GRPC_TARGET: '127.0.0.1:50051' })).toEqual([]);
+    expect(problems('gateway', { ...split, WRITE_API_URL: 'http://localhost:8081' })).toEqual([]);
+    expect(problems('gateway', { ...split, BILLING_ENABLED: 'false' })).toEqual([]);
+    // only the gateway dials billing; write-api serving it beyond loopback is checked with the rest of the configuration
+    expect(problems('write-api', split)).toEqual([]);
+  });
+});
+
 describe('a platform with audit views (ClickHouse projections)', () => {
   const withViews = [...projections, { name: 'audit.views', mode: 'async' as const, target: 'clickhouse' as const }];
   const problemsOf = (role: Role, env: Record<string, string>, projection?: string) =>
