@@ -185,13 +185,20 @@ export class Kernel {
     return this.readiness.migrations && this.readiness.log && this.readiness.projections && this.readiness.primary;
   }
 
-  /** the first readiness condition not yet met, for GET /ready */
-  get notReadyReason(): string | null {
+  /**
+   * while the process is still starting: the first start step not done yet (null once started). A
+   * request is not judged before then — a token would be refused for keys not loaded yet.
+   */
+  get startingReason(): string | null {
     if (!this.readiness.migrations) return 'migrations have not run yet';
     if (!this.readiness.log) return 'the log is not reachable';
     if (!this.readiness.projections) return 'projections are being prepared';
-    if (!this.readiness.primary) return 'the cluster primary is not ready';
     return null;
+  }
+
+  /** the first readiness condition not yet met, for GET /ready */
+  get notReadyReason(): string | null {
+    return this.startingReason ?? (this.readiness.primary ? null : 'the cluster primary is not ready');
   }
 
   private analyticsStore: Promise<AnalyticsStore> | null = null;

@@ -130,6 +130,15 @@ export const commonErrors = defineErrors({
     title: 'Service unavailable',
     detail,
   }),
+  /** the process is starting or draining: nothing about the request was judged, so nothing is refused for its own sake */
+  notReady: (reason: string) => ({
+    status: 503,
+    suffix: 'service-unavailable',
+    title: 'Service unavailable',
+    detail: `The service is not ready (${reason}); retry shortly.`,
+    extensions: { retryAfter: 1 },
+    headers: { 'Retry-After': '1' },
+  }),
   /** too much work queued (database connections, password hashing): retry shortly */
   overloaded: (retryAfterSeconds: number) => ({
     status: 503,

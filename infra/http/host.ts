@@ -151,7 +151,8 @@ export const createHttpHost = (kernel: Kernel, options: { forwardedFor: boolean 
     bodyLimit: config.BODY_LIMIT_BYTES,
     // the documents bound every path parameter by it (gateway/openapi.ts)
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    return503OnClosing: true,
+    // answered by the readiness gate below instead: a problem with Retry-After, not Fastify's bare 503
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     // the router's own refusals (bad percent-encoding, an over-long path parameter) and the HTTP
     // parser's (oversized headers, a malformed request line) are problems too, none echoing the input
@@ -208,9 +209,24 @@ export const createHttpHost = (kernel: Kernel, options: { forwardedFor: boolean 
       : commonErrors.notFound(`No route matches ${request.method} ${request.url.split('?')[0]}.`);
   });
 
+  let draining = false;
+  app.addHook('preClose', (done) => {
+    draining = true;
+    done();
+  });
   // Before anything else: headers every answer carries, and requests refused for their bytes alone.
   app.addHook('onRequest', async (request, reply) => {
     reply.headers(headers).header('cache-control', NO_STORE);
+    // a process starting or draining judges nothing (a valid token is not refused for keys not yet
+    // loaded): 503 with Retry-After, which clients and the gateway retry; /live and /ready answer
+    if (!ALWAYS_ANSWERED.has(request.url)) {
+      if (draining) {
+        reply.header('connection', 'close');
+        throw commonErrors.notReady('shutting down');
+      }
+      const starting = kernel.startingReason;
+      if (starting) throw commonErrors.notReady(starting);
+    }
     if (request.url.startsWith('/api-docs')) reply.header('content-security-policy', DOCS_POLICY);
     // the resource a path names is its most specific route, whatever the method: GET /v1/files/upload
     // is a wrong method on the upload (405, Allow: POST), not a file id that is no UUID
@@ -329,6 +345,8 @@ const safeDecode = (text: string): string => {
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** methods the platform answers at all; others (QUERY, PROPFIND, …) are 405 before their body is read */
 const ACCEPTED_METHODS = new Set<string>([...METHODS, 'HEAD', 'OPTIONS']);
+/** what a starting or draining process still answers: how it stands */
+const ALWAYS_ANSWERED = new Set(['/live', '/ready']);
 
 /**
  * The methods of each resource: a route's path with its parameters named by position, so that

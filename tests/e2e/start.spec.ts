@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { embeddedEnv, freePort, runPlatform, waitFor } from '../support/process';
+import { embeddedEnv, freePort, runCli, runPlatform, waitFor } from '../support/process';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -89,6 +89,67 @@ describe('`platform start` on an empty data folder', () => {
     expect(reply.status, reply.body).toBe(401);
     expect(await p.exited, p.output().slice(-3000)).toBe(0);
   }, 180_000);
+});
+
+describe('`platform start` restarting under a client with a valid token', () => {
+  it('answers 503 with Retry-After until it is ready, never 401: a token is not refused for the server not being up', async () => {
+    // given a platform owner's token from a first run
+    const port = await freePort();
+    const first = runPlatform(['start'], embedded, port);
+    let token: string;
+    try {
+      await waitFor(`${first.url}/ready`, 200, 120_000);
+      const password = 'vX9#qL2!mR7p-restart';
+      const created = await runCli(['owner', 'create', '--email', 'restart@example.com', '--password', password], {
+        ...embedded,
+        GRPC_PORT: '0',
+      });
+      expect(created.code, created.stderr).toBe(0);
+      const login = await fetch(`${first.url}/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'restart@example.com', password }),
+      });
+      expect(login.status).toBe(200);
+      token = ((await login.json()) as { accessToken: string }).accessToken;
+    } finally {
+      first.child.kill('SIGTERM');
+    }
+    expect(await first.exited).toBe(0);
+
+    // when the platform starts again and the client asks as soon as the port opens
+    const second = runPlatform(['start'], embedded, port);
+    const answers: { status: number; retryAfter: string | null; suffix?: string }[] = [];
+    try {
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        expect(Date.now(), `not ready in time:\n${second.output().slice(-3000)}`).toBeLessThan(deadline);
+        const res = await fetch(`${second.url}/v1/auth/me`, { headers: { authorization: `Bearer ${token}` } }).catch(
+          () => null, // the port is not open yet
+        );
+        if (!res) {
+          await sleep(10);
+          continue;
+        }
+        const body = (await res.json()) as { type?: string };
+        answers.push({
+          status: res.status,
+          retryAfter: res.headers.get('retry-after'),
+          suffix: body.type?.split('/').pop(),
+        });
+        if (res.status === 200) break;
+      }
+    } finally {
+      second.child.kill('SIGTERM');
+    }
+    expect(await second.exited).toBe(0);
+    // then every answer before the first 200 was "not ready, retry", none a refusal of the token
+    const before = answers.slice(0, -1);
+    expect(
+      before.filter((a) => a.status !== 503 || a.retryAfter === null || a.suffix !== 'service-unavailable'),
+    ).toEqual([]);
+    expect(answers.at(-1)?.status).toBe(200);
+  }, 300_000);
 });
 
 describe('`platform serve` with a bad configuration', () => {
