@@ -47,6 +47,7 @@ const openUpstreams = (app: FastifyInstance, kernel: Kernel, urls: { writeUrl: s
     timeoutMs: kernel.config.GRPC_CALL_TIMEOUT_MS,
     clock: kernel.clock,
     maxSockets: kernel.config.UPSTREAM_MAX_SOCKETS,
+    undeliveredRetryMs: kernel.config.UPSTREAM_UNDELIVERED_RETRY_MS,
   };
   const write = new Upstream('write-api', urls.writeUrl, options);
   const read = new Upstream('read-api', urls.readUrl, options);

@@ -168,6 +168,8 @@ export const ConfigSchema = z
     /** split deployment: the gateway role proxies queries here */
     READ_API_URL: url('http://read-api:8080').optional(),
     UPSTREAM_MAX_SOCKETS: int(128, 1),
+    /** how long the gateway sends again a request write-api or read-api did not take (restarting) before answering 503 */
+    UPSTREAM_UNDELIVERED_RETRY_MS: int(3000, 0),
     /** RFC 9745 Deprecation of /v1: an ISO date or HTTP-date */
     API_DEPRECATION: z
       .string()

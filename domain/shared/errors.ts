@@ -57,6 +57,9 @@ export const defineErrors = <C extends Record<string, Factory>>(
   ) as never;
 
 /** Errors every context may raise; the statuses and suffixes of spec document 000. */
+/** the header of a 503 answered by a process that is starting or draining (commonErrors.notReady) */
+export const NOT_READY_HEADER = 'x-platform-not-ready';
+
 export const commonErrors = defineErrors({
   validation: (errors: FieldError[], detail = 'The request is not valid.') => ({
     status: 400,
@@ -118,17 +121,23 @@ export const commonErrors = defineErrors({
     title: 'Internal error',
     detail: 'An unexpected error occurred.',
   }),
-  badGateway: (detail = 'The upstream service failed or is unreachable.') => ({
+  // Every 502 and 503 says when to come back (Retry-After, and retryAfter in the body): a client
+  // that knows the refusal is temporary retries instead of giving up or hammering.
+  badGateway: (detail = 'The upstream service failed or is unreachable.', retryAfterSeconds = 2) => ({
     status: 502,
     suffix: 'bad-gateway',
     title: 'Bad gateway',
     detail,
+    extensions: { retryAfter: retryAfterSeconds },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
   }),
-  serviceUnavailable: (detail = 'The service is temporarily unavailable.') => ({
+  serviceUnavailable: (detail = 'The service is temporarily unavailable.', retryAfterSeconds = 5) => ({
     status: 503,
     suffix: 'service-unavailable',
     title: 'Service unavailable',
     detail,
+    extensions: { retryAfter: retryAfterSeconds },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
   }),
   /** the process is starting or draining: nothing about the request was judged, so nothing is refused for its own sake */
   notReady: (reason: string) => ({
@@ -137,7 +146,8 @@ export const commonErrors = defineErrors({
     title: 'Service unavailable',
     detail: `The service is not ready (${reason}); retry shortly.`,
     extensions: { retryAfter: 1 },
-    headers: { 'Retry-After': '1' },
+    // tells a gateway in front that the request was not judged: it may send it again, and no breaker counts it
+    headers: { 'Retry-After': '1', [NOT_READY_HEADER]: 'true' },
   }),
   /** too much work queued (database connections, password hashing): retry shortly */
   overloaded: (retryAfterSeconds: number) => ({

@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, t
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { commonErrors } from '../../domain/shared/errors';
+import { commonErrors, NOT_READY_HEADER } from '../../domain/shared/errors';
 import type { Clock } from '../../infra/runtime/clock';
 import { systemClock } from '../../infra/runtime/clock';
 import type { BreakerOptions, FailureKind, SoftBreakerOptions } from '../../infra/resilience/breaker';
@@ -18,6 +18,13 @@ export interface UpstreamOptions {
   timeoutMs: number;
   clock?: Clock;
   maxSockets?: number;
+  /**
+   * how long a request the upstream never received is sent again — the upstream refused the
+   * connection, or answered that it is starting or draining (NOT_READY_HEADER) — before the client
+   * gets 503 with Retry-After (UPSTREAM_UNDELIVERED_RETRY_MS, 3 s): a role restarting within it is
+   * not seen by clients at all
+   */
+  undeliveredRetryMs?: number;
   /** backoff before the one retry of an idempotent GET (100 ms) */
   retryDelayMs?: number;
   breaker?: BreakerOptions;
@@ -47,9 +54,14 @@ export interface UpstreamAnswer {
 /** the wait for an answer once a streamed body (an upload) is sent: the upstream stores the rest of it first */
 const STREAMED_BODY_ANSWER_MS = 60_000;
 
+const UNDELIVERED_BACKOFF_MS = [25, 50, 100, 200, 250];
+
+/** the upstream did not take the request: nothing ran there, so sending it again is safe for every method */
+type Undelivered = 'refused' | 'not-ready';
+
 class CallFailed extends Error {
   constructor(
-    readonly kind: FailureKind | 'timeout',
+    readonly kind: FailureKind | 'timeout' | Undelivered,
     readonly answer: UpstreamAnswer | null,
     cause?: unknown,
     /** the deadline that passed, for a timeout */
@@ -61,14 +73,31 @@ class CallFailed extends Error {
 
 const RETRIED = new Set(['GET', 'HEAD']);
 
+/**
+ * Whether a request that failed before any answer certainly did nothing upstream: the connection
+ * was refused; or a kept-alive connection the upstream had just closed (it drains when stopping)
+ * was reset under it, and the request is one the upstream recognizes when it comes again (a GET,
+ * or a mutation with its Idempotency-Key) — the rule of Go's http.Transport, since a reset of a
+ * reused connection cannot tell "closed before it arrived" from "crashed while running it".
+ */
+const undelivered = (call: UpstreamCall, req: { reusedSocket: boolean }, error: Error): boolean => {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ECONNREFUSED') return true;
+  const replayable = RETRIED.has(call.method) || call.headers['idempotency-key'] !== undefined;
+  return req.reusedSocket && replayable && (code === 'ECONNRESET' || code === 'EPIPE');
+};
+
 const isStream = (body: UpstreamCall['body']): body is Readable => body !== undefined && !Buffer.isBuffer(body);
 
 /**
  * A guarded HTTP upstream (spec 000 behaviour rules 1-4): keep-alive connections, a deadline
  * (504), a circuit breaker for the whole upstream and a soft breaker per tenant (503 without a
  * downstream call), one retry of an idempotent GET after 100 ms (never POST, PATCH, PUT or
- * DELETE), and 502 when the upstream cannot be reached. A 5xx answer that is a problem document
- * of the platform passes through as it is; any other 5xx becomes 502.
+ * DELETE), and 502 when the upstream fails. A 5xx answer that is a problem document of the
+ * platform passes through as it is; any other 5xx becomes 502. A request the upstream did not
+ * take — a refused connection, a 503 of a role starting or draining — is no failure and was
+ * never executed: it is sent again, whatever its method, for up to undeliveredRetryMs, then 503
+ * with Retry-After, and no breaker counts it (a deliberate restart must not open the circuit).
  */
 export class Upstream {
   readonly breaker: CircuitBreaker;
@@ -105,9 +134,15 @@ export class Upstream {
     }
     const admission = this.breaker.admit(now());
     if (admission === 'reject')
-      throw commonErrors.serviceUnavailable(`The ${this.name} service is unavailable (circuit open).`);
+      throw commonErrors.serviceUnavailable(
+        `The ${this.name} service is unavailable (circuit open).`,
+        Math.max(1, Math.ceil(this.breaker.msUntilProbe(now()) / 1000)),
+      );
     const probe = admission === 'probe';
     const retries = RETRIED.has(call.method) && !probe && !isStream(call.body) ? 1 : 0;
+    // real time, not the platform's clock: this is how long the client waits
+    const undeliveredUntil = Date.now() + (this.options.undeliveredRetryMs ?? 3_000);
+    let undelivered = 0;
     // Breakers count calls, not attempts: a GET whose retry succeeds is a success.
     for (let attempt = 0; ; attempt += 1) {
       try {
@@ -124,6 +159,23 @@ export class Upstream {
           error.answer?.body.destroy();
           if (probe) this.breaker.failed(now(), 'transport', call.tenantId, true);
           throw commonErrors.badGateway('The client went away.');
+        }
+        if (error.kind === 'refused' || error.kind === 'not-ready') {
+          // a restart, not a failure: no breaker counts it (a probe stays inconclusive: the circuit reopens)
+          error.answer?.body.resume();
+          if (!isStream(call.body) && Date.now() < undeliveredUntil && !call.signal?.aborted) {
+            await sleep(UNDELIVERED_BACKOFF_MS[Math.min(undelivered, UNDELIVERED_BACKOFF_MS.length - 1)]!);
+            undelivered += 1;
+            attempt -= 1;
+            continue;
+          }
+          if (probe) this.breaker.failed(now(), 'transport', call.tenantId, true);
+          throw commonErrors.serviceUnavailable(
+            error.kind === 'refused'
+              ? `The ${this.name} service is not accepting connections (restarting?).`
+              : `The ${this.name} service is starting or shutting down.`,
+            1,
+          );
         }
         if (attempt < retries && error.kind !== 'timeout') {
           error.answer?.body.resume(); // drain, so the connection goes back to the pool
@@ -174,7 +226,8 @@ export class Upstream {
           res.once('end', () => req.destroy());
         }
         const answer = { status: res.statusCode ?? 502, headers: res.headers, body: res };
-        if (answer.status >= 500) reject(new CallFailed('response', answer));
+        if (answer.status === 503 && answer.headers[NOT_READY_HEADER]) reject(new CallFailed('not-ready', answer));
+        else if (answer.status >= 500) reject(new CallFailed('response', answer));
         else resolve(answer);
       });
       const startDeadline = (ms: number) => {
@@ -189,7 +242,7 @@ export class Upstream {
         clearTimeout(timer);
         if (settled) return;
         settled = true;
-        reject(new CallFailed('transport', null, error));
+        reject(new CallFailed(undelivered(call, req, error) ? 'refused' : 'transport', null, error));
       });
       if (!streamed) {
         startDeadline(this.options.timeoutMs);

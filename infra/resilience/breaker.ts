@@ -50,6 +50,11 @@ export class CircuitBreaker {
     return 'reject'; // open, or half-open with its probe in flight
   }
 
+  /** how long until an open circuit lets its probe through (0 when it would now) */
+  msUntilProbe(now: number): number {
+    return this.state === 'open' ? Math.max(0, this.openUntil - now) : 0;
+  }
+
   succeeded(): void {
     this.state = 'closed';
     this.resetStreak();

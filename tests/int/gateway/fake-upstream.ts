@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { commonErrors } from '../../../domain/shared/errors';
 import { PRINCIPAL_HEADER } from '../../../gateway/internal-auth';
 
 export type Behaviour = 'ok' | 'fail' | 'slow' | 'drop';
@@ -6,7 +7,7 @@ export type Behaviour = 'ok' | 'fail' | 'slow' | 'drop';
 /**
  * A stand-in for write-api and read-api that fails on demand: it counts its hits, answers the
  * tally routes, and per tenant (from the gateway's principal header) or for everybody fails with
- * a plain 500, answers late, or drops the connection.
+ * a plain 500, answers late, or drops the connection; or answers as a role still starting.
  */
 export interface FakeUpstream {
   url: string;
@@ -17,6 +18,8 @@ export interface FakeUpstream {
   tenants: Map<string, Behaviour>;
   /** the next n calls fail, then the general behaviour again */
   failNext: number;
+  /** the next n calls are answered as a role starting up answers (503, not judged), then the general behaviour */
+  startingNext: number;
   slowMs: number;
   /** what the last call carried */
   last: { method: string; url: string; headers: IncomingMessage['headers']; body: string } | null;
@@ -36,6 +39,14 @@ export const startFakeUpstream = async (): Promise<FakeUpstream> => {
     fake.last = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body };
     const tenant = tenantOf(req);
     let behaviour = (tenant && fake.tenants.get(tenant)) || fake.behaviour;
+    if (fake.startingNext > 0) {
+      fake.startingNext -= 1;
+      const problem = commonErrors.notReady('migrations have not run yet');
+      res
+        .writeHead(503, { 'content-type': 'application/problem+json', ...problem.headers })
+        .end(JSON.stringify({ status: 503, title: problem.title, detail: problem.detail }));
+      return;
+    }
     if (fake.failNext > 0) {
       fake.failNext -= 1;
       behaviour = 'fail';
@@ -80,6 +91,7 @@ export const startFakeUpstream = async (): Promise<FakeUpstream> => {
     behaviour: 'ok',
     tenants: new Map(),
     failNext: 0,
+    startingNext: 0,
     slowMs: 7000,
     last: null,
     close: async () => {

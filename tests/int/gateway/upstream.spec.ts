@@ -6,8 +6,13 @@ import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import type { FakeUpstream } from './fake-upstream';
 import { startFakeUpstream } from './fake-upstream';
+import type { TcpProxy } from '../../support/tcp-proxy';
+import { startTcpProxy } from '../../support/tcp-proxy';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let upstream: FakeUpstream;
+/** write-api is reached through it: cut, it refuses connections as a role that is down */
+let writeApi: TcpProxy;
 let gateway: TestPlatform;
 const clock = fixedClock(new Date());
 const bearer = (tenant: string, user = 'user-1') => ({
@@ -20,6 +25,14 @@ const post = (tenant: string, body: unknown = { id: 'c1', name: 'n' }, headers: 
     body: JSON.stringify(body),
   });
 const get = (tenant: string, path = '/v1/tally/counters') => gateway.http(path, { headers: bearer(tenant) });
+const UNDELIVERED_RETRY_MS = 1_000;
+let writeApiCut = false;
+const cutWriteApi = async () => {
+  writeApiCut = true;
+  await writeApi.cut();
+  // the gateway's kept-alive connections see their end, as those of a role that went down a while ago
+  await sleep(50);
+};
 const suffix = async (res: Response) =>
   String(((await res.json()) as { type: string }).type)
     .split('/')
@@ -27,14 +40,20 @@ const suffix = async (res: Response) =>
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
+  writeApi = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(upstream.url).port) });
   gateway = await startTestPlatform({
     role: 'gateway',
     clock,
-    env: { WRITE_API_URL: upstream.url, READ_API_URL: upstream.url },
+    env: {
+      WRITE_API_URL: `http://127.0.0.1:${writeApi.port}`,
+      READ_API_URL: upstream.url,
+      UPSTREAM_UNDELIVERED_RETRY_MS: String(UNDELIVERED_RETRY_MS),
+    },
   });
 });
 afterAll(async () => {
   await gateway?.close();
+  await writeApi?.close();
   await upstream?.close();
 });
 beforeEach(async () => {
@@ -42,6 +61,9 @@ beforeEach(async () => {
   upstream.behaviour = 'ok';
   upstream.tenants.clear();
   upstream.failNext = 0;
+  upstream.startingNext = 0;
+  if (writeApiCut) await writeApi.restore();
+  writeApiCut = false;
   clock.advance(120_000);
   await post('tenant-warm');
   await get('tenant-warm');
@@ -55,11 +77,14 @@ describe('an upstream that keeps failing (circuit breaker)', () => {
       const res = await post(i % 2 ? 'tenant-a' : 'tenant-b');
       expect(res.status).toBe(502);
       expect(await suffix(res)).toBe('bad-gateway');
+      expect(res.headers.get('retry-after')).toBe('2');
     }
     expect(upstream.hits).toBe(5);
     const sixth = await post('tenant-a');
     expect(sixth.status).toBe(503);
     expect(await suffix(sixth)).toBe('service-unavailable');
+    // until the probe: the circuit stays open 30 s
+    expect(sixth.headers.get('retry-after')).toBe('30');
     expect(upstream.hits).toBe(5);
   });
 
@@ -101,6 +126,42 @@ describe('an upstream that keeps failing (circuit breaker)', () => {
     const res = await get('tenant-a');
     expect(res.status).toBe(502);
     expect(await suffix(res)).toBe('bad-gateway');
+  });
+});
+
+describe('a role restarting behind the gateway', () => {
+  it('sends a POST again while the upstream answers that it is starting: the client gets 201, no breaker counts it', async () => {
+    upstream.startingNext = 3;
+    const res = await post('tenant-a');
+    expect(res.status).toBe(201);
+    expect(upstream.hits).toBe(4);
+  });
+
+  it('sends a POST again while the upstream refuses connections, until it listens again', async () => {
+    await cutWriteApi();
+    const answered = post('tenant-a');
+    await sleep(200);
+    await writeApi.restore();
+    writeApiCut = false;
+    expect((await answered).status).toBe(201);
+    expect(upstream.hits).toBe(1);
+  });
+
+  it('answers 503 with Retry-After once the upstream stayed away longer than UPSTREAM_UNDELIVERED_RETRY_MS, and opens no circuit', async () => {
+    await cutWriteApi();
+    for (let i = 0; i < 6; i += 1) {
+      const started = Date.now();
+      const res = await post(i % 2 ? 'tenant-a' : 'tenant-b');
+      expect(res.status).toBe(503);
+      expect(await suffix(res)).toBe('service-unavailable');
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(UNDELIVERED_RETRY_MS - 50);
+    }
+    await writeApi.restore();
+    writeApiCut = false;
+    // the circuit is closed: the next call reaches the upstream at once
+    expect((await post('tenant-a')).status).toBe(201);
+    expect(upstream.hits).toBe(1);
   });
 });
 
