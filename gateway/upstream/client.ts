@@ -164,7 +164,7 @@ export class Upstream {
           // a restart, not a failure: no breaker counts it (a probe stays inconclusive: the circuit reopens)
           error.answer?.body.resume();
           if (!isStream(call.body) && Date.now() < undeliveredUntil && !call.signal?.aborted) {
-            await sleep(UNDELIVERED_BACKOFF_MS[Math.min(undelivered, UNDELIVERED_BACKOFF_MS.length - 1)]!);
+            await sleep(UNDELIVERED_BACKOFF_MS[Math.min(undelivered, UNDELIVERED_BACKOFF_MS.length - 1)]);
             undelivered += 1;
             attempt -= 1;
             continue;
