@@ -17,6 +17,7 @@ export interface ComposeService {
   env_file?: string | (string | { path: string; required?: boolean })[];
   healthcheck?: { test?: string | string[]; disable?: boolean };
   stop_grace_period?: string;
+  restart?: string;
   depends_on?: string[] | Record<string, { condition?: string }>;
   secrets?: (string | { source: string; target?: string })[];
 }

@@ -64,7 +64,9 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
   });
 
   it('runs commands the platform CLI knows, through the image entrypoint', () => {
-    expect(readFileSync(file('Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["node", "bin\/platform.js"\]$/m);
+    expect(readFileSync(file('Dockerfile'), 'utf8')).toMatch(
+      /^ENTRYPOINT \["node", "--enable-source-maps", "dist\/platform.mjs"\]$/m,
+    );
     expect(roles.map((r) => r.name)).toEqual(
       expect.arrayContaining(['migrate', 'gateway', 'write-api', 'read-api', 'workers']),
     );
@@ -140,6 +142,26 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
       expect(durationMs(r.service.stop_grace_period ?? '10s'), `${r.name} stop_grace_period`).toBeGreaterThan(
         config.SHUTDOWN_GRACE_MS,
       );
+    }
+  });
+
+  it('checks the health of every long-running service, and starts the roles once their engines are healthy', () => {
+    const jobs = new Set(
+      Object.entries(compose.services)
+        .filter(([, s]) => s.restart === 'no')
+        .map(([name]) => name),
+    );
+    for (const [name, service] of Object.entries(compose.services)) {
+      if (jobs.has(name)) continue;
+      expect(service.healthcheck?.test, `${name} health check`).toBeDefined();
+      expect(service.healthcheck?.disable ?? false, `${name} health check`).toBe(false);
+    }
+    for (const r of serving()) {
+      const after = Array.isArray(r.service.depends_on) ? {} : (r.service.depends_on ?? {});
+      for (const [engine, { condition }] of Object.entries(after))
+        expect(`${engine}: ${condition}`).toBe(
+          `${engine}: ${jobs.has(engine) ? 'service_completed_successfully' : 'service_healthy'}`,
+        );
     }
   });
 
