@@ -59,6 +59,11 @@ export interface SplitPlatform {
   logLines: () => LogLine[];
   /** starts one more gateway process in front of the same roles (caches of every gateway process); its URL */
   addGateway: () => Promise<string>;
+  /**
+   * stops a role (SIGTERM: it drains; SIGKILL: it dies) and starts it again on the same port with
+   * the same settings, as an operator's restart; resolves once the new process is started
+   */
+  restartRole: (role: Exclude<SplitRole, 'gateway'>, signal: 'SIGTERM' | 'SIGKILL') => Promise<void>;
   stop: () => Promise<void>;
 }
 
@@ -272,6 +277,11 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
   });
   const lines: LogLine[] = [];
   const started: Partial<Record<SplitRole, RoleProcess>> = {};
+  const roleEnvs: Partial<Record<SplitRole, Record<string, string>>> = {};
+  const launch = (role: SplitRole, roleEnv: Record<string, string>) => {
+    roleEnvs[role] = roleEnv;
+    started[role] = startRole(role, roleEnv, lines);
+  };
   const extraGateways: RoleProcess[] = [];
   let gatewayEnv: Record<string, string> = {};
   const stopAll = async () => {
@@ -292,20 +302,16 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
       Number(env.GRPC_PORT) || (await freePort()),
     ];
     // billing's gRPC is served by write-api and called by the gateway (when the billing module runs)
-    started['write-api'] = startRole(
-      'write-api',
-      { ...env, PORT: String(writePort), GRPC_PORT: String(grpcPort) },
-      lines,
-    );
-    started['read-api'] = startRole('read-api', { ...env, PORT: String(readPort) }, lines);
-    started.workers = startRole('workers', { ...env, PORT: '0' }, lines);
+    launch('write-api', { ...env, PORT: String(writePort), GRPC_PORT: String(grpcPort) });
+    launch('read-api', { ...env, PORT: String(readPort) });
+    launch('workers', { ...env, PORT: '0' });
     gatewayEnv = {
       ...env,
       WRITE_API_URL: `http://127.0.0.1:${writePort}`,
       READ_API_URL: `http://127.0.0.1:${readPort}`,
       BILLING_GRPC_TARGET: `127.0.0.1:${grpcPort}`,
     };
-    started.gateway = startRole('gateway', { ...gatewayEnv, PORT: String(gatewayPort) }, lines);
+    launch('gateway', { ...gatewayEnv, PORT: String(gatewayPort) });
     await Promise.all(ROLES.map((role) => started[role]!.url));
   } catch (error) {
     await stopAll();
@@ -332,6 +338,17 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
       extraGateways.push(role);
       await role.url;
       return `http://127.0.0.1:${port}`;
+    },
+    restartRole: async (role, signal) => {
+      const old = started[role]!.child;
+      if (old.exitCode === null && old.signalCode === null) {
+        const exited = new Promise((resolve) => old.once('exit', resolve));
+        old.kill(signal);
+        await exited;
+      }
+      launch(role, roleEnvs[role]!);
+      processes[role] = started[role]!.child;
+      await started[role]!.url;
     },
     stop: () => {
       stopped ??= (async () => {
