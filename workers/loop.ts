@@ -1,7 +1,9 @@
 /**
  * A worker loop: calls step until stopped; sleeps idleMs when a step did nothing and backs off
  * (up to maxBackoffMs) while steps fail, so an outage neither spins the CPU nor floods the log.
- * wake() ends a sleep early (new work announced by a notification).
+ * wake() ends a sleep early (new work announced by a notification). stop() aborts the signal the
+ * step is given: a long step (an export over years) leaves its work to be taken up again rather
+ * than hold the process's drain past SHUTDOWN_GRACE_MS.
  */
 export interface Loop {
   stop(): Promise<void>;
@@ -15,8 +17,9 @@ export interface LoopOptions {
   onError?: (error: unknown, consecutiveFailures: number) => void;
 }
 
-export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): Loop => {
+export const startLoop = (step: (signal: AbortSignal) => Promise<boolean>, options: LoopOptions): Loop => {
   let running = true;
+  const stopping = new AbortController();
   let wake: (() => void) | null = null;
   /** a wake-up that came while the step ran: the next sleep is skipped */
   let woken = false;
@@ -42,7 +45,7 @@ export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): L
     while (running) {
       try {
         woken = false;
-        const busy = await step();
+        const busy = await step(stopping.signal);
         failures = 0;
         if (!busy && running) await sleep(options.idleMs);
       } catch (error) {
@@ -62,6 +65,7 @@ export const startLoop = (step: () => Promise<boolean>, options: LoopOptions): L
     },
     async stop() {
       running = false;
+      stopping.abort(new Error('the worker is stopping'));
       wake?.();
       await done;
     },

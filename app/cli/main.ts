@@ -35,7 +35,14 @@ const runServer = async (role: Role, projection?: string) => {
   const shutdown = (signal: string, code = 0) => {
     signals += 1;
     exitCode = Math.max(exitCode, code);
-    if (signals > 1) process.exit(1);
+    if (signals > 1) {
+      // A second Ctrl-C is an operator in a hurry. Any other repeat (a supervisor's second SIGTERM,
+      // a fatal error while draining) waits for the drain, which SHUTDOWN_GRACE_MS bounds: exiting
+      // in its middle killed the process with SIGSEGV while the embedded ClickHouse ran a query.
+      if (signal === 'SIGINT') process.exit(1);
+      logger.info({ signal }, 'already shutting down: the drain goes on (at most SHUTDOWN_GRACE_MS)');
+      return;
+    }
     requested = signal;
     if (!stop) return;
     // a primary drains its workers (each within the grace) before stopping its own work
@@ -46,7 +53,10 @@ const runServer = async (role: Role, projection?: string) => {
         clearTimeout(force);
         process.exit(exitCode);
       },
-      () => process.exit(1),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
     );
   };
   // An error that reaches the top of the process: contained and logged, or — when it leaves the

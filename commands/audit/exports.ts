@@ -43,6 +43,7 @@ async function* restoredRecords(
   kernel: Kernel,
   range: ExportRange,
   overlay: Overlay | null,
+  signal?: AbortSignal,
 ): AsyncGenerator<AuditRecordView> {
   const { rows } = await kernel.db.query<{ month: string; object_key: string }>(
     'SELECT month, object_key FROM audit.archives WHERE tenant_id = $1',
@@ -50,6 +51,7 @@ async function* restoredRecords(
   );
   const archives = new Map(rows.map((r) => [r.month, r.object_key]));
   for (const month of monthsOf(range.since, range.until)) {
+    signal?.throwIfAborted();
     const end = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 1));
     const slice = {
       ...range,
@@ -58,10 +60,14 @@ async function* restoredRecords(
     };
     const key = archives.get(monthKey(month));
     if (!key) {
-      yield* hotRecords(kernel, slice, overlay);
+      for await (const record of hotRecords(kernel, slice, overlay)) {
+        signal?.throwIfAborted();
+        yield record;
+      }
       continue;
     }
     for await (const row of readArchive(kernel, key)) {
+      signal?.throwIfAborted();
       const t = Date.parse(row.timestamp);
       if (t >= slice.since.getTime() && t < slice.until.getTime()) yield redact(viewOf(row), overlay);
     }
@@ -130,7 +136,11 @@ export const createExportJob = async (
  * to the object store). A job waits while its tenant has an anonymization pending. Returns whether
  * it ran one.
  */
-export const runNextExportJob = async (kernel: Kernel): Promise<boolean> => {
+/**
+ * Runs the oldest queued export job. signal: the worker is stopping — the job goes back to the
+ * queue and the next start (of any worker process) takes it up again from the beginning.
+ */
+export const runNextExportJob = async (kernel: Kernel, signal?: AbortSignal): Promise<boolean> => {
   const [job] = await claimItems<JobRow>(kernel.db, EXPORT_JOBS, {
     // a job running for over an hour lost its worker: its lease passed
     due: `(item.status = 'queued' OR (item.status = 'running' AND item.started_at < now() - interval '1 hour'))
@@ -146,15 +156,26 @@ export const runNextExportJob = async (kernel: Kernel): Promise<boolean> => {
   try {
     const range = { tenantId: job.tenant_id, since: job.since, until: job.until };
     let records = 0;
-    const file = encode(restoredRecords(kernel, range, await loadOverlay(kernel, job.tenant_id)), job.format, (n) => {
-      records = n;
-    });
+    const file = encode(
+      restoredRecords(kernel, range, await loadOverlay(kernel, job.tenant_id), signal),
+      job.format,
+      (n) => {
+        records = n;
+      },
+    );
     await kernel.engines.objects.put(key, file, { contentType: exportFormat(job.format).contentType });
     await kernel.db.query(
       `UPDATE audit.export_jobs SET status = 'completed', object_key = $2, records = $3, completed_at = now() WHERE id = $1`,
       [job.id, key, records],
     );
   } catch (error) {
+    if (signal?.aborted) {
+      await kernel.db.query(`UPDATE audit.export_jobs SET status = 'queued', started_at = NULL WHERE id = $1`, [
+        job.id,
+      ]);
+      kernel.logger.info({ jobId: job.id }, 'audit export job stopped with its worker; queued again');
+      return true;
+    }
     kernel.logger.error({ err: error, jobId: job.id }, 'audit export job failed');
     await kernel.db.query(
       `UPDATE audit.export_jobs SET status = 'failed', error = $2, completed_at = now() WHERE id = $1`,

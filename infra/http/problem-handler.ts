@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import type { FieldError } from '../../domain/shared/errors';
-import { commonErrors, DomainError, isDomainError } from '../../domain/shared/errors';
+import { commonErrors, DomainError, isDomainError, NOT_READY_HEADER } from '../../domain/shared/errors';
 import { instanceOf, PROBLEM_CONTENT_TYPE, sendProblem, toProblem } from './problem';
 import { isPoolTimeout } from '../postgres/db';
 
@@ -82,6 +82,8 @@ export const problemHandler =
       typeof contentType === 'string' ? contentType : undefined,
     );
     if (unexpected) request.log.error({ err: error }, 'unexpected error');
+    // a process starting or draining refuses every request alike: the start and the drain are logged, not each refusal
+    else if (domain.headers?.[NOT_READY_HEADER]) request.log.debug(domain.detail);
     else if (domain.status >= 500) request.log.warn({ err: error }, domain.detail);
     return sendProblem(reply, toProblem(domain, problemsBaseUrl, instanceOf(request), request.id), domain.headers);
   };

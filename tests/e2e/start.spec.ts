@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { userInfo, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,6 +150,67 @@ describe('`platform start` restarting under a client with a valid token', () => 
       before.filter((a) => a.status !== 503 || a.retryAfter === null || a.suffix !== 'service-unavailable'),
     ).toEqual([]);
     expect(answers.at(-1)?.status).toBe(200);
+  }, 300_000);
+});
+
+describe('`platform start` told twice to stop while its embedded ClickHouse is busy', () => {
+  it('drains once and exits 0: neither a long export job nor a second SIGTERM cuts the drain short (it died of SIGSEGV in chdb)', async () => {
+    const port = await freePort();
+    const p = runPlatform(['start'], embedded, port);
+    let exit: { code: number | null; signal: NodeJS.Signals | null };
+    try {
+      await waitFor(`${p.url}/ready`, 200, 120_000);
+      const password = 'vX9#qL2!mR7p-twice';
+      const created = await runCli(['owner', 'create', '--email', 'twice@example.com', '--password', password], {
+        ...embedded,
+        GRPC_PORT: '0',
+      });
+      expect(created.code, created.stderr).toBe(0);
+      const login = await fetch(`${p.url}/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'twice@example.com', password }),
+      });
+      const { accessToken } = (await login.json()) as { accessToken: string };
+      const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
+      // given clients keeping the audit store busy: records written, listed and exported
+      let stopping = false;
+      const audit = [
+        () => fetch(`${p.url}/v1/audit?page_size=100`, { headers }),
+        () =>
+          fetch(`${p.url}/v1/audit/export?format=csv&since=2020-01-01T00:00:00Z&until=2030-01-01T00:00:00Z`, {
+            headers,
+          }),
+        () =>
+          fetch(`${p.url}/v1/audit`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ action: 'test.record.written', entityType: 'record', entityId: randomUUID() }),
+          }),
+      ];
+      const clients = Array.from({ length: 8 }, async (_, i) => {
+        while (!stopping)
+          await audit[i % audit.length]!().then(
+            (r) => r.arrayBuffer(),
+            () => undefined,
+          );
+      });
+      await sleep(3_000);
+      // when SIGTERM comes twice, the second while it drains
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        p.child.on('exit', (code, signal) => resolve({ code, signal })),
+      );
+      p.child.kill('SIGTERM');
+      await sleep(100);
+      p.child.kill('SIGTERM');
+      exit = await exited;
+      stopping = true;
+      await Promise.all(clients);
+    } finally {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    }
+    // then it drained once and exited 0: the export job running on the audit store went back to its queue
+    expect(exit, p.output().slice(-3000)).toEqual({ code: 0, signal: null });
   }, 300_000);
 });
 

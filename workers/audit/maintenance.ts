@@ -31,7 +31,7 @@ export const completeNextAnonymization = async (kernel: Kernel): Promise<boolean
  */
 export const auditMaintenanceStep = (kernel: Kernel) => {
   let hourlyAt = 0;
-  return async (): Promise<boolean> => {
+  return async (signal?: AbortSignal): Promise<boolean> => {
     const now = kernel.clock.now();
     if (now.getTime() - hourlyAt >= HOUR_MS) {
       hourlyAt = now.getTime();
@@ -43,7 +43,7 @@ export const auditMaintenanceStep = (kernel: Kernel) => {
       if (archived.length || expired) kernel.logger.info({ archived: archived.length, expired }, 'audit archives');
     }
     const anonymized = await completeNextAnonymization(kernel);
-    const exported = await runNextExportJob(kernel);
+    const exported = await runNextExportJob(kernel, signal);
     return anonymized || exported;
   };
 };

@@ -70,9 +70,7 @@ describe("a gateway in front of write-api: billing's gRPC", () => {
 
   it('is refused without mutual TLS when write-api runs on another host: nothing there would answer', () => {
     expect(problems('gateway', split)).toEqual(['GRPC_TLS_CERT']);
-    expect(problems('gateway', { ...split, BILLING_GRPC_TARGET: 'billing.internal:50051' })).toEqual([
-      'GRPC_TLS_CERT',
-    ]);
+    expect(problems('gateway', { ...split, BILLING_GRPC_TARGET: 'billing.internal:50051' })).toEqual(['GRPC_TLS_CERT']);
     expect(roleConfigProblems({ role: 'gateway', projections, config: loadConfig(split) })[0]).toMatch(
       /asks billing at write-api:50051, which serves gRPC beyond loopback only with mutual TLS/,
     );
