@@ -142,7 +142,7 @@ export class Upstream {
     const retries = RETRIED.has(call.method) && !probe && !isStream(call.body) ? 1 : 0;
     // real time, not the platform's clock: this is how long the client waits
     const undeliveredUntil = Date.now() + (this.options.undeliveredRetryMs ?? 3_000);
-    let undelivered = 0;
+    let resends = 0;
     // Breakers count calls, not attempts: a GET whose retry succeeds is a success.
     for (let attempt = 0; ; attempt += 1) {
       try {
@@ -164,8 +164,8 @@ export class Upstream {
           // a restart, not a failure: no breaker counts it (a probe stays inconclusive: the circuit reopens)
           error.answer?.body.resume();
           if (!isStream(call.body) && Date.now() < undeliveredUntil && !call.signal?.aborted) {
-            await sleep(UNDELIVERED_BACKOFF_MS[Math.min(undelivered, UNDELIVERED_BACKOFF_MS.length - 1)]);
-            undelivered += 1;
+            await sleep(UNDELIVERED_BACKOFF_MS[Math.min(resends, UNDELIVERED_BACKOFF_MS.length - 1)]);
+            resends += 1;
             attempt -= 1;
             continue;
           }
