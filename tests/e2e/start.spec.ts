@@ -12,6 +12,23 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const embedded = embeddedEnv(dataDir, 'info');
 
+/** a platform owner made with the CLI beside the running platform at url, and its access token */
+const ownerToken = async (url: string, email: string): Promise<string> => {
+  const password = 'vX9#qL2!mR7p-owner-e2e';
+  const created = await runCli(['owner', 'create', '--email', email, '--password', password], {
+    ...embedded,
+    GRPC_PORT: '0',
+  });
+  expect(created.code, created.stderr).toBe(0);
+  const login = await fetch(`${url}/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
+  expect(login.status).toBe(200);
+  return ((await login.json()) as { accessToken: string }).accessToken;
+};
+
 describe('`platform start` on an empty data folder', () => {
   it('becomes ready on embedded engines (also as root), answers /live and /ready, and stops cleanly on SIGTERM', async () => {
     const port = await freePort();
@@ -100,19 +117,7 @@ describe('`platform start` restarting under a client with a valid token', () => 
     let token: string;
     try {
       await waitFor(`${first.url}/ready`, 200, 120_000);
-      const password = 'vX9#qL2!mR7p-restart';
-      const created = await runCli(['owner', 'create', '--email', 'restart@example.com', '--password', password], {
-        ...embedded,
-        GRPC_PORT: '0',
-      });
-      expect(created.code, created.stderr).toBe(0);
-      const login = await fetch(`${first.url}/v1/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'restart@example.com', password }),
-      });
-      expect(login.status).toBe(200);
-      token = ((await login.json()) as { accessToken: string }).accessToken;
+      token = await ownerToken(first.url, 'restart@example.com');
     } finally {
       first.child.kill('SIGTERM');
     }
@@ -160,19 +165,10 @@ describe('`platform start` told twice to stop while its embedded ClickHouse is b
     let exit: { code: number | null; signal: NodeJS.Signals | null };
     try {
       await waitFor(`${p.url}/ready`, 200, 120_000);
-      const password = 'vX9#qL2!mR7p-twice';
-      const created = await runCli(['owner', 'create', '--email', 'twice@example.com', '--password', password], {
-        ...embedded,
-        GRPC_PORT: '0',
-      });
-      expect(created.code, created.stderr).toBe(0);
-      const login = await fetch(`${p.url}/v1/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'twice@example.com', password }),
-      });
-      const { accessToken } = (await login.json()) as { accessToken: string };
-      const headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
+      const headers = {
+        authorization: `Bearer ${await ownerToken(p.url, 'twice@example.com')}`,
+        'content-type': 'application/json',
+      };
       // given clients keeping the audit store busy: records written, listed and exported
       let stopping = false;
       const audit = [
