@@ -130,6 +130,10 @@ export const secretFiles = (compose: ComposeFile, service: ComposeService): Map<
   return files;
 };
 
+/** a service built from this repository's Dockerfile: a platform role or job */
+export const isPlatformService = (service: ComposeService): boolean =>
+  service.build !== undefined || service.image === 'platform:local';
+
 export const commandOf = (service: ComposeService): string[] =>
   service.command === undefined
     ? []

@@ -4,7 +4,7 @@ export interface TcpProxy {
   port: number;
   /** drops every connection and stops listening: the server behind looks gone */
   cut(): Promise<void>;
-  /** listens again on the same port */
+  /** listens again on the same port (nothing to do while it listens) */
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -52,7 +52,8 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
       return port;
     },
     cut,
-    restore: listen,
+    // a second listen on the port would fail and leave `server` naming the failed one
+    restore: () => (server ? Promise.resolve() : listen()),
     close: cut,
   };
 };

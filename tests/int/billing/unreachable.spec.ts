@@ -56,26 +56,18 @@ afterAll(async () => {
   await relay?.close();
   await p?.close();
 });
-let billingCut = false;
-const cutBilling = async () => {
-  billingCut = true;
-  await relay.cut();
-};
 beforeEach(async () => {
-  if (billingCut) {
-    await relay.restore();
-    // billing answers again once the channel has reconnected (its backoff)
-    await pollUntil(
-      () =>
-        answers.checkLimit(randomUUID(), 'users').then(
-          () => true,
-          () => false,
-        ),
-      (ok) => ok,
-      { timeoutMs: 10_000, what: 'billing answering again' },
-    );
-  }
-  billingCut = false;
+  await relay.restore();
+  // billing answers (again, once the channel has reconnected after a test that cut it: its backoff)
+  await pollUntil(
+    () =>
+      answers.checkLimit(randomUUID(), 'users').then(
+        () => true,
+        () => false,
+      ),
+    (ok) => ok,
+    { timeoutMs: 10_000, what: 'billing answering' },
+  );
   clock.reset();
   // a gateway process of its own, without the shared epochs, whose log delivers nothing: the
   // platform's start-up events (the seeded plan) would flush its answers at a moment of their own;
@@ -91,7 +83,7 @@ describe('the gateway while billing cannot be reached', () => {
     // given answers fetched while billing was reachable
     expect(await refusal(request(tenantId, 'POST', 'users'))).toBeNull();
     // when billing goes away and the answers' TTL passes
-    await cutBilling();
+    await relay.cut();
     clock.advance(TTL_MS + 1_000);
     // then they still decide: the tenant's plan is enforced, nothing is refused for the outage
     expect(await refusal(request(tenantId, 'POST', 'users'))).toBeNull();
@@ -102,7 +94,7 @@ describe('the gateway while billing cannot be reached', () => {
   it('refuses mutations with 503 and Retry-After once the last answer is too old, and lets reads pass', async () => {
     const tenantId = randomUUID();
     expect(await refusal(request(tenantId, 'POST', 'users'))).toBeNull();
-    await cutBilling();
+    await relay.cut();
     clock.advance(STALE_LIMIT_MS + 1_000);
     expect(await refusal(request(tenantId, 'POST', 'users'))).toEqual(UNAVAILABLE);
     expect(await refusal(request(tenantId, 'DELETE'))).toEqual(UNAVAILABLE);
@@ -110,7 +102,7 @@ describe('the gateway while billing cannot be reached', () => {
   });
 
   it('refuses the mutations of a tenant it never had an answer for, at once', async () => {
-    await cutBilling();
+    await relay.cut();
     const tenantId = randomUUID();
     expect(await refusal(request(tenantId, 'POST', 'users'))).toEqual(UNAVAILABLE);
     expect(await refusal(request(tenantId, 'PUT'))).toEqual(UNAVAILABLE);
@@ -122,7 +114,7 @@ describe('the gateway while billing cannot be reached', () => {
   it("does not stand in with an answer billing's events have since flushed", async () => {
     const tenantId = randomUUID();
     expect(await refusal(request(tenantId, 'POST', 'users'))).toBeNull();
-    await cutBilling();
+    await relay.cut();
     // the tenant's subscription changed (what the log delivers to every gateway): the answer is no longer the tenant's
     admission.flushTenant(tenantId);
     expect(await refusal(request(tenantId, 'POST', 'users'))).toEqual(UNAVAILABLE);
@@ -130,10 +122,9 @@ describe('the gateway while billing cannot be reached', () => {
 
   it('admits again as soon as billing answers', async () => {
     const tenantId = randomUUID();
-    await cutBilling();
+    await relay.cut();
     expect(await refusal(request(tenantId, 'POST', 'users'))).toEqual(UNAVAILABLE);
     await relay.restore();
-    billingCut = false;
     // the gateway's channel reconnects within its capped backoff
     expect(
       await pollUntil(

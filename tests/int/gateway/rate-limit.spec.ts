@@ -197,7 +197,7 @@ describe('a gateway whose Redis is unreachable', () => {
     });
   });
   afterAll(async () => {
-    await proxy?.restore().catch(() => undefined);
+    await proxy?.restore();
     await platform?.close();
     await proxy?.close();
   });

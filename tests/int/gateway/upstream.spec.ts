@@ -26,9 +26,7 @@ const post = (tenant: string, body: unknown = { id: 'c1', name: 'n' }, headers: 
   });
 const get = (tenant: string, path = '/v1/tally/counters') => gateway.http(path, { headers: bearer(tenant) });
 const UNDELIVERED_RETRY_MS = 1_000;
-let writeApiCut = false;
 const cutWriteApi = async () => {
-  writeApiCut = true;
   await writeApi.cut();
   // the gateway's kept-alive connections see their end, as those of a role that went down a while ago
   await sleep(50);
@@ -62,8 +60,7 @@ beforeEach(async () => {
   upstream.tenants.clear();
   upstream.failNext = 0;
   upstream.startingNext = 0;
-  if (writeApiCut) await writeApi.restore();
-  writeApiCut = false;
+  await writeApi.restore();
   clock.advance(120_000);
   await post('tenant-warm');
   await get('tenant-warm');
@@ -142,7 +139,6 @@ describe('a role restarting behind the gateway', () => {
     const answered = post('tenant-a');
     await sleep(200);
     await writeApi.restore();
-    writeApiCut = false;
     expect((await answered).status).toBe(201);
     expect(upstream.hits).toBe(1);
   });
@@ -158,7 +154,6 @@ describe('a role restarting behind the gateway', () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(UNDELIVERED_RETRY_MS - 50);
     }
     await writeApi.restore();
-    writeApiCut = false;
     // the circuit is closed: the next call reaches the upstream at once
     expect((await post('tenant-a')).status).toBe(201);
     expect(upstream.hits).toBe(1);

@@ -151,7 +151,7 @@ describe('a process whose shared cache (Redis) is unreachable', () => {
     });
   });
   afterAll(async () => {
-    await proxy?.restore().catch(() => undefined);
+    await proxy?.restore();
     await p?.close();
     await proxy?.close();
   });

@@ -12,7 +12,14 @@ import type { BillingSettings } from '../../../commands/billing/settings';
 import { isLoopback, loadConfig } from '../../../infra/config';
 import { billingGrpcPort } from '../../../write-api/billing/serving';
 import type { ComposeFile, ComposeService, Vars } from '../../support/compose';
-import { commandOf, loadCompose, parseDotEnv, secretFiles, serviceEnvironment } from '../../support/compose';
+import {
+  commandOf,
+  isPlatformService,
+  loadCompose,
+  parseDotEnv,
+  secretFiles,
+  serviceEnvironment,
+} from '../../support/compose';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 
@@ -30,7 +37,7 @@ let vars: Vars;
 
 /** whether the service is a platform container (this repository's image) running `platform serve <role>` */
 const serves = (service: ComposeService | undefined, role: string): boolean => {
-  if (!service || (service.build === undefined && service.image !== 'platform:local')) return false;
+  if (!service || !isPlatformService(service)) return false;
   const invocation = parseCommandLine(commandOf(service));
   return invocation.command === 'serve' && invocation.role === role;
 };

@@ -10,7 +10,14 @@ import { loadServices } from '../../../app/services';
 import type { RegisteredProjection } from '../../../infra/projections/projection';
 import { roleConfigProblems } from '../../../app/role-config';
 import type { ComposeFile, ComposeService, Vars } from '../../support/compose';
-import { commandOf, durationMs, loadCompose, parseDotEnv, serviceEnvironment } from '../../support/compose';
+import {
+  commandOf,
+  durationMs,
+  isPlatformService,
+  loadCompose,
+  parseDotEnv,
+  serviceEnvironment,
+} from '../../support/compose';
 
 /**
  * No Docker engine runs here, so docker-compose.yml is checked the way it would start: each
@@ -32,9 +39,7 @@ let compose: ComposeFile;
 let roles: Role[];
 let projections: RegisteredProjection[];
 
-/** the services built from this repository's Dockerfile: the platform's roles and jobs */
-const platformServices = (c: ComposeFile) =>
-  Object.entries(c.services).filter(([, s]) => s.build !== undefined || s.image === 'platform:local');
+const platformServices = (c: ComposeFile) => Object.entries(c.services).filter(([, s]) => isPlatformService(s));
 const serving = () => roles.filter((r) => r.invocation.command === 'serve');
 const configOf = (r: Role): Config => loadConfig(r.env);
 
