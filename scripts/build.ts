@@ -7,12 +7,12 @@
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { bundlePrograms } from './bundle';
+import { bundlePlatform } from './bundle';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = join(root, 'dist');
 const started = Date.now();
 console.log('[build] bundling app/cli/main.ts into dist/platform.mjs');
 rmSync(out, { recursive: true, force: true });
-await bundlePrograms({ platform: join(root, 'app/cli/main.ts') }, out);
+await bundlePlatform(out);
 console.log(`[build] done in ${Date.now() - started} ms`);

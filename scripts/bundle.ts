@@ -7,7 +7,7 @@
  * next to the source tree it was built from.
  */
 import { readFile } from 'node:fs/promises';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
 const ownImportMetaUrl: Plugin = {
@@ -22,6 +22,10 @@ const ownImportMetaUrl: Plugin = {
     });
   },
 };
+
+/** the `platform` command (app/cli/main.ts) as outdir/platform.mjs: what `npm run build` makes and the image runs */
+export const bundlePlatform = (outdir: string): Promise<void> =>
+  bundlePrograms({ platform: fileURLToPath(new URL('../app/cli/main.ts', import.meta.url)) }, outdir);
 
 /**
  * bundles each entry point into outdir/<its name>.mjs (a list: the source file's name; a record:

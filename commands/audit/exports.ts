@@ -134,11 +134,8 @@ export const createExportJob = async (
 /**
  * Runs the oldest queued export job (restore from the cold archives, overlay applied, file written
  * to the object store). A job waits while its tenant has an anonymization pending. Returns whether
- * it ran one.
- */
-/**
- * Runs the oldest queued export job. signal: the worker is stopping — the job goes back to the
- * queue and the next start (of any worker process) takes it up again from the beginning.
+ * it ran one. signal: the worker is stopping — the job goes back to the queue, and the next worker
+ * (of any process) takes it up again from the beginning.
  */
 export const runNextExportJob = async (kernel: Kernel, signal?: AbortSignal): Promise<boolean> => {
   const [job] = await claimItems<JobRow>(kernel.db, EXPORT_JOBS, {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundlePrograms } from '../../scripts/bundle';
+import { bundlePlatform } from '../../scripts/bundle';
 import { freePort, waitFor } from '../support/process';
 
 /**
@@ -52,7 +52,7 @@ beforeAll(async () => {
   mkdirSync(join(ROOT, '.test-infra'), { recursive: true });
   bundleDir = mkdtempSync(join(ROOT, '.test-infra', 'image-'));
   chmodSync(bundleDir, 0o755); // the image's files are readable by its user
-  await bundlePrograms({ platform: join(ROOT, 'app/cli/main.ts') }, bundleDir);
+  await bundlePlatform(bundleDir);
   dataDir = mkdtempSync(join(tmpdir(), 'image-data-'));
   if (asRoot) chownSync(dataDir, NOBODY, NOBODY);
 });
