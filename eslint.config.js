@@ -21,6 +21,7 @@ const TOP = [
   'tests',
   'bench',
   'scripts',
+  'sdk',
 ];
 
 /** how deep the layer folders go (a file at depth d reaches the root with d × ../) */
@@ -150,10 +151,19 @@ export const layerRules = [
     contexts: true,
     why: 'infra/ imports no context and no API layer (domain/shared only); what a context owns is passed in.',
   }),
+  ...layer('sdk', {
+    forbidden: others('sdk'),
+    packages: {
+      regex: '^(?!openapi-fetch(/|$))[^.]',
+      why: 'The SDK imports openapi-fetch only: it runs wherever fetch does (sdk/package.json names its dependencies).',
+    },
+    why: 'sdk/ imports sdk/ only: a client of the HTTP API, typed by its OpenAPI documents, never by its code.',
+  }),
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.test-infra/**', 'coverage/**', '.scratch/**'] },
+  // sdk/src/generated/: openapi-typescript's output, checked by tsc and by its drift test (tests/unit/sdk/drift.spec.ts)
+  { ignores: ['node_modules/**', '.data/**', '.test-infra/**', 'coverage/**', '.scratch/**', 'sdk/src/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -1,4 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import type { PlatformClient, Problem } from '@platform/sdk';
+import { createPlatformClient, formData, idempotencyKey } from '@platform/sdk';
+import type { paths as FilesPaths } from '@platform/sdk/generated/files';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPlatformOwner } from '../../../commands/identity/account';
 import { currentSubscriptionOf, escalate, eventually, login, operatorPlan } from '../../support/billing-http';
@@ -17,7 +19,10 @@ import { solidPng } from '../../support/images';
  * erasure phase by phase, each service's holdings checked gone, the ledger kept and the audit
  * anonymized. Beside it a second tenant, terminated the same day and recovered before anything
  * was erased, has everything back; a third, paying nothing on the free plan, is untouched
- * throughout. Small workloads: one record, one file, one event of each.
+ * throughout. Small workloads: one record, one file, one event of each. Every request goes
+ * through the typed SDK (sdk/, generated from the platform's OpenAPI documents): a path, body or
+ * answer the documents do not describe fails the type check, and an answer they describe wrongly
+ * fails here.
  */
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -31,18 +36,26 @@ let busKey: string;
 let busTopic: string;
 let busType: string;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
-type Res = { status: number; body: any };
-const call = (method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) =>
-  p.api(path, {
-    method,
-    token,
-    ...(body === undefined ? {} : { body }),
-    headers: { 'idempotency-key': randomUUID(), ...headers },
-  }) as Promise<Res>;
-const ok = (res: Res, status: number, what: string): Res => {
-  expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(status);
-  return res;
+/** the typed SDK for a bearer (an access token or a module key), with headers of its own */
+const sdk = (token: string, headers: Record<string, string> = {}) =>
+  createPlatformClient({ baseUrl: p.url, token, headers });
+/** the bus module's key acting for one tenant that installed it */
+const asModule = (tenantId: string) => sdk(busKey, { 'x-module-tenant': tenantId });
+/** a fresh Idempotency-Key, for the operations whose documents declare one */
+const keyed = () => ({ 'Idempotency-Key': idempotencyKey() });
+
+/** what an SDK call resolves to: `data` on a 2xx, `error` (a problem) otherwise */
+type Answer<D = unknown> = { data?: D; error?: Problem | string; response: Response };
+const bodyOf = (res: Answer) => JSON.stringify(res.data ?? res.error);
+/** the answer's typed body, once its status is the one expected */
+const ok = <D>(res: Answer<D>, status: number, what: string): D => {
+  expect(res.response.status, `${what}: ${bodyOf(res)}`).toBe(status);
+  return res.data as D;
+};
+/** the answer's problem, once its status is the one expected */
+const refused = (res: Answer, status: number, what: string): Problem => {
+  expect(res.response.status, `${what}: ${bodyOf(res)}`).toBe(status);
+  return res.error as Problem;
 };
 const platformOwner = () => login(p, ownerEmail);
 const count = async (sql: string, params: unknown[]): Promise<number> =>
@@ -53,12 +66,21 @@ interface Tenant {
   token: string;
   subscriptionId: string;
   member?: Member;
-  contactId?: string;
-  fileId?: string;
-  walletId?: string;
-  subscriptionOnBus?: string;
+  /** the ids of what it holds, set as it creates them */
+  contactId: string;
+  fileId: string;
+  walletId: string;
+  subscriptionOnBus: string;
 }
-const tenant = (): Tenant => ({ owner: undefined as unknown as Registered, token: '', subscriptionId: '' });
+const tenant = (): Tenant => ({
+  owner: undefined as unknown as Registered,
+  token: '',
+  subscriptionId: '',
+  contactId: '',
+  fileId: '',
+  walletId: '',
+  subscriptionOnBus: '',
+});
 const a = tenant(); // lives its whole life and is terminated
 const b = tenant(); // terminated the same day, recovered before anything was erased
 const c = tenant(); // on the free plan, never late: untouched throughout
@@ -103,11 +125,13 @@ const advance = async (ms: number) => {
 };
 const statusOf = async (t: Tenant): Promise<{ status: string; phase: string | null }> => {
   const res = ok(
-    await call('GET', `/admin/tenants/${t.owner.tenantId}/termination-status`, await platformOwner()),
+    await sdk(await platformOwner()).billing.GET('/v1/admin/tenants/{id}/termination-status', {
+      params: { path: { id: t.owner.tenantId } },
+    }),
     200,
     'termination status',
   );
-  return { status: res.body.status, phase: res.body.phase };
+  return { status: res.status, phase: res.phase };
 };
 /** the escalation worker runs until the termination reaches the phase (the services confirm on the log meanwhile) */
 const untilPhase = (t: Tenant, phase: string) =>
@@ -121,30 +145,53 @@ const untilPhase = (t: Tenant, phase: string) =>
     `phase ${phase}`,
   );
 
-/** an upload through the gateway: its answer */
-const postUpload = async (t: Tenant, bytes: Buffer, bucketName: string, name: string): Promise<Res> => {
-  const form = new FormData();
-  form.append('bucket', bucketName);
-  form.append('originalName', name);
-  form.append('file', new Blob([bytes]), name);
-  const res = await fetch(`${p.url}/v1/files/upload`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${t.token}` },
-    body: form,
+type Bucket = FilesPaths['/v1/files/upload']['post']['requestBody']['content']['multipart/form-data']['bucket'];
+/** an upload through the gateway (multipart, the file last): its answer */
+const postUpload = (t: Tenant, bytes: Buffer, bucketName: Bucket, name: string) =>
+  sdk(t.token).files.POST('/v1/files/upload', {
+    body: { bucket: bucketName, originalName: name, file: new File([bytes], name) },
+    bodySerializer: formData,
   });
-  return { status: res.status, body: await res.json() };
+/** GET /files/{id}?meta=1: the File object, or the answer's status when it is none */
+const fileMeta = async (token: string, id: string) => {
+  const { data, response } = await sdk(token).files.GET('/v1/files/{id}', {
+    params: { path: { id }, query: { meta: '1' } },
+  });
+  return typeof data === 'object' ? data : { status: response.status, thumbnails: undefined };
 };
 /** an upload waited for until it is scanned and available; its id */
-const upload = async (t: Tenant, bytes: Buffer, bucketName: string, name: string): Promise<string> => {
-  const { id } = ok(await postUpload(t, bytes, bucketName, name), 201, 'upload').body as { id: string };
+const upload = async (t: Tenant, bytes: Buffer, bucketName: Bucket, name: string): Promise<string> => {
+  const { id } = ok(await postUpload(t, bytes, bucketName, name), 201, 'upload');
   await eventually(
-    async () => (await call('GET', `/files/${id}?meta=1`, t.token)).body?.status,
+    async () => (await fileMeta(t.token, id)).status,
     (status) => status === 'available',
     30_000,
     'file available',
   );
   return id;
 };
+
+/** the platform owner installs a module for the tenant */
+const install = (owner: PlatformClient, module: string, t: Tenant) =>
+  owner.data.POST('/v1/modules/{id}/installations', {
+    params: { path: { id: module } },
+    body: { tenantId: t.owner.tenantId },
+  });
+/** a record of the crm module (its columns are the module's, untyped in the documents) */
+const createRecord = (token: string, model: 'contacts' | 'notes', record: Record<string, unknown>) =>
+  sdk(token).data.POST('/v1/data/{module}/{model}', {
+    params: { path: { module: 'crm', model }, header: keyed() },
+    body: record,
+  });
+const readRecord = (token: string, id: string) =>
+  sdk(token).data.GET('/v1/data/{module}/{model}/{id}', { params: { path: { module: 'crm', model: 'contacts', id } } });
+const credit = (t: Tenant, amount: number) =>
+  sdk(t.token).money.POST('/v1/wallets/{id}/credit', {
+    params: { path: { id: t.walletId }, header: keyed() },
+    body: { amount, currency: 'USD' },
+  });
+const recover = (owner: PlatformClient, t: Tenant) =>
+  owner.billing.POST('/v1/admin/tenants/{id}/recover', { params: { path: { id: t.owner.tenantId } } });
 
 beforeAll(async () => {
   bucket = testBucket();
@@ -181,7 +228,10 @@ describe("a tenant's whole life", () => {
     }
     for (const t of [a, b])
       ok(
-        await call('PATCH', `/billing/subscriptions/${t.subscriptionId}`, t.token, { planId: plan.id, version: 1 }),
+        await sdk(t.token).billing.PATCH('/v1/billing/subscriptions/{id}', {
+          params: { path: { id: t.subscriptionId }, header: keyed() },
+          body: { planId: plan.id, version: 1 },
+        }),
         200,
         'upgrade to the paid plan',
       );
@@ -192,17 +242,17 @@ describe("a tenant's whole life", () => {
   });
 
   it('installs a module and creates records', async () => {
-    const owner = await platformOwner();
-    ok(await call('POST', '/modules', owner, await crmManifest()), 201, 'crm registered');
+    const owner = sdk(await platformOwner());
+    ok(await owner.data.POST('/v1/modules', { body: await crmManifest() }), 201, 'crm registered');
     for (const t of [a, b, c]) {
-      ok(await call('POST', '/modules/crm/installations', owner, { tenantId: t.owner.tenantId }), 201, 'installed');
+      ok(await install(owner, 'crm', t), 201, 'installed');
       const contact = ok(
-        await call('POST', '/data/crm/contacts', t.token, { name: 'Ada', email: 'ada@example.com' }),
+        await createRecord(t.token, 'contacts', { name: 'Ada', email: 'ada@example.com' }),
         201,
         'contact',
       );
-      t.contactId = contact.body.id;
-      ok(await call('POST', '/data/crm/notes', t.token, { contact_id: t.contactId, body: 'met' }), 201, 'note');
+      t.contactId = contact.id as string;
+      ok(await createRecord(t.token, 'notes', { contact_id: t.contactId, body: 'met' }), 201, 'note');
     }
   });
 
@@ -211,7 +261,7 @@ describe("a tenant's whole life", () => {
       t.fileId = await upload(t, Buffer.from(`the report of ${t.owner.tenantId}`), 'documents', 'report.txt');
     const picture = await upload(a, await solidPng(64, 48), 'assets', 'picture.png');
     await eventually(
-      async () => Object.keys((await call('GET', `/files/${picture}?meta=1`, a.token)).body?.thumbnails ?? {}),
+      async () => Object.keys((await fileMeta(a.token, picture)).thumbnails ?? {}),
       (presets) => presets.length === 2,
       30_000,
       'thumbnails',
@@ -219,64 +269,65 @@ describe("a tenant's whole life", () => {
   });
 
   it('publishes on the bus to a subscribed module (one event delivered, one dead-lettered), sends a notification, keeps a wallet', async () => {
-    const owner = await platformOwner();
+    const owner = sdk(await platformOwner());
     const slug = uniqueSlug('life');
     const topic = `platform.${slug}.events`;
     const registered = ok(
-      await call('POST', '/modules', owner, {
-        slug,
-        version: '1.0.0',
-        events: { publishes: [`${slug}.thing.happened`], subscribes: [topic], endpoint: receiver.url },
+      await owner.data.POST('/v1/modules', {
+        body: {
+          slug,
+          version: '1.0.0',
+          events: { publishes: [`${slug}.thing.happened`], subscribes: [topic], endpoint: receiver.url },
+        },
       }),
       201,
       'bus module',
     );
-    const key = registered.body.credentials.key as string;
+    const key = registered.credentials.key;
     [busKey, busTopic, busType] = [key, topic, `${slug}.thing.happened`];
     for (const t of [a, b, c]) {
-      ok(await call('POST', `/modules/${slug}/installations`, owner, { tenantId: t.owner.tenantId }), 201, 'installed');
-      const asModule = { 'x-module-tenant': t.owner.tenantId };
+      ok(await install(owner, slug, t), 201, 'installed');
+      const bus = asModule(t.owner.tenantId);
       const sub = ok(
-        await call(
-          'POST',
-          '/events/subscriptions',
-          key,
-          { topic, consumerGroup: `${slug}.handler`, handlerName: 'handler' },
-          asModule,
-        ),
+        await bus.events.POST('/v1/events/subscriptions', {
+          body: { topic, consumerGroup: `${slug}.handler`, handlerName: 'handler' },
+        }),
         201,
         'subscription',
       );
-      t.subscriptionOnBus = sub.body.id;
+      t.subscriptionOnBus = sub.id;
       for (const fail of [false, true])
         ok(
-          await call(
-            'POST',
-            '/events/publish',
-            key,
-            { topic, type: `${slug}.thing.happened`, payload: { fail, tenant: t.owner.tenantId } },
-            asModule,
-          ),
+          await bus.events.POST('/v1/events/publish', {
+            body: { topic, type: `${slug}.thing.happened`, payload: { fail, tenant: t.owner.tenantId } },
+          }),
           202,
           'published',
         );
+      const tenantApi = sdk(t.token);
       ok(
-        await call('POST', '/notify', t.token, {
-          channel: 'email',
-          recipient: { address: uniqueEmail('reader') },
-          subject: 'hello',
-          body: 'a notification of the tenant',
+        await tenantApi.notify.POST('/v1/notify', {
+          params: { header: keyed() },
+          body: {
+            channel: 'email',
+            recipient: { address: uniqueEmail('reader') },
+            subject: 'hello',
+            body: 'a notification of the tenant',
+          },
         }),
         202,
         'notification',
       );
       const wallet = ok(
-        await call('POST', '/wallets', t.token, { userId: t.owner.userId, currency: 'USD' }),
+        await tenantApi.money.POST('/v1/wallets', {
+          params: { header: keyed() },
+          body: { userId: t.owner.userId, currency: 'USD' },
+        }),
         201,
         'wallet',
       );
-      t.walletId = wallet.body.id;
-      ok(await call('POST', `/wallets/${t.walletId}/credit`, t.token, { amount: 500, currency: 'USD' }), 200, 'credit');
+      t.walletId = wallet.id;
+      ok(await credit(t, 500), 200, 'credit');
     }
     for (const t of [a, b, c]) {
       await eventually(
@@ -291,19 +342,20 @@ describe("a tenant's whole life", () => {
   });
 
   it('meets every limit of its plan — 402 plan-limit-exceeded at each — and an upgrade lifts them all', async () => {
-    const owner = await platformOwner();
+    const owner = sdk(await platformOwner());
     const extra = uniqueSlug('extra');
-    ok(await call('POST', '/modules', owner, { slug: extra, version: '1.0.0' }), 201, 'another module');
-    const asModule = { 'x-module-tenant': a.owner.tenantId };
-    const attempts = {
-      users: () => call('POST', '/users', a.token, { email: uniqueEmail('one-too-many') }),
-      records: () => call('POST', '/data/crm/contacts', a.token, { name: 'Grace', email: 'grace@example.com' }),
+    ok(await owner.data.POST('/v1/modules', { body: { slug: extra, version: '1.0.0' } }), 201, 'another module');
+    const attempts: Record<keyof typeof PROBLEM_RESOURCE, () => Promise<Answer>> = {
+      users: () => sdk(a.token).iam.POST('/v1/users', { body: { email: uniqueEmail('one-too-many') } }),
+      records: () => createRecord(a.token, 'contacts', { name: 'Grace', email: 'grace@example.com' }),
       storageBytes: () => postUpload(a, Buffer.from('one byte too many'), 'documents', 'more.txt'),
       eventsPerDay: () =>
-        call('POST', '/events/publish', busKey, { topic: busTopic, type: busType, payload: { fail: false } }, asModule),
-      modules: () => call('POST', `/modules/${extra}/installations`, owner, { tenantId: a.owner.tenantId }),
+        asModule(a.owner.tenantId).events.POST('/v1/events/publish', {
+          body: { topic: busTopic, type: busType, payload: { fail: false } },
+        }),
+      modules: () => install(owner, extra, a),
     };
-    const used = ok(await call('GET', '/billing/usage', a.token), 200, 'usage').body.usage as Record<string, number>;
+    const used: Record<string, number> = ok(await sdk(a.token).billing.GET('/v1/billing/usage'), 200, 'usage').usage;
     for (const resource of Object.keys(attempts)) expect(used[resource], resource).toBeGreaterThan(0);
     // a plan whose every limit is what the tenant holds now: the next creation of each is one too many
     const tight = await operatorPlan(p.kernel, {
@@ -311,59 +363,49 @@ describe("a tenant's whole life", () => {
       limits: Object.fromEntries(Object.keys(attempts).map((r) => [r, used[r]!])),
     });
     const sub = await currentSubscriptionOf(p, a.token);
-    ok(
-      await call('PATCH', `/billing/subscriptions/${a.subscriptionId}`, a.token, {
-        planId: tight.id,
-        version: sub.version,
-      }),
-      200,
-      'the tight plan',
-    );
+    const tenantApi = sdk(a.token);
+    const changePlan = (planId: string, version: number) =>
+      tenantApi.billing.PATCH('/v1/billing/subscriptions/{id}', {
+        params: { path: { id: a.subscriptionId }, header: keyed() },
+        body: { planId, version },
+      });
+    ok(await changePlan(tight.id, sub.version), 200, 'the tight plan');
     for (const [resource, attempt] of Object.entries(attempts)) {
       // the plan change decides the very next request (billing's epochs), in every process
-      const refused = await attempt();
-      expect(refused.status, `${resource}: ${JSON.stringify(refused.body)}`).toBe(402);
-      expect(refused.body, resource).toMatchObject({
+      const problem = refused(await attempt(), 402, resource);
+      expect(problem, resource).toMatchObject({
         resource: PROBLEM_RESOURCE[resource as keyof typeof PROBLEM_RESOURCE],
         limit: used[resource],
         currentUsage: used[resource],
       });
-      expect(refused.body.type).toMatch(/\/plan-limit-exceeded$/);
+      expect(problem.type).toMatch(/\/plan-limit-exceeded$/);
     }
     // the upgrade: the pending downgrade canceled, then a dearer plan with room in every limit
     const canceled = ok(
-      await call('POST', `/billing/subscriptions/${a.subscriptionId}/cancel-downgrade`, a.token, { reason: 'room' }),
+      await tenantApi.billing.POST('/v1/billing/subscriptions/{id}/cancel-downgrade', {
+        params: { path: { id: a.subscriptionId }, header: keyed() },
+        body: { reason: 'room' },
+      }),
       200,
       'downgrade canceled',
     );
     const roomy = await operatorPlan(p.kernel, { priceCents: 9900 });
-    ok(
-      await call('PATCH', `/billing/subscriptions/${a.subscriptionId}`, a.token, {
-        planId: roomy.id,
-        version: canceled.body.version,
-      }),
-      200,
-      'the upgrade',
-    );
+    ok(await changePlan(roomy.id, canceled.version), 200, 'the upgrade');
     const accepted = { users: 202, records: 201, storageBytes: 201, eventsPerDay: 202, modules: 201 };
-    const answers: Partial<Record<keyof typeof accepted, Res>> = {};
-    for (const [resource, attempt] of Object.entries(attempts)) {
-      const answer = await attempt();
-      expect(answer.status, `${resource}: ${JSON.stringify(answer.body)}`).toBe(
+    const answers: Partial<Record<keyof typeof accepted, unknown>> = {};
+    for (const [resource, attempt] of Object.entries(attempts))
+      answers[resource as keyof typeof accepted] = ok(
+        await attempt(),
         accepted[resource as keyof typeof accepted],
+        resource,
       );
-      answers[resource as keyof typeof accepted] = answer;
-    }
     // the other tenants never met a limit of a's plan
     for (const t of [b, c])
-      ok(
-        await call('POST', '/data/crm/contacts', t.token, { name: 'Lin', email: 'lin@example.com' }),
-        201,
-        'untouched',
-      );
+      ok(await createRecord(t.token, 'contacts', { name: 'Lin', email: 'lin@example.com' }), 201, 'untouched');
     // what the tenants hold now, once the new file is stored and the new event is on the bus, is what must survive
+    const newFile = (answers.storageBytes as { id: string }).id;
     await eventually(
-      async () => (await call('GET', `/files/${answers.storageBytes!.body.id}?meta=1`, a.token)).body?.status,
+      async () => (await fileMeta(a.token, newFile)).status,
       (status) => status === 'available',
       30_000,
       'the new file available',
@@ -385,15 +427,15 @@ describe("a tenant's whole life", () => {
     for (const day of [23, 6, 1]) await advance(day * DAY);
     for (const t of [a, b]) expect(await statusOf(t)).toEqual({ status: 'terminated', phase: 'deleting_records' });
     await relogin(a);
-    const refused = await eventually(
-      () => call('GET', '/users', a.token),
-      (r) => r.status === 402,
+    const terminated = await eventually(
+      () => sdk(a.token).iam.GET('/v1/users'),
+      (r) => r.response.status === 402,
       10_000,
       'terminated: 402',
     );
-    expect(refused.body.type).toMatch(/\/subscription-terminated$/);
+    expect(refused(terminated, 402, 'terminated').type).toMatch(/\/subscription-terminated$/);
     // the free tenant paid nothing and owes nothing
-    expect((await call('GET', '/users', await relogin(c))).status).toBe(200);
+    expect((await sdk(await relogin(c)).iam.GET('/v1/users')).response.status).toBe(200);
   });
 
   it('the first day after termination nothing is erased; the platform owner recovers b then', async () => {
@@ -403,12 +445,8 @@ describe("a tenant's whole life", () => {
     expect(kept).toEqual(had);
     // billing's notices to the owner went through the notification service meanwhile
     expect(notifications).toBeGreaterThanOrEqual(1);
-    const recovered = ok(
-      await call('POST', `/admin/tenants/${b.owner.tenantId}/recover`, await platformOwner()),
-      200,
-      'recover',
-    );
-    expect(recovered.body).toMatchObject({ status: 'active', phase: null });
+    const recovered = ok(await recover(sdk(await platformOwner()), b), 200, 'recover');
+    expect(recovered).toMatchObject({ status: 'active', phase: null });
   });
 
   it('records phase: module rows, record streams, installations, bus subscriptions, dead letters and notifications erased; the ledger kept; the audit anonymized', async () => {
@@ -455,23 +493,22 @@ describe("a tenant's whole life", () => {
         .filter((k) => !['money.wallet', 'money.reversal', 'billing.subscription', 'erasure'].includes(k)),
     ).toEqual(['identity.tenant']);
     // its ids are 404 for anyone else, the platform owner included
-    const owner = await platformOwner();
-    expect((await call('GET', `/files/${a.fileId}`, await relogin(c))).status).toBe(404);
-    expect((await call('GET', `/data/crm/contacts/${a.contactId}`, c.token)).status).toBe(404);
-    expect((await call('GET', `/files/${a.fileId}`, owner)).status).toBe(404);
+    const ownerToken = await platformOwner();
+    const file = (token: string) => sdk(token).files.GET('/v1/files/{id}', { params: { path: { id: a.fileId } } });
+    expect((await file(await relogin(c))).response.status).toBe(404);
+    expect((await readRecord(c.token, a.contactId)).response.status).toBe(404);
+    expect((await file(ownerToken)).response.status).toBe(404);
     // nothing of a can sign in or act for it any more: its members and sessions are gone (a former
     // member's login is 401), the module it installed answers 404 for it (the 402 of a terminated
     // tenant answered every request that still had a session, above)
-    const formerOwner = await p.api('/auth/login', { body: { email: a.owner.email, password: PASSWORD } });
-    expect(formerOwner.status).toBe(401);
-    const forA = await call('GET', '/events/subscriptions', busKey, undefined, { 'x-module-tenant': a.owner.tenantId });
-    expect(forA.status, JSON.stringify(forA.body)).toBe(404);
-    const late = ok(
-      await call('POST', `/admin/tenants/${a.owner.tenantId}/recover`, owner),
-      422,
-      'no recovery after completion',
-    );
-    expect(late.body.type).toMatch(/\/invalid-transition$/);
+    const formerOwner = await createPlatformClient({ baseUrl: p.url }).iam.POST('/v1/auth/login', {
+      body: { email: a.owner.email, password: PASSWORD },
+    });
+    expect(formerOwner.response.status).toBe(401);
+    const forA = await asModule(a.owner.tenantId).events.GET('/v1/events/subscriptions');
+    expect(forA.response.status, bodyOf(forA)).toBe(404);
+    const late = refused(await recover(sdk(ownerToken), a), 422, 'no recovery after completion');
+    expect(late.type).toMatch(/\/invalid-transition$/);
   });
 
   it('the recovered tenant has everything back; the free tenant was untouched throughout', async () => {
@@ -482,11 +519,15 @@ describe("a tenant's whole life", () => {
         sessions: expect.any(Number),
         notifications: expect.any(Number),
       });
-      expect((await call('GET', `/data/crm/contacts/${t.contactId}`, t.token)).status).toBe(200);
-      expect((await call('GET', `/files/${t.fileId}?meta=1`, t.token)).body.status).toBe('available');
-      expect((await call('GET', `/events/subscriptions/${t.subscriptionOnBus}`, t.token)).status).toBe(200);
-      expect((await call('GET', '/users', t.token)).body.data.length).toBe(2);
-      ok(await call('POST', `/wallets/${t.walletId}/credit`, t.token, { amount: 1, currency: 'USD' }), 200, 'credit');
+      const api = sdk(t.token);
+      expect((await readRecord(t.token, t.contactId)).response.status).toBe(200);
+      expect((await fileMeta(t.token, t.fileId)).status).toBe('available');
+      const subscription = await api.events.GET('/v1/events/subscriptions/{id}', {
+        params: { path: { id: t.subscriptionOnBus } },
+      });
+      expect(subscription.response.status).toBe(200);
+      expect(ok(await api.iam.GET('/v1/users'), 200, 'users').data.length).toBe(2);
+      ok(await credit(t, 1), 200, 'credit');
     }
   });
 });

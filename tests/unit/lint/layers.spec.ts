@@ -193,6 +193,8 @@ describe('the layer rules', () => {
       /Fastify is created by the HTTP host only/,
     ],
     ['infra', 'infra/http/x.ts', "import Fastify from 'fastify';", /Fastify is created by the HTTP host only/],
+    ['sdk', 'sdk/src/x.ts', "import { Money } from '../../domain/money/wallet';", /sdk\/ imports sdk\/ only/],
+    ['sdk', 'sdk/src/x.ts', "import { z } from 'zod';", /The SDK imports openapi-fetch only/],
   ])(
     'refuses a violation in %s (%s: %s)',
     async (_layer, path, source, message) => {
