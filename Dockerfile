@@ -15,6 +15,8 @@ ARG NODE_IMAGE=node:22-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# the workspace's manifest (the typed SDK, sdk/): npm ci installs the tree the lock describes, workspaces included
+COPY sdk/package.json sdk/
 # npm ci refuses a lock without chdb's optional packages for other platforms; npm install reads the same lock.
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY . .
@@ -28,6 +30,7 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY sdk/package.json sdk/
 RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund) \
     && npm cache clean --force
 COPY . .
@@ -38,5 +41,5 @@ VOLUME /data
 
 USER node
 EXPOSE 8080
-ENTRYPOINT ["node", "--enable-source-maps", "dist/platform.mjs"]
+ENTRYPOINT ["node", "--enable-source-maps", "--import", "./dist/instrument.mjs", "dist/platform.mjs"]
 CMD ["start"]

@@ -33,6 +33,7 @@ export const SPLIT_SUITES = [
   'tests/int/gateway/edge.spec.ts',
   'tests/int/http/problems.spec.ts',
   'tests/int/eventstore/idempotency.spec.ts',
+  'tests/int/observability/metrics.spec.ts',
   'tests/int/files/uploads.spec.ts',
   'tests/int/files/scanner-outage.spec.ts',
   'tests/int/files/presign.spec.ts',

@@ -6,6 +6,7 @@ import type { ClickHouseServer } from '../infra/clickhouse/server';
 import { startClickHouseServer } from '../infra/clickhouse/server';
 import type { HttpCluster } from '../infra/cluster/primary';
 import { startHttpCluster } from '../infra/cluster/primary';
+import { serveClusterMetrics } from '../infra/observability/metrics-cluster';
 import type { Logger } from '../infra/observability/logger';
 import type { Role, RunningPlatform } from './platform';
 import { startPlatform } from './platform';
@@ -75,6 +76,8 @@ export const startClusterPrimary = async (options: {
     throw error;
   }
 
+  // a worker's GET /metrics reports the whole group, this primary's own work included
+  serveClusterMetrics();
   const cluster = startHttpCluster({
     workers: config.HTTP_WORKERS,
     logger,

@@ -33,6 +33,8 @@ import type { Logger } from '../infra/observability/logger';
 import { createLogger } from '../infra/observability/logger';
 import { startTelemetry, stopTelemetry } from '../infra/observability/telemetry';
 import { createPool } from '../infra/postgres/db';
+import { trackPool } from '../infra/observability/metrics';
+import { startBackgroundMetrics } from '../workers/metrics';
 import { migrate } from '../infra/postgres/migrate';
 import type { Clock, IdGenerator } from '../infra/runtime/clock';
 import type { Resolver } from '../infra/security/outbound';
@@ -209,6 +211,14 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
         : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
     for (const name of names) workers.push(new ProjectorWorker(kernel, kernel.projections.get(name).name).start());
   }
+  // the figures of the work this process runs, computed at scrape time (relay backlog, projection lag, queues, the bus)
+  if (what.relay || what.projectors || role === 'projector')
+    workers.push(
+      startBackgroundMetrics(kernel, {
+        relays: what.relay,
+        projections: role === 'projector' ? [options.projection ?? ''] : null,
+      }),
+    );
   logger.info({ role }, 'platform ready');
 
   let stopping: Promise<void> | null = null;
@@ -258,6 +268,7 @@ export const openKernel = async (options: {
     waitMs: config.DATABASE_POOL_WAIT_MS,
     applicationName: `platform-${options.role ?? 'cli'}`,
   });
+  const untrackPool = trackPool(db);
   step('log');
   const log = await createLog(config, db, logger);
   step('engines');
@@ -292,6 +303,7 @@ export const openKernel = async (options: {
     await log.close();
     await engines.cache.close();
     if (analyticsOpened) await (await analyticsOpened.catch(() => null))?.close();
+    untrackPool();
     await db.end();
     for (const step of cleanup.reverse()) await step();
     await stopTelemetry();

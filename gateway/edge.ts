@@ -12,6 +12,8 @@ import { CorsPolicy } from './cors';
 import type { RateKey } from './rate-limit';
 import { rateLimitHeaders, RateLimiter } from './rate-limit';
 import { versionHeaders } from './versioning';
+import { rateLimitRefusals } from '../infra/observability/metrics';
+import { METRICS_PATH } from '../infra/observability/metrics-route';
 
 /** The gateway's own refusals beyond the common catalog. */
 export const gatewayErrors = defineErrors({
@@ -35,8 +37,8 @@ const unroutedPrincipal = async (
   return (await principalOf(request).catch(() => null)) ?? undefined;
 };
 
-/** probes of load balancers and orchestrators: neither rate limited nor audited */
-export const UNLIMITED = new Set(['/live', '/ready']);
+/** probes of load balancers and orchestrators, and metrics scrapes: neither rate limited nor audited */
+export const UNLIMITED = new Set(['/live', '/ready', METRICS_PATH]);
 
 /**
  * The edge, in order (spec 000 behaviour rules): X-Tenant-ID from a client is dropped (the tenant
@@ -95,7 +97,10 @@ const edgeGuard = (kernel: Kernel) => {
       : [{ key: `rl:a:${request.ip}`, limit: config.RATE_LIMIT_ANONYMOUS_PER_MIN }];
     const decision = await limiter.check(keys);
     reply.headers(rateLimitHeaders(decision));
-    if (!decision.allowed) throw commonErrors.rateLimited(decision.retryAfterSeconds);
+    if (!decision.allowed) {
+      rateLimitRefusals.inc({ layer: decision.layer, caller: principal ? 'authenticated' : 'anonymous' });
+      throw commonErrors.rateLimited(decision.retryAfterSeconds);
+    }
   };
 
   return async (

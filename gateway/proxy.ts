@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import '@fastify/websocket';
+import { context, propagation } from '@opentelemetry/api';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { pipeBody } from '../infra/http/body-stream';
@@ -101,7 +102,10 @@ const forward = (kernel: Kernel, upstream: Upstream): RouteHandlerMethod => {
     // principal the gateway verified, never the token.
     if (request.routeOptions.config?.access === 'public' && typeof request.headers.authorization === 'string')
       headers.authorization = request.headers.authorization;
-    headers.traceparent = `00-${request.id}-${randomBytes(8).toString('hex')}-01`;
+    // W3C context of the request's server span, the upstream's parent; without tracing the upstream
+    // still logs under this request's trace id, marked not sampled: no span of that id exists
+    propagation.inject(context.active(), headers);
+    headers.traceparent ??= `00-${request.id}-${randomBytes(8).toString('hex')}-00`;
     // the address taken when the request arrived: a client gone by now has no socket address left
     // (request.ip would be undefined, and an undefined header makes the upstream call throw)
     if (request.clientAddress) headers['x-forwarded-for'] = request.clientAddress;

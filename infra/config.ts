@@ -130,6 +130,11 @@ export const ConfigSchema = z
     /** how often an idle files worker looks for staged files and jobs */
     FILES_WORKER_POLL_MS: int(1000, 10),
     OTEL_EXPORTER_OTLP_ENDPOINT: url('http://otel-collector:4318').optional(),
+    /** the bearer token GET /metrics asks of a scraper (infra/observability/metrics-route.ts); unset: /metrics refuses everyone */
+    METRICS_TOKEN: z
+      .string()
+      .regex(/^[A-Za-z0-9._~+/=-]{24,256}$/, 'expected 24 to 256 token characters, such as openssl rand -hex 24')
+      .optional(),
     PLATFORM_SECRET_KEY: z
       .string()
       .regex(/^[A-Za-z0-9+/]{43,}={0,2}$/, 'expected base64 of at least 32 random bytes (openssl rand -base64 32)')
@@ -332,6 +337,7 @@ const SECRET_BEARING = new Set([
   'STRIPE_WEBHOOK_SECRET',
   'PADDLE_WEBHOOK_SECRET',
   'GRPC_TLS_KEY',
+  'METRICS_TOKEN',
 ]);
 
 const describeIssue = (issue: z.core.$ZodIssue, env: NodeJS.ProcessEnv): string => {

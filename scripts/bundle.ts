@@ -23,9 +23,22 @@ const ownImportMetaUrl: Plugin = {
   },
 };
 
-/** the `platform` command (app/cli/main.ts) as outdir/platform.mjs: what `npm run build` makes and the image runs */
+/**
+ * the `platform` command (app/cli/main.ts) as outdir/platform.mjs, and the tracing preload
+ * (infra/observability/instrument.ts) as outdir/instrument.mjs, run before it with `node --import`:
+ * what `npm run build` makes and the image runs
+ */
 export const bundlePlatform = (outdir: string): Promise<void> =>
-  bundlePrograms({ platform: fileURLToPath(new URL('../app/cli/main.ts', import.meta.url)) }, outdir);
+  bundlePrograms(
+    {
+      platform: fileURLToPath(new URL('../app/cli/main.ts', import.meta.url)),
+      instrument: fileURLToPath(INSTRUMENT_SOURCE),
+    },
+    outdir,
+  );
+
+/** the tracing preload's source: it must run before every other module of a platform process */
+export const INSTRUMENT_SOURCE = new URL('../infra/observability/instrument.ts', import.meta.url);
 
 /**
  * bundles each entry point into outdir/<its name>.mjs (a list: the source file's name; a record:

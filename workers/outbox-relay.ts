@@ -49,6 +49,7 @@ export const toLogRecord = (e: StoredEvent): OutgoingRecord => {
     entityIdOf(e.streamId),
     {
       ...(e.traceId ? { traceId: e.traceId } : {}),
+      ...(e.traceId && e.spanId ? { spanId: e.spanId } : {}),
       ...(e.actorId ? { actorId: e.actorId } : {}),
       ...(e.causationId ? { causationId: e.causationId } : {}),
       ...(e.correlationId ? { correlationId: e.correlationId } : {}),
@@ -78,6 +79,7 @@ const eventStoreSource = (db: Db, store: EventStore, options: RelayOptions) => {
     name: options.name,
     read: async (limit) => store.readAll(db, await checkpoint(), limit),
     readAfter: (last, limit) => store.readAll(db, checkpointOf(last), limit),
+    traceOf: (e) => e,
     recordOf: (e) => ({ topic: topicOf(e.type), record: toLogRecord(e) }),
     topicSpec: (name) => ({ name, ...options.topicDefaults }),
     async done(events) {

@@ -3,7 +3,8 @@ import type { LogPort, OutgoingRecord, TopicSpec } from '../infra/log/port';
 import type { Db } from '../infra/postgres/db';
 import { sessionClient } from '../infra/postgres/db';
 import type { Logger } from '../infra/observability/logger';
-import { withSpan } from '../infra/observability/tracing';
+import { continueTraces, type TracedItem } from '../infra/observability/tracing';
+import { relayBatchDuration, relayFailures, relayPublished } from '../infra/observability/metrics';
 import type { Loop } from './loop';
 import { startLoop } from './loop';
 
@@ -27,6 +28,8 @@ export interface RelaySource<Item> {
   recordOf(item: Item): { topic: string; record: OutgoingRecord };
   /** partitions and retention of a topic the relay meets for the first time (absent: created at start) */
   readonly topicSpec?: (topic: string) => TopicSpec;
+  /** the trace an item continues (the event store's events: the request that appended them) */
+  readonly traceOf?: (item: Item) => TracedItem;
   /** called once the batch is on the log, never before: advance the checkpoint, delete the rows */
   done(items: Item[]): Promise<void>;
 }
@@ -91,12 +94,15 @@ export class Relay<Item> {
       this.readAhead = readAfter(items[items.length - 1]!, batchSize);
       this.readAhead.catch(() => undefined); // its failure is met (and the batch read again) by the next turn
     }
+    const started = performance.now();
     try {
       await this.publishAndFinish(items);
     } catch (error) {
       this.readAhead = null;
       throw error;
     }
+    relayBatchDuration.labels(this.source.name).observe((performance.now() - started) / 1000);
+    relayPublished.labels(this.source.name).inc(items.length);
     if (this.options.published) this.logger.debug({ relayed: items.length }, this.options.published);
     return items.length;
   }
@@ -110,7 +116,9 @@ export class Relay<Item> {
   }
 
   private async publishAndFinish(items: Item[]): Promise<void> {
-    await withSpan('relay.batch', { 'relay.events': items.length, 'relay.source': this.source.name }, async () => {
+    const traced = this.source.traceOf ? items.map(this.source.traceOf) : [];
+    const attributes = { 'relay.events': items.length, 'relay.source': this.source.name };
+    await continueTraces({ batch: 'relay.batch', each: 'relay.publish' }, traced, attributes, async () => {
       const byTopic = new Map<string, OutgoingRecord[]>();
       for (const item of items) {
         const { topic, record } = this.source.recordOf(item);
@@ -138,6 +146,7 @@ export class Relay<Item> {
       idleMs: this.options.idleMs,
       maxBackoffMs: this.options.maxBackoffMs,
       onError: (error, n) => {
+        relayFailures.labels(this.source.name).inc();
         if (n === 1 || n % failure.every === 0) this.logger.warn({ err: error, failures: n }, failure.message);
       },
     });

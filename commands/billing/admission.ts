@@ -9,6 +9,7 @@ import type { CacheEpochs } from '../../infra/cache/epochs';
 import type { Kernel } from '../../infra/kernel';
 import type { BillingAnswers } from './limits';
 import { EVERY_PLAN } from './limits';
+import { measureCheckLimit } from '../../infra/observability/metrics';
 
 /**
  * The gateway's side of billing (spec 001, Limit enforcement flow): before a request reaches a
@@ -160,7 +161,7 @@ export class BillingAdmission {
       `${tenantId}:${resource}`,
       tenantId,
       ttl,
-      () => this.answers.checkLimit(tenantId, resource),
+      () => measureCheckLimit(() => this.answers.checkLimit(tenantId, resource)),
     );
   }
 

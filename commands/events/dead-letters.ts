@@ -2,6 +2,7 @@ import { domainOfTopic, dlqTopicOfDomain } from '../../domain/modules/manifest';
 import type { EventView } from '../../domain/events/views';
 import type { Tx } from '../../infra/postgres/db';
 import type { BusSubscriptionRow } from './lookups';
+import { busDeadLetters } from '../../infra/observability/metrics';
 
 export interface DeadLetter {
   id: string;
@@ -45,6 +46,7 @@ export const writeDeadLetter = async (tx: Tx, d: DeadLetter): Promise<void> => {
       d.at,
     ],
   );
+  busDeadLetters.inc();
   const value = JSON.stringify({
     dlqId: d.id,
     tenantId: d.sub.tenant_id,

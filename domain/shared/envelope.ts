@@ -35,6 +35,8 @@ export interface EventHeaders {
   source: string;
   /** only when a request traced it (the Event's traceId is never empty: see traceIdOf) */
   traceId?: string;
+  /** the span that appended it, when a sampled trace did (a consumer's spans continue that trace) */
+  spanId?: string;
   actorId?: string;
   causationId?: string;
   correlationId?: string;

@@ -9,6 +9,8 @@ export interface EventMetadata {
   tenantId: string;
   actorId: string | null;
   traceId: string | null;
+  /** the span that appended it, when a sampled trace did: the log's readers continue that trace */
+  spanId?: string | null;
   causationId: string | null;
   correlationId: string | null;
   occurredAt: string; // ISO 8601

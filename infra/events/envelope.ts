@@ -102,6 +102,7 @@ export const storedEventOf = (
     tenantId: event.tenantId,
     actorId: h.actorId ?? null,
     traceId: h.traceId ?? null,
+    spanId: h.spanId ?? null,
     causationId: h.causationId ?? null,
     correlationId: h.correlationId ?? null,
     occurredAt: event.timestamp,

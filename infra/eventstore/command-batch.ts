@@ -3,6 +3,7 @@ import type { Db, Tx } from '../postgres/db';
 import type { Waiting } from '../postgres/group-commit';
 import { answer, GroupCommit, refuse } from '../postgres/group-commit';
 import { pipelined, statement } from '../postgres/pipeline';
+import { observeAppend } from '../observability/metrics';
 import type { ProjectionEngine } from '../projections/engine';
 import type { IdempotencyRequest, KeyRef, StoredResponse, StoredRow } from './idempotency';
 import { idempotencyErrors, lockKeysSql, lookupKeysSql, recordsSql, storedAnswer } from './idempotency';
@@ -186,7 +187,9 @@ export class CommandBatcher {
       ),
       statement('COMMIT'),
     ];
+    const writing = performance.now();
     await pipelined(client, statements);
+    observeAppend('batch', events.length, writing);
     for (const d of decided) {
       if (d.committed.length) await this.afterCommit(d.committed);
       answer(d.waiting, { ...d.response, replayed: false });

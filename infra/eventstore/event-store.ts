@@ -4,6 +4,8 @@ import type { Queryable, Tx } from '../postgres/db';
 import type { BoundStatement } from '../postgres/inline';
 import { statement } from '../postgres/pipeline';
 import type { Clock, IdGenerator } from '../runtime/clock';
+import { observeAppend } from '../observability/metrics';
+import { causingSpanId } from '../observability/tracing';
 import { StreamVersionConflict } from './errors';
 import { UpcasterRegistry } from './upcasters';
 
@@ -12,6 +14,8 @@ export interface CausationMeta {
   tenantId: string;
   actorId: string | null;
   traceId: string | null;
+  /** the span that caused the events (a sampled one of traceId's trace): the log's readers continue it */
+  spanId?: string | null;
   correlationId: string | null;
   causationId: string | null;
 }
@@ -56,6 +60,7 @@ interface EventRow {
   tenant_id: string;
   actor_id: string | null;
   trace_id: string | null;
+  span_id: string | null;
   causation_id: string | null;
   correlation_id: string | null;
   occurred_at: Date;
@@ -85,7 +90,7 @@ export const headOf = (row: HeadRow): StreamHead => ({
 });
 
 const EVENT_COLUMNS = `position, transaction_id::text AS transaction_id, stream_id, stream_version, event_id, type, schema_version,
-  tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data`;
+  tenant_id, actor_id, trace_id, span_id, causation_id, correlation_id, occurred_at, data`;
 
 export class EventStore {
   constructor(
@@ -127,6 +132,7 @@ export class EventStore {
     dependsOn = 0n,
   ): Promise<StoredEvent<Record<string, unknown>>[]> {
     const occurredAt = this.clock.now();
+    const started = performance.now();
     const stored: StoredEvent<Record<string, unknown>>[] = [];
     for (const request of requests) {
       if (request.events.length === 0) continue;
@@ -155,6 +161,7 @@ export class EventStore {
       rows.sort((a, b) => a.stream_version - b.stream_version);
       for (const row of rows) stored.push(this.toStored(row));
     }
+    if (stored.length) observeAppend('transaction', stored.length, started);
     return stored;
   }
 
@@ -175,6 +182,7 @@ export class EventStore {
       request.events.map((e) => e.type),
       request.events.map((e) => this.upcasters.versionOf(e.type)),
       request.events.map((e) => JSON.stringify(e.data, bigintReplacer)),
+      spanOf(meta),
     ];
   }
 
@@ -257,6 +265,7 @@ export class EventStore {
           tenantId: meta.tenantId,
           actorId: meta.actorId,
           traceId: meta.traceId,
+          spanId: spanOf(meta),
           causationId: meta.causationId,
           correlationId: meta.correlationId,
           occurredAt: occurredAt.toISOString(),
@@ -293,6 +302,7 @@ export class EventStore {
         column('causationId'),
         column('correlationId'),
         data,
+        column('spanId'),
       ],
     };
     return {
@@ -397,6 +407,7 @@ export class EventStore {
       tenantId: row.tenant_id,
       actorId: row.actor_id,
       traceId: row.trace_id,
+      spanId: row.span_id,
       causationId: row.causation_id,
       correlationId: row.correlation_id,
       occurredAt: row.occurred_at.toISOString(),
@@ -413,10 +424,10 @@ export class EventStore {
  * The append statements for one stream: a CTE advances the stream row only when its version is the
  * expected one (or creates it, for 0), and the events are inserted only when it did. No row back
  * means a conflict — or, in order, an order key too old. $1 stream, $2 expected, $3 count, $4 state,
- * $5 state schema, $6 tenant, $7-$11 envelope, $12-$15 per-event arrays. ($2 * 0 keeps $2 typed in
+ * $5 state schema, $6 tenant, $7-$11 envelope, $12-$15 per-event arrays, $16 the causing span. ($2 * 0 keeps $2 typed in
  * the variants that do not compare versions, so all take the same parameter list.)
  *
- * In order (the common path), $16 is the highest order key of the streams the command loaded: the
+ * In order (the common path), $17 is the highest order key of the streams the command loaded: the
  * row is advanced only when the transaction's id (pg_current_xact_id(), which the events take by
  * default) is not below it, nor below the order key of the row itself (its xmin: the
  * (sub)transaction that last appended to it, this one included). The id is taken by this
@@ -427,13 +438,13 @@ export class EventStore {
  */
 const insertEvents = (
   orderKey: string,
-) => `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data, transaction_id)
-  SELECT $1, s.base + x.ord, x.e, x.t, x.sv, $6, $7, $8, $9, $10, $11, x.d::jsonb, ${orderKey}
+) => `INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, span_id, causation_id, correlation_id, occurred_at, data, transaction_id)
+  SELECT $1, s.base + x.ord, x.e, x.t, x.sv, $6, $7, $8, $16, $9, $10, $11, x.d::jsonb, ${orderKey}
   FROM s, unnest($12::uuid[], $13::text[], $14::int[], $15::text[]) WITH ORDINALITY AS x(e, t, sv, d, ord)
   RETURNING ${EVENT_COLUMNS}`;
 
 /** the transaction's id is at or above the loaded streams' order keys */
-const ABOVE_LOADED = '$16::xid8 <= pg_current_xact_id()';
+const ABOVE_LOADED = '$17::xid8 <= pg_current_xact_id()';
 /** the transaction's id is at or above the stream row's own order key */
 const ABOVE_ROW = (row: string) => `es.xid8_near(${row}.xmin, pg_current_xact_id()) <= pg_current_xact_id()`;
 
@@ -481,12 +492,16 @@ const PREPARED_APPENDS = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[]
         SELECT stream_id, tenant_id, version, state::jsonb, schema FROM v WHERE expected = 0 RETURNING xmin AS x),
   ordered AS (SELECT COALESCE((SELECT es.xid8_near(x, pg_current_xact_id())
         FROM (SELECT x FROM advanced UNION ALL SELECT x FROM created) w LIMIT 1), pg_current_xact_id()) AS k)
-INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, occurred_at, data, transaction_id)
-  SELECT e.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, e.tenant_id, e.actor_id, e.trace_id, e.causation_id,
+INSERT INTO es.events (stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, span_id, causation_id, correlation_id, occurred_at, data, transaction_id)
+  SELECT e.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, e.tenant_id, e.actor_id, e.trace_id, e.span_id, e.causation_id,
          e.correlation_id, $7::timestamptz, e.data::jsonb, ordered.k
-    FROM unnest($8::text[], $9::int[], $10::uuid[], $11::text[], $12::int[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
-      AS e(stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, data),
+    FROM unnest($8::text[], $9::int[], $10::uuid[], $11::text[], $12::int[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
+      AS e(stream_id, stream_version, event_id, type, schema_version, tenant_id, actor_id, trace_id, causation_id, correlation_id, data, span_id),
     ordered`;
+
+/** the span that caused the events: the one the meta names, else the active span of its trace (causingSpanId) */
+const spanOf = (meta: CausationMeta): string | null =>
+  meta.spanId !== undefined ? meta.spanId : causingSpanId(meta.traceId);
 
 const variantOf = (expected: ExpectedVersion): 'none' | 'any' | 'version' =>
   expected === 'any' ? 'any' : expected === 0 ? 'none' : 'version';

@@ -5,6 +5,7 @@ import type { IdempotencyRequest, StoredResponse } from '../eventstore/idempoten
 import { hashRequest, normalizeIdempotencyKey } from '../eventstore/idempotency';
 import type { UnitOfWork } from '../eventstore/unit-of-work';
 import type { Kernel } from '../kernel';
+import { causingSpanId } from '../observability/tracing';
 import { stringifyJson } from './json';
 import { instanceOf, PROBLEM_CONTENT_TYPE, toProblem } from './problem';
 
@@ -22,6 +23,7 @@ export const requestMeta = (request: FastifyRequest): CausationMeta => {
     tenantId: principal.tenantId,
     actorId: principal.impersonatorId ? `${principal.userId} (by ${principal.impersonatorId})` : principal.userId,
     traceId: request.id,
+    spanId: causingSpanId(request.id),
     correlationId: typeof correlation === 'string' && correlation.length <= 128 ? correlation : request.id,
     causationId: null,
   };

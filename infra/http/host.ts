@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import websocket from '@fastify/websocket';
-import { trace, type Span } from '@opentelemetry/api';
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 import Fastify, {
   LogController,
   type FastifyContextConfig,
@@ -28,6 +29,7 @@ import { stringifyJson } from './json';
 import type { OperationDoc } from './operation-docs';
 import { frameworkProblem, problemHandler, rawProblemResponse } from './problem-handler';
 import { DOCS_POLICY, NO_STORE, securityHeaders } from './security-headers';
+import { measureHttp, registerMetricsRoute } from '../observability/metrics-route';
 
 /**
  * The HTTP host every role runs (all-in-one, gateway, write-api, read-api): Fastify with the
@@ -40,7 +42,6 @@ import { DOCS_POLICY, NO_STORE, securityHeaders } from './security-headers';
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
-    span?: Span;
     /** the caller's address: the socket's, or in split deployment the one the gateway forwarded (write-api and read-api trust only the gateway) */
     clientAddress: string;
   }
@@ -101,8 +102,14 @@ export const hostWide = <O extends FastifyPluginOptions>(plugin: FastifyPluginAs
 
 const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
 
-/** W3C traceparent's trace id when the caller sent one, a fresh one otherwise: the traceId of logs and problems */
+/**
+ * The traceId of logs and problems: the request's server span's when tracing is on (so a log line
+ * names the trace exported for it), else the W3C traceparent's trace id when the caller sent one,
+ * else a fresh one.
+ */
 const traceIdOf = (req: { headers: Record<string, string | string[] | undefined> }): string => {
+  const span = trace.getActiveSpan()?.spanContext();
+  if (span && isSpanContextValid(span)) return span.traceId;
   const header = req.headers.traceparent;
   const match = typeof header === 'string' ? TRACEPARENT.exec(header) : null;
   return match?.[1] ?? randomTraceId();
@@ -168,6 +175,7 @@ export const createHttpHost = (kernel: Kernel, options: { forwardedFor: boolean 
     },
   }) as unknown as FastifyInstance;
   closeConnectionsAsTheyIdle(app);
+  measureHttp(app);
 
   // JSON only (spec 000: Content-Type application/json on POST and PATCH bodies); routes that take
   // other media (file uploads) add their parser in their own scope.
@@ -263,11 +271,10 @@ export const createHttpHost = (kernel: Kernel, options: { forwardedFor: boolean 
     request.clientAddress =
       typeof forwarded === 'string' && forwarded !== '' ? forwarded.split(',')[0]!.trim() : request.ip;
   });
-  const tracer = trace.getTracer('platform');
+  // the server span (the HTTP instrumentation's) takes the route's name: `POST /v1/tally/counters`
   app.addHook('onRequest', async (request) => {
-    request.span = tracer.startSpan(`HTTP ${request.method}`, {
-      attributes: { 'http.method': request.method, 'http.target': request.url, traceId: request.id },
-    });
+    const meta = getRPCMetadata(context.active());
+    if (meta?.type === RPCType.HTTP && request.routeOptions.url) meta.route = request.routeOptions.url;
   });
   // PostgreSQL text cannot hold U+0000 or a lone surrogate: refused at the door (body, query string, path)
   // rather than failing deep in a write or a query
@@ -283,8 +290,6 @@ export const createHttpHost = (kernel: Kernel, options: { forwardedFor: boolean 
     }
   });
   app.addHook('onResponse', async (request, reply) => {
-    request.span?.setAttributes({ 'http.route': request.routeOptions.url ?? '', 'http.status_code': reply.statusCode });
-    request.span?.end();
     request.log.debug(
       { method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: reply.elapsedTime },
       'request',
@@ -386,6 +391,7 @@ class ResourceMethods {
 export const registerHostRoutes = async (app: FastifyInstance, kernel: Kernel): Promise<void> => {
   await app.register(websocket, { options: { maxPayload: 65_536 } });
   registerOperational(app, kernel);
+  registerMetricsRoute(app, kernel);
 };
 
 const HealthComponent = z.object({

@@ -1,3 +1,4 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import pino from 'pino';
 
 export type Logger = pino.Logger;
@@ -42,7 +43,17 @@ function uniqueKeys(this: Logger, args: Parameters<pino.LogFn>, method: pino.Log
   method.apply(this, args);
 }
 
-/** JSON logs on stdout; every request's lines carry its traceId (bound by the HTTP layer). */
+/**
+ * The trace a line was written in, as exported: its span, and its trace id unless the logger binds
+ * one already (a request's lines carry the request's traceId, which is its server span's).
+ */
+const traceOfLine = (_fields: object, _level: number, logger: Logger): object => {
+  const span = trace.getActiveSpan()?.spanContext();
+  if (!span || !isSpanContextValid(span)) return {};
+  return keysOf(logger).has('traceId') ? { spanId: span.spanId } : { traceId: span.traceId, spanId: span.spanId };
+};
+
+/** JSON logs on stdout; every line written inside a traced operation names its trace and span. */
 export const createLogger = (
   options: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
 ): Logger => {
@@ -56,6 +67,7 @@ export const createLogger = (
     },
     timestamp: pino.stdTimeFunctions.isoTime,
     hooks: { logMethod: uniqueKeys },
+    mixin: traceOfLine,
   };
   return options.destination ? pino(settings, options.destination) : pino(settings);
 };

@@ -1,4 +1,14 @@
-import { SpanStatusCode, trace, type Attributes } from '@opentelemetry/api';
+import {
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Span,
+} from '@opentelemetry/api';
+import { tracingOn } from './telemetry';
 
 /**
  * Spans for HTTP requests, commands, appends, relay batches and projection batches. The API is a
@@ -19,3 +29,64 @@ export const withSpan = async <T>(name: string, attributes: Attributes, fn: () =
       span.end();
     }
   });
+
+/**
+ * The span an event's envelope names as its cause: the active span, when it belongs to the
+ * event's trace and is sampled (an unsampled one is exported nowhere, so nothing could continue it).
+ */
+export const causingSpanId = (traceId: string | null): string | null => {
+  const span = trace.getActiveSpan()?.spanContext();
+  return span && span.traceId === traceId && span.traceFlags & TraceFlags.SAMPLED && isSpanContextValid(span)
+    ? span.spanId
+    : null;
+};
+
+/** what of an event continues its trace: its trace and the span that appended it */
+export interface TracedItem {
+  traceId?: string | null;
+  spanId?: string | null;
+}
+
+/**
+ * Runs fn over a batch read from the log (a relay's publish, a projection's apply) with one span per
+ * traced event, a child of the span that appended it: so a request's trace goes on past the log, in
+ * whatever process reads it, as far as the read models. Each span lasts as long as the batch (the
+ * events are handled together) and is linked to the batch's own span. Untraced events, and every
+ * event while tracing is off, cost nothing.
+ */
+export const continueTraces = async <T>(
+  names: { batch: string; each: string },
+  items: readonly TracedItem[],
+  attributes: Attributes,
+  fn: () => Promise<T>,
+): Promise<T> => {
+  if (!tracingOn()) return fn();
+  return withSpan(names.batch, attributes, async () => {
+    const batch = trace.getActiveSpan()?.spanContext();
+    const spans: Span[] = [];
+    for (const item of items) {
+      if (!item.traceId || !item.spanId) continue;
+      const parent = trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: item.traceId,
+        spanId: item.spanId,
+        traceFlags: TraceFlags.SAMPLED,
+        isRemote: true,
+      });
+      spans.push(
+        tracer().startSpan(
+          names.each,
+          { kind: SpanKind.CONSUMER, attributes, links: batch ? [{ context: batch }] : [] },
+          parent,
+        ),
+      );
+    }
+    try {
+      return await fn();
+    } catch (error) {
+      for (const span of spans) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    } finally {
+      for (const span of spans) span.end();
+    }
+  });
+};

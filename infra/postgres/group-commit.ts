@@ -1,4 +1,5 @@
 import { withSpan } from '../observability/tracing';
+import { groupCommitDuration, groupCommitFailures, groupCommitItems } from '../observability/metrics';
 import type { Kernel } from '../kernel';
 import type { Db, Tx } from './db';
 
@@ -72,7 +73,21 @@ export class GroupCommit<T, A> {
     private readonly options: GroupCommitOptions<T>,
     private readonly run: (client: Tx, batch: Waiting<T, A>[]) => Promise<Waiting<T, A>[]>,
     private readonly alone: (item: T) => Promise<A>,
-  ) {}
+  ) {
+    const batcher = options.span.replace(/\.batch$/, '');
+    this.measured = {
+      duration: groupCommitDuration.labels(batcher),
+      items: groupCommitItems.labels(batcher),
+      failures: groupCommitFailures.labels(batcher),
+    };
+  }
+
+  /** its metrics, labelled once by the batch span's name (command, events.publish, data.create) */
+  private readonly measured: {
+    duration: { observe(seconds: number): void };
+    items: { observe(items: number): void };
+    failures: { inc(): void };
+  };
 
   submit(item: T): Promise<A> {
     return new Promise((resolve, reject) => {
@@ -122,6 +137,8 @@ export class GroupCommit<T, A> {
     let client: Tx | null = null;
     let broken = false;
     let later: Waiting<T, A>[] = [];
+    const started = performance.now();
+    this.measured.items.observe(batch.length);
     try {
       client = await this.db.connect();
       const connected = client;
@@ -130,6 +147,7 @@ export class GroupCommit<T, A> {
       await client?.query('ROLLBACK').catch(() => {
         broken = true;
       });
+      this.measured.failures.inc();
       if (error instanceof CommitUnknown) {
         for (const w of batch) if (!w.answered) refuse(w, error.cause);
       } else {
@@ -138,6 +156,7 @@ export class GroupCommit<T, A> {
       }
     } finally {
       client?.release(broken);
+      this.measured.duration.observe((performance.now() - started) / 1000);
     }
     await Promise.all(
       Array.from({ length: Math.min(FALLBACK_PARALLELISM, later.length) }, async () => {

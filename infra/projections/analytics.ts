@@ -3,7 +3,7 @@ import type { AnalyticsStore } from '../clickhouse/port';
 import { tableOf } from '../clickhouse/port';
 import type { EventStore, LogCheckpoint } from '../eventstore/event-store';
 import { checkpointOf, LOG_START } from '../eventstore/event-store';
-import { withSpan } from '../observability/tracing';
+import { continueTraces } from '../observability/tracing';
 import type { Db, Queryable, Tx } from '../postgres/db';
 import { inTransaction } from '../postgres/db';
 import type { AnyAnalyticsProjection } from './projection';
@@ -151,7 +151,8 @@ export class AnalyticsProjector {
     const before = await this.loadState(p, generation, handled);
     const { rows, state } = p.rows(handled, before);
     const ch = await this.analytics();
-    await withSpan('projection.batch', { projection: p.name, generation, events: events.length }, async () => {
+    const attributes = { projection: p.name, generation, events: events.length };
+    await continueTraces({ batch: 'projection.batch', each: 'projection.apply' }, handled, attributes, async () => {
       for (const [table, list] of Object.entries(rows) as [string, object[]][])
         await ch.insert(generationTable(ch, table, generation), list);
     });

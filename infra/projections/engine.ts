@@ -3,7 +3,7 @@ import type { Db, Queryable, Tx } from '../postgres/db';
 import { inTransaction } from '../postgres/db';
 import type { EventStore, LogCheckpoint } from '../eventstore/event-store';
 import { checkpointOf, LOG_START } from '../eventstore/event-store';
-import { withSpan } from '../observability/tracing';
+import { continueTraces } from '../observability/tracing';
 import { executeBatch } from './batch';
 import type { AnalyticsStore } from '../clickhouse/port';
 import { AnalyticsProjector } from './analytics';
@@ -294,15 +294,10 @@ export class ProjectionEngine {
     const events = await this.store.readAll(tx, from, limit, { allCommitted });
     if (events.length === 0) return 0;
     const relations = relationsFor(p, generation);
-    await withSpan('projection.batch', { projection: p.name, generation, events: events.length }, () =>
-      executeBatch(
-        tx,
-        statementsFor(
-          p,
-          events.filter((e) => handlesType(p, e.type)),
-          relations,
-        ),
-      ),
+    const handled = events.filter((e) => handlesType(p, e.type));
+    const attributes = { projection: p.name, generation, events: events.length };
+    await continueTraces({ batch: 'projection.batch', each: 'projection.apply' }, handled, attributes, () =>
+      executeBatch(tx, statementsFor(p, handled, relations)),
     );
     const last = checkpointOf(events[events.length - 1]!);
     await tx.query(

@@ -64,7 +64,14 @@ afterAll(() => {
 /** the bundle with the image's environment (and these changes), as nobody when the test runs as root */
 const runBundle = (changes: Record<string, string | undefined>, port: number) => {
   const vars = { ...env, HOST: '127.0.0.1', PORT: String(port), GRPC_PORT: '0', HTTP_WORKERS: '1', ...changes };
-  const command = [process.execPath, '--enable-source-maps', join(bundleDir, 'platform.mjs'), 'start'];
+  const command = [
+    process.execPath,
+    '--enable-source-maps',
+    '--import',
+    join(bundleDir, 'instrument.mjs'),
+    join(bundleDir, 'platform.mjs'),
+    'start',
+  ];
   const child = spawn(
     asRoot ? 'setpriv' : command[0]!,
     asRoot ? [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...command] : command.slice(1),
@@ -90,7 +97,9 @@ describe('the Dockerfile', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     expect(stages.slice(0, -1).some((s) => argsOf(s, 'RUN').some((r) => r.includes('npm run build')))).toBe(true);
     expect(argsOf(final, 'COPY')).toContain('--from=build /app/dist ./dist');
-    expect(argsOf(final, 'ENTRYPOINT')).toEqual(['["node", "--enable-source-maps", "dist/platform.mjs"]']);
+    expect(argsOf(final, 'ENTRYPOINT')).toEqual([
+      '["node", "--enable-source-maps", "--import", "./dist/instrument.mjs", "dist/platform.mjs"]',
+    ]);
     expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.build).toBe('tsx scripts/build.ts');
   });
 

@@ -18,6 +18,7 @@ import { embeddedEnv, freePort, runPlatform, waitFor } from './process';
  * worker answered.
  */
 const ANONYMOUS_LIMIT = 25;
+const METRICS_TOKEN = randomUUID().replaceAll('-', '');
 const password = 'vX9#qL2!mR7p-cluster';
 
 interface Answer {
@@ -35,6 +36,7 @@ export const clusterSuite = (title: string, extraEnv: Record<string, string>): v
     HTTP_WORKERS: '2',
     PLATFORM_ENV: 'test',
     RATE_LIMIT_ANONYMOUS_PER_MIN: String(ANONYMOUS_LIMIT),
+    METRICS_TOKEN,
     ...extraEnv,
   };
   let server: PlatformProcess;
@@ -78,6 +80,45 @@ export const clusterSuite = (title: string, extraEnv: Record<string, string>): v
       req.on('error', reject);
       req.end(payload);
     });
+
+  /** one scrape of GET /metrics on a new connection (either worker takes it): its text and the worker */
+  const scrape = (): Promise<{ status: number; worker: string | undefined; text: string }> =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/metrics',
+          agent: false,
+          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              worker: res.headers['x-platform-worker'] as string | undefined,
+              text,
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  /** the value of the one sample of `name` whose labels include every one given */
+  const sampleOf = (text: string, name: string, labels: Record<string, string>): number | undefined => {
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) &&
+          Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)),
+      );
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
 
   /** the node processes whose parent is pid (the primary's HTTP workers), from /proc */
   const nodeChildrenOf = (pid: number): number[] =>
@@ -152,6 +193,29 @@ export const clusterSuite = (title: string, extraEnv: Record<string, string>): v
       expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
       expect(new Set(answers.map((a) => a.worker))).toEqual(new Set(['0', '1']));
       expect(nodeChildrenOf(server.child.pid!)).toHaveLength(2);
+    });
+
+    it("reports the whole process group in one scrape, whichever worker takes it, the primary's work included", async () => {
+      const me = { method: 'GET', route: '/v1/auth/me', status_class: '2xx' };
+      const count = 'platform_http_request_duration_seconds_count';
+      const before = sampleOf((await scrape()).text, count, me) ?? 0;
+      const answers = await Promise.all(Array.from({ length: 10 }, () => call('GET', '/auth/me', { token: owner })));
+      expect(new Set(answers.map((a) => a.worker))).toEqual(new Set(['0', '1']));
+      // every scrape, taken by either worker, counts the requests both workers answered
+      const scrapes = [];
+      for (let i = 0; i < 8 && new Set(scrapes.map((s) => s.worker)).size < 2; i++) scrapes.push(await scrape());
+      expect(new Set(scrapes.map((s) => s.worker))).toEqual(new Set(['0', '1']));
+      for (const s of scrapes) {
+        expect(s.status).toBe(200);
+        expect(sampleOf(s.text, count, me)).toBe(before + 10);
+        // the relay and the projectors run in the primary: their figures are in the workers' answers
+        expect(sampleOf(s.text, 'platform_relay_published_records_total', { source: 'outbox-relay' })).toBeGreaterThan(
+          0,
+        );
+        expect(s.text).toMatch(/^platform_projection_lag_events\{projection="[^"]+"\} \d+$/m);
+        // three processes' pools: the primary's and each worker's
+        expect(sampleOf(s.text, 'platform_db_pool_max_connections', {}) ?? 0).toBeGreaterThan(0);
+      }
     });
 
     it('admits exactly the anonymous limit of a burst, whatever worker counts it', async () => {

@@ -41,6 +41,8 @@ export interface TestPlatform {
   topology: 'all' | 'split';
   /** the server processes by role: this process all-in-one (`all`), or each role's child process in the split run */
   pids: Record<string, number>;
+  /** where each of those roles listens (`all`: url) */
+  roleUrls: Record<string, string>;
   database: TestDatabase;
   /** fetch relative to the server */
   http(path: string, init?: RequestInit): Promise<Response>;
@@ -101,6 +103,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
       topology: 'split',
       database: split.database,
       pids: Object.fromEntries(Object.entries(split.processes).map(([role, child]) => [role, child.pid!])),
+      roleUrls: split.roleUrls,
       http: (path, init) => fetch(`${split.url}${path}`, init),
       logLines: split.logLines,
       stop: split.stop,
@@ -147,6 +150,7 @@ export const startTestPlatform = async (options: TestPlatformOptions = {}): Prom
     topology: 'all',
     database,
     pids: { all: process.pid },
+    roleUrls: { all: url },
     http: (path, init) => fetch(`${url}${path}`, init),
     logLines: () => capture?.lines ?? [],
     stop: running.stop,

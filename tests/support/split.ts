@@ -55,6 +55,8 @@ export interface SplitPlatform {
   kernel: Kernel;
   database: TestDatabase;
   processes: Record<SplitRole, ChildProcess>;
+  /** where each role listens (its own /live, /ready, /metrics), as it started */
+  roleUrls: Record<SplitRole, string>;
   /** the JSON log lines of every role so far (each carries its role in `name`) */
   logLines: () => LogLine[];
   /** starts one more gateway process in front of the same roles (caches of every gateway process); its URL */
@@ -129,7 +131,7 @@ const startRole = (role: SplitRole, env: Record<string, string>, lines: LogLine[
     {
       // the IPC channel closes when this process dies, however it dies: the role then stops itself
       cwd: ROOT,
-      env: { ...process.env, ...env, PLATFORM_TEST_ROLE: role },
+      env: { ...process.env, OTEL_SERVICE_NAME: `platform-${role}`, ...env, PLATFORM_TEST_ROLE: role },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     },
   );
@@ -331,6 +333,9 @@ export const startSplitPlatform = async (options: SplitOptions): Promise<SplitPl
     kernel,
     database,
     processes,
+    roleUrls: Object.fromEntries(
+      await Promise.all(ROLES.map(async (role) => [role, await started[role]!.url] as const)),
+    ) as Record<SplitRole, string>,
     logLines: () => [...lines],
     addGateway: async () => {
       const port = await freePort();

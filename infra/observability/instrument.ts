@@ -1,0 +1,19 @@
+/**
+ * The first thing a platform process runs, before any of the platform's modules or the libraries
+ * they use are loaded: instrumentations patch a library as it loads, so an SDK started later sees
+ * neither PostgreSQL nor HTTP. `bin/platform.js` imports it before the CLI; the image runs
+ * `node --import ./dist/instrument.mjs dist/platform.mjs`. It starts tracing only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set, and then names the service after the command line's role
+ * (OTEL_SERVICE_NAME wins): platform-all for `start`, platform-<role> for `serve <role>`.
+ */
+import { startTelemetry } from './telemetry';
+
+const serviceOf = (argv: string[]): string => {
+  const command = argv.findIndex((a) => a === 'start' || a === 'serve');
+  if (command < 0) return 'platform';
+  return argv[command] === 'start' ? 'platform-all' : `platform-${argv[command + 1] ?? 'unknown'}`;
+};
+
+const endpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+if (endpoint)
+  await startTelemetry({ serviceName: process.env.OTEL_SERVICE_NAME || serviceOf(process.argv.slice(2)), endpoint });
