@@ -14,6 +14,7 @@ import type { EventsContext, InProcessHandler } from './context';
 import { writeDeadLetter } from './dead-letters';
 import { deliverWebhook } from './webhooks';
 import { prepared } from '../../infra/postgres/pipeline';
+import { continueTrace } from '../../infra/observability/tracing';
 
 /** how a subscription's events reach its handler, resolved once per turn */
 export type Target =
@@ -88,6 +89,8 @@ interface RecordRow {
   ts: Date;
   key: string;
   value: string;
+  /** the span that appended the event: its deliveries continue that trace */
+  span_id: string | null;
 }
 
 /**
@@ -120,7 +123,7 @@ const SAVE_PROCESSED = prepared(
 );
 const READ_RECORDS = prepared(
   'bus_read_records',
-  `SELECT seq, log_offset, event_id, ts, key, value FROM events.records
+  `SELECT seq, log_offset, event_id, ts, key, value, span_id FROM events.records
     WHERE topic = $1 AND tenant_id = $2 AND partition = $3 AND seq >= $4 AND seq <> ALL($5::bigint[]) AND key <> ALL($6::text[])
     ORDER BY seq LIMIT $7`,
 );
@@ -309,10 +312,13 @@ const deliverPartition = async (
         // failed attempts so far: only the event its key is held at has any
         const attempts = hold && hold.seq === seq ? hold.attempts : 0;
         const event = JSON.parse(record.value) as EventView;
-        const outcome =
+        const traced = { traceId: event.traceId, spanId: record.span_id };
+        const attributes = { 'bus.subscription': sub.id, 'bus.delivery': target.kind, 'bus.attempt': attempts + 1 };
+        const outcome = await continueTrace('bus.deliver', traced, attributes, () =>
           sub.dedup && target.kind === 'in-process'
-            ? await exactlyOnce(kernel, sub, target.handler, event, record, attempts + 1)
-            : await attemptDelivery(kernel, ctx, sub, target, event, attempts + 1);
+            ? exactlyOnce(kernel, sub, target.handler, event, record, attempts + 1)
+            : attemptDelivery(kernel, ctx, sub, target, event, attempts + 1),
+        );
         if (outcome.ok) {
           delete holds[key];
           if (sub.dedup && target.kind === 'webhook') processed.push({ eventId: record.event_id, ts: record.ts });

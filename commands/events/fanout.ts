@@ -17,7 +17,7 @@ export const copyRecords = async (db: Db, topic: string, records: LogRecord[]): 
   const partition = records[0]!.partition;
   const events = records.flatMap((r) => {
     const event = eventOfRecord(topic, r);
-    return event ? [{ offset: r.offset, event, key: r.key }] : [];
+    return event ? [{ offset: r.offset, event, key: r.key, spanId: r.headers.spanId ?? null }] : [];
   });
   const last = records[records.length - 1]!.offset;
   const { rows } = await db.query<{ copied: string }>(
@@ -33,18 +33,20 @@ export const copyRecords = async (db: Db, topic: string, records: LogRecord[]): 
       events.map((e) => JSON.stringify(e.event)),
       last,
       RECORDS_CHANNEL,
+      events.map((e) => e.spanId),
     ]),
   );
   return Number(rows[0]?.copied ?? 0);
 };
 
-// $1 topic, $2 partition, $3-$9 per record: offset, tenant, event id, type, key, timestamp, value; $10 the batch's last offset, $11 channel
+// $1 topic, $2 partition, $3-$9 per record: offset, tenant, event id, type, key, timestamp, value; $10 the batch's last offset, $11 channel;
+// $12 per record: the span that appended its event (the record's spanId header), which its deliveries continue
 const COPY = prepared(
   'bus_fanout_copy',
   `
   WITH input AS (
-    SELECT * FROM unnest($3::bigint[], $4::text[], $5::uuid[], $6::text[], $7::text[], $8::timestamptz[], $9::text[])
-      AS r(log_offset, tenant_id, event_id, type, key, ts, value)),
+    SELECT * FROM unnest($3::bigint[], $4::text[], $5::uuid[], $6::text[], $7::text[], $8::timestamptz[], $9::text[], $12::text[])
+      AS r(log_offset, tenant_id, event_id, type, key, ts, value, span_id)),
   fresh AS (
     SELECT * FROM input WHERE log_offset > coalesce((SELECT last_offset FROM events.fanout_progress WHERE topic = $1 AND partition = $2), -1)),
   counts AS (SELECT tenant_id, count(*) AS n FROM fresh GROUP BY tenant_id),
@@ -53,8 +55,8 @@ const COPY = prepared(
     ON CONFLICT (topic, tenant_id, partition) DO UPDATE SET next_seq = h.next_seq + EXCLUDED.next_seq
     RETURNING h.tenant_id, h.next_seq),
   copied AS (
-    INSERT INTO events.records (topic, tenant_id, partition, seq, log_offset, event_id, type, key, ts, value)
-    SELECT $1, f.tenant_id, $2, h.next_seq - c.n + row_number() OVER (PARTITION BY f.tenant_id ORDER BY f.log_offset) - 1, f.log_offset, f.event_id, f.type, f.key, f.ts, f.value
+    INSERT INTO events.records (topic, tenant_id, partition, seq, log_offset, event_id, type, key, ts, value, span_id)
+    SELECT $1, f.tenant_id, $2, h.next_seq - c.n + row_number() OVER (PARTITION BY f.tenant_id ORDER BY f.log_offset) - 1, f.log_offset, f.event_id, f.type, f.key, f.ts, f.value, f.span_id
       FROM fresh f JOIN counts c ON c.tenant_id = f.tenant_id JOIN heads h ON h.tenant_id = f.tenant_id
     RETURNING 1),
   progress AS (

@@ -1,3 +1,4 @@
+import { causingSpanId } from '../../infra/observability/tracing';
 import { domainOfTopic } from '../../domain/modules/manifest';
 import { BULK_IMPORT_SUPPRESSION_MS } from '../../domain/events/lag';
 import { eventErrors } from '../../domain/events/errors';
@@ -91,6 +92,8 @@ export const publishEvents = async (
   const timestamp = now.toISOString();
   const source = sourceOf(publisher);
   const actorId = principal.impersonatorId ? `${principal.userId} (by ${principal.impersonatorId})` : principal.userId;
+  // the request's span, which each delivery of these events continues (commands/events/delivery.ts)
+  const spanId = causingSpanId(traceId);
   const events = inputs.map((input, i) => {
     const eventId = kernel.ids.next();
     const entityId = input.entityId ?? eventId;
@@ -101,6 +104,7 @@ export const publishEvents = async (
       `"traceId":${JSON.stringify(traceId)},"timestamp":${JSON.stringify(timestamp)},"schemaVersion":${JSON.stringify(input.schemaVersion ?? schema.schemaVersion)},` +
       `"payload":${payloads[i]}}`;
     const headers: EventHeaders = { eventId, type: input.type, tenantId: principal.tenantId, source, traceId, actorId };
+    if (spanId) headers.spanId = spanId;
     return { eventId, type: input.type, key: entityId, value, headers: JSON.stringify(headers) };
   });
   const limit = await usageLimits(kernel).limitOf(principal.tenantId, 'events_per_day');

@@ -1,3 +1,4 @@
+import { context, propagation } from '@opentelemetry/api';
 import { createHmac } from 'node:crypto';
 import type { EventView } from '../../domain/events/views';
 import type { AttemptOutcome } from '../../domain/events/delivery';
@@ -28,6 +29,12 @@ export interface Delivery {
 export const signature = (secret: string, timestamp: number, body: string): string =>
   `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 
+const traceHeaders = (): Record<string, string> => {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+};
+
 export const deliverWebhook = async (
   post: HttpPost,
   d: Delivery,
@@ -57,6 +64,8 @@ export const deliverWebhook = async (
         'x-delivery-attempt': String(d.attempt),
         'x-platform-key-id': d.keyId,
         'x-platform-signature': signature(d.secret, Math.floor(nowMs / 1000), body),
+        // W3C context of the delivery's span, when traced: the module's handler continues the trace
+        ...traceHeaders(),
       },
       timeoutMs,
     );

@@ -1,4 +1,5 @@
 import {
+  context,
   isSpanContextValid,
   ROOT_CONTEXT,
   SpanKind,
@@ -17,8 +18,13 @@ import { tracingOn } from './telemetry';
  */
 const tracer = () => trace.getTracer('platform');
 
-export const withSpan = async <T>(name: string, attributes: Attributes, fn: () => Promise<T>): Promise<T> =>
-  tracer().startActiveSpan(name, { attributes }, async (span) => {
+export const withSpan = async <T>(
+  name: string,
+  attributes: Attributes,
+  fn: () => Promise<T>,
+  kind: SpanKind = SpanKind.INTERNAL,
+): Promise<T> =>
+  tracer().startActiveSpan(name, { attributes, kind }, async (span) => {
     try {
       return await fn();
     } catch (error) {
@@ -47,6 +53,30 @@ export interface TracedItem {
   spanId?: string | null;
 }
 
+/** the context of the span that appended an item: its readers' spans are its children */
+const causeOf = (item: { traceId: string; spanId: string }) =>
+  trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: item.traceId,
+    spanId: item.spanId,
+    traceFlags: TraceFlags.SAMPLED,
+    isRemote: true,
+  });
+
+/**
+ * Runs fn for one item read from the log (a delivery of an event) in a span that is a child of the
+ * span that appended it; fn's own calls (an outgoing webhook's traceparent) continue that trace.
+ */
+export const continueTrace = async <T>(
+  name: string,
+  item: TracedItem,
+  attributes: Attributes,
+  fn: () => Promise<T>,
+): Promise<T> => {
+  const { traceId, spanId } = item;
+  if (!tracingOn() || !traceId || !spanId) return fn();
+  return context.with(causeOf({ traceId, spanId }), () => withSpan(name, attributes, fn, SpanKind.CONSUMER));
+};
+
 /**
  * Runs fn over a batch read from the log (a relay's publish, a projection's apply) with one span per
  * traced event, a child of the span that appended it: so a request's trace goes on past the log, in
@@ -65,18 +95,13 @@ export const continueTraces = async <T>(
     const batch = trace.getActiveSpan()?.spanContext();
     const spans: Span[] = [];
     for (const item of items) {
-      if (!item.traceId || !item.spanId) continue;
-      const parent = trace.setSpanContext(ROOT_CONTEXT, {
-        traceId: item.traceId,
-        spanId: item.spanId,
-        traceFlags: TraceFlags.SAMPLED,
-        isRemote: true,
-      });
+      const { traceId, spanId } = item;
+      if (!traceId || !spanId) continue;
       spans.push(
         tracer().startSpan(
           names.each,
           { kind: SpanKind.CONSUMER, attributes, links: batch ? [{ context: batch }] : [] },
-          parent,
+          causeOf({ traceId, spanId }),
         ),
       );
     }

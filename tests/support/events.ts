@@ -104,7 +104,12 @@ export const startReceiver = async (): Promise<Receiver> => {
         res.writeHead(500).end('handler failed on purpose');
         return;
       }
-      receiver.received.push({ ...body, signature: req.headers['x-platform-signature'], at: Date.now() });
+      receiver.received.push({
+        ...body,
+        signature: req.headers['x-platform-signature'],
+        traceparent: req.headers.traceparent,
+        at: Date.now(),
+      });
       if (receiver.delayMs > 0) setTimeout(() => res.writeHead(204).end(), receiver.delayMs);
       else res.writeHead(204).end();
     });

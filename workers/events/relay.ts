@@ -39,6 +39,7 @@ export const busRelay = (kernel: Kernel, options = { batchSize: 2000, idleMs: 20
         record: { key: r.key, value: r.value, headers: r.headers, timestamp: r.ts.getTime() },
       }),
       topicSpec: (topic) => topicSpecOf(kernel, topic),
+      traceOf: (r) => r.headers,
       async done(rows) {
         await kernel.db.query(DELETE_PUBLISHED([rows.map((r) => r.position)]));
       },

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testToken } from '../../support/auth';
+import { apiClient, EVENTS_TEST_ENV, eventually, startReceiver, subscribedModule } from '../../support/events';
 import { pollUntil } from '../../support/poll';
 import { callerContext, orphansOf, startOtlpSink, type OtlpSink } from '../../support/otlp-sink';
 import { startSplitPlatform, type SplitPlatform } from '../../support/split';
@@ -22,9 +23,9 @@ const headers = {
 beforeAll(async () => {
   sink = await startOtlpSink();
   platform = await startSplitPlatform({
-    services: ['tally'],
+    services: ['tally', 'events'],
     auth: 'token',
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    env: { ...EVENTS_TEST_ENV, OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
   });
 });
 afterAll(async () => {
@@ -73,6 +74,51 @@ describe('a request through the split roles', () => {
     expect(orphansOf(spans, caller.spanId)).toEqual([]);
     const root = spans.filter((s) => s.parentSpanId === caller.spanId);
     expect(root.map((s) => `${s.service} ${s.kind}`)).toEqual(['platform-gateway Server']);
+  });
+
+  it('goes on into the webhook delivery of an event it published, and to the module’s handler', async () => {
+    // given a module subscribed to its own topic with a webhook, and a caller with a trace of its own
+    const receiver = await startReceiver();
+    try {
+      const { module, topic, type } = await subscribedModule(platform, {
+        prefix: 'trc',
+        event: 'thing.done',
+        handler: 'traced',
+        receiver,
+        tenantId: 'tenant-a',
+      });
+      const caller = callerContext();
+      const publisher = apiClient(platform.url, module.key, {
+        'x-module-tenant': 'tenant-a',
+        traceparent: caller.traceparent,
+      });
+
+      // when the module publishes an event under that trace
+      expect((await publisher.call('POST', '/events/publish', { topic, type, payload: { n: 1 } })).status).toBe(202);
+
+      // then the bus relay's publish and the delivery are spans of the trace, and the webhook carries its context
+      const delivered = await eventually(async () => receiver.received.find((b) => b.event?.type === type));
+      let spans = await pollUntil(
+        async () => sink.spansOf(caller.traceId),
+        (found) => ['relay.publish', 'bus.deliver'].every((name) => found.some((s) => s.name === name)),
+        { timeoutMs: 30_000, what: 'the relay’s and the delivery’s spans' },
+      );
+      const deliver = spans.find((s) => s.name === 'bus.deliver')!;
+      expect(deliver.service).toBe('platform-workers');
+      // the webhook's parent: the POST's own client span (the HTTP instrumentation's), a child of the delivery
+      const [, traceId, parentId] = (delivered.traceparent as string).split('-');
+      expect(traceId).toBe(caller.traceId);
+      const post = await pollUntil(
+        async () => sink.spansOf(caller.traceId).find((s) => s.spanId === parentId),
+        (found) => found !== undefined,
+        { timeoutMs: 15_000, what: 'the webhook POST’s span' },
+      );
+      expect(post).toMatchObject({ kind: 'Client', parentSpanId: deliver.spanId });
+      spans = sink.spansOf(caller.traceId);
+      expect(orphansOf(spans, caller.spanId)).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('names the exported trace in the problem it answers', async () => {
