@@ -70,7 +70,7 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
 
   it('runs commands the platform CLI knows, through the image entrypoint', () => {
     expect(readFileSync(file('Dockerfile'), 'utf8')).toMatch(
-      /^ENTRYPOINT \["node", "--enable-source-maps", "dist\/platform.mjs"\]$/m,
+      /^ENTRYPOINT \["node", "--enable-source-maps", "--import", ".\/dist\/instrument.mjs", "dist\/platform.mjs"\]$/m,
     );
     expect(roles.map((r) => r.name)).toEqual(
       expect.arrayContaining(['migrate', 'gateway', 'write-api', 'read-api', 'workers']),
