@@ -15,3 +15,13 @@ export const requireEnv = (name: string): string => {
   if (!value) throw new Error(`${name} is not set: run scripts/test-infra.sh (npm test does) first`);
   return value;
 };
+
+/**
+ * A program scripts/test-infra.sh provides for the tests (tools/go/*, helm) in TEST_TOOLS_BIN:
+ * its path, or an error saying how to get it — a missing program fails a suite, never skips it.
+ */
+export const testTool = (name: string): string => {
+  const bin = `${requireEnv('TEST_TOOLS_BIN')}/${name}/${name}`;
+  if (!existsSync(bin)) throw new Error(`${bin} is missing: scripts/test-infra.sh puts ${name} there; run it`);
+  return bin;
+};

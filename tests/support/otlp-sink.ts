@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { testTool } from './env';
 
 /**
  * A real OTLP/HTTP trace receiver for the tests: tools/go/otlp-sink, on the OpenTelemetry
@@ -29,11 +30,7 @@ export interface OtlpSink {
 }
 
 export const startOtlpSink = async (): Promise<OtlpSink> => {
-  const binary = join(process.env.TEST_TOOLS_BIN ?? '', 'otlp-sink', 'otlp-sink');
-  if (!existsSync(binary))
-    throw new Error(
-      `${binary} is missing: run scripts/test-infra.sh (it builds tools/go/*) and source .test-infra/env`,
-    );
+  const binary = testTool('otlp-sink');
   const folder = mkdtempSync(join(tmpdir(), 'otlp-sink-'));
   const file = join(folder, 'spans.jsonl');
   const child: ChildProcess = spawn(binary, ['-listen', '127.0.0.1:0', '-out', file], {

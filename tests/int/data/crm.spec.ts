@@ -29,7 +29,7 @@ describe('the sample module crm: registry, generated CRUD, introspection, tenant
     owner = apiClient(p.url, testToken(PLATFORM_TENANT_ID, 'platform-owner', ['platform.*']));
     a = apiClient(p.url, testToken(TENANT_A, 'user-a', CRM));
     b = apiClient(p.url, testToken(TENANT_B, 'user-b', CRM));
-  }, 60_000);
+  });
   afterAll(async () => p?.close());
 
   it('given the registered module, when a tenant has not installed it, then its data paths answer 404 module-not-found', async () => {

@@ -49,7 +49,7 @@ describe('expand on a list of generated records', () => {
       expect((await owner.call('POST', '/modules/shop/installations', { tenantId })).status).toBe(201);
     a = apiClient(p.url, testToken(TENANT_A, 'user-a', SHOP));
     b = apiClient(p.url, testToken(TENANT_B, 'user-b', SHOP));
-  }, 60_000);
+  });
   afterAll(async () => p?.close());
 
   it('gives each row its referenced row by the referenced column, two levels deep, null where there is none', async () => {

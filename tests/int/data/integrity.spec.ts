@@ -77,7 +77,7 @@ describe('generated writes of a module with relations, unique columns and checks
         const installed = await owner.call('POST', `/modules/${slug}/installations`, { tenantId });
         expect(installed.status, JSON.stringify(installed.body)).toBe(201);
       }
-  }, 120_000);
+  });
   afterAll(async () => p?.close());
 
   describe('a note naming a contact', () => {

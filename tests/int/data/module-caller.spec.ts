@@ -67,7 +67,7 @@ describe('a module key as a caller of the data layer and notify', () => {
     await install('crm', TENANT_A);
     await install('crm', TENANT_R);
     for (const tenant of [TENANT_A, TENANT_B, TENANT_R]) await install('tasks', tenant);
-  }, 120_000);
+  });
   afterAll(async () => p?.close());
 
   it('refuses a manifest whose key permissions reach beyond its own models and notifications', async () => {

@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testToken } from '../../support/auth';
-import { requireEnv } from '../../support/env';
+import { testTool } from '../../support/env';
 import type { TestPlatform } from '../../support/platform';
 import { startTestPlatform } from '../../support/platform';
 import { pollUntil } from '../../support/poll';
@@ -37,7 +36,7 @@ const run = promisify(execFile);
 
 /** one scrape by promscrape, with the token or without */
 const scrape = async (url: string, token: string | null = TOKEN): Promise<Scrape> => {
-  const bin = join(requireEnv('TEST_TOOLS_BIN'), 'promscrape', 'promscrape');
+  const bin = testTool('promscrape');
   const args = token === null ? [`${url}/metrics`] : ['-token-env', 'SCRAPE_TOKEN', `${url}/metrics`];
   const { stdout } = await run(bin, args, { env: { ...process.env, SCRAPE_TOKEN: token ?? '' } });
   return JSON.parse(stdout) as Scrape;

@@ -11,7 +11,7 @@ import { roleConfigProblems } from '../../../app/role-config';
 import { loadServices } from '../../../app/services';
 import { ConfigSchema, loadConfig } from '../../../infra/config';
 import type { RegisteredProjection } from '../../../infra/projections/projection';
-import { requireEnv } from '../../support/env';
+import { requireEnv, testTool } from '../../support/env';
 
 /**
  * deploy/helm/platform, rendered by the real `helm template` and validated by kubeconform against
@@ -24,14 +24,6 @@ import { requireEnv } from '../../support/env';
 const file = (name: string) => fileURLToPath(new URL(`../../../${name}`, import.meta.url));
 const CHART = file('deploy/helm/platform');
 const PRODUCTION = file('deploy/helm/values-production.example.yaml');
-
-/** a program tools/go builds (scripts/test-infra.sh); its absence fails the suite, never skips it */
-const goTool = (name: string): string => {
-  const bin = join(requireEnv('TEST_TOOLS_BIN'), name, name);
-  if (!existsSync(bin))
-    throw new Error(`${bin} is missing: scripts/test-infra.sh puts ${name} into TEST_TOOLS_BIN; run it`);
-  return bin;
-};
 
 interface Meta {
   name: string;
@@ -179,8 +171,8 @@ const processEnv = (w: Workload, secret: Record<string, string>): Record<string,
   );
 
 beforeAll(async () => {
-  helm = goTool('helm');
-  kubeconform = goTool('kubeconform');
+  helm = testTool('helm');
+  kubeconform = testTool('kubeconform');
   const schemas = requireEnv('TEST_K8S_SCHEMAS');
   if (!existsSync(join(schemas, 'deployment-apps-v1.json')))
     throw new Error(`${schemas} holds no Kubernetes schemas: scripts/test-infra.sh makes them; run it`);
