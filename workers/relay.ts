@@ -8,6 +8,9 @@ import { relayBatchDuration, relayFailures, relayPublished } from '../infra/obse
 import type { Loop } from './loop';
 import { startLoop } from './loop';
 
+/** a source whose items name no trace (the audit outbox) */
+const untraced = (): TracedItem => ({});
+
 /**
  * What a relay publishes: a table of records committed with the operations that wrote them (the
  * event store's es.events, the bus's events.outbox, audit.outbox). The source decides the order —
@@ -116,9 +119,9 @@ export class Relay<Item> {
   }
 
   private async publishAndFinish(items: Item[]): Promise<void> {
-    const traced = this.source.traceOf ? items.map(this.source.traceOf) : [];
     const attributes = { 'relay.events': items.length, 'relay.source': this.source.name };
-    await continueTraces({ batch: 'relay.batch', each: 'relay.publish' }, traced, attributes, async () => {
+    const names = { batch: 'relay.batch', each: 'relay.publish' };
+    await continueTraces(names, items, this.source.traceOf ?? untraced, attributes, async () => {
       const byTopic = new Map<string, OutgoingRecord[]>();
       for (const item of items) {
         const { topic, record } = this.source.recordOf(item);

@@ -250,6 +250,7 @@ export class EventStore {
       const known = streams.get(request.streamId);
       if (known && known.version !== expected)
         throw new Error(`appends to ${request.streamId} do not follow each other`);
+      const spanId = spanOf(meta);
       streams.set(request.streamId, {
         tenantId: meta.tenantId,
         expected: known?.expected ?? expected,
@@ -265,7 +266,7 @@ export class EventStore {
           tenantId: meta.tenantId,
           actorId: meta.actorId,
           traceId: meta.traceId,
-          spanId: spanOf(meta),
+          spanId,
           causationId: meta.causationId,
           correlationId: meta.correlationId,
           occurredAt: occurredAt.toISOString(),

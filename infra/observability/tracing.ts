@@ -84,9 +84,10 @@ export const continueTrace = async <T>(
  * events are handled together) and is linked to the batch's own span. Untraced events, and every
  * event while tracing is off, cost nothing.
  */
-export const continueTraces = async <T>(
+export const continueTraces = async <T, I>(
   names: { batch: string; each: string },
-  items: readonly TracedItem[],
+  items: readonly I[],
+  traceOf: (item: I) => TracedItem,
   attributes: Attributes,
   fn: () => Promise<T>,
 ): Promise<T> => {
@@ -95,7 +96,7 @@ export const continueTraces = async <T>(
     const batch = trace.getActiveSpan()?.spanContext();
     const spans: Span[] = [];
     for (const item of items) {
-      const { traceId, spanId } = item;
+      const { traceId, spanId } = traceOf(item);
       if (!traceId || !spanId) continue;
       spans.push(
         tracer().startSpan(

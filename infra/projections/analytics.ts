@@ -152,10 +152,16 @@ export class AnalyticsProjector {
     const { rows, state } = p.rows(handled, before);
     const ch = await this.analytics();
     const attributes = { projection: p.name, generation, events: events.length };
-    await continueTraces({ batch: 'projection.batch', each: 'projection.apply' }, handled, attributes, async () => {
-      for (const [table, list] of Object.entries(rows) as [string, object[]][])
-        await ch.insert(generationTable(ch, table, generation), list);
-    });
+    await continueTraces(
+      { batch: 'projection.batch', each: 'projection.apply' },
+      handled,
+      (e) => e,
+      attributes,
+      async () => {
+        for (const [table, list] of Object.entries(rows) as [string, object[]][])
+          await ch.insert(generationTable(ch, table, generation), list);
+      },
+    );
     const last = checkpointOf(events[events.length - 1]!);
     await inTransaction(this.db, async (tx) => {
       await tx.query(

@@ -296,8 +296,12 @@ export class ProjectionEngine {
     const relations = relationsFor(p, generation);
     const handled = events.filter((e) => handlesType(p, e.type));
     const attributes = { projection: p.name, generation, events: events.length };
-    await continueTraces({ batch: 'projection.batch', each: 'projection.apply' }, handled, attributes, () =>
-      executeBatch(tx, statementsFor(p, handled, relations)),
+    await continueTraces(
+      { batch: 'projection.batch', each: 'projection.apply' },
+      handled,
+      (e) => e,
+      attributes,
+      () => executeBatch(tx, statementsFor(p, handled, relations)),
     );
     const last = checkpointOf(events[events.length - 1]!);
     await tx.query(

@@ -42,19 +42,22 @@ export const clusterSuite = (title: string, extraEnv: Record<string, string>): v
   let server: PlatformProcess;
   let port: number;
 
-  /** one request on a new connection (so the primary picks the worker), from localAddress when given */
-  const call = (
+  /**
+   * one request on a new connection (so the primary picks the worker), from localAddress when given:
+   * its status, the worker that answered and the body's text
+   */
+  const send = (
     method: string,
     path: string,
     init: { token?: string; body?: unknown; headers?: Record<string, string>; localAddress?: string } = {},
-  ): Promise<Answer> =>
+  ): Promise<{ status: number; worker: string | undefined; text: string }> =>
     new Promise((resolve, reject) => {
       const payload = init.body === undefined ? undefined : JSON.stringify(init.body);
       const req = httpRequest(
         {
           host: '127.0.0.1',
           port,
-          path: `/v1${path}`,
+          path,
           method,
           agent: false,
           localAddress: init.localAddress,
@@ -72,7 +75,7 @@ export const clusterSuite = (title: string, extraEnv: Record<string, string>): v
             resolve({
               status: res.statusCode ?? 0,
               worker: res.headers['x-platform-worker'] as string | undefined,
-              body: text ? (JSON.parse(text) as unknown) : null,
+              text,
             }),
           );
         },
@@ -81,33 +84,14 @@ export const clusterSuite = (title: string, extraEnv: Record<string, string>): v
       req.end(payload);
     });
 
-  /** one scrape of GET /metrics on a new connection (either worker takes it): its text and the worker */
-  const scrape = (): Promise<{ status: number; worker: string | undefined; text: string }> =>
-    new Promise((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port,
-          path: '/metrics',
-          agent: false,
-          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              worker: res.headers['x-platform-worker'] as string | undefined,
-              text,
-            }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
+  /** a call of the API (under /v1), its JSON body parsed */
+  const call = async (method: string, path: string, init: Parameters<typeof send>[2] = {}): Promise<Answer> => {
+    const { status, worker, text } = await send(method, `/v1${path}`, init);
+    return { status, worker, body: text ? (JSON.parse(text) as unknown) : null };
+  };
+
+  /** one scrape of GET /metrics (either worker takes it): its text and the worker */
+  const scrape = () => send('GET', '/metrics', { token: METRICS_TOKEN });
   /** the value of the one sample of `name` whose labels include every one given */
   const sampleOf = (text: string, name: string, labels: Record<string, string>): number | undefined => {
     const line = text

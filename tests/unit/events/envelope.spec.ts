@@ -73,18 +73,21 @@ describe('the Event on the log', () => {
     expect(record.headers).toMatchObject({ actorId: 'u-1', streamId: credited.streamId, streamVersion: '2' });
   });
 
+  /** an outgoing record as a consumer reads it back from platform.money.events */
+  const onTheLog = (record: ReturnType<typeof toLogRecord>) => ({
+    ...record,
+    topic: 'platform.money.events',
+    partition: 0,
+    offset: 3,
+    headers: record.headers ?? {},
+    timestamp: 0,
+  });
+
   it('carries the span that appended a traced event, so its consumers continue that trace', () => {
     const traced = { ...credited, traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) };
     const record = toLogRecord(traced);
     expect(record.headers).toMatchObject({ traceId: traced.traceId, spanId: traced.spanId });
-    const back = storedEventOf({
-      ...record,
-      topic: 'platform.money.events',
-      partition: 0,
-      offset: 3,
-      headers: record.headers ?? {},
-      timestamp: 0,
-    });
+    const back = storedEventOf(onTheLog(record));
     expect(back).toMatchObject({ traceId: traced.traceId, spanId: traced.spanId });
     // an untraced event names no span
     expect(toLogRecord(credited).headers).not.toHaveProperty('spanId');
@@ -92,14 +95,7 @@ describe('the Event on the log', () => {
 
   it('reads back into the stored event the projections take (a replay from the log), exactly', () => {
     const record = toLogRecord(credited);
-    const logRecord = {
-      ...record,
-      topic: 'platform.money.events',
-      partition: 0,
-      offset: 3,
-      headers: record.headers ?? {},
-      timestamp: 0,
-    };
+    const logRecord = onTheLog(record);
     const back = storedEventOf(logRecord, storedPayloadOf)!;
     expect(back).toMatchObject({ streamId: credited.streamId, streamVersion: 2, actorId: 'u-1', schemaVersion: 1 });
     const parsed = WalletEvent.parse({ type: back.type, data: back.data });
