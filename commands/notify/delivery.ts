@@ -6,6 +6,7 @@ import type { Tx } from '../../infra/postgres/db';
 import { admitInWindows, leaseLapsed, pickSql, windowFull, withinDeadline } from '../../infra/queue';
 import type { ChannelAdapter, DeliveryJob, DeliveryMessage, DeliveryOutcome } from './channels/adapter';
 import { failure } from './channels/adapter';
+import { continueTrace, continueTraces, type TracedItem } from '../../infra/observability/tracing';
 import { channelConfig } from './channel-config';
 import type { NotifyContext } from './context';
 import type { HeadColumns } from './event-batch';
@@ -14,6 +15,8 @@ import { HEAD_JOIN, NotificationBatch } from './event-batch';
 /** the queue's table; a pick joins each row (`d`) with its notification's head */
 const DELIVERIES = { table: 'notify.deliveries', key: ['id'] } as const;
 const FROM = `notify.deliveries d ${HEAD_JOIN}`;
+/** a claim also reads the notification's first event (e): its attempts continue the trace of the send that queued it */
+const CLAIM_FROM = `${FROM} LEFT JOIN es.events e ON e.stream_id = s.stream_id AND e.stream_version = 1`;
 const RATE_WINDOWS = 'notify.rate_windows';
 
 interface QueueRow extends HeadColumns {
@@ -27,6 +30,8 @@ interface QueueRow extends HeadColumns {
   possible_duplicate: boolean;
   message: DeliveryMessage;
   created_at: Date;
+  trace_id: string | null;
+  span_id: string | null;
 }
 
 /** a claimed notification: what the worker sends, and its head for recording the outcome */
@@ -62,8 +67,8 @@ export const claim = async (kernel: Kernel, ctx: NotifyContext, workerKey: bigin
     const [, found] = (await tx.query(`BEGIN;
     ${pickSql(DELIVERIES, {
       columns: `d.id, d.seq, d.tenant_id, d.module, d.rate_limited, d.channel_type, d.channel_id, d.priority, d.attempt, d.possible_duplicate, d.message, d.created_at,
-           s.version, s.state, s.state_schema`,
-      from: FROM,
+           s.version, s.state, s.state_schema, e.trace_id, e.span_id`,
+      from: CLAIM_FROM,
       due: `d.state = 'queued' AND d.due_at <= ${literal(now)}
        AND NOT (d.rate_limited AND ${windowFull(RATE_WINDOWS, `'t:' || d.tenant_id`, settings.ratePerTenant, now)})
        AND NOT (d.rate_limited AND d.module IS NOT NULL AND ${windowFull(RATE_WINDOWS, `'m:' || d.tenant_id || ':' || d.module`, settings.ratePerModule, now)})`,
@@ -138,6 +143,10 @@ const attempt = async (ctx: NotifyContext, claimed: Claimed): Promise<DeliveryOu
   );
 };
 
+/** the send that queued a notification: its attempts' spans are children of that request's */
+const traceOf = (c: Claimed): TracedItem => ({ traceId: c.row.trace_id, spanId: c.row.span_id });
+const attributesOf = (channel: string) => ({ 'notify.channel': channel });
+
 /**
  * The attempts of a claimed batch, at once: the share of an adapter that sends many at once (the
  * websocket channel: one buffer insert and one publish) is one call under one deadline; every
@@ -156,16 +165,30 @@ export const attemptAll = async (
     else together.set(adapter, [c]);
   }
   const outcomes = await Promise.all([
-    ...alone.map(async (c) => [{ claimed: c, outcome: await attempt(ctx, c) }]),
+    ...alone.map(async (c) => [
+      {
+        claimed: c,
+        outcome: await continueTrace('notify.deliver', traceOf(c), attributesOf(c.job.channel.type), () =>
+          attempt(ctx, c),
+        ),
+      },
+    ]),
     ...[...together].map(async ([adapter, group]) => {
-      const results = await attemptDeadline(
-        ctx,
-        (signal) =>
-          adapter.sendMany!(
-            group.map((c) => c.job),
-            signal,
-          ).catch((error: unknown) => group.map(() => failure(error, false))),
-        (outcome) => group.map(() => outcome),
+      const results = await continueTraces(
+        { batch: 'notify.deliver.batch', each: 'notify.deliver' },
+        group,
+        traceOf,
+        attributesOf(group[0]!.job.channel.type),
+        () =>
+          attemptDeadline(
+            ctx,
+            (signal) =>
+              adapter.sendMany!(
+                group.map((c) => c.job),
+                signal,
+              ).catch((error: unknown) => group.map(() => failure(error, false))),
+            (outcome) => group.map(() => outcome),
+          ),
       );
       return group.map((c, i) => ({
         claimed: c,

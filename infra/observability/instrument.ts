@@ -14,6 +14,26 @@ const serviceOf = (argv: string[]): string => {
   return argv[command] === 'start' ? 'platform-all' : `platform-${argv[command + 1] ?? 'unknown'}`;
 };
 
+/**
+ * The platform is ESM, and an `import` of a package never passes through `require`, where the
+ * instrumentations hook: without import-in-the-middle's loader, gRPC, Redis and Kafka stayed
+ * unpatched (PostgreSQL was patched only because pg requires its own files). The loader runs on
+ * Node's hooks thread and intercepts only the modules the instrumentations name; it must be
+ * registered before they are made, and they must be acknowledged before the platform is imported.
+ */
+const interceptPackageImports = async (): Promise<() => Promise<void>> => {
+  const [{ register }, { createAddHookMessageChannel }] = await Promise.all([
+    import('node:module'),
+    import('import-in-the-middle'),
+  ]);
+  const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
+  register('import-in-the-middle/hook.mjs', import.meta.url, registerOptions);
+  return waitForAllMessagesAcknowledged;
+};
+
 const endpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
-if (endpoint)
+if (endpoint) {
+  const acknowledged = await interceptPackageImports();
   await startTelemetry({ serviceName: process.env.OTEL_SERVICE_NAME || serviceOf(process.argv.slice(2)), endpoint });
+  await acknowledged();
+}

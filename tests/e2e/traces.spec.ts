@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callerContext, orphansOf, startOtlpSink, type OtlpSink } from '../support/otlp-sink';
-import { pollUntil } from '../support/poll';
+import { callerContext, named, startOtlpSink, wholeTrace, type OtlpSink } from '../support/otlp-sink';
 import { embeddedEnv, freePort, runCli, runPlatform, waitFor, type PlatformProcess } from '../support/process';
 
 /**
@@ -56,14 +55,14 @@ describe('`platform start` with an OTLP endpoint', () => {
 
     // then the one process exports the request, the relay's publish and a projection's apply of
     // the events it appended, as one tree under the caller's span
-    const spans = await pollUntil(
-      async () => sink.spansOf(caller.traceId),
-      (found) => ['relay.publish', 'projection.apply'].every((name) => found.some((s) => s.name === name)),
-      { timeoutMs: 30_000, what: 'the relay and projection spans of the login’s trace' },
+    const spans = await wholeTrace(
+      sink,
+      caller,
+      named('relay.publish', 'projection.apply'),
+      'the relay and projection spans of the login’s trace',
     );
     expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['platform-all']));
     expect(spans.filter((s) => s.kind === 'Server').map((s) => s.name)).toEqual(['POST /v1/auth/login']);
-    expect(orphansOf(spans, caller.spanId)).toEqual([]);
     // and the lines it logged for the request name that trace
     expect(platform.output()).toMatch(new RegExp(`"traceId":"${caller.traceId}".*"msg":"request"`));
   }, 120_000);

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testTool } from './env';
+import { pollUntil } from './poll';
 
 /**
  * A real OTLP/HTTP trace receiver for the tests: tools/go/otlp-sink, on the OpenTelemetry
@@ -75,3 +76,26 @@ export const orphansOf = (spans: ExportedSpan[], callerSpanId: string): string[]
     .filter((s) => s.parentSpanId !== callerSpanId && !ids.has(s.parentSpanId))
     .map((s) => `${s.service} ${s.name}`);
 };
+
+/**
+ * The caller's trace once it holds the spans `complete` looks for and every span's parent has
+ * arrived too: processes export on their own schedules, so a child may come before its parent. A
+ * parent that is made up never arrives; the poll then fails showing the spans it had.
+ */
+export const wholeTrace = (
+  sink: OtlpSink,
+  caller: { traceId: string; spanId: string },
+  complete: (spans: ExportedSpan[]) => boolean,
+  what: string,
+): Promise<ExportedSpan[]> =>
+  pollUntil(
+    async () => sink.spansOf(caller.traceId),
+    (found) => complete(found) && orphansOf(found, caller.spanId).length === 0,
+    { timeoutMs: 30_000, what: `${what}, in a trace whose every span's parent has arrived` },
+  );
+
+/** whether spans of each name are among the spans */
+export const named =
+  (...names: string[]) =>
+  (spans: ExportedSpan[]): boolean =>
+    names.every((name) => spans.some((s) => s.name === name));

@@ -103,6 +103,19 @@ describe('docker-compose.yml with the .env that .env.example describes', () => {
     expect(new Set(serving().map((r) => configOf(r).ROOT_URL))).toEqual(new Set([example.ROOT_URL]));
   });
 
+  it('gives every serving role the METRICS_TOKEN of .env, and none while .env leaves it empty', () => {
+    expect(example.METRICS_TOKEN ?? '').toBe('');
+    expect(serving().map((r) => configOf(r).METRICS_TOKEN)).toEqual(serving().map(() => undefined));
+
+    const token = randomBytes(24).toString('hex');
+    const withToken = loadCompose(file('docker-compose.yml'), { ...dotEnv, METRICS_TOKEN: token });
+    const tokens = platformServices(withToken)
+      .filter(([, s]) => parseCommandLine(commandOf(s)).command === 'serve')
+      .map(([, s]) => loadConfig(serviceEnvironment(withToken, s, dotEnv)).METRICS_TOKEN);
+    expect(tokens.length).toBeGreaterThan(0);
+    expect(new Set(tokens)).toEqual(new Set([token]));
+  });
+
   it('points the gateway at the write-api and read-api services, on the ports they listen on', () => {
     const gateway = configOf(
       serving().find((r) => r.invocation.command === 'serve' && r.invocation.role === 'gateway')!,
