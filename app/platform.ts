@@ -38,7 +38,7 @@ import { startBackgroundMetrics } from '../workers/metrics';
 import { migrate } from '../infra/postgres/migrate';
 import type { Clock, IdGenerator } from '../infra/runtime/clock';
 import type { Resolver } from '../infra/security/outbound';
-import { checkRoleConfig } from './role-config';
+import { asyncProjectionsOfWorkers, checkRoleConfig } from './role-config';
 
 /** What a process runs. `all` is `platform start`: every role in one process. */
 export type Role = 'all' | 'gateway' | 'write-api' | 'read-api' | 'workers' | 'projector';
@@ -208,7 +208,7 @@ export const startPlatform = async (options: PlatformOptions): Promise<RunningPl
     const names =
       role === 'projector'
         ? [options.projection ?? '']
-        : kernel.projections.projections.filter((p) => p.mode === 'async').map((p) => p.name);
+        : asyncProjectionsOfWorkers(kernel.projections.projections, config.DEDICATED_PROJECTIONS ?? []);
     for (const name of names) workers.push(new ProjectorWorker(kernel, kernel.projections.get(name).name).start());
   }
   // the figures of the work this process runs, computed at scrape time (relay backlog, projection lag, queues, the bus)

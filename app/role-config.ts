@@ -19,7 +19,7 @@ export interface RoleCheck {
 
 export const roleConfigProblems = ({ role, config, projection, projections }: RoleCheck): string[] => {
   // `platform start` runs on embedded defaults: nothing is required
-  if (role === 'all') return [];
+  if (role === 'all') return dedicatedProblems(config.DEDICATED_PROJECTIONS ?? [], projections);
   const serve = `\`platform serve ${role}\``;
   const problems: string[] = [];
   if (!config.DATABASE_URL) {
@@ -40,6 +40,7 @@ export const roleConfigProblems = ({ role, config, projection, projections }: Ro
     );
   }
   if (role === 'projector') problems.push(...projectorProblems(projection, projections));
+  problems.push(...dedicatedProblems(config.DEDICATED_PROJECTIONS ?? [], projections));
   if (role === 'gateway') problems.push(...billingTargetProblems(config));
   if (needsAuditStore(projections) && !config.CLICKHOUSE_URL) {
     problems.push(
@@ -72,6 +73,23 @@ const projectorProblems = (name: string | undefined, projections: RoleCheck['pro
       `projection ${JSON.stringify(name)}: inline (kept in each command's transaction), not run by a projector; ${choice}`,
     ];
   return [];
+};
+
+/** the async projections the workers role (and `platform start`) runs: all but those left to their projectors */
+export const asyncProjectionsOfWorkers = (
+  projections: readonly Pick<RegisteredProjection, 'name' | 'mode'>[],
+  dedicated: readonly string[],
+): string[] => projections.filter((p) => p.mode === 'async' && !dedicated.includes(p.name)).map((p) => p.name);
+
+/** a dedicated projection must be one a projector can run, or it would silently run nowhere */
+const dedicatedProblems = (names: readonly string[], projections: RoleCheck['projections']): string[] => {
+  const runnable = projections.filter((p) => p.mode === 'async').map((p) => p.name);
+  const unknown = names.filter((n) => !runnable.includes(n));
+  return unknown.length
+    ? [
+        `DEDICATED_PROJECTIONS: ${unknown.map((n) => JSON.stringify(n)).join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not an async projection of this platform; name some of: ${runnable.join(', ') || '(none)'}`,
+      ]
+    : [];
 };
 
 /**

@@ -151,6 +151,15 @@ export const ConfigSchema = z
      * infra/cluster/primary.ts): one per core by default; 1 serves from the one process, as before
      */
     HTTP_WORKERS: int(availableParallelism(), 1),
+    /**
+     * async projections only `platform serve projector <name>` runs (comma-separated): the workers
+     * role and `platform start` leave them to their projectors, so each scales and fails on its own
+     */
+    DEDICATED_PROJECTIONS: z
+      .string()
+      .regex(/^[a-z0-9._-]+(,[a-z0-9._-]+)*$/, 'a comma-separated list of projection names, such as audit.domain')
+      .transform((v) => v.split(','))
+      .optional(),
     CORS_ALLOWED_ORIGINS: z
       .string()
       .refine(

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseCommandLine } from '../../../app/cli/commands';
-import { roleConfigProblems } from '../../../app/role-config';
+import { asyncProjectionsOfWorkers, roleConfigProblems } from '../../../app/role-config';
 import { loadServices } from '../../../app/services';
 import { ConfigSchema, loadConfig } from '../../../infra/config';
 import type { RegisteredProjection } from '../../../infra/projections/projection';
@@ -328,6 +328,11 @@ describe('the chart with the production-like values', () => {
       projection: 'audit.domain',
     });
     expect(projections.find((p) => p.name === 'audit.domain')?.mode).toBe('async');
+    // which the workers leave to it, so it scales and falls behind on its own
+    const value = envOf(named(deployments(r()), 'platform-workers')).find((e) => e.name === 'DEDICATED_PROJECTIONS');
+    const { DEDICATED_PROJECTIONS: dedicated = [] } = loadConfig({ DEDICATED_PROJECTIONS: value?.value ?? '' });
+    expect(dedicated).toEqual(['audit.domain']);
+    expect(asyncProjectionsOfWorkers(projections, dedicated)).not.toContain('audit.domain');
   });
 
   it("points the gateway at write-api's and read-api's Services, and billing's gRPC at write-api's port", () => {

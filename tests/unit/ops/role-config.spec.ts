@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../infra/config';
 import type { Role } from '../../../app/platform';
-import { roleConfigProblems } from '../../../app/role-config';
+import { asyncProjectionsOfWorkers, roleConfigProblems } from '../../../app/role-config';
 
 const projections = [
   { name: 'tally.counters', mode: 'inline' as const },
@@ -61,6 +61,31 @@ describe('the configuration a role needs', () => {
     expect(
       roleConfigProblems({ role: 'projector', projection: 'audit', projections: [], config: loadConfig(complete) })[0],
     ).toMatch(/^projection "audit": no such projection; this platform has no async projection/);
+  });
+});
+
+describe('projections left to their projectors (DEDICATED_PROJECTIONS)', () => {
+  const more = [...projections, { name: 'tally.audit', mode: 'async' as const }];
+
+  it('are left out of what the workers role and `platform start` run, and only those', () => {
+    expect(asyncProjectionsOfWorkers(more, [])).toEqual(['tally.totals', 'tally.audit']);
+    expect(asyncProjectionsOfWorkers(more, ['tally.totals'])).toEqual(['tally.audit']);
+    expect(asyncProjectionsOfWorkers(more, ['tally.totals', 'tally.audit'])).toEqual([]);
+  });
+
+  it('must each name an async projection, in every role, or it would run nowhere', () => {
+    for (const role of ['all', 'workers', 'projector'] as const) {
+      const config = loadConfig({ ...complete, DEDICATED_PROJECTIONS: 'tally.totals,tally.counters,nope' });
+      expect(roleConfigProblems({ role, projection: 'tally.totals', projections, config })).toEqual([
+        'DEDICATED_PROJECTIONS: "tally.counters", "nope" are not an async projection of this platform; name some of: tally.totals',
+      ]);
+    }
+    expect(problems('workers', { ...complete, DEDICATED_PROJECTIONS: 'tally.totals' })).toEqual([]);
+  });
+
+  it('is a comma-separated list of names', () => {
+    expect(loadConfig({ DEDICATED_PROJECTIONS: 'a.b,c.d' }).DEDICATED_PROJECTIONS).toEqual(['a.b', 'c.d']);
+    expect(loadProblems({ DEDICATED_PROJECTIONS: 'a.b, c.d' })[0]).toMatch(/^DEDICATED_PROJECTIONS: .*comma-separated/);
   });
 });
 
