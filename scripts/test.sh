@@ -66,7 +66,8 @@ if (($# == 0)); then
       echo "[test] type check failed"
       failures=$((failures + 1))
     }
-    nice -n 10 "$ROOT/node_modules/.bin/eslint" "$ROOT" </dev/null || {
+    # errors only: hundreds of warnings would push the failures out of the tail a CI log keeps
+    nice -n 10 "$ROOT/node_modules/.bin/eslint" --quiet "$ROOT" </dev/null || {
       echo "[test] lint failed"
       failures=$((failures + 1))
     }
@@ -151,6 +152,8 @@ summary=$(node --input-type=module - "$REPORTS" "${PROJECTS[@]}" <<'EOF'
 import { readFileSync, existsSync } from 'node:fs';
 const [dir, ...projects] = process.argv.slice(2);
 let passed = 0, failed = 0, skipped = 0, broken = 0;
+const failures = []; // named again just before the totals, where a CI log's tail keeps them
+const firstLine = (messages) => String(messages?.[0] ?? '').split('\n')[0].slice(0, 300);
 for (const p of projects) {
   const file = `${dir}/${p}.json`;
   if (!existsSync(file)) continue; // not run (engines down) or vitest died: its exit code already counts
@@ -161,14 +164,21 @@ for (const p of projects) {
     skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
     // a file that failed without a failed test — it failed to load (syntax error, throwing import),
     // or a beforeAll/afterAll hook threw and its tests were skipped — counts as one failure
-    broken += (r.testResults ?? []).filter(
-      (s) => s.status === 'failed' && !(s.assertionResults ?? []).some((a) => a.status === 'failed'),
-    ).length;
+    for (const s of r.testResults ?? []) {
+      const file = String(s.name ?? '').replace(/^.*?\/tests\//, 'tests/');
+      const failedTests = (s.assertionResults ?? []).filter((a) => a.status === 'failed');
+      for (const a of failedTests) failures.push(`${p} ${file} > ${a.fullName}: ${firstLine(a.failureMessages)}`);
+      if (s.status === 'failed' && failedTests.length === 0) {
+        broken += 1;
+        failures.push(`${p} ${file} (outside its tests): ${firstLine([s.message])}`);
+      }
+    }
   } catch (err) {
     broken += 1;
     console.error(`[test] cannot read ${file}: ${err.message}`);
   }
 }
+for (const f of failures) console.error(`[test] FAILED ${f}`);
 console.log(`${passed} ${failed} ${skipped} ${broken}`);
 EOF
 ) || summary="0 0 0 1"
