@@ -95,12 +95,11 @@ if [[ -x $ROOT/node_modules/.bin/vitest ]]; then VITEST=("$ROOT/node_modules/.bi
 # idle less but saved no time, and a file holding transactions open (the global order's slow ones)
 # holds back the log readers of every file beside it (pg_snapshot_xmin is the server's)
 declare -A WORKERS=([int]=${INT_WORKERS:-2})
-# int files share their worker's loaded modules (--no-isolate: vitest reads it for the whole run,
-# not per project): loading the platform again for every file was 156 s of a 586 s int run
-# (vitest's "collect"); each file still starts platforms and databases of its own. split keeps its
-# isolation: one of three runs with shared modules hung a file's start (files/presign, cause not
-# found), and its collect is a minute
-declare -A SHARED_MODULES=([int]=1)
+# int and split files share their worker's loaded modules (--no-isolate: vitest reads it for the
+# whole run, not per project): loading the platform again for every file was 156 s of a 586 s int
+# run and 172 s of a 748 s split run (vitest's "collect"; split with shared modules: 622 s, collect
+# 23 s, 2026-12-02); each file still starts platforms, role processes and databases of its own
+declare -A SHARED_MODULES=([int]=1 [split]=1)
 run_project() {
   local workers=() isolation=()
   [[ -n ${WORKERS[$1]:-} ]] && workers=(--maxWorkers "${WORKERS[$1]}")
