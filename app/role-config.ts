@@ -18,8 +18,9 @@ export interface RoleCheck {
 }
 
 export const roleConfigProblems = ({ role, config, projection, projections }: RoleCheck): string[] => {
-  // `platform start` runs on embedded defaults: nothing is required
-  if (role === 'all') return dedicatedProblems(config.DEDICATED_PROJECTIONS ?? [], projections);
+  const dedicated = dedicatedProblems(config.DEDICATED_PROJECTIONS ?? [], projections);
+  // `platform start` runs on embedded defaults: nothing else is required
+  if (role === 'all') return dedicated;
   const serve = `\`platform serve ${role}\``;
   const problems: string[] = [];
   if (!config.DATABASE_URL) {
@@ -40,7 +41,7 @@ export const roleConfigProblems = ({ role, config, projection, projections }: Ro
     );
   }
   if (role === 'projector') problems.push(...projectorProblems(projection, projections));
-  problems.push(...dedicatedProblems(config.DEDICATED_PROJECTIONS ?? [], projections));
+  problems.push(...dedicated);
   if (role === 'gateway') problems.push(...billingTargetProblems(config));
   if (needsAuditStore(projections) && !config.CLICKHOUSE_URL) {
     problems.push(
@@ -60,8 +61,12 @@ export const roleConfigProblems = ({ role, config, projection, projections }: Ro
 const needsAuditStore = (projections: RoleCheck['projections']): boolean =>
   projections.some((p) => p.target === 'clickhouse');
 
+/** the names of the projections a projector can run */
+const asyncNames = (projections: readonly Pick<RegisteredProjection, 'name' | 'mode'>[]): string[] =>
+  projections.filter((p) => p.mode === 'async').map((p) => p.name);
+
 const projectorProblems = (name: string | undefined, projections: RoleCheck['projections']): string[] => {
-  const runnable = projections.filter((p) => p.mode === 'async').map((p) => p.name);
+  const runnable = asyncNames(projections);
   const choice = runnable.length
     ? `name one of its async projections: ${runnable.join(', ')}`
     : 'this platform has no async projection, so there is nothing for a projector to run (the workers role runs async projections too)';
@@ -79,11 +84,11 @@ const projectorProblems = (name: string | undefined, projections: RoleCheck['pro
 export const asyncProjectionsOfWorkers = (
   projections: readonly Pick<RegisteredProjection, 'name' | 'mode'>[],
   dedicated: readonly string[],
-): string[] => projections.filter((p) => p.mode === 'async' && !dedicated.includes(p.name)).map((p) => p.name);
+): string[] => asyncNames(projections).filter((name) => !dedicated.includes(name));
 
 /** a dedicated projection must be one a projector can run, or it would silently run nowhere */
 const dedicatedProblems = (names: readonly string[], projections: RoleCheck['projections']): string[] => {
-  const runnable = projections.filter((p) => p.mode === 'async').map((p) => p.name);
+  const runnable = asyncNames(projections);
   const unknown = names.filter((n) => !runnable.includes(n));
   return unknown.length
     ? [
